@@ -1,0 +1,1 @@
+"""Workload engines: what drives the load."""

@@ -1,0 +1,231 @@
+"""Run fio on the work directory and read its JSON output.
+
+The job comes from keyword options passed through to fio as --key=value. The
+plugin owns directory, output and group_reporting; file names must stay inside
+the work directory. Files a read job needs are laid out by a separate, unmetered
+fio pass (create_only=1) so that the measured window holds only the workload.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import MeasurementError, UsageError
+from ..result import IoStats
+from .fiosize import parse_fio_size, scale_count, scale_size
+
+INSTALL_HINT = "fio is not installed: install the 'fio' package (apt-get install fio / dnf install fio)"
+OWNED = {"directory", "output", "output_format", "opendir", "group_reporting"}
+SIZE_KEYS = ("size", "io_size", "io_limit", "filesize")
+READING = {"read", "randread", "rw", "readwrite", "randrw", "trimwrite"}
+_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def fio_binary() -> str:
+    path = shutil.which("fio")
+    if path is None:
+        raise MeasurementError(INSTALL_HINT)
+    return path
+
+
+def fio_version() -> str | None:
+    path = shutil.which("fio")
+    if path is None:
+        return None
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
+    return out.stdout.strip() or None
+
+
+def _render(value: object) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _check_path(key: str, value: str, where: str) -> None:
+    parts = value.replace(":", "/").split("/")
+    if value.startswith("/") or ".." in parts or (key == "filename" and "/" in value):
+        raise UsageError(f"{where}: {key}={value!r} would leave the test's work directory; "
+                         "give a plain file name")
+
+
+def _block(options: dict[str, str], kb_base: int) -> int:
+    try:
+        return parse_fio_size(options.get("bs", "4k"), kb_base)
+    except ValueError:
+        return 1  # bs lists or ranges: no rounding
+
+
+def build_job(options: dict[str, object], scale: float, where: str) -> dict[str, str]:
+    """Validate keyword options and apply --fsperf-scale. Returns fio's options as text."""
+    job: dict[str, str] = {}
+    for key, value in options.items():
+        if not _KEY.match(key):
+            raise UsageError(f"{where}: {key!r} is not a fio option name")
+        if key in OWNED:
+            raise UsageError(f"{where}: {key} is set by the plugin; remove it")
+        if value is None or not isinstance(value, str | int | float | bool):
+            raise UsageError(f"{where}: {key}={value!r} must be a string, number or bool")
+        job[key] = _render(value)
+    for key in ("filename", "filename_format"):
+        if key in job:
+            _check_path(key, job[key], where)
+    kb_base = 1000 if job.get("kb_base") == "1000" else 1024
+    block = _block(job, kb_base)
+    scaled_keys = [k for k in SIZE_KEYS if k in job]
+    if "nrfiles" in job and "filesize" in job:
+        scaled_keys.remove("filesize")  # a small-file job keeps its file size; count shrinks
+    try:
+        for key in scaled_keys:
+            job[key] = scale_size(job[key], scale, block, kb_base)
+        if "nrfiles" in job:
+            job["nrfiles"] = scale_count(job["nrfiles"], scale)
+    except ValueError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    return job
+
+
+def valid_name(name: str) -> bool:
+    return bool(_NAME.match(name))
+
+
+def is_reading(job: dict[str, str]) -> bool:
+    return job.get("rw", job.get("readwrite", "read")) in READING
+
+
+def command(job: dict[str, str], name: str, workdir: str, output: str) -> list[str]:
+    args = [fio_binary(), f"--name={name}", f"--directory={workdir}", "--group_reporting",
+            "--output-format=json", f"--output={output}"]
+    args += [f"--{key}={value}" for key, value in job.items() if key != "name"]
+    return args
+
+
+@dataclass(frozen=True)
+class FioRun:
+    wall_seconds: float
+    cpu_seconds: float  # fio and its job processes (rusage of the reaped child)
+    output: str
+
+
+def _last_lines(path: str, n: int = 3) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [ln.strip() for ln in f if ln.strip()]
+    except OSError:
+        return ""
+    return " | ".join(lines[-n:])
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            pid, _ = os.waitpid(proc.pid, os.WNOHANG)
+            if pid:
+                return
+            time.sleep(0.05)
+
+
+class FioProcess:
+    """One fio run in its own process group, reaped with wait4 to get its CPU time."""
+
+    def __init__(self, args: list[str], log: str) -> None:
+        self.args = args
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.reaped = False
+
+    def start(self) -> None:
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(self.args, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+
+    def stop_now(self) -> None:
+        if self.proc is not None and not self.reaped:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    def wait(self) -> tuple[int, float]:
+        assert self.proc is not None
+        try:
+            _pid, status, usage = os.wait4(self.proc.pid, 0)
+        except BaseException:
+            _kill_group(self.proc)
+            self.reaped = True
+            raise
+        self.reaped = True
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        return self.proc.returncode, usage.ru_utime + usage.ru_stime
+
+
+def run_fio(args: list[str], output: str) -> FioRun:
+    """Run fio to completion (no meter); raise MeasurementError on failure."""
+    proc = FioProcess(args, output + ".log")
+    t0 = time.monotonic()
+    proc.start()
+    code, cpu = proc.wait()
+    wall = time.monotonic() - t0
+    check_exit(code, output)
+    return FioRun(wall, cpu, output)
+
+
+def check_exit(code: int, output: str) -> None:
+    if code != 0:
+        detail = _last_lines(output + ".log") or _last_lines(output)
+        raise MeasurementError(f"fio failed (exit {code}): {detail or 'no message'}")
+
+
+def _direction(block: dict[str, Any]) -> IoStats:
+    lat_kind = "lat" if "percentile" in block.get("lat_ns", {}) else "clat"
+    lat = block.get(f"{lat_kind}_ns", {})
+    pct = lat.get("percentile", {})
+
+    def pick(p: str) -> float | None:
+        return float(pct[p]) if p in pct else None
+
+    return IoStats(
+        io_bytes=int(block["io_bytes"]),
+        bw_bytes=float(block["bw_bytes"]),
+        iops=float(block["iops"]),
+        total_ios=int(block["total_ios"]),
+        runtime_ms=int(block["runtime"]),
+        lat_mean_ns=float(lat.get("mean", 0.0)),
+        lat_p50_ns=pick("50.000000"),
+        lat_p99_ns=pick("99.000000"),
+        lat_p999_ns=pick("99.900000"),
+        lat_kind=lat_kind,
+    )
+
+
+def parse_output(path: str) -> tuple[IoStats | None, IoStats | None, dict[str, Any]]:
+    """(read, write, raw job) from fio's JSON file; fio may print warnings before the JSON."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        data = json.loads(text[text.index("{"):])
+        jobs = data["jobs"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise MeasurementError(f"fio wrote no readable JSON to {path}: {exc}") from None
+    if len(jobs) != 1:
+        raise MeasurementError(f"expected one grouped fio job in {path}, found {len(jobs)}")
+    job = jobs[0]
+    if job.get("error"):
+        raise MeasurementError(f"fio job failed with error {job['error']} ({os.strerror(job['error'])})")
+    read = _direction(job["read"]) if job["read"]["total_ios"] else None
+    write = _direction(job["write"]) if job["write"]["total_ios"] else None
+    return read, write, {"fio version": data.get("fio version"), "job": job}

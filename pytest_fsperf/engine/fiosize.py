@@ -1,0 +1,42 @@
+"""fio's own size syntax, for scaling job sizes.
+
+With the default kb_base=1024, fio reads k/m/g/t/p (any case, optional trailing b)
+as powers of 1024 and - backwards, for old scripts - 'ki'/'kib' as powers of 1000.
+kb_base=1000 swaps the two. Checked against fio 3.33: 1k=1024, 1KiB=1000, 1MiB=10^6.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)(i?)(b?)\s*$", re.IGNORECASE)
+_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+
+
+def parse_fio_size(text: str, kb_base: int = 1024) -> int:
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a fio size")
+    number, prefix, iec, _b = match.groups()
+    power = _POWERS[prefix.lower()]
+    base = kb_base if not iec else (1000 if kb_base == 1024 else 1024)
+    return int(number) * base**power
+
+
+def scale_size(text: str, factor: float, block: int = 1, kb_base: int = 1024) -> str:
+    """Scale one fio size (or an 'a-b' / 'a:b' range); percentages pass unchanged.
+    The result is whole bytes, a multiple of `block`, at least one block."""
+    if factor == 1 or text.strip().endswith("%"):
+        return text
+    for sep in ("-", ":"):
+        if sep in text:
+            return sep.join(scale_size(part, factor, block, kb_base) for part in text.split(sep))
+    scaled = int(parse_fio_size(text, kb_base) * factor)
+    block = max(block, 1)
+    return str(max(block, scaled - scaled % block))
+
+
+def scale_count(text: str, factor: float) -> str:
+    if factor == 1:
+        return text
+    return str(max(1, round(int(text) * factor)))

@@ -1,0 +1,146 @@
+"""Meters that read the FUSE daemon from /proc while a workload runs.
+
+CPU: utime+stime of /proc/PID/stat (includes exited threads) over the wall time of
+the window; 100% = one core. Peak memory: VmHWM after `echo 5 > clear_refs` reset
+it to the current RSS at the start; where the reset is refused, the highest VmRSS
+seen by a sampler, marked "sampled". A light watcher thread notices a daemon that
+exits and calls back (the engine then stops the load at once).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from .errors import MeasurementError
+from .mount.daemon import Daemon, start_time, stat_fields
+from .result import DaemonStats
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+WATCH_INTERVAL = 0.25  # seconds between liveness / RSS samples
+
+
+class DaemonExited(MeasurementError):
+    pass
+
+
+def cpu_ticks(pid: int, proc: str = "/proc") -> int | None:
+    fields = stat_fields(pid, proc)
+    return int(fields[11]) + int(fields[12]) if fields else None  # utime + stime
+
+
+def status_kib(pid: int, key: str, proc: str = "/proc") -> int | None:
+    try:
+        with open(f"{proc}/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def io_counters(pid: int, proc: str = "/proc") -> tuple[int, int] | None:
+    """(rchar, wchar): bytes the process read and wrote through syscalls."""
+    try:
+        with open(f"{proc}/{pid}/io", encoding="ascii") as f:
+            values = dict(line.split(":", 1) for line in f if ":" in line)
+        return int(values["rchar"]), int(values["wchar"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def reset_peak_rss(pid: int, proc: str = "/proc") -> bool:
+    """Reset VmHWM to the current RSS. False where the kernel or permissions refuse."""
+    try:
+        with open(f"{proc}/{pid}/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+    except OSError:
+        return False
+    hwm, rss = status_kib(pid, "VmHWM", proc), status_kib(pid, "VmRSS", proc)
+    # RSS may grow between the two reads; a reset that took leaves HWM close to RSS.
+    return hwm is not None and rss is not None and hwm <= rss + 1024
+
+
+class DaemonMeter:
+    """Brackets one workload. start() ... stop() -> DaemonStats, or DaemonExited."""
+
+    def __init__(self, daemon: Daemon, on_exit: Callable[[], None] | None = None,
+                 proc: str = "/proc", interval: float = WATCH_INTERVAL) -> None:
+        self.daemon = daemon
+        self._proc = proc
+        self._interval = interval
+        self._on_exit = on_exit
+        self._stop = threading.Event()
+        self._exited = threading.Event()
+        self._sampled_peak_kib = 0
+        self._exact = False
+        self._thread: threading.Thread | None = None
+        self._t0 = 0.0
+        self._cpu0 = 0
+        self._io0: tuple[int, int] | None = None
+
+    def _alive(self) -> bool:
+        return start_time(self.daemon.pid, self._proc) == self.daemon.start_time
+
+    def _sample(self) -> None:
+        rss = status_kib(self.daemon.pid, "VmRSS", self._proc)
+        if rss is not None:
+            self._sampled_peak_kib = max(self._sampled_peak_kib, rss)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self._interval):
+            if not self._alive():
+                self._exited.set()
+                if self._on_exit:
+                    self._on_exit()
+                return
+            if not self._exact:
+                self._sample()
+
+    def start(self) -> None:
+        pid = self.daemon.pid
+        cpu0 = cpu_ticks(pid, self._proc)
+        if cpu0 is None or not self._alive():
+            raise DaemonExited(f"FUSE daemon PID {pid} is gone before the workload started")
+        self._exact = reset_peak_rss(pid, self._proc)
+        self._sample()
+        self._io0 = io_counters(pid, self._proc)
+        self._cpu0 = cpu0
+        self._t0 = time.monotonic()
+        self._thread = threading.Thread(target=self._watch, name="fsperf-daemon-meter", daemon=True)
+        self._thread.start()
+
+    def stop(self, workload: str) -> DaemonStats:
+        pid = self.daemon.pid
+        cpu1 = cpu_ticks(pid, self._proc)
+        wall = time.monotonic() - self._t0
+        io1 = io_counters(pid, self._proc)
+        hwm = status_kib(pid, "VmHWM", self._proc)
+        alive = self._alive()
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+        if self._exited.is_set() or not alive or cpu1 is None or hwm is None:
+            raise DaemonExited(f"FUSE daemon PID {pid} exited during {workload}")
+        if not self._exact:
+            self._sample()
+        cpu_seconds = (cpu1 - self._cpu0) / CLK_TCK
+        io = (io1[0] - self._io0[0], io1[1] - self._io0[1]) if io1 and self._io0 else None
+        return DaemonStats(
+            pid=pid,
+            wall_seconds=wall,
+            cpu_seconds=cpu_seconds,
+            cpu_percent=100.0 * cpu_seconds / wall if wall > 0 else 0.0,
+            peak_rss_bytes=1024 * (hwm if self._exact else self._sampled_peak_kib),
+            peak_rss_method="VmHWM" if self._exact else "sampled",
+            read_bytes=io[0] if io else None,
+            write_bytes=io[1] if io else None,
+        )
+
+    def abort(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()

@@ -1,0 +1,1 @@
+"""Where the filesystem under test is, and which process serves it."""

@@ -1,0 +1,94 @@
+"""The fsperf marker, read once into a frozen plan of thresholds.
+
+Every threshold applies to each judged workload of the test: a test that runs a
+write and a read with min_bw needs both to clear it. Mark a preparation workload
+with fsperf.fio(..., judged=False) to keep it out of the verdict (it is still
+measured and reported).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from . import units
+from .errors import UsageError
+
+
+@dataclass(frozen=True)
+class Keyword:
+    metric: str
+    bound: str  # "min" or "max"
+    label: str  # how the measured figure is named in messages
+    parse: Callable[[object], float]
+    show: Callable[[float], str]
+
+
+def _bw(value: object) -> float:
+    return units.parse_bytes(value, rate=True)
+
+
+KEYWORDS: dict[str, Keyword] = {
+    "min_bw": Keyword("bw", "min", "bandwidth", _bw, units.format_rate),
+    "max_bw": Keyword("bw", "max", "bandwidth", _bw, units.format_rate),
+    "min_iops": Keyword("iops", "min", "IOPS", units.parse_rate_count, units.format_count),
+    "max_cpu": Keyword("daemon_cpu", "max", "daemon CPU", units.parse_percent,
+                       units.format_percent),
+    "max_rss": Keyword("daemon_rss", "max", "daemon peak memory", units.parse_bytes,
+                       units.format_mb),
+    "max_p99": Keyword("lat_p99", "max", "p99 latency", units.parse_duration_ns,
+                       units.format_duration),
+    "max_p50": Keyword("lat_p50", "max", "p50 latency", units.parse_duration_ns,
+                       units.format_duration),
+    "max_mean_lat": Keyword("lat_mean", "max", "mean latency", units.parse_duration_ns,
+                            units.format_duration),
+    "min_ops": Keyword("ops", "min", "ops/s", units.parse_rate_count, units.format_count),
+}
+
+
+@dataclass(frozen=True)
+class Threshold:
+    keyword: str
+    text: str  # as the user wrote it, for messages
+    limit: float
+
+    @property
+    def spec(self) -> Keyword:
+        return KEYWORDS[self.keyword]
+
+    def holds(self, measured: float) -> bool:
+        if self.spec.bound == "min":
+            return measured >= self.limit
+        return measured <= self.limit
+
+    def describe_failure(self, workload: str, measured: float) -> str:
+        op = "<" if self.spec.bound == "min" else ">"
+        shown = self.spec.show(measured)
+        return f"{workload}: {self.spec.label} {shown} {op} {self.keyword} {self.text}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    test: str
+    thresholds: tuple[Threshold, ...]
+
+
+def build_plan(test: str, markers: Iterable[tuple[tuple[object, ...], Mapping[str, object]]]) -> Plan:
+    """markers: (args, kwargs) of each fsperf marker, closest first; closest wins."""
+    merged: dict[str, object] = {}
+    for args, kwargs in markers:
+        if args:
+            raise UsageError(f"{test}: fsperf marker takes keywords only, got {args[0]!r}")
+        for key, value in kwargs.items():
+            merged.setdefault(key, value)
+    thresholds = []
+    for key, value in merged.items():
+        if key not in KEYWORDS:
+            known = ", ".join(KEYWORDS)
+            raise UsageError(f"{test}: fsperf marker: unknown keyword {key!r} (known: {known})")
+        try:
+            limit = KEYWORDS[key].parse(value)
+        except ValueError as exc:
+            raise UsageError(f"{test}: fsperf marker {key}: {exc}") from None
+        thresholds.append(Threshold(key, str(value), limit))
+    return Plan(test, tuple(thresholds))

@@ -1,0 +1,1 @@
+"""What a run shows: the terminal table, JUnit properties, the JSON file."""

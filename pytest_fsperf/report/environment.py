@@ -1,0 +1,80 @@
+"""The environment a run measured in: enough to tell whether two runs compare."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from typing import Any
+
+import pytest
+
+from ..engine.fio import fio_version
+from ..mount.daemon import Lookup
+from ..mount.mountinfo import Mount
+from .redact import redact_args, redact_options
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _mem_total() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def mount_dict(path: str, mount: Mount) -> dict[str, Any]:
+    return {
+        "path": path,
+        "mount_point": mount.mount_point,
+        "source": redact_options(mount.source),
+        "fstype": mount.fstype,
+        "options": redact_options(mount.mount_options),
+        "super_options": redact_options(mount.super_options),
+    }
+
+
+def daemon_dict(lookup: Lookup) -> dict[str, Any] | None:
+    d = lookup.daemon
+    if d is None:
+        return None
+    return {"pid": d.pid, "cmdline": redact_args(d.cmdline), "found_by": d.found_by}
+
+
+def environment(path: str, mount: Mount | None, lookup: Lookup | None,
+                scale: float, embedded: bool) -> dict[str, Any]:
+    from .. import __version__
+
+    return {
+        "kernel": platform.release(),
+        "machine": {
+            "hostname": socket.gethostname(),
+            "arch": platform.machine(),
+            "cpus": os.cpu_count(),
+            "cpu_model": _cpu_model(),
+            "mem_total_bytes": _mem_total(),
+        },
+        "python": platform.python_version(),
+        "pytest": pytest.__version__,
+        "pytest_fsperf": __version__,
+        "fio": fio_version(),
+        "scale": scale,
+        "embedded_default": embedded,
+        "mount": mount_dict(path, mount) if mount else None,
+        "daemon": daemon_dict(lookup) if lookup else None,
+        "daemon_note": lookup.note if lookup else "not looked up",
+    }

@@ -1,0 +1,37 @@
+"""The machine-readable result file. Its schema ships as report/schema.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+SCHEMA_ID = "pytest-fsperf/1"
+
+
+def schema() -> dict[str, Any]:
+    text = resources.files("pytest_fsperf.report").joinpath("schema.json").read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def document(environment: dict[str, Any], results: list[dict[str, Any]],
+             leftovers: list[str]) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA_ID,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "environment": environment,
+        "results": results,
+        "leftovers": leftovers,
+    }
+
+
+def write(path: Path, doc: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)

@@ -1,0 +1,44 @@
+"""Keep credentials out of reports: command lines and mount options are redacted."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+MASK = "***"
+_SECRET_KEY = re.compile(r"(key|secret|passw|token|credential|auth|signature)", re.IGNORECASE)
+_URL_USERINFO = re.compile(r"(\w[\w+.-]*://[^/@\s:]*:)[^/@\s]+@")
+_LONG_SECRET = re.compile(r"^(?!/)(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9/+=]{32,}$")  # key-like blob
+_KEY_PAIR = re.compile(r"^[A-Za-z0-9_-]{12,}:[A-Za-z0-9/+=_-]{12,}$")  # passwd_file content
+
+
+def _value(text: str) -> str:
+    text = _URL_USERINFO.sub(rf"\1{MASK}@", text)
+    if _LONG_SECRET.match(text) or _KEY_PAIR.match(text):
+        return MASK
+    return text
+
+
+def redact_options(text: str) -> str:
+    """'a=1,secret_key=x' -> 'a=1,secret_key=***'."""
+    parts = []
+    for part in text.split(","):
+        key, eq, value = part.partition("=")
+        parts.append(f"{key}={MASK}" if eq and _SECRET_KEY.search(key) else (
+            f"{key}{eq}{_value(value)}" if eq else _value(part)))
+    return ",".join(parts)
+
+
+def redact_args(args: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    hide_next = False
+    for arg in args:
+        if hide_next:
+            out.append(MASK)
+            hide_next = False
+        elif arg.startswith("-") and "=" not in arg and _SECRET_KEY.search(arg):
+            out.append(arg)
+            hide_next = True
+        else:
+            out.append(redact_options(arg))
+    return out

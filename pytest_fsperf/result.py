@@ -1,0 +1,101 @@
+"""What one measured workload produced. Plain frozen data, serialisable to JSON."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class IoStats:
+    """One direction (read or write) of a fio job, as fio reported it."""
+
+    io_bytes: int
+    bw_bytes: float  # B/s, fio's bw_bytes
+    iops: float
+    total_ios: int
+    runtime_ms: int
+    lat_mean_ns: float
+    lat_p50_ns: float | None
+    lat_p99_ns: float | None
+    lat_p999_ns: float | None
+    lat_kind: str  # "clat" (completion latency) or "lat" (total), whichever fio gave
+
+
+@dataclass(frozen=True)
+class DaemonStats:
+    """The FUSE daemon over the workload's window, read from /proc/PID."""
+
+    pid: int
+    wall_seconds: float
+    cpu_seconds: float
+    cpu_percent: float  # 100% = one fully busy core
+    peak_rss_bytes: int
+    peak_rss_method: str  # "VmHWM" (exact) or "sampled"
+    read_bytes: int | None  # rchar delta: bytes the daemon read (from its backend)
+    write_bytes: int | None  # wchar delta
+
+
+@dataclass(frozen=True)
+class WorkloadResult:
+    test: str
+    name: str
+    kind: str  # "fio"
+    options: dict[str, str]  # effective options after scaling
+    cache: str  # "cold: drop_caches", "cold: fadvise" or "warm"
+    daemon_cache: str
+    read: IoStats | None
+    write: IoStats | None
+    daemon: DaemonStats | None
+    daemon_note: str  # why daemon figures are missing, or how the daemon was found
+    wall_seconds: float
+    tool_cpu_percent: float  # the load generator's own CPU (fio), 100% = one core
+    judged: bool = True
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def directions(self) -> list[IoStats]:
+        return [d for d in (self.read, self.write) if d is not None and d.total_ios > 0]
+
+    @property
+    def io_bytes(self) -> int:
+        return sum(d.io_bytes for d in self.directions)
+
+    @property
+    def bw_bytes(self) -> float:
+        """Read plus write bandwidth, B/s."""
+        return sum(d.bw_bytes for d in self.directions)
+
+    @property
+    def iops(self) -> float:
+        return sum(d.iops for d in self.directions)
+
+    def _worst(self, attr: str) -> float | None:
+        values = [getattr(d, attr) for d in self.directions]
+        if not values or any(v is None for v in values):
+            return None
+        return float(max(values))
+
+    @property
+    def lat_p99_ns(self) -> float | None:
+        return self._worst("lat_p99_ns")
+
+    def metrics(self) -> dict[str, float | None]:
+        """Every figure a threshold may name. None: this kind measures it, but it was not
+        measured honestly this time (see daemon_note). Missing key: this kind cannot answer."""
+        figures: dict[str, float | None] = {
+            "bw": self.bw_bytes,
+            "iops": self.iops,
+            "lat_mean": self._worst("lat_mean_ns"),
+            "lat_p50": self._worst("lat_p50_ns"),
+            "lat_p99": self.lat_p99_ns,
+            "daemon_cpu": self.daemon.cpu_percent if self.daemon else None,
+            "daemon_rss": float(self.daemon.peak_rss_bytes) if self.daemon else None,
+        }
+        return {k: v for k, v in figures.items() if v is not None or k.startswith("daemon_")}
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["total"] = {"io_bytes": self.io_bytes, "bw_bytes": self.bw_bytes, "iops": self.iops,
+                         "lat_p99_ns": self.lat_p99_ns}
+        return data

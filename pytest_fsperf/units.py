@@ -1,0 +1,132 @@
+"""Parse and format the units of thresholds and reports.
+
+Thresholds use explicit units: B, kB/KB, MB, GB, TB are powers of 1000 (as the
+published benchmarks use); KiB, MiB, GiB, TiB are powers of 1024. Rates take an
+optional "/s". CPU is in percent of one core. Latency takes ns, us, ms or s.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+BYTE_UNITS: dict[str, int] = {
+    "B": 1,
+    "kB": 10**3,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+}
+TIME_UNITS: dict[str, float] = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+
+_NUMBER = r"(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
+_QUANTITY = re.compile(rf"^\s*{_NUMBER}\s*(?P<unit>[^\s\d.][^\s]*)?\s*$")
+
+
+def _split(text: str) -> tuple[float, str]:
+    match = _QUANTITY.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a number with a unit")
+    value = float(match["num"])
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is not a finite number")
+    return value, match["unit"] or ""
+
+
+def _require_text(value: object, example: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str):
+        raise ValueError(f"{value!r} needs a unit, e.g. {example!r}")
+    return value
+
+
+def parse_bytes(value: object, *, rate: bool = False) -> float:
+    """'2.2GB' -> 2.2e9; with rate=True '2GB/s' (the '/s' is optional)."""
+    text = _require_text(value, "2GB/s" if rate else "2.2GB")
+    number, unit = _split(text)
+    if rate and unit.endswith("/s"):
+        unit = unit[:-2]
+    if unit not in BYTE_UNITS:
+        units = ", ".join(BYTE_UNITS)
+        raise ValueError(f"{text!r} has unknown unit {unit or '(none)'!r}; use one of {units}")
+    return number * BYTE_UNITS[unit]
+
+
+def parse_percent(value: object) -> float:
+    """'250%' -> 250.0 (100% is one fully busy core)."""
+    text = _require_text(value, "250%")
+    number, unit = _split(text)
+    if unit != "%":
+        raise ValueError(f"{text!r} must be a percentage such as '250%' (100% = one core)")
+    return number
+
+
+def parse_duration_ns(value: object) -> float:
+    """'20ms' -> 2e7 nanoseconds."""
+    text = _require_text(value, "20ms")
+    number, unit = _split(text)
+    if unit not in TIME_UNITS:
+        raise ValueError(f"{text!r} has unknown time unit {unit or '(none)'!r}; use ns, us, ms or s")
+    return number * TIME_UNITS[unit]
+
+
+def parse_rate_count(value: object) -> float:
+    """A plain count per second: 5000, '5000', '5000/s'."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a number")
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{value!r} is not a non-negative finite number")
+        return float(value)
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a number")
+    number, unit = _split(value)
+    if unit not in ("", "/s"):
+        raise ValueError(f"{value!r} must be a plain number per second, such as '5000/s'")
+    return number
+
+
+def _three_figures(value: float) -> str:
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def format_rate(bytes_per_s: float) -> str:
+    """As the published tables print bandwidth: '2.17 GB/s', '812 MB/s'."""
+    if bytes_per_s >= 1e9:
+        return f"{_three_figures(bytes_per_s / 1e9)} GB/s"
+    return f"{_three_figures(bytes_per_s / 1e6)} MB/s"
+
+
+def format_mb(n_bytes: float) -> str:
+    """Memory in MB, as the published tables print peak memory: '2167 MB'."""
+    return f"{_three_figures(n_bytes / 1e6)} MB"
+
+
+def format_percent(value: float) -> str:
+    return f"{value:.0f}%"
+
+
+def format_duration(ns: float) -> str:
+    if ns >= 1e9:
+        return f"{_three_figures(ns / 1e9)} s"
+    if ns >= 1e6:
+        return f"{_three_figures(ns / 1e6)} ms"
+    if ns >= 1e3:
+        return f"{_three_figures(ns / 1e3)} us"
+    return f"{ns:.0f} ns"
+
+
+def format_count(value: float) -> str:
+    if value >= 1e6:
+        return f"{_three_figures(value / 1e6)}M"
+    if value >= 1e4:
+        return f"{_three_figures(value / 1e3)}k"
+    return _three_figures(value)

@@ -1,0 +1,47 @@
+"""Judge a test's measured workloads against its plan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import UsageError
+from .plan import Plan
+from .result import WorkloadResult
+
+PASS, FAIL, NONE, UNJUDGED = "pass", "FAIL", "-", "partial"
+
+
+@dataclass
+class Verdict:
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    per_workload: dict[str, str] = field(default_factory=dict)
+
+
+def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
+    """Failures name the workload and the threshold. Raises UsageError when a
+    threshold cannot be answered by any judged workload of the test."""
+    verdict = Verdict()
+    judged = [r for r in results if r.judged]
+    for r in results:
+        verdict.per_workload[r.name] = NONE if not (plan.thresholds and r.judged) else PASS
+    if plan.thresholds and not judged:
+        raise UsageError(f"{plan.test}: has fsperf thresholds but measured no judged workload "
+                         "(use the fsperf fixture, e.g. fsperf.fio(...))")
+    for threshold in plan.thresholds:
+        metric = threshold.spec.metric
+        answering = [r for r in judged if metric in r.metrics()]
+        if not answering:
+            kinds = ", ".join(sorted({r.kind for r in judged}))
+            raise UsageError(f"{plan.test}: fsperf marker {threshold.keyword}: "
+                             f"{kinds} workloads do not measure {threshold.spec.label}")
+        for r in answering:
+            measured = r.metrics()[metric]
+            if measured is None:
+                verdict.notes.append(f"{r.name}: {threshold.keyword} not judged ({r.daemon_note})")
+                if verdict.per_workload[r.name] == PASS:
+                    verdict.per_workload[r.name] = UNJUDGED
+            elif not threshold.holds(measured):
+                verdict.failures.append(threshold.describe_failure(r.name, measured))
+                verdict.per_workload[r.name] = FAIL
+    return verdict
