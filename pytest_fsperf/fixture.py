@@ -103,7 +103,7 @@ class Fsperf:
             daemon_cache=daemon_cache, read=read, write=write, daemon=daemon,
             daemon_note=lookup.note, wall_seconds=wall,
             tool_cpu_percent=100.0 * fio_cpu / wall if wall > 0 else 0.0,
-            judged=judged, raw=raw,
+            judged=judged, raw=raw, output_file=out + ".json",
         )
         self.results.append(result)
         return result

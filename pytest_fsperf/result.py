@@ -52,6 +52,7 @@ class WorkloadResult:
     tool_cpu_percent: float  # the load generator's own CPU (fio), 100% = one core
     judged: bool = True
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    output_file: str = field(default="", compare=False)  # fio's JSON; lives for the session
 
     @property
     def directions(self) -> list[IoStats]:
@@ -96,6 +97,7 @@ class WorkloadResult:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        del data["output_file"]
         data["total"] = {"io_bytes": self.io_bytes, "bw_bytes": self.bw_bytes, "iops": self.iops,
                          "lat_p99_ns": self.lat_p99_ns}
         return data
