@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 MASK = "***"
 _SECRET_KEY = re.compile(r"(key|secret|passw|token|credential|auth|signature)", re.IGNORECASE)
-_URL_USERINFO = re.compile(r"(\w[\w+.-]*://[^/@\s:]*:)[^@\s]+@")
+_URL_USERINFO = re.compile(r"(\w[\w+.-]*://[^@\s:]*:)[^@\s]+@")
 _LONG_SECRET = re.compile(r"^(?!/)(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9/+=]{32,}$")  # key-like blob
 _KEY_PAIR = re.compile(r"^[A-Za-z0-9_-]{12,}:[A-Za-z0-9/+=_-]{12,}$")  # passwd_file content
 
