@@ -1,0 +1,78 @@
+"""Fixtures for the plugin's own tests: real bindfs FUSE mounts, started and stopped here."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_fsperf.mount.mountinfo import read_mounts
+
+
+def need(binary: str) -> str:
+    path = shutil.which(binary)
+    if path is None:
+        pytest.skip(f"{binary} is not installed (apt-get install {binary})")
+    return path
+
+
+@dataclass
+class BindMount:
+    source: Path
+    point: Path
+    pid: int
+    proc: subprocess.Popen[bytes]
+
+
+def _mounted(point: Path) -> bool:
+    return any(m.mount_point == str(point) for m in read_mounts())
+
+
+def _unmount(point: Path) -> None:
+    fusermount = shutil.which("fusermount3") or shutil.which("fusermount") or "fusermount3"
+    for args in ([fusermount, "-u", str(point)], [fusermount, "-uz", str(point)]):
+        if not _mounted(point):
+            return
+        subprocess.run(args, capture_output=True, check=False)
+
+
+@pytest.fixture
+def bindfs(tmp_path: Path) -> Iterator[Callable[..., BindMount]]:
+    """Start bindfs in the foreground (its PID known independently of the plugin)."""
+    binary = need("bindfs")
+    need("fio")
+    if not os.path.exists("/dev/fuse"):
+        pytest.skip("/dev/fuse is missing")
+    started: list[BindMount] = []
+
+    def start(*options: str, name: str = "mnt") -> BindMount:
+        source, point = tmp_path / f"{name}-src", tmp_path / name
+        source.mkdir()
+        point.mkdir()
+        proc = subprocess.Popen([binary, "-f", *options, str(source), str(point)],
+                                stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while not _mounted(point):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                pytest.fail(f"bindfs did not mount {point}: {err}")
+            time.sleep(0.05)
+        mount = BindMount(source, point, proc.pid, proc)
+        started.append(mount)
+        return mount
+
+    yield start
+    for mount in started:
+        _unmount(mount.point)
+        try:
+            mount.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            mount.proc.kill()
+            mount.proc.wait()

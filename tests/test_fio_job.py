@@ -1,0 +1,48 @@
+import pytest
+
+from pytest_fsperf.engine.fio import build_job, command, is_reading
+from pytest_fsperf.errors import UsageError
+
+
+def job(scale=1.0, **kw):
+    return build_job(kw, scale, "t::test_x: fsperf.fio()")
+
+
+def test_documented_job_scaled():
+    j = job(0.01, rw="read", bs="1M", size="100G", numjobs=4, direct=1, time_based=True)
+    assert j == {"rw": "read", "bs": "1M", "size": str(1024 * 2**20), "numjobs": "4",
+                 "direct": "1", "time_based": "1"}
+
+
+def test_small_file_job_keeps_file_size_scales_count():
+    j = job(0.01, rw="read", nrfiles=100000, filesize="128k", size="12800m")
+    assert j["filesize"] == "128k" and j["nrfiles"] == "1000"
+
+
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [({"directory": "/x"}, "directory is set by the plugin"),
+     ({"group_reporting": 0}, "group_reporting is set by the plugin"),
+     ({"filename": "/etc/passwd"}, "would leave the test's work directory"),
+     ({"filename": "../x"}, "would leave"),
+     ({"filename_format": "../$jobname"}, "would leave"),
+     ({"size": "lots"}, "'lots' is not a fio size"),
+     ({"rw": None}, "must be a string, number or bool"),
+     ({"Bad-Key": 1}, "is not a fio option name")],
+)
+def test_bad_options(kw, needle):
+    with pytest.raises(UsageError) as exc:
+        job(0.5, **kw)
+    assert needle in str(exc.value) and str(exc.value).startswith("t::test_x: fsperf.fio()")
+
+
+def test_command_owns_directory_output_and_grouping():
+    args = command({"rw": "read", "thread": "1"}, "fsperf", "/mnt/w", "/tmp/o.json")
+    assert args[1:] == ["--name=fsperf", "--directory=/mnt/w", "--group_reporting",
+                        "--output-format=json", "--output=/tmp/o.json", "--rw=read", "--thread=1"]
+
+
+@pytest.mark.parametrize(("rw", "reads"), [("read", True), ("randrw", True), ("write", False),
+                                           ("randwrite", False)])
+def test_reading(rw, reads):
+    assert is_reading({"rw": rw}) is reads
