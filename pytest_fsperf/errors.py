@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
+
+import pytest
+
+T = TypeVar("T")
+
 
 class UsageError(Exception):
     """A user mistake. The message is one line and names where the value came from."""
@@ -9,3 +16,18 @@ class UsageError(Exception):
 
 class MeasurementError(Exception):
     """A fault while measuring: fio failed, the daemon died, the mount went away."""
+
+
+def fail(message: str) -> NoReturn:
+    pytest.fail(message, pytrace=False)
+
+
+def or_fail(call: Callable[[], T]) -> T:
+    """Run call; a usage error or fault fails the test in one line, without a traceback."""
+    try:
+        return call()
+    except UsageError as exc:
+        message = f"usage error: {exc}"
+    except MeasurementError as exc:
+        message = str(exc)
+    fail(message)  # outside `except`, so pytest shows no chained exception

@@ -6,13 +6,11 @@ import os
 import time
 from pathlib import Path
 
-import pytest
-
 from . import cache
 from .engine import fio as fio_engine
-from .errors import MeasurementError, UsageError
-from .meters import DaemonMeter
-from .mount.daemon import Lookup
+from .errors import MeasurementError, UsageError, or_fail
+from .meters import DaemonExited, DaemonMeter
+from .mount.daemon import Lookup, start_time
 from .result import WorkloadResult
 from .session import FsperfSession, safe_name
 
@@ -58,10 +56,7 @@ class Fsperf:
             **options: object) -> WorkloadResult:
         """Run one fio job in the work directory and measure it with the daemon."""
         where = f"{self.test}: fsperf.fio()"
-        try:
-            return self._fio(name, judged, options, where)
-        except (UsageError, MeasurementError) as exc:
-            pytest.fail(str(exc), pytrace=False)
+        return or_fail(lambda: self._fio(name, judged, options, where))
 
     def _fio(self, name: str | None, judged: bool, options: dict[str, object],
              where: str) -> WorkloadResult:
@@ -69,9 +64,19 @@ class Fsperf:
             raise UsageError(f"{where}: name={name!r} must be letters, digits, '_', '.', '-'")
         job = fio_engine.build_job(options, self.scale, where)
         label = self._unique(name or job.get("rw", "read"))
-        job_name = "fsperf"  # one fio job name per test: a read finds what a write left
         out = os.path.join(self._state.local_dir(), f"{safe_name(self.test)}-{safe_name(label)}")
         lookup = self._state.lookup_daemon()
+        try:
+            return self._measure(label, judged, job, out, lookup)
+        except MeasurementError as exc:
+            d = lookup.daemon
+            if d is not None and start_time(d.pid) != d.start_time:
+                raise DaemonExited(f"FUSE daemon PID {d.pid} exited during {label}: {exc}") from None
+            raise
+
+    def _measure(self, label: str, judged: bool, job: dict[str, str], out: str,
+                 lookup: Lookup) -> WorkloadResult:
+        job_name = "fsperf"  # one fio job name per test: a read finds what a write left
         if fio_engine.is_reading(job):
             layout = {**job, "create_only": "1"}
             fio_engine.run_fio(fio_engine.command(layout, job_name, str(self.workdir), out + ".layout.json"),

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Generator, Iterator
 from typing import Any
 
 import pytest
 
-from .errors import MeasurementError, UsageError
+from .errors import UsageError, fail, or_fail
 from .fixture import Fsperf
 from .lock import machine_lock
 from .options import add_options, read_settings
@@ -55,7 +56,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if PLAN_ERROR in item.stash:
-        pytest.fail(f"usage error: {item.stash[PLAN_ERROR]}", pytrace=False)
+        fail(f"usage error: {item.stash[PLAN_ERROR]}")
 
 
 @pytest.fixture
@@ -63,10 +64,7 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
     """Measure workloads on the filesystem under test, in a work dir of this test's own."""
     state = request.config.stash[STATE]
     with machine_lock():
-        try:
-            workdir = state.new_workdir(request.node.name)
-        except MeasurementError as exc:
-            pytest.fail(str(exc), pytrace=False)
+        workdir = or_fail(lambda: state.new_workdir(request.node.name))
         state.environment()  # read once while the mount and daemon are up
         handle = Fsperf(state, request.node.nodeid, workdir)
         request.node.stash[RESULTS] = handle.results
@@ -109,19 +107,14 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     except BaseException:
         results = item.stash.get(RESULTS, [])
         _properties(item, results)
-        try:
+        with contextlib.suppress(UsageError):  # the test's own failure comes first
             _judge(item, results)
-        except UsageError:
-            pass  # the test's own failure comes first
         raise
     results = item.stash.get(RESULTS, [])
     _properties(item, results)
-    try:
-        failures = _judge(item, results)
-    except UsageError as exc:
-        pytest.fail(f"usage error: {exc}", pytrace=False)
+    failures = or_fail(lambda: _judge(item, results))
     if failures:
-        pytest.fail("\n".join(failures), pytrace=False)
+        fail("\n".join(failures))
     return outcome
 
 

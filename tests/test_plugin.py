@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 
@@ -219,6 +220,6 @@ def test_xdist_never_overlaps_measured_tests(pytester, tmp_path):
     result = pytester.runpytest("-n", "2", f"--fsperf-json={out}")
     result.assert_outcomes(passed=4)
     windows = sorted(tuple(map(float, line.split())) for line in log.read_text().splitlines())
-    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(windows, windows[1:]))
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in itertools.pairwise(windows))
     assert len(json.loads(out.read_text())["results"]) == 4
     result.stdout.re_match_lines([r"test_measured\[\d\]\s+write"])

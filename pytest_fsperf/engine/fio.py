@@ -8,6 +8,7 @@ fio pass (create_only=1) so that the measured window holds only the workload.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -155,10 +156,8 @@ class FioProcess:
 
     def stop_now(self) -> None:
         if self.proc is not None and not self.reaped:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
 
     def wait(self) -> tuple[int, float]:
         assert self.proc is not None

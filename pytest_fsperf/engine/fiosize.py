@@ -20,7 +20,8 @@ def parse_fio_size(text: str, kb_base: int = 1024) -> int:
     number, prefix, iec, _b = match.groups()
     power = _POWERS[prefix.lower()]
     base = kb_base if not iec else (1000 if kb_base == 1024 else 1024)
-    return int(number) * base**power
+    multiplier: int = base**power  # int ** non-negative int
+    return int(number) * multiplier
 
 
 def scale_size(text: str, factor: float, block: int = 1, kb_base: int = 1024) -> str:

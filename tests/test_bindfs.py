@@ -1,0 +1,132 @@
+"""Measurement on real FUSE mounts: bindfs daemons started by these tests (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pytest_fsperf import units
+
+pytestmark = pytest.mark.integration
+MB = 2**20
+
+
+def run(pytester, mount, *args):
+    out = pytester.path / "fsperf.json"
+    result = pytester.runpytest(f"--fsperf-mount={mount.point}", f"--fsperf-json={out}", *args)
+    return result, json.loads(out.read_text()) if out.exists() else None
+
+
+def test_daemon_found_among_two_mounts_and_measured(pytester, bindfs):
+    first = bindfs(name="first")
+    second = bindfs(name="second")
+    pytester.makepyfile(f"""
+        import json, re
+
+        def vm_hwm(pid):
+            text = open(f"/proc/{{pid}}/status").read()
+            return int(re.search(r"VmHWM:\\s+(\\d+) kB", text).group(1)) * 1024
+
+        def test_read(fsperf):
+            fsperf.fio(name="write", rw="write", bs="1M", size="64M", direct=1)
+            r = fsperf.fio(name="read", rw="read", bs="1M", size="64M", direct=1)
+            assert r.daemon.pid == {second.pid}
+            assert r.daemon.cpu_percent > 0
+            assert r.daemon.peak_rss_method == "VmHWM"
+            assert r.daemon.peak_rss_bytes == vm_hwm({second.pid})
+            assert r.daemon.read_bytes >= 64 * 2**20  # the daemon read the bytes from its source
+            fio_own = json.load(open(r.output_file))["jobs"][0]["read"]["bw_bytes"]
+            assert r.read.bw_bytes == fio_own
+            print("FIO_BW", fio_own)
+    """)
+    result, doc = run(pytester, second, "-s")
+    result.assert_outcomes(passed=1)
+    env = doc["environment"]
+    assert env["daemon"]["pid"] == second.pid != first.pid
+    assert env["daemon"]["found_by"] == "fdinfo fuse_connection"
+    assert env["mount"]["fstype"].startswith("fuse")
+    write, read = doc["results"]
+    fio_bw = float(re.search(r"FIO_BW (\d+)", result.stdout.str()).group(1))
+    assert read["total"]["bw_bytes"] == fio_bw
+    assert write["daemon"]["write_bytes"] >= 64 * MB
+    shown = units.format_rate(fio_bw)
+    result.stdout.re_match_lines([rf"test_read\s+read\s+{re.escape(shown)}\s+"])
+    assert list(second.source.iterdir()) == []  # the work dir is gone
+
+
+def test_cold_reaches_the_daemon_warm_does_not(pytester, bindfs):
+    mount = bindfs("-o", "kernel_cache")
+    pytester.makepyfile("""
+        def test_cache(fsperf):
+            job = dict(rw="read", bs="1M", size="64M", invalidate=0)
+            fsperf.fio(name="prime", **job, judged=False)  # lays out, then reads once
+            warm = fsperf.fio(name="warm", **job)
+            fsperf.cold()
+            cold = fsperf.fio(name="cold", **job)
+            assert warm.cache == "warm" and cold.cache == "cold: drop_caches"
+            assert warm.daemon.read_bytes < 4 * 2**20, warm.daemon
+            assert cold.daemon.read_bytes >= 64 * 2**20, cold.daemon
+            assert cold.daemon.cpu_seconds > warm.daemon.cpu_seconds
+    """)
+    result, doc = run(pytester, mount)
+    result.assert_outcomes(passed=1)
+    cold = doc["results"][2]
+    assert cold["daemon_cache"] == "unknown: existing mount, daemon not restarted"
+
+
+def test_daemon_death_fails_that_test_and_the_session_goes_on(pytester, bindfs):
+    mount = bindfs()
+    pytester.makepyfile(f"""
+        import os, signal, threading
+
+        def test_killed(fsperf):
+            threading.Timer(2.0, os.kill, ({mount.pid}, signal.SIGKILL)).start()
+            fsperf.fio(name="long_read", rw="read", bs="1M", size="4M", time_based=1,
+                       runtime="60s", invalidate=1)
+
+        def test_next():
+            pass
+    """)
+    t0 = time.monotonic()
+    result, _ = run(pytester, mount)
+    assert time.monotonic() - t0 < 30
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines([f"*FUSE daemon PID {mount.pid} exited during long_read*"])
+    assert "Traceback" not in result.stdout.str()
+    assert not [p for p in os.popen("pgrep -x fio").read().split()]
+
+
+def test_ctrl_c_stops_fio_and_removes_the_work_dir(pytester, bindfs):
+    mount = bindfs()
+    pytester.makepyfile("""
+        def test_long(fsperf):
+            fsperf.fio(rw="write", bs="1M", size="16M", direct=1, time_based=1, runtime="60s")
+    """)
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", f"--fsperf-mount={mount.point}",
+                             "-p", "no:cacheprovider"], cwd=pytester.path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 20
+    while not list(mount.source.glob("fsperf-work-*/*/fsperf*")):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out.decode()
+    assert list(mount.source.iterdir()) == []
+    assert not os.popen("pgrep -x fio").read().split()
+
+
+def test_read_only_mount_is_a_usage_error(pytester, bindfs):
+    mount = bindfs("-r")
+    pytester.makepyfile("def test_x(fsperf): pass")
+    result = pytester.runpytest(f"--fsperf-mount={mount.point}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "(command line): not writable (read-only mount or no permission)" in result.stderr.str()
