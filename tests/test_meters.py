@@ -1,0 +1,72 @@
+"""The meters on real processes: a child that burns CPU and grows its memory."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pytest_fsperf import meters
+from pytest_fsperf.mount.daemon import describe
+
+GROW = """
+import sys, time
+blocks = []
+sys.stdin.readline()
+end = time.monotonic() + 0.6
+while time.monotonic() < end:
+    pass
+blocks.append(bytearray(200 * 2**20))
+for i in range(0, len(blocks[0]), 4096):
+    blocks[0][i] = 1
+time.sleep(0.6)
+del blocks[0]
+time.sleep(30)
+"""
+
+
+@pytest.fixture
+def child():
+    proc = subprocess.Popen([sys.executable, "-c", GROW], stdin=subprocess.PIPE)
+    time.sleep(0.3)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def _run(child, meter):
+    meter.start()
+    child.stdin.write(b"go\n")
+    child.stdin.flush()
+    time.sleep(1.6)
+    return meter.stop("grow")
+
+
+def test_exact_peak_survives_freeing_and_cpu_is_counted(child):
+    stats = _run(child, meters.DaemonMeter(describe(child.pid, "test").daemon))
+    assert stats.peak_rss_method == "VmHWM"
+    assert stats.peak_rss_bytes >= 200 * 2**20  # the peak, although freed before the end
+    assert meters.status_kib(child.pid, "VmRSS") * 1024 < 100 * 2**20
+    assert 20 < stats.cpu_percent < 100  # busy for 0.6 s of 1.6 s, one core at most
+
+
+def test_sampled_fallback_when_reset_is_refused(child, monkeypatch):
+    monkeypatch.setattr(meters, "reset_peak_rss", lambda pid, proc="/proc": False)
+    stats = _run(child, meters.DaemonMeter(describe(child.pid, "test").daemon, interval=0.05))
+    assert stats.peak_rss_method == "sampled"
+    assert stats.peak_rss_bytes >= 200 * 2**20
+
+
+def test_exit_during_window_is_reported(child):
+    called = []
+    meter = meters.DaemonMeter(describe(child.pid, "test").daemon,
+                               on_exit=lambda: called.append(1), interval=0.05)
+    meter.start()
+    child.kill()
+    child.wait()
+    time.sleep(0.3)
+    with pytest.raises(meters.DaemonExited, match=rf"FUSE daemon PID {child.pid} exited during w1"):
+        meter.stop("w1")
+    assert called == [1]
