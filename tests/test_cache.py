@@ -1,0 +1,46 @@
+"""cold(): drop_caches as root, else posix_fadvise on the work dir's files."""
+
+import ctypes
+import mmap
+import os
+
+from pytest_fsperf import cache
+
+
+def test_falls_back_to_fadvise_where_drop_caches_is_refused(tmp_path):
+    for i in range(3):
+        (tmp_path / f"f{i}").write_bytes(b"x" * 65536)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "g").write_bytes(b"y" * 4096)
+    os.symlink("/etc/hostname", tmp_path / "link")  # not followed out of the work dir
+    assert cache.fadvise_tree(str(tmp_path)) == 4
+    assert cache.make_cold(str(tmp_path), drop_path=str(tmp_path / "no" / "such")) == cache.COLD_FADVISE
+
+
+def resident_pages(path):
+    """Pages of the file in the page cache, by mincore(2) on a shared mapping."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    size = os.path.getsize(path)
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        vec = (ctypes.c_ubyte * pages)()
+        assert libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(size), vec) == 0
+        libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(size))
+    finally:
+        os.close(fd)
+    return sum(v & 1 for v in vec)
+
+
+def test_fadvise_really_evicts(tmp_path):
+    path = tmp_path / "data"
+    path.write_bytes(os.urandom(4 * 2**20))
+    path.read_bytes()
+    assert resident_pages(path) > 0
+    refused = str(tmp_path / "no" / "drop_caches")
+    assert cache.make_cold(str(tmp_path), drop_path=refused) == cache.COLD_FADVISE
+    assert resident_pages(path) == 0
