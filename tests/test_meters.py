@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from pytest_fsperf import meters
@@ -44,12 +45,21 @@ def _run(child, meter):
     return meter.stop("grow")
 
 
+def _cpu(pid):
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
 def test_exact_peak_survives_freeing_and_cpu_is_counted(child):
+    before = _cpu(child.pid)  # the child waits on stdin: idle until the meter starts
     stats = _run(child, meters.DaemonMeter(describe(child.pid, "test").daemon))
+    after = _cpu(child.pid)  # and sleeps once done
     assert stats.peak_rss_method == "VmHWM"
     assert stats.peak_rss_bytes >= 200 * 2**20  # the peak, although freed before the end
     assert meters.status_kib(child.pid, "VmRSS") * 1024 < 100 * 2**20
-    assert 20 < stats.cpu_percent < 100  # busy for 0.6 s of 1.6 s, one core at most
+    assert stats.cpu_seconds > 0
+    assert stats.cpu_seconds == pytest.approx(after - before, abs=0.02)
+    assert stats.cpu_percent == pytest.approx(100 * stats.cpu_seconds / stats.wall_seconds)
 
 
 def test_sampled_fallback_when_reset_is_refused(child, monkeypatch):
