@@ -22,26 +22,38 @@ while time.monotonic() < end:
 blocks.append(bytearray(200 * 2**20))
 for i in range(0, len(blocks[0]), 4096):
     blocks[0][i] = 1
-time.sleep(0.6)
+print("peak", flush=True)
+sys.stdin.readline()
 del blocks[0]
+print("freed", flush=True)
 time.sleep(30)
 """
 
 
 @pytest.fixture
 def child():
-    proc = subprocess.Popen([sys.executable, "-c", GROW], stdin=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", GROW], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)
     time.sleep(0.3)
     yield proc
     proc.kill()
     proc.wait()
 
 
+def _say(child, line):
+    child.stdin.write(line)
+    child.stdin.flush()
+
+
 def _run(child, meter):
     meter.start()
-    child.stdin.write(b"go\n")
-    child.stdin.flush()
-    time.sleep(1.6)
+    _say(child, b"go\n")
+    assert child.stdout.readline() == b"peak\n"
+    deadline = time.monotonic() + 10  # a sampler needs the peak to last until it looks
+    while meter._sampled_peak_kib < 200 * 1024 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    _say(child, b"release\n")
+    assert child.stdout.readline() == b"freed\n"  # the peak has come and gone
     return meter.stop("grow")
 
 
