@@ -68,7 +68,9 @@ class Fsperf:
         lookup = self._state.lookup_daemon()
         try:
             return self._measure(label, judged, job, out, lookup)
-        except MeasurementError as exc:
+        except DaemonExited:
+            raise
+        except MeasurementError as exc:  # fio failed: was it because the daemon died?
             d = lookup.daemon
             if d is not None and start_time(d.pid) != d.start_time:
                 raise DaemonExited(f"FUSE daemon PID {d.pid} exited during {label}: {exc}") from None

@@ -88,10 +88,12 @@ def _properties(item: pytest.Item, results: list[WorkloadResult]) -> None:
             item.user_properties.append((f"fsperf.{r.name}.{key}", value))
 
 
-def _judge(item: pytest.Item, results: list[WorkloadResult]) -> list[str]:
-    """Store each workload's verdict on the item; return the failure messages."""
+def _finish(item: pytest.Item) -> list[str]:
+    """Record properties, store each workload's verdict; return the failure messages."""
+    results = item.stash.get(RESULTS, [])
+    _properties(item, results)
     plan = item.stash.get(PLAN, Plan(item.nodeid, ()))
-    item.stash[VERDICTS] = {}
+    item.stash[VERDICTS] = {}  # stays empty if judging is a usage error
     verdict = judge(plan, results)
     item.stash[VERDICTS] = {
         name: (v, [f for f in verdict.failures if f.startswith(name + ":")])
@@ -105,14 +107,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     try:
         outcome = yield
     except BaseException:
-        results = item.stash.get(RESULTS, [])
-        _properties(item, results)
         with contextlib.suppress(UsageError):  # the test's own failure comes first
-            _judge(item, results)
+            _finish(item)
         raise
-    results = item.stash.get(RESULTS, [])
-    _properties(item, results)
-    failures = or_fail(lambda: _judge(item, results))
+    failures = or_fail(lambda: _finish(item))
     if failures:
         fail("\n".join(failures))
     return outcome
@@ -139,7 +137,6 @@ class Reporter:
 
     def __init__(self, state: FsperfSession, config: pytest.Config) -> None:
         self.state = state
-        self.config = config
         self.is_worker = hasattr(config, "workerinput")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

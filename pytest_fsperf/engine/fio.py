@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import MeasurementError, UsageError
@@ -110,13 +109,6 @@ def command(job: dict[str, str], name: str, workdir: str, output: str) -> list[s
     return args
 
 
-@dataclass(frozen=True)
-class FioRun:
-    wall_seconds: float
-    cpu_seconds: float  # fio and its job processes (rusage of the reaped child)
-    output: str
-
-
 def _last_lines(path: str, n: int = 3) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -172,15 +164,12 @@ class FioProcess:
         return self.proc.returncode, usage.ru_utime + usage.ru_stime
 
 
-def run_fio(args: list[str], output: str) -> FioRun:
-    """Run fio to completion (no meter); raise MeasurementError on failure."""
+def run_fio(args: list[str], output: str) -> None:
+    """Run fio to completion, unmeasured (layout); raise MeasurementError on failure."""
     proc = FioProcess(args, output + ".log")
-    t0 = time.monotonic()
     proc.start()
-    code, cpu = proc.wait()
-    wall = time.monotonic() - t0
+    code, _cpu = proc.wait()
     check_exit(code, output)
-    return FioRun(wall, cpu, output)
 
 
 def check_exit(code: int, output: str) -> None:

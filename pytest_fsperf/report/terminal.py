@@ -8,6 +8,7 @@ from .. import units
 
 HEADER = ("test", "workload", "bandwidth", "IOPS", "p99 lat", "daemon CPU", "daemon peak mem",
           "cache", "verdict")
+FIGURES = range(2, 7)  # right-aligned columns
 
 
 def _daemon_cells(r: dict[str, Any]) -> tuple[str, str]:
@@ -44,7 +45,7 @@ def table(results: list[dict[str, Any]]) -> list[str]:
     widths = [max(len(cells[i]) for cells in rows) for i in range(len(HEADER))]
     lines = []
     for cells in rows:
-        text = "  ".join(c.ljust(w) if i < 2 else c.rjust(w) if i < 7 else c.ljust(w)
+        text = "  ".join(c.rjust(w) if i in FIGURES else c.ljust(w)
                          for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
         lines.append(text.rstrip())
     return lines
