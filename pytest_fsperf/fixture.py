@@ -1,47 +1,88 @@
-"""The `fsperf` fixture object: a work directory on the mount, cold(), fio()."""
+"""The `fsperf` fixture object: a work directory on the mount, cold(), fio(), compare()."""
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from . import cache
+from .backends.request import parse_options
+from .compare import Comparison, compare
 from .engine import fio as fio_engine
 from .errors import MeasurementError, UsageError, or_fail
 from .meters import DaemonExited, DaemonMeter
 from .mount.daemon import Lookup, start_time
+from .report.redact import redact_args
 from .result import WorkloadResult
-from .session import FsperfSession, safe_name
+from .session import FsperfSession, Target, safe_name
+
+Workload = Mapping[str, object] | Callable[["Fsperf"], WorkloadResult]
+UNKNOWN_DAEMON_CACHE = "unknown: existing mount, daemon not restarted"
 
 
-def _daemon_cache(lookup: Lookup, cold: str | None) -> str:
+def _daemon_cache(lookup: Lookup, page: str | None, daemon_cold: str | None) -> str:
     if lookup.daemon is None and lookup.note.startswith("no daemon"):
         return "n/a: no daemon"
-    if cold is None:
+    if page is None:
         return "warm"
-    return "unknown: existing mount, daemon not restarted"
+    return daemon_cold or UNKNOWN_DAEMON_CACHE
 
 
 class Fsperf:
     """Given to a test as `fsperf`. Everything it writes stays in `workdir`."""
 
-    def __init__(self, state: FsperfSession, test: str, workdir: str) -> None:
+    def __init__(self, state: FsperfSession, target: Target, test: str, workdir: str) -> None:
         self._state = state
+        self._target = target
         self.test = test
         self.workdir = Path(workdir)
         self.results: list[WorkloadResult] = []
-        self._cold: str | None = None
+        self.comparisons: list[Comparison] = []
+        self._cold: str | None = None  # page cache state for the next workload
+        self._daemon_cold: str | None = None
+        self._cold_steps: tuple[str, ...] = ()
 
     @property
     def scale(self) -> float:
         return self._state.settings.scale
 
+    @property
+    def mount(self) -> dict[str, object] | None:
+        """The backend the plugin mounted for this test (options redacted), or None."""
+        return self._target.describe()
+
+    # -- cold ----------------------------------------------------------------
+
     def cold(self) -> str:
-        """Sync and drop the page cache now; the next workload records it as cold.
-        If that workload must first lay out its files, the drop is repeated after."""
+        """Make the next workload cold. On a mount the plugin owns: unmount, wipe the
+        daemon's disk cache, mount again; always: sync and drop the page cache. If the
+        workload must first lay out its files, this is repeated after the layout."""
+        self._daemon_cold = None
+        return or_fail(self._make_cold)
+
+    def _make_cold(self, options: tuple[str, ...] | None = None, after: tuple[str, ...] = ()) -> str:
+        """after: steps already taken for this cold start (a cold() before a layout pass)."""
+        steps = list(after)
+        owned = self._target.owned
+        if owned is not None and owned.backend.has_daemon:
+            steps += self._remount(options, wipe=True)
+            wiped = any(s.startswith("wiped") for s in steps)
+            self._daemon_cold = "cold: remounted" + (", disk cache wiped" if wiped else "")
         self._cold = cache.make_cold(str(self.workdir))
+        self._cold_steps = (*steps, self._cold.removeprefix("cold: "))
         return self._cold
+
+    def _remount(self, options: tuple[str, ...] | None, wipe: bool) -> list[str]:
+        owned = self._target.owned
+        assert owned is not None
+        steps = owned.remount(options, wipe=wipe)
+        # An object store keeps no empty directories: a fresh daemon may not know the work dir.
+        os.makedirs(self.workdir, exist_ok=True)
+        return steps
+
+    # -- fio -----------------------------------------------------------------
 
     def _unique(self, name: str) -> str:
         taken = {r.name for r in self.results}
@@ -58,16 +99,20 @@ class Fsperf:
         where = f"{self.test}: fsperf.fio()"
         return or_fail(lambda: self._fio(name, judged, options, where))
 
-    def _fio(self, name: str | None, judged: bool, options: dict[str, object],
-             where: str) -> WorkloadResult:
+    def _job(self, name: str | None, options: Mapping[str, object], where: str,
+             ) -> tuple[str, dict[str, str]]:
         if name is not None and not fio_engine.valid_name(name):
             raise UsageError(f"{where}: name={name!r} must be letters, digits, '_', '.', '-'")
-        job = fio_engine.build_job(options, self.scale, where)
-        label = self._unique(name or job.get("rw", "read"))
-        out = os.path.join(self._state.local_dir(), f"{safe_name(self.test)}-{safe_name(label)}")
-        lookup = self._state.lookup_daemon()
+        job = fio_engine.build_job(dict(options), self.scale, where)
+        return name or job.get("rw", "read"), job
+
+    def _fio(self, name: str | None, judged: bool, options: Mapping[str, object], where: str,
+             layout: bool = True) -> WorkloadResult:
+        base, job = self._job(name, options, where)
+        label = self._unique(base)
+        lookup = self._target.lookup_daemon()
         try:
-            return self._measure(label, judged, job, out, lookup)
+            return self._measure(label, judged, job, layout)
         except DaemonExited:
             raise
         except MeasurementError as exc:  # fio failed: was it because the daemon died?
@@ -76,21 +121,30 @@ class Fsperf:
                 raise DaemonExited(f"FUSE daemon PID {d.pid} exited during {label}: {exc}") from None
             raise
 
-    def _measure(self, label: str, judged: bool, job: dict[str, str], out: str,
-                 lookup: Lookup) -> WorkloadResult:
-        job_name = "fsperf"  # one fio job name per test: a read finds what a write left
-        if fio_engine.is_reading(job):
-            layout = {**job, "create_only": "1"}
-            fio_engine.run_fio(fio_engine.command(layout, job_name, str(self.workdir), out + ".layout.json"),
-                               out + ".layout.json")
-            if self._cold is not None:
-                self._cold = cache.make_cold(str(self.workdir))
+    def _output(self, label: str) -> str:
+        return os.path.join(self._state.local_dir(), f"{safe_name(self.test)}-{safe_name(label)}")
+
+    def _layout(self, job: dict[str, str], out: str) -> None:
+        """Create the files a read job needs, unmeasured; keep a pending cold() cold."""
+        spec = {**job, "create_only": "1"}
+        fio_engine.run_fio(fio_engine.command(spec, "fsperf", str(self.workdir), out + ".layout.json"),
+                           out + ".layout.json")
+        if self._cold is not None:
+            self._make_cold(after=(*self._cold_steps, "layout"))
+
+    def _measure(self, label: str, judged: bool, job: dict[str, str], layout: bool) -> WorkloadResult:
+        out = self._output(label)
+        # One fio job name per test ("fsperf"): a read finds the files a write left.
+        if layout and fio_engine.is_reading(job):
+            self._layout(job, out)
+        lookup = self._target.lookup_daemon()  # after any remount
         cache_state = self._cold or cache.WARM
-        daemon_cache = _daemon_cache(lookup, self._cold)
-        self._cold = None
+        daemon_cache = _daemon_cache(lookup, self._cold, self._daemon_cold)
+        steps = self._cold_steps if self._cold else ()
+        self._cold, self._daemon_cold, self._cold_steps = None, None, ()
 
         proc = fio_engine.FioProcess(
-            fio_engine.command(job, job_name, str(self.workdir), out + ".json"), out + ".json.log")
+            fio_engine.command(job, "fsperf", str(self.workdir), out + ".json"), out + ".json.log")
         meter = DaemonMeter(lookup.daemon, on_exit=proc.stop_now) if lookup.daemon else None
         try:
             if meter:
@@ -110,7 +164,64 @@ class Fsperf:
             daemon_cache=daemon_cache, read=read, write=write, daemon=daemon,
             daemon_note=lookup.note, wall_seconds=wall,
             tool_cpu_percent=100.0 * fio_cpu / wall if wall > 0 else 0.0,
-            judged=judged, raw=raw, output_file=out + ".json",
+            judged=judged, mount=self._target.describe(), cold_steps=steps,
+            raw=raw, output_file=out + ".json",
         )
         self.results.append(result)
         return result
+
+    # -- A/B -----------------------------------------------------------------
+
+    def compare(self, workload: Workload, a: Sequence[str] | str = (), b: Sequence[str] | str = (),
+                rounds: int = 3, name: str | None = None) -> Comparison:
+        """Run the same workload with mount options A and B, interleaved A B A B ..., each
+        round after a cold remount; returns per-round figures, medians and B/A ratios.
+        `workload` is fio options (a dict) or a function taking this fixture."""
+        where = f"{self.test}: fsperf.compare()"
+        return or_fail(lambda: self._compare(workload, a, b, rounds, name, where))
+
+    def _compare(self, workload: Workload, a: Sequence[str] | str, b: Sequence[str] | str,
+                 rounds: int, name: str | None, where: str) -> Comparison:
+        owned = self._target.owned
+        if owned is None or not owned.backend.has_daemon:
+            raise UsageError(f"{where}: needs a backend the plugin mounts (fsperf_mount marker or "
+                             "--fsperf-backend), not an existing directory")
+        if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 100:
+            raise UsageError(f"{where}: rounds={rounds!r} must be a whole number from 1 to 100")
+        variants = {"A": parse_options(a, f"{where} a"), "B": parse_options(b, f"{where} b")}
+        original = owned.options
+        job: dict[str, str] | None = None
+        if isinstance(workload, Mapping):
+            base, job = self._job(name, workload, where)
+        elif callable(workload):
+            base = name or str(getattr(workload, "__name__", "workload"))
+        else:
+            raise UsageError(f"{where}: workload must be fio options (a dict) or a function")
+        runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
+        try:
+            if job is not None and fio_engine.is_reading(job):
+                self._remount(variants["A"], wipe=False)
+                self._layout(job, self._output(base))
+            for n in range(1, rounds + 1):
+                for variant, options in variants.items():
+                    self._make_cold(options)
+                    label = self._unique(f"{base}[{variant}{n}]")
+                    if job is not None:
+                        result = self._measure(label, False, job, layout=False)
+                    else:
+                        assert callable(workload)
+                        result = workload(self)
+                    runs[variant].append(result)
+        finally:
+            if owned.options != original or not owned.alive():
+                self._remount(original, wipe=False)
+        a_shown = tuple(self._redacted(variants["A"]))
+        b_shown = tuple(self._redacted(variants["B"]))
+        outcome = compare(self.test, base, owned.backend.name, a_shown, b_shown, runs["A"], runs["B"],
+                          "AB" * rounds)
+        self.comparisons.append(outcome)
+        return outcome
+
+    def _redacted(self, options: tuple[str, ...]) -> list[str]:
+        owned = self._target.owned
+        return [owned.redact(o) if owned else o for o in redact_args(options)]

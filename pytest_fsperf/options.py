@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+import shlex
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .backends.registry import BackendConfig, load_config
 from .errors import UsageError
 
 
@@ -34,6 +36,12 @@ OPTIONS = (
     Option("fsperf_daemon_pid", "PID of the FUSE daemon; default: found from the mount", "PID"),
     Option("fsperf_scale", "multiply every workload size and file count (default 1)", "FACTOR"),
     Option("fsperf_json", "write every result, with the environment, as JSON to PATH", "PATH"),
+    Option("fsperf_backend", "mount this backend for the session (local, bindfs, rclone, s3fs, "
+           "ossfs, ossfs2, goofys, juicefs, mountpoint-s3, or one you define)", "NAME"),
+    Option("fsperf_mount_options", "options for --fsperf-backend, as on its command line", "OPTIONS"),
+    Option("fsperf_backend_config", "INI file: [fsperf] endpoint, bucket, credentials ...; "
+           "[backend NAME] sections define backends", "FILE"),
+    Option("fsperf_mount_timeout", "seconds a backend may take to mount (default 30)", "SECONDS"),
 )
 
 
@@ -43,6 +51,11 @@ class Settings:
     daemon_pid: int | None
     scale: float
     json_path: Path | None
+    backend: str | None = None
+    backend_where: str = ""
+    mount_options: tuple[str, ...] = ()
+    backend_config: BackendConfig = field(default_factory=BackendConfig)
+    mount_timeout: float = 30.0
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -114,6 +127,26 @@ def _json(raw: Raw) -> Path:
     return path
 
 
+def _words(raw: Raw) -> tuple[str, ...]:
+    try:
+        return tuple(shlex.split(raw.text))
+    except ValueError as exc:
+        raise UsageError(f"{raw.where}: {exc}") from None
+
+
+def _backend_config(raw: Raw) -> BackendConfig:
+    path = Path(os.path.expanduser(raw.text))
+    path = (raw.base / path) if not path.is_absolute() else path
+    return load_config(str(path), raw.where)
+
+
+def _timeout(raw: Raw) -> float:
+    value = _scale(raw)
+    if value > 3600:
+        raise UsageError(f"{raw.where}: at most 3600 seconds")
+    return value
+
+
 def read_settings(config: pytest.Config) -> Settings:
     by_name = {opt.name: _raw(config, opt) for opt in OPTIONS}
 
@@ -121,9 +154,21 @@ def read_settings(config: pytest.Config) -> Settings:
         raw = by_name[name]
         return convert(raw) if raw is not None else default
 
+    backend = by_name["fsperf_backend"]
+    if backend is not None and by_name["fsperf_mount"] is not None:
+        raise UsageError(f"{backend.where}: conflicts with {by_name['fsperf_mount'].where}; "
+                         "give an existing mount or a backend to mount, not both")
+    options = by_name["fsperf_mount_options"]
+    if options is not None and backend is None:
+        raise UsageError(f"{options.where}: needs --fsperf-backend (options of which backend?)")
     return Settings(
         mount=get("fsperf_mount", _mount, None),
         daemon_pid=get("fsperf_daemon_pid", _pid, None),
         scale=get("fsperf_scale", _scale, 1.0),
         json_path=get("fsperf_json", _json, None),
+        backend=backend.text.strip() if backend is not None else None,
+        backend_where=backend.where if backend is not None else "",
+        mount_options=get("fsperf_mount_options", _words, ()),
+        backend_config=get("fsperf_backend_config", _backend_config, BackendConfig()),
+        mount_timeout=get("fsperf_mount_timeout", _timeout, 30.0),
     )

@@ -8,6 +8,12 @@ from typing import Any
 
 import pytest
 
+from . import hooks
+from .backends.mounter import BinaryMissing, MountPlan
+from .backends.registry import Registry
+from .backends.request import MARKER, MountRequest, from_marker, resolve
+from .backends.request import MARKER_HELP as MOUNT_HELP
+from .compare import Comparison
 from .errors import UsageError, fail, or_fail
 from .fixture import Fsperf
 from .lock import machine_lock
@@ -15,30 +21,49 @@ from .options import add_options, read_settings
 from .plan import KEYWORDS, Plan, build_plan
 from .report import jsonout, terminal
 from .result import WorkloadResult
-from .session import FsperfSession
+from .session import FsperfSession, Target
+from .store.minio import INSTALL as MINIO_INSTALL
+from .store.minio import S3Server, find_minio, start_minio
 from .verdict import judge
 
 STATE = pytest.StashKey[FsperfSession]()
 PLAN = pytest.StashKey[Plan]()
 PLAN_ERROR = pytest.StashKey[str]()
 RESULTS = pytest.StashKey[list[WorkloadResult]]()
+COMPARISONS = pytest.StashKey[list[Comparison]]()
+MOUNT = pytest.StashKey[MountRequest]()
 VERDICTS = pytest.StashKey[dict[str, tuple[str, list[str]]]]()
 
 MARKER_HELP = ("fsperf(**thresholds): performance thresholds for the test's measured workloads: "
                + ", ".join(KEYWORDS))
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hooks)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+def registry(config: pytest.Config) -> Registry:
+    """Built-in backends, then the config file's, then those conftest.py files return."""
+    settings = config.stash[STATE].settings
+    extra = [b for found in config.hook.pytest_fsperf_backends() for b in found]
+    return Registry([*settings.backend_config.backends, *extra])
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
+    config.addinivalue_line("markers", MOUNT_HELP)
     try:
         settings = read_settings(config)
+        state = FsperfSession(settings)
+        config.stash[STATE] = state
+        if settings.backend is not None:
+            registry(config).get(settings.backend, settings.backend_where)
     except UsageError as exc:
         raise pytest.UsageError(f"pytest-fsperf: {exc}") from None
-    state = FsperfSession(settings)
     config.stash[STATE] = state
     config.pluginmanager.register(Reporter(state, config), "fsperf-reporter")
 
@@ -46,10 +71,12 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         markers = [(m.args, m.kwargs) for m in item.iter_markers("fsperf")]
-        if not markers:
-            continue
+        mount = item.get_closest_marker(MARKER)
         try:
-            item.stash[PLAN] = build_plan(item.nodeid, markers)
+            if markers:
+                item.stash[PLAN] = build_plan(item.nodeid, markers)
+            if mount is not None:
+                item.stash[MOUNT] = from_marker(mount.args, mount.kwargs, f"{item.nodeid}: {MARKER}")
         except UsageError as exc:
             item.stash[PLAN_ERROR] = str(exc)
 
@@ -59,19 +86,73 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         fail(f"usage error: {item.stash[PLAN_ERROR]}")
 
 
+@pytest.fixture(scope="session")
+def fsperf_s3() -> Iterator[S3Server]:
+    """A MinIO server on 127.0.0.1 for this session: free port, fresh credentials and bucket.
+    Skips the test when MinIO is not installed."""
+    binary = find_minio()
+    if binary is None:
+        pytest.skip(f"MinIO is not installed: {MINIO_INSTALL}")
+    server = or_fail(lambda: start_minio(binary))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _plan(request: pytest.FixtureRequest, req: MountRequest) -> MountPlan:
+    config = request.config
+    settings = config.stash[STATE].settings
+    return or_fail(lambda: resolve(req, registry(config), settings.backend_config,
+                                   request.getfixturevalue, settings.mount_timeout))
+
+
+def _open(state: FsperfSession, plan: MountPlan) -> Target:
+    try:
+        return or_fail(lambda: state.open_target(plan))
+    except BinaryMissing as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def fsperf_target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    """Where tests without an fsperf_mount marker work: --fsperf-backend (mounted once for
+    the session), --fsperf-mount, or the embedded default."""
+    state = request.config.stash[STATE]
+    s = state.settings
+    if s.backend is None:
+        yield state.default_target()
+        return
+    req = MountRequest(s.backend, s.mount_options, None, s.backend_where)
+    target = _open(state, _plan(request, req))
+    try:
+        yield target
+    finally:
+        state.close_target(target)
+
+
 @pytest.fixture
 def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
     """Measure workloads on the filesystem under test, in a work dir of this test's own."""
     state = request.config.stash[STATE]
+    req = request.node.stash.get(MOUNT, None)
+    shared = request.getfixturevalue("fsperf_target") if req is None else None
     with machine_lock():
-        workdir = or_fail(lambda: state.new_workdir(request.node.name))
-        state.environment()  # read once while the mount and daemon are up
-        handle = Fsperf(state, request.node.nodeid, workdir)
-        request.node.stash[RESULTS] = handle.results
+        target = shared or _open(state, _plan(request, req))
+        workdir = None
         try:
+            workdir = or_fail(lambda: target.new_workdir(request.node.name))
+            state.environment(target)  # read once while the mount and daemon are up
+            handle = Fsperf(state, target, request.node.nodeid, workdir)
+            request.node.stash[RESULTS] = handle.results
+            request.node.stash[COMPARISONS] = handle.comparisons
             yield handle
         finally:
-            state.remove(workdir)
+            problem = target.remove(workdir) if workdir else None
+            if problem:
+                state.leftovers.append(problem)
+            if shared is None:
+                state.close_target(target)
 
 
 def _properties(item: pytest.Item, results: list[WorkloadResult]) -> None:
@@ -129,6 +210,9 @@ def pytest_runtest_makereport(
             data["verdict"], data["failures"] = verdicts.get(r.name, ("-", []))
             rows.append(data)
         report.fsperf_results = rows  # type: ignore[attr-defined]  # travels through xdist
+    if report.when == "call" and item.stash.get(COMPARISONS, None):
+        report.fsperf_comparisons = [  # type: ignore[attr-defined]
+            c.to_dict() for c in item.stash[COMPARISONS]]
     return report
 
 
@@ -140,9 +224,8 @@ class Reporter:
         self.is_worker = hasattr(config, "workerinput")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        rows = getattr(report, "fsperf_results", None)
-        if rows:
-            self.state.results.extend(rows)
+        self.state.results.extend(getattr(report, "fsperf_results", None) or [])
+        self.state.comparisons.extend(getattr(report, "fsperf_comparisons", None) or [])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         state = self.state
@@ -154,6 +237,9 @@ class Reporter:
                 terminalreporter.write_line(line)
             for note in terminal.footnotes(state.results):
                 terminalreporter.write_line(note)
+        for c in state.comparisons:
+            for line in terminal.comparison(c):
+                terminalreporter.write_line(line)
         for path in state.leftovers:
             terminalreporter.write_line(f"could not remove work directory {path}", red=True)
         if state.settings.json_path is not None and not self.is_worker:
@@ -163,7 +249,8 @@ class Reporter:
     def pytest_sessionfinish(self) -> None:
         state = self.state
         path = state.settings.json_path
-        env = state.environment() if path is not None and not self.is_worker else None
-        state.close()
+        env = state.final_environment() if path is not None and not self.is_worker else None
+        state.close()  # unmounts whatever a fixture teardown did not (e.g. after Ctrl-C)
         if path is not None and env is not None:
-            jsonout.write(path, jsonout.document(env, state.results, state.leftovers))
+            jsonout.write(path, jsonout.document(env, state.results, state.leftovers,
+                                                 state.comparisons))

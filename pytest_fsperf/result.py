@@ -51,6 +51,8 @@ class WorkloadResult:
     wall_seconds: float
     tool_cpu_percent: float  # the load generator's own CPU (fio), 100% = one core
     judged: bool = True
+    mount: dict[str, Any] | None = None  # the backend the plugin mounted: name, options (redacted)
+    cold_steps: tuple[str, ...] = ()  # what cold() did: unmount, wiped DIR, mount, drop_caches
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     output_file: str = field(default="", compare=False)  # fio's JSON; lives for the session
 

@@ -1,4 +1,4 @@
-"""State of one pytest session: where to work, and what was measured."""
+"""State of one pytest session: where tests work, the mounts it owns, what was measured."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from typing import Any
 
+from .backends.mounter import MountedFs, MountPlan
 from .errors import MeasurementError
 from .mount.daemon import Lookup, describe, find_daemon
 from .mount.mountinfo import Mount, find_mount, read_mounts
@@ -22,50 +23,136 @@ def safe_name(text: str, limit: int = 60) -> str:
     return _UNSAFE.sub("_", text).strip("_")[:limit] or "test"
 
 
+class Target:
+    """Where workloads run: a directory, and the mount the plugin owns there, if any.
+    Everything written goes under one fsperf-work-XXXX directory of its own."""
+
+    def __init__(self, path: str, owned: MountedFs | None = None,
+                 daemon_pid: int | None = None, temp: bool = False) -> None:
+        self.path = path
+        self.owned = owned
+        self.daemon_pid = daemon_pid
+        self._temp = temp  # the embedded default: remove the directory itself at the end
+        self._root: str | None = None
+        self._count = 0
+
+    def mount(self) -> Mount:
+        return find_mount(self.path, read_mounts())
+
+    def lookup_daemon(self) -> Lookup:
+        if self.daemon_pid is not None:
+            return describe(self.daemon_pid, "--fsperf-daemon-pid")
+        if self.owned is not None and self.owned.daemon is not None:
+            return self.owned.daemon
+        return find_daemon(self.mount())
+
+    def describe(self) -> dict[str, Any] | None:
+        return self.owned.describe() if self.owned is not None else None
+
+    def new_workdir(self, test_name: str) -> str:
+        try:
+            if self._root is None:
+                root = os.path.join(self.path, f"fsperf-work-{secrets.token_hex(4)}")
+                os.mkdir(root, 0o755)
+                self._root = root
+            self._count += 1
+            path = os.path.join(self._root, f"{safe_name(test_name)}-{self._count}")
+            os.mkdir(path, 0o755)
+        except OSError as exc:
+            raise MeasurementError(f"cannot create a work directory in {self.path}: "
+                                   f"{exc.strerror or exc}") from None
+        return path
+
+    def remove(self, path: str) -> str | None:
+        """Remove a work directory; returns why it could not be, if so. A dead daemon of
+        an owned mount is remounted first, so its files are not left in the bucket."""
+        if self.owned is not None and not self.owned.alive():
+            try:
+                self.owned.remount(wipe=False)
+            except MeasurementError as exc:
+                return f"{path} ({exc})"
+        try:
+            shutil.rmtree(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            return f"{path} ({exc.strerror or exc})"
+        return None
+
+    def close(self) -> list[str]:
+        """Remove the work root, then unmount. Returns what was left behind."""
+        left = []
+        if self._root is not None:
+            problem = self.remove(self._root)
+            if problem:
+                left.append(problem)
+            self._root = None
+        if self.owned is not None:
+            left += [s for s in self.owned.close() if s.startswith("still mounted")]
+        elif self._temp:
+            shutil.rmtree(self.path, ignore_errors=True)
+        return left
+
+
 class FsperfSession:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.results: list[dict[str, Any]] = []  # every measured workload, as reported
-        self.leftovers: list[str] = []  # work dirs that could not be removed
-        self._default_mount: str | None = None
-        self._root: str | None = None
+        self.comparisons: list[dict[str, Any]] = []  # every A/B comparison, as reported
+        self.leftovers: list[str] = []  # work dirs or mounts that could not be removed
+        self._default: Target | None = None
+        self._targets: list[Target] = []
         self._local: str | None = None
-        self._count = 0
         self._env: dict[str, Any] | None = None
 
     @property
     def embedded(self) -> bool:
-        return self.settings.mount is None
+        return self.settings.mount is None and self.settings.backend is None
 
-    @property
-    def mount_path(self) -> str:
-        if self.settings.mount is not None:
-            return str(self.settings.mount)
-        if self._default_mount is None:
-            self._default_mount = tempfile.mkdtemp(prefix="pytest-fsperf-mount-")
-        return self._default_mount
+    def default_target(self) -> Target:
+        """--fsperf-mount, or the embedded default (a fresh temp dir)."""
+        if self._default is None:
+            s = self.settings
+            if s.mount is not None:
+                self._default = Target(str(s.mount), daemon_pid=s.daemon_pid)
+            else:
+                self._default = Target(tempfile.mkdtemp(prefix="pytest-fsperf-mount-"), temp=True)
+            self._targets.append(self._default)
+        return self._default
 
-    def mount(self) -> Mount:
-        return find_mount(self.mount_path, read_mounts())
+    def open_target(self, plan: MountPlan) -> Target:
+        """Mount a backend; it stays until close_target (or the session's end)."""
+        owned = MountedFs(plan)
+        try:
+            owned.start()
+        except BaseException:
+            owned.close()
+            raise
+        target = Target(owned.mountpoint, owned)
+        self._targets.append(target)
+        return target
 
-    def lookup_daemon(self) -> Lookup:
-        if self.settings.daemon_pid is not None:
-            return describe(self.settings.daemon_pid, "--fsperf-daemon-pid")
-        return find_daemon(self.mount())
+    def close_target(self, target: Target) -> None:
+        if target in self._targets:
+            self._targets.remove(target)
+            self.leftovers += target.close()
 
-    def environment(self) -> dict[str, Any]:
+    def environment(self, target: Target) -> dict[str, Any]:
         """The run's environment, read once (on first use, while the mount is up)."""
         if self._env is None:
             mount: Mount | None = None
             lookup: Lookup | None = None
             try:
-                mount = self.mount()
-                lookup = self.lookup_daemon()
+                mount = target.mount()
+                lookup = target.lookup_daemon()
             except (OSError, LookupError):
                 pass
-            self._env = environment(self.mount_path, mount, lookup, self.settings.scale,
+            self._env = environment(target.path, mount, lookup, self.settings.scale,
                                     self.embedded)
         return self._env
+
+    def final_environment(self) -> dict[str, Any]:
+        return self._env if self._env is not None else self.environment(self.default_target())
 
     def local_dir(self) -> str:
         """A private local directory for fio's output files (never on the mount)."""
@@ -73,30 +160,10 @@ class FsperfSession:
             self._local = tempfile.mkdtemp(prefix="pytest-fsperf-out-")
         return self._local
 
-    def new_workdir(self, test_name: str) -> str:
-        try:
-            if self._root is None:
-                root = os.path.join(self.mount_path, f"fsperf-work-{secrets.token_hex(4)}")
-                os.mkdir(root, 0o755)
-                self._root = root
-            self._count += 1
-            path = os.path.join(self._root, f"{safe_name(test_name)}-{self._count}")
-            os.mkdir(path, 0o755)
-        except OSError as exc:
-            raise MeasurementError(f"cannot create a work directory in {self.mount_path}: "
-                                   f"{exc.strerror or exc}") from None
-        return path
-
-    def remove(self, path: str) -> None:
-        try:
-            shutil.rmtree(path)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            self.leftovers.append(f"{path} ({exc.strerror or exc})")
-
     def close(self) -> None:
-        for path in (self._root, self._default_mount, self._local):
-            if path is not None:
-                self.remove(path)
-        self._root = self._default_mount = self._local = None
+        for target in list(reversed(self._targets)):
+            self.close_target(target)
+        self._default = None
+        if self._local is not None:
+            shutil.rmtree(self._local, ignore_errors=True)
+            self._local = None

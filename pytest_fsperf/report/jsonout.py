@@ -19,12 +19,13 @@ def schema() -> dict[str, Any]:
 
 
 def document(environment: dict[str, Any], results: list[dict[str, Any]],
-             leftovers: list[str]) -> dict[str, Any]:
+             leftovers: list[str], comparisons: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "schema": SCHEMA_ID,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "environment": environment,
         "results": results,
+        "comparisons": comparisons,
         "leftovers": leftovers,
     }
 

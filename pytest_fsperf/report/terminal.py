@@ -23,6 +23,15 @@ def _daemon_cells(r: dict[str, Any]) -> tuple[str, str]:
     return units.format_percent(d["cpu_percent"]), mem
 
 
+def cache_cell(r: dict[str, Any]) -> str:
+    """'cold: drop_caches', or with a remount: 'cold: remount+wipe+drop_caches'."""
+    page = r["cache"]
+    daemon = r.get("daemon_cache", "")
+    if not page.startswith("cold") or not daemon.startswith("cold: remounted"):
+        return page
+    return "cold: remount+" + ("wipe+" if "wiped" in daemon else "") + page.removeprefix("cold: ")
+
+
 def row(r: dict[str, Any]) -> tuple[str, ...]:
     total = r["total"]
     p99 = total.get("lat_p99_ns")
@@ -35,7 +44,7 @@ def row(r: dict[str, Any]) -> tuple[str, ...]:
         units.format_duration(p99) if p99 is not None else "-",
         cpu,
         mem,
-        r["cache"],
+        cache_cell(r),
         r.get("verdict", "-"),
     )
 
@@ -61,3 +70,37 @@ def footnotes(results: list[dict[str, Any]]) -> list[str]:
                      "RSS sampled every 0.25 s and may miss short peaks")
     notes.append("CPU: 100% = one fully busy core; bandwidth and memory in powers of 1000")
     return notes
+
+
+METRIC_NAMES = {"bw": "bandwidth", "iops": "IOPS", "lat_p99": "p99 lat", "daemon_cpu": "daemon CPU",
+                "daemon_rss": "daemon peak mem"}
+
+
+def _figure(metric: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    formats = {"bw": units.format_rate, "iops": units.format_count, "lat_p99": units.format_duration,
+               "daemon_cpu": units.format_percent, "daemon_rss": units.format_mb}
+    return formats[metric](value)
+
+
+def comparison(c: dict[str, Any]) -> list[str]:
+    """One A/B comparison: medians side by side, B/A, and the rounds behind them."""
+    a = " ".join(c["a_options"]) or "(defaults)"
+    b = " ".join(c["b_options"]) or "(defaults)"
+    lines = [f"A/B {c['test'].rsplit('::', 1)[-1]} {c['name']} on {c['backend']}: "
+             f"{c['rounds']} rounds, order {c['order']}, cold remount before each",
+             f"  A: {a}", f"  B: {b}"]
+    rows = [("metric", "A median", "B median", "B/A", "A rounds", "B rounds")]
+    for metric, m in c["metrics"].items():
+        ratio = f"{m['ratio']:.2f}" if m["ratio"] is not None else "-"
+        rows.append((METRIC_NAMES.get(metric, metric), _figure(metric, m["a_median"]),
+                     _figure(metric, m["b_median"]), ratio,
+                     ", ".join(_figure(metric, v) for v in m["a"]),
+                     ", ".join(_figure(metric, v) for v in m["b"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        cells = [r[0].ljust(widths[0]), *(r[i].rjust(widths[i]) for i in (1, 2, 3)),
+                 r[4].ljust(widths[4]), r[5]]
+        lines.append(("  " + "  ".join(cells)).rstrip())
+    return lines

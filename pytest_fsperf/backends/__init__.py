@@ -1,0 +1,1 @@
+"""Filesystems the plugin mounts itself: descriptions, registry, mount lifecycle."""

@@ -1,0 +1,123 @@
+"""The backends pytest-fsperf knows out of the box."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import urllib.request
+
+from .spec import Backend, Rendered
+
+
+def rclone_settle(r: Rendered, timeout: float = 600.0) -> str:
+    """Wait until rclone's VFS has no queued or running uploads (asked over its rc API):
+    rclone exits with uploads pending, and a cold remount then wipes them."""
+    auth = base64.b64encode(f"fsperf:{r.fields['token']}".encode()).decode()
+    url = f"http://127.0.0.1:{r.fields['port']}/vfs/stats"
+    deadline = time.monotonic() + timeout
+    waited = False
+    while True:
+        req = urllib.request.Request(url, data=b"{}", method="POST", headers={
+            "Authorization": f"Basic {auth}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                cache = json.load(resp).get("diskCache", {})
+        except (OSError, ValueError) as exc:
+            return f"pending uploads unknown (rclone rc: {exc})"
+        pending = int(cache.get("uploadsInProgress", 0)) + int(cache.get("uploadsQueued", 0))
+        if pending == 0:
+            return "uploads settled" if waited else ""
+        if time.monotonic() > deadline:
+            return f"{pending} uploads still pending after {timeout:g} s"
+        waited = True
+        time.sleep(0.1)
+
+
+REGION = {"region": ("us-east-1",)}
+AWS_ENV = {"AWS_ACCESS_KEY_ID": "{access_key}", "AWS_SECRET_ACCESS_KEY": "{secret_key}",
+           "AWS_REGION": "{region}"}
+S3_NEEDS = ("endpoint", "bucket", "access_key", "secret_key")
+USE_CACHE = {"use_cache": r"use_cache=([^,\s]+)"}  # s3fs and ossfs 1.x: -o use_cache=DIR
+USE_CACHE_DIRS = ("{use_cache}/{bucket}", "{use_cache}/.{bucket}.stat", "{use_cache}/.{bucket}.mirror")
+
+BUILTIN: tuple[Backend, ...] = (
+    Backend(
+        name="local", binary="", command=(), secrets=(),
+        install="nothing to install: a plain directory (config `source`, default a temp dir)",
+    ),
+    Backend(
+        name="bindfs", binary="bindfs", install="apt-get install -y bindfs fuse3",
+        command=("bindfs", "-f", "{options}", "{source}", "{mountpoint}"),
+        defaults={"source": ("{private}/source",)}, secrets=(),
+    ),
+    Backend(
+        name="rclone", binary="rclone", install="apt-get install -y rclone fuse3",
+        # An S3 remote when the config has a bucket (and endpoint), else a local directory.
+        # --rc (localhost, random password) lets the plugin wait for uploads before unmounting.
+        command=("rclone", "mount", "{remote}", "{mountpoint}", "--cache-dir", "{cache_dir}",
+                 "--vfs-cache-mode", "writes", "--vfs-write-back", "0s", "--rc",
+                 "--rc-addr", "127.0.0.1:{port}", "--rc-user", "fsperf", "--rc-pass", "{token}",
+                 "{options}"),
+        defaults={"remote": ("fsperf:{bucket}", "{source}"), "source": ("{private}/source",),
+                  "cache_dir": ("{private}/cache",), **REGION},
+        env={"RCLONE_CONFIG_FSPERF_TYPE": "s3", "RCLONE_CONFIG_FSPERF_PROVIDER": "Other",
+             "RCLONE_CONFIG_FSPERF_ACCESS_KEY_ID": "{access_key}",
+             "RCLONE_CONFIG_FSPERF_SECRET_ACCESS_KEY": "{secret_key}",
+             "RCLONE_CONFIG_FSPERF_ENDPOINT": "{endpoint}",
+             "RCLONE_CONFIG_FSPERF_REGION": "{region}"},
+        unset_env=("AWS_CA_BUNDLE",),  # Debian's rclone 1.60 fails with LoadCustomCABundleError
+        option_fields={"cache_dir": r"--cache-dir[= ](\S+)"},
+        cache_dirs=("{cache_dir}/vfs", "{cache_dir}/vfsMeta"), settle=rclone_settle,
+    ),
+    Backend(
+        name="s3fs", binary="s3fs", install="apt-get install -y s3fs fuse3", store="s3",
+        command=("s3fs", "{bucket}", "{mountpoint}", "-f", "-o", "url={endpoint}",
+                 "-o", "passwd_file={files[passwd]}", "-o", "use_path_request_style", "{options}"),
+        requires=S3_NEEDS, files={"passwd": "{access_key}:{secret_key}\n"},
+        option_fields=USE_CACHE, cache_dirs=USE_CACHE_DIRS,
+    ),
+    Backend(
+        name="ossfs", binary="ossfs", store="s3",
+        install="install ossfs 1.x from https://github.com/aliyun/ossfs/releases",
+        command=("ossfs", "{bucket}", "{mountpoint}", "-f", "-ourl={endpoint}",
+                 "-opasswd_file={files[passwd]}", "{options}"),
+        requires=S3_NEEDS, files={"passwd": "{bucket}:{access_key}:{secret_key}\n"},
+        option_fields=USE_CACHE, cache_dirs=USE_CACHE_DIRS,
+    ),
+    Backend(
+        name="ossfs2", binary="ossfs2", store="s3",
+        install="install ossfs 2.0 from Alibaba Cloud (see its 'Install ossfs 2.0' guide)",
+        # Options are lines of the generated config file, e.g. "--upload_buffer_size=33554432".
+        command=("ossfs2", "mount", "{mountpoint}", "-c", "{files[ossfs2.conf]}"),
+        requires=S3_NEEDS,
+        files={"ossfs2.conf": "--oss_endpoint={endpoint}\n--oss_bucket={bucket}\n"
+                              "--oss_access_key_id={access_key}\n--oss_access_key_secret={secret_key}\n"
+                              "{options_lines}\n"},
+    ),
+    Backend(
+        name="goofys", binary="goofys", store="s3",
+        install="install goofys from https://github.com/kahing/goofys/releases",
+        command=("goofys", "-f", "--endpoint", "{endpoint}", "{options}", "{bucket}", "{mountpoint}"),
+        requires=S3_NEEDS, defaults=REGION, env=AWS_ENV,
+    ),
+    Backend(
+        name="juicefs", binary="juicefs",
+        install="install juicefs from https://github.com/juicedata/juicefs/releases and "
+                "`juicefs format` a volume",
+        command=("juicefs", "mount", "{meta_url}", "{mountpoint}", "--cache-dir", "{cache_dir}",
+                 "{options}"),
+        requires=("meta_url",), defaults={"cache_dir": ("{private}/cache",)},
+        env={"META_PASSWORD": "{meta_password}"},
+        option_fields={"cache_dir": r"--cache-dir[= ](\S+)"}, cache_dirs=("{cache_dir}",),
+        secrets=("access_key", "secret_key", "meta_password"),
+    ),
+    Backend(
+        name="mountpoint-s3", binary="mount-s3", store="s3",
+        install="install mount-s3 from https://github.com/awslabs/mountpoint-s3/releases",
+        command=("mount-s3", "{bucket}", "{mountpoint}", "--foreground", "--endpoint-url",
+                 "{endpoint}", "--force-path-style", "--region", "{region}", "{options}"),
+        requires=S3_NEEDS, defaults=REGION, env=AWS_ENV,
+        option_fields={"cache": r"--cache[= ](\S+)"}, cache_dirs=("{cache}",),
+    ),
+)

@@ -1,0 +1,263 @@
+"""Mount a backend, wait until it is up, remount it cold, and always unmount it.
+
+The daemon runs in its own session (Ctrl-C in the terminal does not reach it) with its
+output in a private log. Unmount is `fusermount -u`, retried while busy, then a lazy
+unmount, then the daemon is killed: a session never leaves a stale mount behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import MeasurementError
+from ..mount.daemon import Lookup, describe, find_daemon, start_time
+from ..mount.mountinfo import Mount, read_mounts
+from ..report.redact import redact_args
+from .spec import Backend, Rendered, render
+
+MOUNT_TIMEOUT = 30.0
+
+
+class BinaryMissing(Exception):
+    """The backend's program is not installed: tests that need it are skipped."""
+
+
+class MountError(MeasurementError):
+    pass
+
+
+@dataclass(frozen=True)
+class MountPlan:
+    """What to mount: frozen, so a remount repeats it exactly."""
+
+    backend: Backend
+    options: tuple[str, ...] = ()
+    config: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = MOUNT_TIMEOUT
+    origin: str = ""  # where the request came from, for messages
+
+
+def fusermount() -> list[str]:
+    found = shutil.which("fusermount3") or shutil.which("fusermount")
+    return [found, "-u"] if found else ["umount"]
+
+
+def _mounted(point: str) -> Mount | None:
+    for m in read_mounts():
+        if m.mount_point == point:
+            return m
+    return None
+
+
+def _tail(path: str, n: int = 6) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return " | ".join(lines[-n:])
+
+
+def _empty_dir(path: str) -> bool:
+    """Remove what is inside path (not path itself); False if there was nothing."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        return False
+    entries = os.listdir(path)
+    for name in entries:
+        full = os.path.join(path, name)
+        if os.path.isdir(full) and not os.path.islink(full):
+            shutil.rmtree(full, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(full)
+    return bool(entries)
+
+
+class MountedFs:
+    """One mount the plugin owns. Its mount point stays the same across remounts."""
+
+    def __init__(self, plan: MountPlan) -> None:
+        self.plan = plan
+        self.options = plan.options
+        self.backend = plan.backend
+        if self.backend.has_daemon and shutil.which(self.backend.binary) is None:
+            raise BinaryMissing(f"backend {self.backend.name!r}: {self.backend.binary} is not "
+                                f"installed ({self.backend.install})")
+        self.private = tempfile.mkdtemp(prefix=f"pytest-fsperf-{self.backend.name}-")
+        self.rendered: Rendered = self._render(self.options)
+        local = self.plan.config.get("source") or os.path.join(self.private, "source")
+        self.mountpoint = (os.path.join(self.private, "mnt") if self.backend.has_daemon
+                           else os.path.realpath(local))
+        self.log = os.path.join(self.private, "daemon.log")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.daemon: Lookup | None = None
+        self.mounts = 0
+
+    def _render(self, options: tuple[str, ...]) -> Rendered:
+        return render(self.backend, self.plan.config, options,
+                      os.path.join(self.private, "mnt"), self.private)
+
+    def redact(self, text: str) -> str:
+        for secret in self.rendered.secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.backend.name,
+                "options": [self.redact(o) for o in redact_args(self.options)],
+                "command": [self.redact(a) for a in redact_args(self.rendered.argv)]}
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> None:
+        """Mount; on any failure nothing is left mounted or running."""
+        if not self.backend.has_daemon:
+            os.makedirs(self.mountpoint, exist_ok=True)
+            self.daemon = Lookup(None, "no daemon: backend 'local' is a plain directory")
+            self.mounts += 1
+            return
+        if _mounted(self.mountpoint):
+            raise MountError(f"{self.mountpoint} is already mounted")
+        r = self.rendered
+        for name in ("mnt", "source", "cache"):
+            path = os.path.join(self.private, name)
+            os.makedirs(path, mode=0o700, exist_ok=True)
+        for path, content in r.files.items():
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(content)
+        env = {k: v for k, v in os.environ.items() if k not in r.unset_env}
+        env.update(r.env)
+        with open(self.log, "ab") as log:
+            try:
+                self.proc = subprocess.Popen(list(r.argv), stdin=subprocess.DEVNULL, stdout=log,
+                                             stderr=log, env=env, start_new_session=True)
+            except OSError as exc:
+                raise MountError(f"{self.backend.name}: cannot start {r.argv[0]}: "
+                                 f"{exc.strerror or exc}") from None
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        self.mounts += 1
+
+    def _wait_ready(self) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + self.plan.timeout
+        while True:
+            mount = _mounted(self.mountpoint)
+            if mount is not None:
+                lookup = find_daemon(mount)
+                if lookup.daemon is None and self.proc.poll() is None:
+                    lookup = describe(self.proc.pid, "started by the plugin")
+                self.daemon = lookup
+                return
+            code = self.proc.poll()
+            if code not in (None, 0):
+                raise MountError(f"{self.backend.name} mount failed (exit {code}): "
+                                 f"{self.redact(_tail(self.log)) or 'no output'}")
+            if time.monotonic() > deadline:
+                raise MountError(f"{self.backend.name}: not mounted within {self.plan.timeout:g} s: "
+                                 f"{self.redact(_tail(self.log)) or 'no output'}")
+            time.sleep(0.05)
+
+    def alive(self) -> bool:
+        d = self.daemon.daemon if self.daemon else None
+        return d is None or start_time(d.pid) == d.start_time
+
+    def stop(self) -> list[str]:
+        """Unmount and make sure the daemon is gone. Returns the steps taken."""
+        steps: list[str] = []
+        if not self.backend.has_daemon:
+            return steps
+        if _mounted(self.mountpoint):
+            if self.backend.settle is not None and self.alive():
+                note = self.backend.settle(self.rendered)
+                if note:
+                    steps.append(note)
+            self._unmount(steps)
+        self._reap(steps)
+        self.daemon = None
+        return steps
+
+    def _unmount(self, steps: list[str]) -> None:
+        cmd = fusermount()
+        deadline = time.monotonic() + 5
+        while _mounted(self.mountpoint):
+            subprocess.run([*cmd, self.mountpoint], capture_output=True, check=False)
+            if not _mounted(self.mountpoint):
+                steps.append("unmount")
+                return
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.2)  # busy: a process still has a file open
+        subprocess.run([cmd[0], "-uz" if cmd[0] != "umount" else "-l", self.mountpoint],
+                       capture_output=True, check=False)
+        steps.append("lazy unmount (mount was busy)")
+
+    def _reap(self, steps: list[str]) -> None:
+        d = self.daemon.daemon if self.daemon else None
+        pids = {self.proc.pid} if self.proc is not None and self.proc.poll() is None else set()
+        if d is not None and start_time(d.pid) == d.start_time:
+            pids.add(d.pid)
+        deadline = time.monotonic() + 10
+        for sig in (None, signal.SIGTERM, signal.SIGKILL):
+            if sig is not None and pids:
+                steps.append(f"daemon did not exit; sent {signal.Signals(sig).name}")
+                for pid in pids:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, sig)
+                deadline = time.monotonic() + 5
+            while pids and time.monotonic() < deadline:
+                if self.proc is not None:
+                    self.proc.poll()
+                pids = {p for p in pids if self._running(p)}
+                time.sleep(0.05)
+        if self.proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=1)
+
+    def _running(self, pid: int) -> bool:
+        if self.proc is not None and pid == self.proc.pid:
+            return self.proc.poll() is None
+        fields = None
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return False
+        return fields[0] != "Z"
+
+    def wipe_cache(self) -> list[str]:
+        """Empty the daemon's disk cache directories (only while unmounted)."""
+        return [f"wiped {path}" for path in self.rendered.cache_dirs if _empty_dir(path)]
+
+    def remount(self, options: tuple[str, ...] | None = None, wipe: bool = True) -> list[str]:
+        """Unmount, wipe the daemon's cache, mount again (with other options, if given)."""
+        steps = self.stop()
+        if wipe:
+            steps += self.wipe_cache()
+        if options is not None and options != self.options:
+            self.options = options
+            self.rendered = self._render(options)
+        self.start()
+        steps.append("mount")
+        return steps
+
+    def close(self) -> list[str]:
+        steps = self.stop()
+        if _mounted(self.mountpoint):  # never delete through a mount that is still there
+            steps.append(f"still mounted; left {self.private} in place")
+        else:
+            shutil.rmtree(self.private, ignore_errors=True)
+        return steps

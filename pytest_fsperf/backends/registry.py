@@ -1,0 +1,125 @@
+"""Known backends: the built-in ones, those a config file defines, and those conftest.py adds.
+
+A config file (--fsperf-backend-config) is INI. Section [fsperf] holds the values the
+templates use (endpoint, bucket, access_key, secret_key, ...; `env:NAME` reads a variable).
+A section [backend NAME] defines or replaces a backend:
+
+    [backend myfs]
+    binary = myfs
+    command = myfs {bucket} {mountpoint} -f {options}
+    install = pip install myfs
+    requires = endpoint bucket
+    file.passwd = {access_key}:{secret_key}
+    env.MYFS_REGION = {region}
+    default.region = us-east-1
+    option.cache = --cache=(\\S+)
+    cache_dirs = {cache}
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ..errors import UsageError
+from .builtin import BUILTIN
+from .spec import FIELD, Backend
+
+KEYS = {"binary", "command", "install", "requires", "cache_dirs", "secrets", "store", "unset_env"}
+PREFIXES = ("file.", "env.", "default.", "option.")
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    values: Mapping[str, str] = field(default_factory=dict)
+    backends: tuple[Backend, ...] = ()
+    where: str = ""
+
+
+def _value(raw: str, where: str) -> str:
+    if raw.startswith("env:"):
+        name = raw[4:]
+        if name not in os.environ:
+            raise UsageError(f"{where}: environment variable {name} is not set")
+        return os.environ[name]
+    return raw
+
+
+def _backend(name: str, section: Mapping[str, str], where: str) -> Backend:
+    unknown = [k for k in section if k not in KEYS and not k.startswith(PREFIXES)]
+    if unknown:
+        raise UsageError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(KEYS))}, "
+                         f"{', '.join(p + 'NAME' for p in PREFIXES)})")
+    if "command" not in section:
+        raise UsageError(f"{where}: needs a `command`")
+    try:
+        command = tuple(shlex.split(section["command"]))
+    except ValueError as exc:
+        raise UsageError(f"{where}: command: {exc}") from None
+
+    def prefixed(prefix: str) -> dict[str, str]:
+        return {k[len(prefix):]: v for k, v in section.items() if k.startswith(prefix)}
+
+    return Backend(
+        name=name, binary=section.get("binary", command[0] if command else ""), command=command,
+        install=section.get("install", f"install {section.get('binary', name)}"),
+        requires=tuple(section.get("requires", "").split()),
+        defaults={k: (v,) for k, v in prefixed("default.").items()},
+        files=prefixed("file."), env=prefixed("env."), option_fields=prefixed("option."),
+        unset_env=tuple(section.get("unset_env", "").split()),
+        cache_dirs=tuple(section.get("cache_dirs", "").split()),
+        secrets=tuple(section.get("secrets", "access_key secret_key").split()),
+        store=section.get("store", ""),
+    )
+
+
+def load_config(path: str, where: str) -> BackendConfig:
+    parser = configparser.ConfigParser(interpolation=None, delimiters=("=",))
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keep env.NAME case
+    try:
+        with open(path, encoding="utf-8") as f:
+            parser.read_file(f)
+    except OSError as exc:
+        raise UsageError(f"{where}: cannot read: {exc.strerror or exc}") from None
+    except configparser.Error as exc:
+        raise UsageError(f"{where}: {str(exc).splitlines()[0]}") from None
+    values: dict[str, str] = {}
+    backends = []
+    for section in parser.sections():
+        here = f"{where} [{section}]"
+        kind, _, name = section.partition(" ")
+        if section == "fsperf":
+            for key, raw in parser[section].items():
+                if not FIELD.match(key):
+                    raise UsageError(f"{here}: {key!r} is not a valid name")
+                values[key] = _value(raw, f"{here} {key}")
+        elif kind == "backend" and name.strip():
+            backends.append(_backend(name.strip(), parser[section], here))
+        else:
+            raise UsageError(f"{here}: unknown section (use [fsperf] or [backend NAME])")
+    return BackendConfig(values, tuple(backends), where)
+
+
+class Registry:
+    def __init__(self, extra: Iterable[Backend] = ()) -> None:
+        self._by_name = {b.name: b for b in BUILTIN}
+        for backend in extra:
+            self.add(backend)
+
+    def add(self, backend: Backend) -> None:
+        if not isinstance(backend, Backend):
+            raise UsageError(f"not a pytest_fsperf Backend: {backend!r}")
+        self._by_name[backend.name] = backend
+
+    def names(self) -> list[str]:
+        return sorted(self._by_name)
+
+    def get(self, name: str, where: str) -> Backend:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise UsageError(f"{where}: unknown backend {name!r} "
+                             f"(known: {', '.join(self.names())})") from None

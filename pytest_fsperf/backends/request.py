@@ -1,0 +1,120 @@
+"""A test's request for a mount (marker or command line), resolved into a frozen MountPlan."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from ..errors import UsageError
+from ..report.redact import redact_args
+from .mounter import MountPlan
+from .registry import BackendConfig, Registry
+from .spec import FIELD
+
+MARKER = "fsperf_mount"
+MARKER_HELP = (f"{MARKER}(backend, options=[...], config=None): mount this backend for the test "
+               "(config: a dict, or the name of a fixture giving one, e.g. 'fsperf_s3')")
+
+
+@dataclass(frozen=True)
+class MountRequest:
+    backend: str
+    options: tuple[str, ...] = ()
+    config: Mapping[str, str] | str | None = None  # values, or the name of a fixture
+    where: str = ""
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+def parse_options(value: object, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        try:
+            return tuple(shlex.split(value))
+        except ValueError as exc:
+            raise UsageError(f"{where}: options: {exc}") from None
+    if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise UsageError(f"{where}: options must be a list of strings or one string, not {value!r}")
+
+
+def _config(value: object, where: str) -> Mapping[str, str] | str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        for key, v in value.items():
+            if not isinstance(key, str) or not FIELD.match(key) or not isinstance(v, str):
+                raise UsageError(f"{where}: config entry {key!r} must be a name mapped to a string")
+        return dict(value)
+    raise UsageError(f"{where}: config must be a dict or a fixture name, not {type(value).__name__}")
+
+
+def from_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: str) -> MountRequest:
+    if len(args) != 1 or not isinstance(args[0], str) or not args[0]:
+        raise UsageError(f"{where}: {MARKER} takes the backend name as its one positional argument")
+    unknown = set(kwargs) - {"options", "config"}
+    if unknown:
+        raise UsageError(f"{where}: {MARKER}: unknown keyword {sorted(unknown)[0]!r} "
+                         "(known: options, config)")
+    return MountRequest(args[0], parse_options(kwargs.get("options", ()), where),
+                        _config(kwargs.get("config"), where), where)
+
+
+def option_id(options: Sequence[str]) -> str:
+    """A readable, secret-free test id: ['-o', 'parallel_count=20', '--bwlimit', '20M']
+    -> 'parallel_count=20,bwlimit=20M'."""
+    words = redact_args(list(options))
+    parts: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "-o":
+            i += 1
+            continue
+        nxt = words[i + 1] if i + 1 < len(words) else None
+        if word.startswith("--") and "=" not in word and nxt is not None and not nxt.startswith("-"):
+            parts.append(f"{word[2:]}={nxt}")
+            i += 2
+            continue
+        parts.append(word.lstrip("-").removeprefix("o") if word.startswith("-o") else word.lstrip("-"))
+        i += 1
+    text = ",".join(p for p in parts if p)
+    return text.replace(" ", "_") or "defaults"
+
+
+def mount_params(backend: str, *option_sets: Sequence[str] | str,
+                 ids: Sequence[str] | None = None, config: Mapping[str, str] | str | None = None,
+                 ) -> list[Any]:
+    """For @pytest.mark.parametrize: one test per option set, each mounting `backend` with it,
+    with readable ids. The parameter's value is the option list."""
+    if ids is not None and len(ids) != len(option_sets):
+        raise UsageError(f"mount_params({backend!r}): {len(ids)} ids for {len(option_sets)} option sets")
+    params = []
+    for n, opts in enumerate(option_sets):
+        words = parse_options(opts, f"mount_params({backend!r})")
+        mark = getattr(pytest.mark, MARKER)(backend, options=list(words), config=config)
+        params.append(pytest.param(list(words), marks=mark, id=ids[n] if ids else option_id(words)))
+    return params
+
+
+def resolve(req: MountRequest, registry: Registry, file_config: BackendConfig,
+            fixture: Callable[[str], Any], timeout: float) -> MountPlan:
+    """Backend and values: the marker's config, over the config file's, over the fsperf_s3
+    server for an S3 backend that has no endpoint."""
+    backend = registry.get(req.backend, req.where)
+    values = dict(file_config.values)
+    if isinstance(req.config, str):
+        given = fixture(req.config)
+        getter = getattr(given, "config", None)
+        given = getter() if callable(getter) else given
+        if not isinstance(given, Mapping):
+            raise UsageError(f"{req.where}: fixture {req.config!r} gave {type(given).__name__}, "
+                             "not a config dict")
+        values.update({str(k): str(v) for k, v in given.items()})
+    elif req.config is not None:
+        values.update(req.config)
+    elif backend.store == "s3" and not values.get("endpoint"):
+        values.update(fixture("fsperf_s3").config())
+    return MountPlan(backend, req.options, values, timeout, req.where)

@@ -1,0 +1,122 @@
+"""A backend is a small declarative description; render() turns it into a command line.
+
+Templates use str.format fields: the config (endpoint, bucket, access_key, secret_key,
+region, source, meta_url, or any key a config file adds), `mountpoint`, `private` (a 0700
+directory of this mount), `port` (a free TCP port on 127.0.0.1), `token` (a random
+secret), `options` (the user's options; an argv element that is exactly "{options}"
+expands to them), `options_lines` (one per line, for config files) and `files[NAME]`
+(the path of a generated private file). The user's options may use these fields too,
+e.g. `-o use_cache={private}/cache`.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from ..errors import UsageError
+
+FIELD = re.compile(r"^[a-z_][a-z0-9_]*$")
+SECRET_NAME = re.compile(r"(key|secret|passw|token|credential)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    binary: str  # looked up on PATH; "" for a plain directory (no daemon)
+    command: tuple[str, ...]  # argv templates; "{options}" expands to the user's options
+    install: str  # how to get the binary, shown when it is missing
+    requires: tuple[str, ...] = ()  # config fields that must be given
+    defaults: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # first that renders
+    files: Mapping[str, str] = field(default_factory=dict)  # private files, mode 0600
+    env: Mapping[str, str] = field(default_factory=dict)  # skipped if a field is missing
+    unset_env: tuple[str, ...] = ()
+    cache_dirs: tuple[str, ...] = ()  # the daemon's disk cache, wiped by a cold remount
+    option_fields: Mapping[str, str] = field(default_factory=dict)  # field -> regex, group 1
+    secrets: tuple[str, ...] = ("access_key", "secret_key")
+    store: str = ""  # "s3": with no endpoint configured, use the fsperf_s3 server
+    settle: Callable[[Rendered], str] | None = None  # wait for pending uploads before unmount
+
+    @property
+    def has_daemon(self) -> bool:
+        return bool(self.binary)
+
+
+@dataclass(frozen=True)
+class Rendered:
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    unset_env: tuple[str, ...]
+    files: Mapping[str, str]  # path -> content
+    cache_dirs: tuple[str, ...]
+    secrets: tuple[str, ...]  # values to mask wherever text leaves the plugin
+    fields: Mapping[str, object] = field(default_factory=dict)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _fill(template: str, fields: Mapping[str, object], what: str) -> str:
+    try:
+        return template.format_map(fields)
+    except KeyError as exc:
+        raise UsageError(f"{what}: needs {exc.args[0]!r}, which is not configured") from None
+    except (ValueError, IndexError, AttributeError) as exc:
+        raise UsageError(f"{what}: bad template {template!r}: {exc}") from None
+
+
+def _try(template: str, fields: Mapping[str, object]) -> str | None:
+    try:
+        return template.format_map(fields)
+    except (KeyError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def secret_values(backend: Backend, config: Mapping[str, str]) -> tuple[str, ...]:
+    keys = set(backend.secrets) | {k for k in config if SECRET_NAME.search(k)}
+    return tuple(sorted({config[k] for k in keys if config.get(k)}, key=len, reverse=True))
+
+
+def render(backend: Backend, config: Mapping[str, str], options: tuple[str, ...],
+           mountpoint: str, private: str) -> Rendered:
+    where = f"backend {backend.name!r}"
+    missing = [k for k in backend.requires if not config.get(k)]
+    if missing:
+        raise UsageError(f"{where}: needs {', '.join(missing)} in its config "
+                         "(--fsperf-backend-config or the fsperf_mount marker)")
+    fields: dict[str, object] = {k: v for k, v in config.items() if v != ""}
+    fields.update(mountpoint=mountpoint, private=private, port=free_port(),
+                  token=secrets.token_hex(16))
+    # Options may name {private}, {mountpoint} or config values, e.g. use_cache={private}/cache.
+    options = tuple(_try(o, fields) or o for o in options)
+    joined = " ".join(options)
+    for name, pattern in backend.option_fields.items():
+        found = re.search(pattern, joined)
+        if found:
+            fields[name] = found.group(1)
+    for name, choices in backend.defaults.items():
+        if name not in fields:
+            for choice in choices:
+                value = _try(choice, fields)
+                if value is not None:
+                    fields[name] = value
+                    break
+    file_paths = {name: f"{private}/{name}" for name in backend.files}
+    fields.update(files=file_paths, options=joined, options_lines="\n".join(options))
+    files = {file_paths[n]: _fill(t, fields, f"{where} file {n}") for n, t in backend.files.items()}
+    argv: list[str] = []
+    for part in backend.command:
+        if part == "{options}":
+            argv.extend(options)
+        else:
+            argv.append(_fill(part, fields, where))
+    env = {k: v for k, t in backend.env.items() if (v := _try(t, fields)) is not None}
+    caches = tuple(v for t in backend.cache_dirs if (v := _try(t, fields)) is not None)
+    hidden = (*secret_values(backend, config), str(fields["token"]))
+    return Rendered(tuple(argv), env, backend.unset_env, files, caches, hidden, fields)

@@ -1,0 +1,14 @@
+"""Hooks pytest-fsperf offers to conftest.py files and plugins."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from .backends.spec import Backend
+
+
+@pytest.hookspec
+def pytest_fsperf_backends() -> Sequence[Backend]:  # type: ignore[empty-body]
+    """Return backends to add (or replace, by name) next to the built-in ones."""

@@ -1,0 +1,130 @@
+"""Start MinIO on 127.0.0.1 with per-session credentials and a fresh bucket; stop it by PID."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+from ..backends.spec import free_port
+from ..errors import MeasurementError
+from .sigv4 import signed_request
+
+MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
+CACHE_BIN = os.path.expanduser("~/.cache/fsperf-bin")
+INSTALL = f"GOBIN={CACHE_BIN} go install github.com/minio/minio@{MINIO_VERSION}"
+
+
+def find_minio() -> str | None:
+    """$FSPERF_MINIO, then `minio` on PATH, then the cache the install command fills."""
+    for candidate in (os.environ.get("FSPERF_MINIO"), shutil.which("minio"),
+                      os.path.join(CACHE_BIN, "minio")):
+        if candidate and os.access(candidate, os.X_OK) and os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def _wchar(pid: int) -> int:
+    with open(f"/proc/{pid}/io", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("wchar:"):
+                return int(line.split()[1])
+    raise MeasurementError(f"no wchar in /proc/{pid}/io")
+
+
+@dataclass
+class S3Server:
+    endpoint: str
+    bucket: str
+    access_key: str
+    secret_key: str
+    region: str
+    pid: int
+    proc: subprocess.Popen[bytes]
+    data_dir: str
+
+    def config(self) -> dict[str, str]:
+        """The values backend templates use (s3fs, rclone, mountpoint-s3 ...)."""
+        return {"endpoint": self.endpoint, "bucket": self.bucket, "access_key": self.access_key,
+                "secret_key": self.secret_key, "region": self.region}
+
+    def served_bytes(self) -> int:
+        """Bytes MinIO has written, to clients and to its disk (/proc/PID/io wchar).
+        Around a read-only workload, the growth is what the server sent back."""
+        return _wchar(self.pid)
+
+    def request(self, method: str, path: str) -> int:
+        url = f"{self.endpoint}/{path.lstrip('/')}"
+        req = signed_request(method, url, self.access_key, self.secret_key, self.region)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return int(resp.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
+
+    def make_bucket(self, name: str) -> None:
+        status = self.request("PUT", name)
+        if status != 200:
+            raise MeasurementError(f"MinIO: creating bucket {name} answered HTTP {status}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+def _live(endpoint: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{endpoint}/minio/health/live", timeout=1) as resp:
+            return bool(resp.status == 200)
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def start_minio(binary: str, timeout: float = 30.0) -> S3Server:
+    data_dir = tempfile.mkdtemp(prefix="pytest-fsperf-minio-")
+    access_key = "fsperf" + secrets.token_hex(6)
+    secret_key = secrets.token_urlsafe(24)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MINIO_")}
+    env.update(MINIO_ROOT_USER=access_key, MINIO_ROOT_PASSWORD=secret_key, MINIO_BROWSER="off")
+    log_path = os.path.join(data_dir, "minio.log")
+    last = ""
+    for _attempt in range(3):  # a free port may be taken between probe and bind
+        port, console = free_port(), free_port()
+        endpoint = f"http://127.0.0.1:{port}"
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                [binary, "server", "--quiet", "--address", f"127.0.0.1:{port}",
+                 "--console-address", f"127.0.0.1:{console}", os.path.join(data_dir, "data")],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while proc.poll() is None and time.monotonic() < deadline and not _live(endpoint):
+            time.sleep(0.1)
+        server = S3Server(endpoint, "fsperf-" + secrets.token_hex(4), access_key, secret_key,
+                          "us-east-1", proc.pid, proc, data_dir)
+        if proc.poll() is None and _live(endpoint):
+            try:
+                server.make_bucket(server.bucket)
+            except BaseException:
+                server.stop()
+                raise
+            return server
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            last = " | ".join(f.read().split("\n")[-4:]).strip()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    shutil.rmtree(data_dir, ignore_errors=True)
+    raise MeasurementError(f"MinIO did not start: {last.replace(secret_key, '***') or 'no output'}")
