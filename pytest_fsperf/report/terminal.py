@@ -25,8 +25,8 @@ def _daemon_cells(r: dict[str, Any]) -> tuple[str, str]:
 
 def cache_cell(r: dict[str, Any]) -> str:
     """'cold: drop_caches', or with a remount: 'cold: remount+wipe+drop_caches'."""
-    page = r["cache"]
-    daemon = r.get("daemon_cache", "")
+    page = str(r["cache"])
+    daemon = str(r.get("daemon_cache", ""))
     if not page.startswith("cold") or not daemon.startswith("cold: remounted"):
         return page
     return "cold: remount+" + ("wipe+" if "wiped" in daemon else "") + page.removeprefix("cold: ")
