@@ -103,8 +103,11 @@ def fsperf_s3() -> Iterator[S3Server]:
 def _plan(request: pytest.FixtureRequest, req: MountRequest) -> MountPlan:
     config = request.config
     settings = config.stash[STATE].settings
-    return or_fail(lambda: resolve(req, registry(config), settings.backend_config,
-                                   request.getfixturevalue, settings.mount_timeout))
+    try:
+        return or_fail(lambda: resolve(req, registry(config), settings.backend_config,
+                                       request.getfixturevalue, settings.mount_timeout))
+    except BinaryMissing as exc:
+        pytest.skip(str(exc))
 
 
 def _open(state: FsperfSession, plan: MountPlan) -> Target:

@@ -25,6 +25,7 @@ from ..report.redact import redact_args
 from .spec import Backend, Rendered, render
 
 MOUNT_TIMEOUT = 30.0
+DIR_FIELDS = ("source", "cache_dir", "cache", "use_cache")
 
 
 class BinaryMissing(Exception):
@@ -58,7 +59,7 @@ def _mounted(point: str) -> Mount | None:
     return None
 
 
-def _tail(path: str, n: int = 6) -> str:
+def _tail(path: str, n: int = 3) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
@@ -128,9 +129,11 @@ class MountedFs:
         if _mounted(self.mountpoint):
             raise MountError(f"{self.mountpoint} is already mounted")
         r = self.rendered
-        for name in ("mnt", "source", "cache"):
-            path = os.path.join(self.private, name)
-            os.makedirs(path, mode=0o700, exist_ok=True)
+        os.makedirs(self.mountpoint, mode=0o700, exist_ok=True)
+        for name in DIR_FIELDS:  # directories of this mount's own: create them
+            path = str(r.fields.get(name, ""))
+            if path.startswith(self.private + os.sep):
+                os.makedirs(path, mode=0o700, exist_ok=True)
         for path, content in r.files.items():
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -154,6 +157,7 @@ class MountedFs:
     def _wait_ready(self) -> None:
         assert self.proc is not None
         deadline = time.monotonic() + self.plan.timeout
+        exited: float | None = None
         while True:
             mount = _mounted(self.mountpoint)
             if mount is not None:
@@ -163,7 +167,10 @@ class MountedFs:
                 self.daemon = lookup
                 return
             code = self.proc.poll()
-            if code not in (None, 0):
+            if code is not None and exited is None:
+                exited = time.monotonic()
+            # Exit 0 may be a daemon forking into the background: give its child a moment.
+            if code not in (None, 0) or (exited is not None and time.monotonic() - exited > 3):
                 raise MountError(f"{self.backend.name} mount failed (exit {code}): "
                                  f"{self.redact(_tail(self.log)) or 'no output'}")
             if time.monotonic() > deadline:
@@ -172,8 +179,9 @@ class MountedFs:
             time.sleep(0.05)
 
     def alive(self) -> bool:
+        """The daemon still runs (a killed child of ours stays a zombie until reaped)."""
         d = self.daemon.daemon if self.daemon else None
-        return d is None or start_time(d.pid) == d.start_time
+        return d is None or (start_time(d.pid) == d.start_time and self._running(d.pid))
 
     def stop(self) -> list[str]:
         """Unmount and make sure the daemon is gone. Returns the steps taken."""

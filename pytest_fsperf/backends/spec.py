@@ -100,13 +100,12 @@ def render(backend: Backend, config: Mapping[str, str], options: tuple[str, ...]
         found = re.search(pattern, joined)
         if found:
             fields[name] = found.group(1)
-    for name, choices in backend.defaults.items():
-        if name not in fields:
-            for choice in choices:
-                value = _try(choice, fields)
+    for _pass in range(len(backend.defaults)):  # a default may use another default
+        for name, choices in backend.defaults.items():
+            if name not in fields:
+                value = next((v for c in choices if (v := _try(c, fields)) is not None), None)
                 if value is not None:
                     fields[name] = value
-                    break
     file_paths = {name: f"{private}/{name}" for name in backend.files}
     fields.update(files=file_paths, options=joined, options_lines="\n".join(options))
     files = {file_paths[n]: _fill(t, fields, f"{where} file {n}") for n, t in backend.files.items()}

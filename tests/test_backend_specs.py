@@ -1,0 +1,192 @@
+"""Backend descriptions: the command lines and files each produces, and the registry."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pytest_fsperf.backends.builtin import BUILTIN
+from pytest_fsperf.backends.mounter import BinaryMissing, MountedFs, MountError, MountPlan
+from pytest_fsperf.backends.registry import Registry, load_config
+from pytest_fsperf.backends.request import from_marker, mount_params, option_id
+from pytest_fsperf.backends.spec import Backend, render
+from pytest_fsperf.errors import UsageError
+
+S3 = {"endpoint": "http://127.0.0.1:9000", "bucket": "bench", "access_key": "AKIDEXAMPLE",
+      "secret_key": "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"}
+
+
+def backend(name: str) -> Backend:
+    return Registry().get(name, "test")
+
+
+def test_every_builtin_is_registered():
+    assert Registry().names() == sorted(
+        ["local", "bindfs", "rclone", "s3fs", "ossfs", "ossfs2", "goofys", "juicefs", "mountpoint-s3"])
+    assert len({b.name for b in BUILTIN}) == len(BUILTIN)
+
+
+def test_s3fs_command_and_passwd_file():
+    r = render(backend("s3fs"), S3, ("-o", "parallel_count=20"), "/m", "/p")
+    assert r.argv == ("s3fs", "bench", "/m", "-f", "-o", "url=http://127.0.0.1:9000",
+                      "-o", "passwd_file=/p/passwd", "-o", "use_path_request_style",
+                      "-o", "parallel_count=20")
+    assert r.files == {"/p/passwd": "AKIDEXAMPLE:wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY\n"}
+    assert r.cache_dirs == ()  # no use_cache: no disk cache to wipe
+
+
+def test_s3fs_use_cache_is_wiped_per_bucket_only():
+    r = render(backend("s3fs"), S3, ("-o", "use_cache={private}/c"), "/m", "/p")
+    assert r.argv[-1] == "use_cache=/p/c"
+    assert r.cache_dirs == ("/p/c/bench", "/p/c/.bench.stat", "/p/c/.bench.mirror")
+
+
+def test_ossfs1_like_the_documented_command():
+    r = render(backend("ossfs"), S3, ("-odirect_read", "-oreaddir_optimize"), "/mnt/ossfs", "/p")
+    assert r.argv == ("ossfs", "bench", "/mnt/ossfs", "-f", "-ourl=http://127.0.0.1:9000",
+                      "-opasswd_file=/p/passwd", "-odirect_read", "-oreaddir_optimize")
+    assert r.files["/p/passwd"] == "bench:AKIDEXAMPLE:wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY\n"
+
+
+def test_ossfs2_options_go_into_the_generated_config_file():
+    r = render(backend("ossfs2"), S3, ("--upload_buffer_size=33554432",), "/mnt/ossfs2", "/p")
+    assert r.argv == ("ossfs2", "mount", "/mnt/ossfs2", "-c", "/p/ossfs2.conf")
+    assert r.files["/p/ossfs2.conf"].splitlines() == [
+        "--oss_endpoint=http://127.0.0.1:9000", "--oss_bucket=bench",
+        "--oss_access_key_id=AKIDEXAMPLE",
+        "--oss_access_key_secret=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY",
+        "--upload_buffer_size=33554432"]
+
+
+def test_goofys_and_mountpoint_s3_take_keys_from_the_environment():
+    g = render(backend("goofys"), S3, ("--stat-cache-ttl", "60s"), "/m", "/p")
+    assert g.argv == ("goofys", "-f", "--endpoint", "http://127.0.0.1:9000", "--stat-cache-ttl",
+                      "60s", "bench", "/m")
+    assert g.env["AWS_SECRET_ACCESS_KEY"] == S3["secret_key"]
+    assert S3["secret_key"] not in " ".join(g.argv)
+    m = render(backend("mountpoint-s3"), S3, ("--cache", "/p/mcache"), "/m", "/p")
+    assert m.argv[:9] == ("mount-s3", "bench", "/m", "--foreground", "--endpoint-url",
+                          "http://127.0.0.1:9000", "--force-path-style", "--region", "us-east-1")
+    assert m.cache_dirs == ("/p/mcache",)
+
+
+def test_juicefs_needs_a_meta_url_and_wipes_its_cache_dir():
+    with pytest.raises(UsageError, match="backend 'juicefs': needs meta_url"):
+        render(backend("juicefs"), {}, (), "/m", "/p")
+    r = render(backend("juicefs"), {"meta_url": "redis://:pw@127.0.0.1/1"}, (), "/m", "/p")
+    assert r.argv == ("juicefs", "mount", "redis://:pw@127.0.0.1/1", "/m", "--cache-dir", "/p/cache")
+    assert r.cache_dirs == ("/p/cache",)
+
+
+def test_rclone_local_or_s3_remote():
+    local = render(backend("rclone"), {}, (), "/m", "/p")
+    assert local.argv[2] == "/p/source"
+    assert local.unset_env == ("AWS_CA_BUNDLE",)
+    s3 = render(backend("rclone"), S3, ("--bwlimit", "20M"), "/m", "/p")
+    assert s3.argv[2] == "fsperf:bench"
+    assert s3.argv[-2:] == ("--bwlimit", "20M")
+    assert s3.env["RCLONE_CONFIG_FSPERF_ENDPOINT"] == S3["endpoint"]
+    assert s3.cache_dirs == ("/p/cache/vfs", "/p/cache/vfsMeta")
+    assert str(s3.fields["token"]) in s3.secrets  # the rc password is masked too
+
+
+def test_s3_backend_without_credentials_names_what_is_missing():
+    with pytest.raises(UsageError, match=r"needs endpoint, bucket, access_key, secret_key"):
+        render(backend("s3fs"), {}, (), "/m", "/p")
+
+
+def test_describe_masks_secrets_everywhere(tmp_path):
+    fs = MountedFs(MountPlan(backend("local"), ("--key", S3["secret_key"]), S3))
+    try:
+        shown = repr(fs.describe())
+        assert S3["secret_key"] not in shown and "***" in shown
+    finally:
+        fs.close()
+
+
+def test_missing_binary_is_reported_with_the_install_hint():
+    with pytest.raises(BinaryMissing, match=r"goofys is not installed \(install goofys from"):
+        MountedFs(MountPlan(backend("goofys"), (), S3))
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ([], "defaults"),
+    (["-o", "parallel_count=20"], "parallel_count=20"),
+    (["-oparallel_count=5", "-o", "multipart_size=8"], "parallel_count=5,multipart_size=8"),
+    (["--bwlimit", "20M", "--vfs-cache-mode", "full"], "bwlimit=20M,vfs-cache-mode=full"),
+    (["--secret-key", "abc"], "secret-key=***"),
+])
+def test_option_ids_are_readable_and_secret_free(options, expected):
+    assert option_id(options) == expected
+
+
+def test_mount_params_attach_the_marker():
+    params = mount_params("s3fs", ["-o", "parallel_count=5"], "-o parallel_count=20")
+    assert [p.id for p in params] == ["parallel_count=5", "parallel_count=20"]
+    mark = params[1].marks[0]
+    assert mark.name == "fsperf_mount" and mark.args == ("s3fs",)
+    assert mark.kwargs["options"] == ["-o", "parallel_count=20"]
+
+
+@pytest.mark.parametrize(("args", "kwargs", "message"), [
+    ((), {}, "takes the backend name"),
+    (("s3fs",), {"opts": []}, "unknown keyword 'opts'"),
+    (("s3fs",), {"options": [1]}, "options must be a list of strings"),
+    (("s3fs",), {"config": {"bucket": 1}}, "config entry 'bucket'"),
+    (("s3fs",), {"options": "-o 'unclosed"}, "options: No closing quotation"),
+])
+def test_marker_errors(args, kwargs, message):
+    with pytest.raises(UsageError, match=message):
+        from_marker(args, kwargs, "t.py::test: fsperf_mount")
+
+
+def test_config_file_values_and_backend_definitions(tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_SECRET", "s3cr3t-value")
+    path = tmp_path / "fsperf.ini"
+    path.write_text("[fsperf]\nendpoint = http://h:1\nsecret_key = env:MY_SECRET\n\n"
+                    "[backend myfs]\ncommand = myfs {endpoint} {mountpoint} -f {options}\n"
+                    "file.token = {secret_key}\nenv.MYFS_DEBUG = 1\ncache_dirs = {private}/c\n"
+                    "option.level = --level=(\\d+)\n")
+    cfg = load_config(str(path), "--fsperf-backend-config=x (command line)")
+    assert cfg.values == {"endpoint": "http://h:1", "secret_key": "s3cr3t-value"}
+    (myfs,) = cfg.backends
+    assert myfs.binary == "myfs"
+    r = render(myfs, cfg.values, ("--level=3",), "/m", "/p")
+    assert r.argv == ("myfs", "http://h:1", "/m", "-f", "--level=3")
+    assert r.files == {"/p/token": "s3cr3t-value"} and r.env == {"MYFS_DEBUG": "1"}
+    assert "s3cr3t-value" in r.secrets
+    assert Registry(cfg.backends).get("myfs", "x") is myfs
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[fsperf]\nsecret_key = env:NOPE_NOT_SET\n", r"\[fsperf\] secret_key: environment variable"),
+    ("[backend x]\nbinary = x\n", r"\[backend x\]: needs a `command`"),
+    ("[backend x]\ncommand = x\nflavour = 1\n", "unknown key 'flavour'"),
+    ("[mounts]\na = 1\n", "unknown section"),
+    ("no section\n", "File contains no section headers"),
+])
+def test_config_file_errors_name_the_file(tmp_path, text, message):
+    path = tmp_path / "bad.ini"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=message) as info:
+        load_config(str(path), f"--fsperf-backend-config={path} (command line)")
+    assert str(info.value).startswith(f"--fsperf-backend-config={path} (command line)")
+
+
+def test_unknown_backend_lists_the_known_ones():
+    with pytest.raises(UsageError, match=r"unknown backend 'nfs' \(known: bindfs, goofys"):
+        Registry().get("nfs", "--fsperf-backend=nfs (command line)")
+
+
+def test_private_files_are_mode_0600_and_a_failed_mount_shows_the_daemons_words():
+    b = Backend(name="t", binary="sh", install="-", files={"k": "{secret_key}"},
+                command=("sh", "-c", "stat -c 'mode %a' {files[k]}; cat {files[k]}; exit 3"))
+    fs = MountedFs(MountPlan(b, (), {"secret_key": "hunter2hunter2"}))
+    try:
+        with pytest.raises(MountError) as info:
+            fs.start()
+        assert str(info.value) == "t mount failed (exit 3): mode 600 | ***"
+    finally:
+        fs.close()
+    assert not os.path.exists(fs.private)

@@ -1,0 +1,333 @@
+"""Backends the plugin mounts itself, live: s3fs and rclone over a real MinIO, bindfs, local.
+
+Every test checks that nothing is left behind: no mount under a pytest-fsperf directory,
+no daemon or server process started for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pytest_fsperf.mount.mountinfo import read_mounts
+from pytest_fsperf.store.minio import INSTALL, find_minio
+from tests.conftest import need
+
+pytestmark = pytest.mark.integration
+
+
+def ours() -> tuple[list[str], list[str]]:
+    """Mounts and processes of the plugin's own making (they name its private dirs)."""
+    mounts = [m.mount_point for m in read_mounts() if "pytest-fsperf-" in m.mount_point]
+    procs = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "pytest-fsperf-" in cmd and "pytest" not in cmd.split(" ")[0]:
+                procs.append(f"{pid}: {cmd}")
+    return mounts, procs
+
+
+@pytest.fixture
+def clean():
+    """Fails the test if it leaves a mount or a process of the plugin's behind."""
+    assert ours() == ([], []), "left over from before this test"
+    yield
+    deadline = time.monotonic() + 5
+    while ours() != ([], []) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert ours() == ([], [])
+
+
+@pytest.fixture
+def minio():
+    need("fio")
+    if find_minio() is None:
+        pytest.skip(f"MinIO is not installed: {INSTALL}")
+
+
+def run(pytester, *args):
+    out = pytester.path / "fsperf.json"
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-json={out}",
+                                f"--junitxml={junit}", *args)
+    doc = json.loads(out.read_text()) if out.exists() else None
+    texts = result.stdout.str() + result.stderr.str() + (junit.read_text() if junit.exists() else "")
+    texts += out.read_text() if out.exists() else ""
+    return result, doc, texts
+
+
+def test_s3fs_write_read_and_remount_cold_is_really_cold(pytester, minio, clean):
+    need("s3fs")
+    pytester.makepyfile(f"""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("s3fs", options=["-o", "use_cache={{private}}/cache"])
+        def test_cold(fsperf, fsperf_s3):
+            open({str(pytester.path / 'secret')!r}, "w").write(fsperf_s3.secret_key)
+            fsperf.fio(name="write", rw="write", bs="1M", size="32M", direct=1, end_fsync=1)
+            before = fsperf_s3.served_bytes()
+            warm = fsperf.fio(name="warm", rw="read", bs="1M", size="32M", direct=1)
+            served_warm = fsperf_s3.served_bytes() - before
+            fsperf.cold()
+            before = fsperf_s3.served_bytes()
+            cold = fsperf.fio(name="cold", rw="read", bs="1M", size="32M", direct=1)
+            served_cold = fsperf_s3.served_bytes() - before
+            print("SERVED", served_warm, served_cold)
+            assert served_warm < 2**20          # s3fs answered from its disk cache
+            assert served_cold >= 32 * 2**20     # after the remount the server sent it all again
+            assert warm.daemon_cache == "warm"
+            assert cold.daemon_cache == "cold: remounted, disk cache wiped"
+            assert any(s.startswith("wiped ") and s.endswith("/cache/" + fsperf_s3.bucket)
+                       for s in cold.cold_steps)
+            assert cold.mount["backend"] == "s3fs"
+            assert cold.daemon.pid != warm.daemon.pid  # a new daemon served the cold read
+    """)
+    result, doc, texts = run(pytester, "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.re_match_lines([r"test_cold\s+cold\s+.*cold: remount\+wipe\+drop_caches"])
+    secret = (pytester.path / "secret").read_text()
+    assert len(secret) >= 20 and secret not in texts
+    (write, _warm, cold) = doc["results"]
+    assert write["mount"]["command"][0] == "s3fs"
+    assert cold["cache"] == "cold: drop_caches"
+
+
+def test_rclone_ab_bwlimit_shows_b_slower(pytester, minio, clean):
+    need("rclone")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("rclone", config="fsperf_s3")
+        def test_ab(fsperf):
+            ab = fsperf.compare(dict(rw="read", bs="1M", size="32M", direct=1),
+                                a=[], b=["--bwlimit", "10M"], rounds=2)
+            m = ab.metrics["bw"]
+            assert len(m.a) == len(m.b) == 2
+            assert ab.ratio("bw") < 0.5, ab        # 10 MiB/s against an unthrottled rclone
+            assert all(10e6 < b < 12e6 for b in m.b), m.b
+            assert ab.order == "ABAB"
+    """)
+    result, doc, _ = run(pytester)
+    result.assert_outcomes(passed=1)
+    (c,) = doc["comparisons"]
+    assert c["b_options"] == ["--bwlimit", "10M"] and c["backend"] == "rclone"
+    names = [r["name"] for r in doc["results"]]
+    assert names == ["read[A1]", "read[B1]", "read[A2]", "read[B2]"]
+    assert all(r["daemon_cache"].startswith("cold: remounted") for r in doc["results"])
+    b_rounds = [r for r in doc["results"] if "[B" in r["name"]]
+    assert all("--bwlimit" in r["mount"]["options"] for r in b_rounds)
+    result.stdout.fnmatch_lines(["A/B test_ab read on rclone: 2 rounds, order ABAB*",
+                                 "  B: --bwlimit 10M", "*bandwidth*"])
+
+
+def test_s3fs_ab_parallel_upload_matters_for_flushed_writes(pytester, minio, clean):
+    need("s3fs")
+    pytester.makepyfile("""
+        import pytest
+        from pytest_fsperf import mount_params
+
+        @pytest.mark.parametrize("opts", mount_params("s3fs", []))
+        def test_ab(fsperf, opts):
+            ab = fsperf.compare(dict(rw="write", bs="1M", size="64M", direct=1, end_fsync=1),
+                                a=[], b=["-o", "parallel_count=1", "-o", "multipart_size=5"],
+                                rounds=3)
+            print("RATIO", ab.ratio("bw"))
+            assert ab.ratio("bw") < 0.9
+    """)
+    result, _, _ = run(pytester, "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_ab?defaults?*"])
+
+
+def test_backend_from_conftest_and_from_the_command_line(pytester, clean):
+    need("bindfs")
+    need("fio")
+    pytester.makeconftest("""
+        from pytest_fsperf import Backend
+
+        def pytest_fsperf_backends():
+            return [Backend(name="mybind", binary="bindfs", install="apt-get install bindfs",
+                            command=("bindfs", "-f", "{options}", "{source}", "{mountpoint}"),
+                            defaults={"source": ("{private}/src",)}, secrets=())]
+    """)
+    pytester.makepyfile("""
+        import os
+        PIDS = []
+
+        def test_one(fsperf):
+            r = fsperf.fio(rw="write", bs="1M", size="8M", direct=1)
+            assert r.mount["backend"] == "mybind" and r.daemon is not None
+            PIDS.append(r.daemon.pid)
+
+        def test_two(fsperf):
+            r = fsperf.fio(rw="write", bs="1M", size="8M", direct=1)
+            assert r.daemon.pid == PIDS[0]       # one mount for the whole session
+            assert "-r" not in r.mount["options"]
+            assert r.mount["options"] == ["--no-allow-other"]
+    """)
+    result, doc, _ = run(pytester, "--fsperf-backend=mybind", "--fsperf-mount-options=--no-allow-other")
+    result.assert_outcomes(passed=2)
+    assert doc["environment"]["daemon"]["cmdline"][0] == "bindfs"
+
+
+def test_backend_defined_in_a_config_file(pytester, clean):
+    need("bindfs")
+    need("fio")
+    pytester.makefile(".ini", fsperf="""
+        [backend inibind]
+        binary = bindfs
+        command = bindfs -f {options} {source} {mountpoint}
+        default.source = {private}/data
+        install = apt-get install bindfs
+    """)
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("inibind", options="-o kernel_cache")
+        def test_x(fsperf):
+            r = fsperf.fio(rw="write", bs="1M", size="8M", direct=1)
+            assert r.mount["backend"] == "inibind"
+            assert r.mount["command"][:4] == ["bindfs", "-f", "-o", "kernel_cache"]
+            assert r.daemon is not None
+    """)
+    result, _, _ = run(pytester, "--fsperf-backend-config=fsperf.ini")
+    result.assert_outcomes(passed=1)
+
+
+def test_mount_failure_shows_the_daemons_error_without_the_secret(pytester, minio, clean):
+    need("s3fs")
+    pytester.makeconftest("""
+        import pytest
+
+        @pytest.fixture(scope="session")
+        def wrong_secret(fsperf_s3):
+            return {**fsperf_s3.config(), "secret_key": "Wr0ngSecretWr0ngSecretWr0ng"}
+    """)
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("s3fs", config="wrong_secret")
+        def test_x(fsperf):
+            pass
+
+        def test_after(fsperf):
+            pass
+    """)
+    result, _, texts = run(pytester)
+    result.assert_outcomes(errors=1, passed=1)
+    result.stdout.fnmatch_lines(["*s3fs mount failed (exit *invalid credentials*"])
+    assert "Wr0ngSecret" not in texts
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_mount_timeout_and_missing_binary(pytester, clean):
+    need("fio")
+    pytester.makeconftest("""
+        from pytest_fsperf import Backend
+
+        def pytest_fsperf_backends():
+            return [Backend(name="never", binary="sh", install="-",
+                            command=("sh", "-c", "sleep 30", "pytest-fsperf-never"))]
+    """)
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("never")
+        def test_timeout(fsperf):
+            pass
+
+        @fsperf_mount("goofys")
+        def test_missing(fsperf):
+            pass
+    """)
+    t0 = time.monotonic()
+    result, _, _ = run(pytester, "--fsperf-mount-timeout=1", "-rs")
+    assert time.monotonic() - t0 < 20
+    result.assert_outcomes(errors=1, skipped=1)
+    result.stdout.fnmatch_lines(["*never: not mounted within 1 s*",
+                                 "*goofys is not installed (install goofys from*"])
+
+
+def test_daemon_killed_mid_run_then_the_session_goes_on(pytester, minio, clean):
+    need("s3fs")
+    pytester.makepyfile("""
+        import os, signal, threading, time
+        from pytest_fsperf import fsperf_mount
+
+        ROOTS = []
+
+        @fsperf_mount("s3fs")
+        def test_killed(fsperf):
+            ROOTS.append(fsperf.workdir.parent.name)
+            pid = fsperf._target.owned.daemon.daemon.pid
+            threading.Timer(2.0, os.kill, (pid, signal.SIGKILL)).start()
+            fsperf.fio(name="long", rw="write", bs="1M", size="8M", direct=1, time_based=1,
+                       runtime="30s")
+
+        @fsperf_mount("s3fs")
+        def test_next(fsperf):
+            fsperf.fio(rw="write", bs="1M", size="8M", direct=1)
+            root = fsperf.workdir.parent.parent
+            assert ROOTS[0] not in os.listdir(root)  # the killed test's files were removed
+    """)
+    t0 = time.monotonic()
+    result, _, _ = run(pytester)
+    assert time.monotonic() - t0 < 60
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*FUSE daemon PID * exited during long*"])
+
+
+def test_ctrl_c_unmounts_and_stops_the_daemon(pytester, clean):
+    need("bindfs")
+    need("fio")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("bindfs")
+        def test_long(fsperf):
+            open("started", "w").close()
+            fsperf.fio(rw="write", bs="1M", size="16M", direct=1, time_based=1, runtime="60s")
+    """)
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"],
+                            cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 20
+    while not (pytester.path / "started").exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out.decode()
+
+
+def test_local_backend_and_usage_errors(pytester, clean):
+    need("fio")
+    pytester.makepyfile("""
+        def test_x(fsperf):
+            r = fsperf.fio(rw="write", bs="1M", size="4M", direct=1)
+            assert r.daemon is None and r.mount["backend"] == "local"
+            fsperf.compare(dict(rw="read", bs="1M", size="4M"))
+    """)
+    result, _, _ = run(pytester, "--fsperf-backend=local")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*fsperf.compare(): needs a backend the plugin mounts*"])
+    for args, message in [
+        (["--fsperf-backend=nfs"], "*--fsperf-backend=nfs (command line): unknown backend 'nfs'*"),
+        (["--fsperf-backend=local", f"--fsperf-mount={pytester.path}"], "*conflicts with --fsperf-mount*"),
+        (["--fsperf-mount-options=-o x"], "*needs --fsperf-backend*"),
+        (["--fsperf-backend=s3fs", "--fsperf-backend-config=nope.ini"], "*nope.ini (command line): cannot read*"),
+    ]:
+        result = pytester.runpytest(*args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([message])
