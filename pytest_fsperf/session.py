@@ -15,6 +15,7 @@ from .mount.daemon import Lookup, describe, find_daemon
 from .mount.mountinfo import Mount, find_mount, read_mounts
 from .options import Settings
 from .report.environment import environment
+from .report.redact import mask
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -147,8 +148,8 @@ class FsperfSession:
                 lookup = target.lookup_daemon()
             except (OSError, LookupError):
                 pass
-            self._env = environment(target.path, mount, lookup, self.settings.scale,
-                                    self.embedded)
+            env = environment(target.path, mount, lookup, self.settings.scale, self.embedded)
+            self._env = mask(env, target.owned.rendered.secrets) if target.owned else env
         return self._env
 
     def final_environment(self) -> dict[str, Any]:

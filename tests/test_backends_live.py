@@ -109,7 +109,9 @@ def test_rclone_ab_bwlimit_shows_b_slower(pytester, minio, clean):
         from pytest_fsperf import fsperf_mount
 
         @fsperf_mount("rclone", config="fsperf_s3")
-        def test_ab(fsperf):
+        def test_ab(fsperf, fsperf_s3):
+            rendered = fsperf._target.owned.rendered
+            open("secrets", "w").write(str(rendered.fields["token"]) + " " + fsperf_s3.secret_key)
             ab = fsperf.compare(dict(rw="read", bs="1M", size="32M", direct=1),
                                 a=[], b=["--bwlimit", "10M"], rounds=2)
             m = ab.metrics["bw"]
@@ -118,8 +120,11 @@ def test_rclone_ab_bwlimit_shows_b_slower(pytester, minio, clean):
             assert all(10e6 < b < 12e6 for b in m.b), m.b
             assert ab.order == "ABAB"
     """)
-    result, doc, _ = run(pytester)
+    result, doc, texts = run(pytester)
     result.assert_outcomes(passed=1)
+    assert doc["environment"]["daemon"]["cmdline"][0] == "rclone"
+    for secret in (pytester.path / "secrets").read_text().split():
+        assert len(secret) >= 20 and secret not in texts
     (c,) = doc["comparisons"]
     assert c["b_options"] == ["--bwlimit", "10M"] and c["backend"] == "rclone"
     names = [r["name"] for r in doc["results"]]

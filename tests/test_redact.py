@@ -41,3 +41,16 @@ def test_url_userinfo_and_key_pairs(user, password):
 def test_paths_are_not_mistaken_for_keys():
     path = "/tmp/pytest-of-root/pytest-12/test_bindfs_daemon_found0/mnt"
     assert redact_args([path]) == [path]
+
+
+def test_rclone_rc_password_flag_is_hidden():
+    assert redact_args(["rclone", "--rc-pass", "abc123", "--rc-user", "fsperf"]) == [
+        "rclone", "--rc-pass", "***", "--rc-user", "fsperf"]
+    assert redact_args(["--passes", "3"]) == ["--passes", "3"]
+
+
+def test_mask_reaches_nested_strings():
+    from pytest_fsperf.report.redact import mask
+
+    data = {"a": ["x-SECRET-y", ("SECRET",)], "b": 3, "c": {"d": "SECRET"}}
+    assert mask(data, ["SECRET"]) == {"a": ["x-***-y", ("***",)], "b": 3, "c": {"d": "***"}}

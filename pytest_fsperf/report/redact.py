@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 MASK = "***"
-_SECRET_KEY = re.compile(r"(key|secret|passw|token|credential|auth|signature)", re.IGNORECASE)
+_SECRET_KEY = re.compile(r"(key|secret|passw|pass(?![a-z])|token|credential|auth|signature)",
+                         re.IGNORECASE)
 _URL_USERINFO = re.compile(r"(\w[\w+.-]*://[^@\s:]*:)[^@\s]+@")
 _LONG_SECRET = re.compile(r"^(?!/)(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9/+=]{32,}$")  # key-like blob
 _KEY_PAIR = re.compile(r"^[A-Za-z0-9_-]{12,}:[A-Za-z0-9/+=_-]{12,}$")  # passwd_file content
@@ -42,3 +44,17 @@ def redact_args(args: Iterable[str]) -> list[str]:
         else:
             out.append(redact_options(arg))
     return out
+
+
+def mask(data: Any, secrets: Iterable[str]) -> Any:
+    """Replace each known secret value wherever it occurs in strings of nested data."""
+    values = [v for v in secrets if v]
+    if isinstance(data, str):
+        for v in values:
+            data = data.replace(v, MASK)
+        return data
+    if isinstance(data, dict):
+        return {k: mask(v, values) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return type(data)(mask(v, values) for v in data)
+    return data
