@@ -1,11 +1,14 @@
 """The example suite runs as a user would run it, here shrunk further by --fsperf-scale."""
 
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from pytest_fsperf.store.minio import find_minio
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -18,6 +21,11 @@ def test_example_suite_passes_on_the_embedded_default(tmp_path):
          "no:cacheprovider", f"--fsperf-json={tmp_path / 'r.json'}"],
         capture_output=True, text=True, cwd=EXAMPLES, check=False)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "3 passed" in out.stdout
+    counts = dict((k, int(n)) for n, k in re.findall(r"(\d+) (passed|skipped|failed)", out.stdout))
+    assert counts.get("passed", 0) + counts.get("skipped", 0) == 7, out.stdout
+    assert counts.get("passed", 0) >= 3 and "failed" not in counts
     for workload in ("seq_write", "seq_read", "seq_read_4j"):
         assert workload in out.stdout
+    if shutil.which("s3fs") and shutil.which("rclone") and find_minio():
+        assert counts["passed"] == 7, out.stdout
+        assert "A/B test_rclone_bwlimit_costs_bandwidth read on rclone" in out.stdout
