@@ -179,8 +179,12 @@ class MountedFs:
             time.sleep(0.05)
 
     def alive(self) -> bool:
-        """The daemon still runs (a killed child of ours stays a zombie until reaped)."""
-        d = self.daemon.daemon if self.daemon else None
+        """Mounted and the daemon still runs (a killed child stays a zombie until reaped)."""
+        if not self.backend.has_daemon:
+            return True
+        if self.daemon is None or not _mounted(self.mountpoint):
+            return False
+        d = self.daemon.daemon
         return d is None or (start_time(d.pid) == d.start_time and self._running(d.pid))
 
     def stop(self) -> list[str]:
