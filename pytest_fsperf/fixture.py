@@ -7,15 +7,17 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from . import cache
+from . import cache, units
 from .backends.request import parse_options
 from .compare import Comparison, compare
+from .engine import files as files_engine
 from .engine import fio as fio_engine
+from .engine import meta as meta_engine
 from .errors import MeasurementError, UsageError, or_fail
 from .meters import DaemonExited, DaemonMeter
 from .mount.daemon import Lookup, start_time
 from .report.redact import redact_args
-from .result import WorkloadResult
+from .result import OpStats, WorkloadResult
 from .session import FsperfSession, Target, safe_name
 
 Workload = Mapping[str, object] | Callable[["Fsperf"], WorkloadResult]
@@ -167,6 +169,107 @@ class Fsperf:
             judged=judged, mount=self._target.describe(), cold_steps=steps,
             raw=raw, output_file=out + ".json",
         )
+        self.results.append(result)
+        return result
+
+    # -- small files and metadata -------------------------------------------
+
+    def files(self, name: str | None = None, *, mode: str = "read", count: int = 100_000,
+              size: object = "128KiB", threads: int = 128, judged: bool = True,
+              subdir: str = "files") -> WorkloadResult:
+        """The small-file engine: `threads` threads read (or write) `count` files of `size`
+        each, whole, in work dir/subdir. Reading lays the files out first, unmeasured.
+        `count` is shrunk by --fsperf-scale; the file size is not."""
+        where = f"{self.test}: fsperf.files()"
+        return or_fail(lambda: self._files(name, mode, count, size, threads, judged, subdir, where))
+
+    def _files(self, name: str | None, mode: str, count: int, size: object, threads: int,
+               judged: bool, subdir: str, where: str) -> WorkloadResult:
+        if mode not in ("read", "write"):
+            raise UsageError(f"{where}: mode={mode!r} must be 'read' or 'write'")
+        for key, value in (("count", count), ("threads", threads)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UsageError(f"{where}: {key}={value!r} must be a whole number >= 1")
+        if not fio_engine.valid_name(subdir):
+            raise UsageError(f"{where}: subdir={subdir!r} must be letters, digits, '_', '.', '-'")
+        try:
+            nbytes = int(units.parse_bytes(size))
+        except ValueError as exc:
+            raise UsageError(f"{where}: size: {exc}") from None
+        n = max(1, round(count * self.scale))
+        directory = os.path.join(self.workdir, subdir)
+        os.makedirs(directory, exist_ok=True)
+        paths = files_engine.file_names(directory, n)
+        if mode == "read":
+            if files_engine.list_files(directory) != sorted(paths):
+                files_engine.run_files(paths, write=True, size=nbytes, threads=min(threads, 16))
+                if self._cold is not None:
+                    self._make_cold(after=(*self._cold_steps, "layout"))
+            paths = files_engine.list_files(directory)  # what the seed's reader does: walk the dir
+        options = {"mode": mode, "count": str(n), "size": str(nbytes), "threads": str(threads)}
+        label = self._unique(name or f"files_{mode}")
+        return self._engine(label, judged, "files", options, lambda: files_engine.run_files(
+            paths, write=mode == "write", size=nbytes, threads=threads))
+
+    def meta(self, name: str | None = None, *, op: str = "list", entries: int = 1000,
+             per_dir: int = 0, judged: bool = True) -> WorkloadResult:
+        """The metadata engine over `entries` files (laid out first, unmeasured, in a
+        directory of this size): op is list (ls -f), list_stat (ls -l), walk (find) or stat.
+        `entries` is shrunk by --fsperf-scale."""
+        where = f"{self.test}: fsperf.meta()"
+        return or_fail(lambda: self._meta(name, op, entries, per_dir, judged, where))
+
+    def _meta(self, name: str | None, op: str, entries: int, per_dir: int, judged: bool,
+              where: str) -> WorkloadResult:
+        if op not in meta_engine.OPERATIONS:
+            raise UsageError(f"{where}: op={op!r} is not one of {', '.join(meta_engine.OPERATIONS)}")
+        for key, value, least in (("entries", entries, 1), ("per_dir", per_dir, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise UsageError(f"{where}: {key}={value!r} must be a whole number >= {least}")
+        n = max(1, round(entries * self.scale))
+        root = os.path.join(self.workdir, f"meta-{n}-{per_dir}")
+        if not os.path.isdir(root):
+            os.makedirs(root)
+            meta_engine.make_tree(root, n, per_dir)
+            if self._cold is not None:
+                self._make_cold(after=(*self._cold_steps, "layout"))
+        paths = meta_engine.tree_paths(root, n, per_dir) if op == "stat" else None
+        options = {"op": op, "entries": str(n), "per_dir": str(per_dir)}
+        label = self._unique(name or f"meta_{op}")
+        return self._engine(label, judged, "meta", options,
+                            lambda: meta_engine.run_meta(op, root, paths))
+
+    def _engine(self, label: str, judged: bool, kind: str, options: dict[str, str],
+                run: Callable[[], OpStats]) -> WorkloadResult:
+        """Measure an in-process engine with the daemon meter, as fio is measured."""
+        lookup = self._target.lookup_daemon()
+        cache_state = self._cold or cache.WARM
+        daemon_cache = _daemon_cache(lookup, self._cold, self._daemon_cold)
+        steps = self._cold_steps if self._cold else ()
+        self._cold, self._daemon_cold, self._cold_steps = None, None, ()
+        meter = DaemonMeter(lookup.daemon) if lookup.daemon else None
+        try:
+            if meter:
+                meter.start()
+            cpu0, t0 = time.process_time(), time.monotonic()
+            try:
+                ops = run()
+            except MeasurementError as exc:
+                d = lookup.daemon
+                if d is not None and start_time(d.pid) != d.start_time:
+                    raise DaemonExited(f"FUSE daemon PID {d.pid} exited during {label}: {exc}") from None
+                raise
+            wall, cpu = time.monotonic() - t0, time.process_time() - cpu0
+            daemon = meter.stop(label) if meter else None
+        finally:
+            if meter:
+                meter.abort()
+        result = WorkloadResult(
+            test=self.test, name=label, kind=kind, options=options, cache=cache_state,
+            daemon_cache=daemon_cache, read=None, write=None, daemon=daemon,
+            daemon_note=lookup.note, wall_seconds=wall,
+            tool_cpu_percent=100.0 * cpu / wall if wall > 0 else 0.0, judged=judged, ops=ops,
+            mount=self._target.describe(), cold_steps=steps)
         self.results.append(result)
         return result
 

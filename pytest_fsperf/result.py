@@ -37,10 +37,32 @@ class DaemonStats:
 
 
 @dataclass(frozen=True)
+class LatencyStats:
+    mean_ns: float
+    p50_ns: float
+    p99_ns: float
+    max_ns: float
+
+
+@dataclass(frozen=True)
+class OpStats:
+    """A file or metadata engine's run: operations (files, entries) over elapsed time."""
+
+    operation: str  # "read files", "write files", "list", "list+stat", "walk", "stat"
+    count: int
+    io_bytes: int
+    seconds: float
+    per_second: float  # files/s or entries/s
+    bw_bytes: float  # io_bytes / seconds, as the seed program computes MB/s
+    threads: int
+    phases: dict[str, LatencyStats]  # per file: open, first_byte, full, close; per op: op
+
+
+@dataclass(frozen=True)
 class WorkloadResult:
     test: str
     name: str
-    kind: str  # "fio"
+    kind: str  # "fio", "files" (small-file engine) or "meta" (metadata engine)
     options: dict[str, str]  # effective options after scaling
     cache: str  # "cold: drop_caches", "cold: fadvise" or "warm"
     daemon_cache: str
@@ -51,6 +73,8 @@ class WorkloadResult:
     wall_seconds: float
     tool_cpu_percent: float  # the load generator's own CPU (fio), 100% = one core
     judged: bool = True
+    ops: OpStats | None = None
+    scenario: str | None = None  # the built-in scenario id it ran, if any
     mount: dict[str, Any] | None = None  # the backend the plugin mounted: name, options (redacted)
     cold_steps: tuple[str, ...] = ()  # what cold() did: unmount, wiped DIR, mount, drop_caches
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -62,11 +86,15 @@ class WorkloadResult:
 
     @property
     def io_bytes(self) -> int:
+        if self.ops is not None:
+            return self.ops.io_bytes
         return sum(d.io_bytes for d in self.directions)
 
     @property
     def bw_bytes(self) -> float:
         """Read plus write bandwidth, B/s."""
+        if self.ops is not None:
+            return self.ops.bw_bytes
         return sum(d.bw_bytes for d in self.directions)
 
     @property
@@ -74,6 +102,10 @@ class WorkloadResult:
         return sum(d.iops for d in self.directions)
 
     def _worst(self, attr: str) -> float | None:
+        if self.ops is not None:  # per file (or op): the whole transfer
+            phase = self.ops.phases.get("full") or self.ops.phases.get("op")
+            key = {"lat_mean_ns": "mean_ns", "lat_p50_ns": "p50_ns", "lat_p99_ns": "p99_ns"}[attr]
+            return float(getattr(phase, key)) if phase else None
         values = [getattr(d, attr) for d in self.directions]
         if not values or any(v is None for v in values):
             return None
@@ -87,12 +119,15 @@ class WorkloadResult:
         """Every figure a threshold may name. None: this kind measures it, but it was not
         measured honestly this time (see daemon_note). Missing key: this kind cannot answer."""
         figures: dict[str, float | None] = {
-            "bw": self.bw_bytes,
-            "iops": self.iops,
+            "bw": self.bw_bytes if self.ops is None or self.ops.io_bytes else None,
+            "iops": self.iops if self.ops is None else None,
+            "ops": self.ops.per_second if self.ops is not None else None,
             "lat_mean": self._worst("lat_mean_ns"),
             "lat_p50": self._worst("lat_p50_ns"),
             "lat_p99": self.lat_p99_ns,
-            "daemon_cpu": self.daemon.cpu_percent if self.daemon else None,
+            # CPU time counts in 10 ms ticks: a shorter window than 0.5 s cannot be judged.
+            "daemon_cpu": self.daemon.cpu_percent if self.daemon and self.daemon.wall_seconds >= 0.5
+            else None,
             "daemon_rss": float(self.daemon.peak_rss_bytes) if self.daemon else None,
         }
         return {k: v for k, v in figures.items() if v is not None or k.startswith("daemon_")}
@@ -101,5 +136,6 @@ class WorkloadResult:
         data = asdict(self)
         del data["output_file"]
         data["total"] = {"io_bytes": self.io_bytes, "bw_bytes": self.bw_bytes, "iops": self.iops,
+                         "ops_per_second": self.ops.per_second if self.ops else None,
                          "lat_p99_ns": self.lat_p99_ns}
         return data

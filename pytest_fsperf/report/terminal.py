@@ -6,9 +6,10 @@ from typing import Any
 
 from .. import units
 
-HEADER = ("test", "workload", "bandwidth", "IOPS", "p99 lat", "daemon CPU", "daemon peak mem",
+HEADER = ("test", "workload", "bandwidth", "IOPS or ops", "p99 lat", "daemon CPU", "daemon peak mem",
           "cache", "verdict")
 FIGURES = range(2, 7)  # right-aligned columns
+SHORT_WINDOW = 0.5  # s: below this, CPU from 10 ms clock ticks says little
 
 
 def _daemon_cells(r: dict[str, Any]) -> tuple[str, str]:
@@ -17,6 +18,8 @@ def _daemon_cells(r: dict[str, Any]) -> tuple[str, str]:
         note = r.get("daemon_note", "")
         short = "no daemon" if note.startswith("no daemon") else "not found"
         return short, short
+    if d["wall_seconds"] < SHORT_WINDOW:
+        return "-", units.format_mb(d["peak_rss_bytes"])
     mem = units.format_mb(d["peak_rss_bytes"])
     if d["peak_rss_method"] != "VmHWM":
         mem += " (sampled)"
@@ -32,15 +35,25 @@ def cache_cell(r: dict[str, Any]) -> str:
     return "cold: remount+" + ("wipe+" if "wiped" in daemon else "") + page.removeprefix("cold: ")
 
 
+def _rate_cells(r: dict[str, Any]) -> tuple[str, str]:
+    total = r["total"]
+    per_s = total.get("ops_per_second")
+    if per_s is None:
+        return units.format_rate(total["bw_bytes"]), units.format_count(total["iops"])
+    bw = units.format_rate(total["bw_bytes"]) if total["io_bytes"] else "-"
+    return bw, units.format_count(per_s) + (" files/s" if r["kind"] == "files" else " ops/s")
+
+
 def row(r: dict[str, Any]) -> tuple[str, ...]:
     total = r["total"]
     p99 = total.get("lat_p99_ns")
     cpu, mem = _daemon_cells(r)
+    bw, rate = _rate_cells(r)
     return (
         r["test"].rsplit("::", 1)[-1],
         r["name"],
-        units.format_rate(total["bw_bytes"]),
-        units.format_count(total["iops"]),
+        bw,
+        rate,
         units.format_duration(p99) if p99 is not None else "-",
         cpu,
         mem,
@@ -68,6 +81,9 @@ def footnotes(results: list[dict[str, Any]]) -> list[str]:
     if any(r.get("daemon") and r["daemon"]["peak_rss_method"] != "VmHWM" for r in results):
         notes.append("(sampled): the kernel refused to reset VmHWM; peak memory is the highest "
                      "RSS sampled every 0.25 s and may miss short peaks")
+    if any(r.get("daemon") and r["daemon"]["wall_seconds"] < SHORT_WINDOW for r in results):
+        notes.append(f"daemon CPU '-': the workload took under {SHORT_WINDOW:g} s, too short for CPU "
+                     "time counted in 10 ms ticks")
     notes.append("CPU: 100% = one fully busy core; bandwidth and memory in powers of 1000")
     return notes
 

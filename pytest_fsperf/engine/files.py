@@ -1,0 +1,121 @@
+"""The small-file engine: N threads take files from a queue and read or write each whole.
+
+As the 128-thread program of the ossfs benchmarks does (seed 001), with MB/s = bytes /
+10^6 / seconds of the whole run. fio's small-file mode counts open and close in its
+runtime but never reports them; this engine times each file's open, first byte, whole
+transfer and close (which for a write is where many FUSE daemons upload) separately.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import MeasurementError
+from ..result import LatencyStats, OpStats
+
+CHUNK = 1024 * 1024  # the seed program's buffer
+PHASES = ("open", "first_byte", "full", "close")
+
+
+def file_names(directory: str, count: int) -> list[str]:
+    return [os.path.join(directory, f"{i}.dat") for i in range(count)]
+
+
+def list_files(directory: str) -> list[str]:
+    """Every regular file under directory (what the seed's reader walks), sorted."""
+    found = []
+    for dirpath, _dirs, names in os.walk(directory):
+        found += [os.path.join(dirpath, n) for n in names]
+    return sorted(found)
+
+
+@dataclass
+class _Worker:
+    times: dict[str, list[int]]
+    done_bytes: int = 0
+    error: str | None = None
+
+
+def _one(path: str, write: bool, size: int, buf: bytes | bytearray, w: _Worker) -> None:
+    t0 = time.perf_counter_ns()
+    flags = os.O_CREAT | os.O_WRONLY | os.O_TRUNC if write else os.O_RDONLY
+    fd = os.open(path, flags, 0o644)
+    t1 = time.perf_counter_ns()
+    first = 0
+    offset = 0
+    try:
+        while True:
+            if write:
+                if offset >= size:
+                    break
+                n = os.pwrite(fd, memoryview(buf)[: min(CHUNK, size - offset)], offset)
+            else:
+                n = len(os.pread(fd, CHUNK, offset))
+                if n == 0:
+                    break
+            offset += n
+            if not first:
+                first = time.perf_counter_ns()
+    finally:
+        t2 = time.perf_counter_ns()
+        os.close(fd)
+        t3 = time.perf_counter_ns()
+    w.done_bytes += offset
+    for phase, value in zip(PHASES, (t1 - t0, (first or t2) - t0, t2 - t0, t3 - t2), strict=True):
+        w.times[phase].append(value)
+
+
+def latency_stats(values: list[int]) -> LatencyStats:
+    ordered = sorted(values)
+    n = len(ordered)
+
+    def pick(q: float) -> float:
+        return float(ordered[min(n - 1, int(q * n))]) if n else 0.0
+
+    return LatencyStats(mean_ns=sum(ordered) / n if n else 0.0, p50_ns=pick(0.5),
+                        p99_ns=pick(0.99), max_ns=float(ordered[-1]) if n else 0.0)
+
+
+def run_files(paths: Sequence[str], *, write: bool, size: int, threads: int) -> OpStats:
+    """Read (or write, `size` bytes each) every path with `threads` threads."""
+    if threads < 1:
+        raise ValueError("threads must be at least 1")
+    tasks: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+    for p in paths:
+        tasks.put(p)
+    for _ in range(threads):
+        tasks.put(None)
+    workers = [_Worker({p: [] for p in PHASES}) for _ in range(threads)]
+    buf = os.urandom(min(size, CHUNK)) if write else b""
+
+    def work(w: _Worker) -> None:
+        while (path := tasks.get()) is not None:
+            if w.error is not None:
+                continue
+            try:
+                _one(path, write, size, buf, w)
+            except OSError as exc:
+                w.error = f"{path}: {exc.strerror or exc}"
+
+    pool = [threading.Thread(target=work, args=(w,), daemon=True) for w in workers]
+    start = time.perf_counter()
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    seconds = time.perf_counter() - start
+    errors = [w.error for w in workers if w.error]
+    if errors:
+        raise MeasurementError(f"small-file {'write' if write else 'read'} failed: {errors[0]}")
+    total = sum(w.done_bytes for w in workers)
+    times = {p: [v for w in workers for v in w.times[p]] for p in PHASES}
+    return OpStats(
+        operation="write files" if write else "read files", count=len(paths), io_bytes=total,
+        seconds=seconds, per_second=len(paths) / seconds if seconds > 0 else 0.0,
+        bw_bytes=total / seconds if seconds > 0 else 0.0, threads=threads,
+        phases={p: latency_stats(v) for p, v in times.items()})
