@@ -1,0 +1,65 @@
+"""Documented baselines shipped as data, and baselines a run saves for itself.
+
+A baseline file is JSON: the system, version, hardware, OS, kernel, mount options and
+source, and per scenario id the figures as printed (`printed`) with their value in
+bytes/s (bw), percent of one core (cpu) or bytes (rss). Ranges keep `high` too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+
+METRICS = {"bw": "bw", "cpu": "daemon_cpu", "rss": "daemon_rss"}  # file key -> result metric
+
+
+@dataclass(frozen=True)
+class Baseline:
+    name: str
+    data: dict[str, Any]
+    origin: str  # "shipped" or the saved file's path
+
+    def entry(self, scenario: str) -> dict[str, Any] | None:
+        found = self.data.get("entries", {}).get(scenario)
+        return found if isinstance(found, dict) else None
+
+
+def shipped_names() -> list[str]:
+    folder = resources.files("pytest_fsperf.baselines").joinpath("data")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def saved_dir(root: Path) -> Path:
+    return root / ".fsperf" / "baselines"
+
+
+def load(name: str, root: Path, where: str) -> Baseline:
+    """A saved baseline (.fsperf/baselines/NAME.json under the rootdir) first, then a shipped one."""
+    local = saved_dir(root) / f"{name}.json"
+    if local.is_file():
+        text, origin = local.read_text("utf-8"), str(local)
+    elif name in shipped_names():
+        text = resources.files("pytest_fsperf.baselines").joinpath("data").joinpath(f"{name}.json").read_text("utf-8")
+        origin = "shipped"
+    else:
+        saved = sorted(p.stem for p in saved_dir(root).glob("*.json")) if saved_dir(root).is_dir() else []
+        raise UsageError(f"{where}: unknown baseline {name!r} (shipped: {', '.join(shipped_names())}"
+                         + (f"; saved: {', '.join(saved)}" if saved else "") + ")")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{where}: baseline {origin}: not JSON: {exc}") from None
+    return Baseline(name, data, origin)
+
+
+def save(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", "utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,126 @@
+"""The scenario library: the documents' workloads at their published sizes.
+
+Each scenario is a list of steps; every step but the last is preparation (run, not
+judged). --fsperf-scale shrinks sizes and file counts as for any workload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..errors import UsageError
+
+
+@dataclass(frozen=True)
+class Step:
+    engine: str  # "fio", "files", "meta", "cold" (remount + page cache), "drop" (page cache only)
+    params: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    source: str  # the seed document
+    title: str
+    steps: tuple[Step, ...]
+
+
+def fio(**params: object) -> Step:
+    return Step("fio", params)
+
+
+def files(**params: object) -> Step:
+    return Step("files", params)
+
+
+def meta(**params: object) -> Step:
+    return Step("meta", params)
+
+
+COLD, DROP = Step("cold"), Step("drop")
+SEQ_1M = {"bs": "1M", "direct": 1}
+OSSFS2 = "000 (ossfs 2.0.0beta / 1.91.4) and 001 (ossfs 2.0.4 / 1.91.8 / goofys 0.24.0)"
+OSSFS1 = "002 (ossfs 1.88.x vs 1.91+, sysbench fileio, ls/find, direct_read)"
+FLUID = "003 (Fluid dataset cache over object storage and HPFS)"
+JFS = "004 (JuiceFS performance evaluation guide)"
+# sysbench fileio of 002: 128 files, 16 KiB blocks, 2 threads, 120 s, 1G in all, no fsync.
+SYSBENCH = {"bs": "16k", "nrfiles": 128, "filesize": "8M", "size": "1G", "numjobs": 2,
+            "thread": 1, "time_based": 1, "runtime": "120s", "file_service_type": "random"}
+JFS_FIO = {"bs": "1m", "size": "1g", "numjobs": 4, "direct": 1}
+FLUID_READ = {"rw": "read", "filename": "file1", "bs": "1M", "size": "15G", "numjobs": 8,
+              "iodepth": 4, "direct": 1}
+
+_ALL = [
+    Scenario("seq_write_1t", OSSFS2, "1 thread sequential write of 100 GB, 1 MiB, direct",
+             (fio(rw="write", size="100G", numjobs=1, **SEQ_1M),)),
+    Scenario("seq_read_1t", OSSFS2, "1 thread sequential read of 100 GB after a cold start",
+             (COLD, fio(rw="read", size="100G", numjobs=1, **SEQ_1M))),
+    Scenario("seq_read_4t", OSSFS2, "4 threads each reading its own 100 GB file for 30 s",
+             (COLD, fio(rw="read", size="100G", numjobs=4, nrfiles=1, thread=1, time_based=1,
+                        runtime="30s", **SEQ_1M))),
+    Scenario("smallfile_write_128t", OSSFS2, "128 threads write 100,000 files of 128 KiB",
+             (files(mode="write", count=100_000, size="128KiB", threads=128),)),
+    Scenario("smallfile_read_128t", OSSFS2, "128 threads read 100,000 files of 128 KiB, cold",
+             (files(mode="write", count=100_000, size="128KiB", threads=128), COLD,
+              files(mode="read", count=100_000, size="128KiB", threads=128))),
+    Scenario("sysbench_seqwr", OSSFS1, "sysbench fileio seqwr: 128 files, 16 KiB, 2 threads",
+             (fio(rw="write", **SYSBENCH),)),
+    Scenario("sysbench_seqrd", OSSFS1, "sysbench fileio seqrd: 128 files, 16 KiB, 2 threads",
+             (COLD, fio(rw="read", **SYSBENCH))),
+    Scenario("sysbench_rndrw", OSSFS1, "sysbench fileio rndrw (60% reads): 128 files, 16 KiB",
+             (COLD, fio(rw="randrw", rwmixread=60, **SYSBENCH))),
+    Scenario("direct_read_10x10g", OSSFS1, "10 concurrent sequential reads of 10 GB files",
+             (COLD, fio(rw="read", size="10G", numjobs=10, thread=1, **SEQ_1M))),
+]
+for n, label in ((1000, "1k"), (10_000, "10k"), (100_000, "100k")):
+    _ALL += [
+        Scenario(f"ls_{label}", OSSFS1, f"ls -l of a directory of {n:,} files, cold",
+                 (COLD, meta(op="list_stat", entries=n))),
+        Scenario(f"ls_names_{label}", OSSFS1, f"ls -f (names only) of {n:,} files, cold",
+                 (COLD, meta(op="list", entries=n))),
+        Scenario(f"find_{label}", OSSFS1, f"find over {n:,} files in directories of 100, cold",
+                 (COLD, meta(op="walk", entries=n, per_dir=100))),
+    ]
+_ALL += [
+    Scenario("fluid_cold_read", FLUID, "8 jobs, iodepth 4, read one 15 GB file: first read, cold",
+             (fio(rw="write", filename="file1", bs="1M", size="15G", direct=1), COLD,
+              fio(**FLUID_READ))),
+    Scenario("fluid_warmed_read", FLUID, "first read after a warm-up pass (page cache dropped, "
+             "the daemon's cache kept)",
+             (fio(rw="write", filename="file1", bs="1M", size="15G", direct=1), COLD,
+              fio(**FLUID_READ), DROP, fio(**FLUID_READ))),
+    Scenario("fluid_steady_read", FLUID, "repeated read, nothing dropped",
+             (fio(rw="write", filename="file1", bs="1M", size="15G", direct=1),
+              fio(**FLUID_READ), fio(**FLUID_READ))),
+    Scenario("jfs_bench_big_write", JFS, "juicefs bench: each thread writes one 1 GiB file, 1 MiB",
+             (files(mode="write", count=1, size="1GiB", threads=1, subdir="big"),)),
+    Scenario("jfs_bench_big_read", JFS, "juicefs bench: each thread reads its 1 GiB file, cold",
+             (files(mode="write", count=1, size="1GiB", threads=1, subdir="big"), DROP,
+              files(mode="read", count=1, size="1GiB", threads=1, subdir="big"))),
+    Scenario("jfs_bench_small_write", JFS, "juicefs bench: each thread writes 100 files of 128 KiB",
+             (files(mode="write", count=100, size="128KiB", threads=1, subdir="small"),)),
+    Scenario("jfs_bench_small_read", JFS, "juicefs bench: each thread reads its 100 small files",
+             (files(mode="write", count=100, size="128KiB", threads=1, subdir="small"), DROP,
+              files(mode="read", count=100, size="128KiB", threads=1, subdir="small"))),
+    Scenario("jfs_bench_stat", JFS, "juicefs bench: stat of 100 files per thread",
+             (DROP, meta(op="stat", entries=100))),
+    Scenario("jfs_fio_seq_write", JFS, "fio: 4 jobs x 1 GiB sequential write, 1 MiB, direct",
+             (fio(rw="write", **JFS_FIO),)),
+    Scenario("jfs_fio_seq_read", JFS, "fio: 4 jobs x 1 GiB sequential read, 1 MiB, direct",
+             (COLD, fio(rw="read", **JFS_FIO))),
+    Scenario("jfs_fio_rand_write", JFS, "fio: 4 jobs x 1 GiB random write, 1 MiB, direct",
+             (fio(rw="randwrite", **JFS_FIO),)),
+    Scenario("jfs_fio_rand_read", JFS, "fio: 4 jobs x 1 GiB random read, 1 MiB, direct",
+             (COLD, fio(rw="randread", **JFS_FIO))),
+]
+
+SCENARIOS: dict[str, Scenario] = {s.id: s for s in _ALL}
+
+
+def get(scenario_id: str, where: str) -> Scenario:
+    try:
+        return SCENARIOS[scenario_id]
+    except KeyError:
+        raise UsageError(f"{where}: unknown scenario {scenario_id!r} "
+                         f"(known: {', '.join(sorted(SCENARIOS))})") from None

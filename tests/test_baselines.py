@@ -1,0 +1,82 @@
+"""Every shipped baseline number, checked against the document it was taken from."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from pytest_fsperf.baselines import load, shipped_names
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.scenarios import SCENARIOS
+
+SEEDS = Path(__file__).parent / "data" / "seeds"
+UNITS = {"GB/s": 1e9, "MB/s": 1e6, "MiB/s": 2**20, "GB": 1e9, "MB": 1e6, "%": 1}
+
+
+def documented(printed: str, number_format: str) -> float:
+    """'2,2 GB/s' (Indonesian: decimal comma, dot for thousands) or '2.2 GB/s' -> 2.2e9."""
+    m = re.fullmatch(r"([\d.,]+)\s*(GB/s|MB/s|MiB/s|GB|MB|%)", printed)
+    assert m, printed
+    number = m.group(1)
+    if number_format == "id":
+        number = number.replace(".", "").replace(",", ".")
+    else:
+        assert "," not in number, printed
+    return float(number) * UNITS[m.group(2)]
+
+
+def shipped() -> list[dict]:
+    folder = resources.files("pytest_fsperf.baselines").joinpath("data")
+    return [json.loads(folder.joinpath(f"{n}.json").read_text("utf-8")) for n in shipped_names()]
+
+
+def test_every_documented_system_ships():
+    assert {"ossfs-2.0.4", "ossfs-1.91.8", "goofys-0.24.0", "ossfs-2.0.0beta", "ossfs-1.91.4",
+            "juicefs-0.17-dev", "fluid-zos-mem-physical", "fluid-zos-ssd-cloud",
+            "fluid-zos-unaccelerated-physical", "fluid-hpfs-unaccelerated"} <= set(shipped_names())
+
+
+@pytest.mark.parametrize("doc", shipped(), ids=lambda d: d["name"])
+def test_numbers_match_the_source_text(doc):
+    text = (SEEDS / doc["source"]).read_text("utf-8")
+    for field in ("hardware", "os", "kernel"):
+        assert isinstance(doc[field], str)
+    if doc["kernel"]:
+        assert doc["kernel"].split()[0] in text
+    assert doc["entries"]
+    for scenario, figures in doc["entries"].items():
+        assert scenario in SCENARIOS, scenario
+        for key, fig in figures.items():
+            assert key in ("bw", "cpu", "rss")
+            printed = fig["printed"]
+            assert printed in text, f"{doc['name']} {scenario} {key}: {printed!r} not in {doc['source']}"
+            low, _, high = printed.partition("-") if key == "bw" and "-" in printed else (printed, "", "")
+            assert fig["value"] == pytest.approx(documented(low, doc["number_format"]), rel=1e-9)
+            if high:
+                assert fig["high"] == pytest.approx(documented(high, doc["number_format"]), rel=1e-9)
+
+
+def test_each_row_is_that_systems_row_in_document_order():
+    """Bandwidth, CPU and memory follow the system's name in the document, as one table row,
+    and the scenarios come in the document's order: no figure was taken from another row."""
+    for name in ("ossfs-2.0.4", "ossfs-1.91.8", "goofys-0.24.0", "ossfs-2.0.0beta", "ossfs-1.91.4"):
+        doc = load(name, Path("/nonexistent"), "t").data
+        text = (SEEDS / doc["source"]).read_text("utf-8")
+        system = "goofys" if name.startswith("goofys") else ("ossfs 2.0" if "-2.0" in name else "ossfs 1.0")
+        pos = 0
+        for scenario in ("seq_write_1t", "seq_read_1t", "seq_read_4t", "smallfile_read_128t"):
+            e = doc["entries"][scenario]
+            row = r"\s+".join(re.escape(x) for x in (system, e["bw"]["printed"], e["cpu"]["printed"],
+                                                       e["rss"]["printed"]))
+            m = re.compile(row).search(text, pos)
+            assert m, (name, scenario)
+            pos = m.end()
+
+
+def test_unknown_baseline_names_the_shipped_ones(tmp_path):
+    with pytest.raises(UsageError, match=r"unknown baseline 'nope' \(shipped: fluid-hpfs"):
+        load("nope", tmp_path, "--fsperf-baseline=nope (command line)")
