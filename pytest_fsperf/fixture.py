@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from . import cache, units
+from . import cache, scenarios, units
 from .backends.request import parse_options
 from .compare import Comparison, compare
 from .engine import files as files_engine
@@ -172,6 +173,54 @@ class Fsperf:
         self.results.append(result)
         return result
 
+    # -- scenarios ------------------------------------------------------------
+
+    def drop_page_cache(self) -> str:
+        """Drop only the kernel page cache; the daemon and its cache stay as they are."""
+        return or_fail(self._drop)
+
+    def _drop(self) -> str:
+        self._cold = cache.make_cold(str(self.workdir))
+        self._daemon_cold = "kept: only the page cache was dropped"
+        self._cold_steps = (self._cold.removeprefix("cold: "),)
+        return self._cold
+
+    def scenario(self, scenario_id: str, **overrides: object) -> WorkloadResult:
+        """Run a built-in scenario (pytest_fsperf.scenarios) by id; its last step is the
+        measured, judged workload, named after the scenario. `overrides` change that step's
+        parameters (e.g. threads=4 for the juicefs bench rows)."""
+        where = f"{self.test}: fsperf.scenario({scenario_id!r})"
+        return or_fail(lambda: self._scenario(scenario_id, overrides, where))
+
+    def _scenario(self, scenario_id: str, overrides: Mapping[str, object], where: str) -> WorkloadResult:
+        sc = scenarios.get(scenario_id, where)
+        measured = [i for i, st in enumerate(sc.steps) if st.engine in ("fio", "files", "meta")]
+        result: WorkloadResult | None = None
+        for i, step in enumerate(sc.steps):
+            if step.engine == "cold":
+                self._daemon_cold = None
+                self._make_cold()
+                continue
+            if step.engine == "drop":
+                self._drop()
+                continue
+            final = i == measured[-1]
+            params = {**step.params, **(overrides if final else {})}
+            name = self._unique(sc.id if final else f"{sc.id}.prep{i}")
+            try:
+                if step.engine == "fio":
+                    result = self._fio(name, final, params, where)
+                elif step.engine == "files":
+                    result = self._files(name, judged=final, where=where, **params)  # type: ignore[arg-type]
+                else:
+                    result = self._meta(name, judged=final, where=where, **params)  # type: ignore[arg-type]
+            except TypeError as exc:
+                raise UsageError(f"{where}: {exc}") from None
+        assert result is not None
+        tagged = dataclasses.replace(result, scenario=sc.id)
+        self.results[self.results.index(result)] = tagged
+        return tagged
+
     # -- small files and metadata -------------------------------------------
 
     def files(self, name: str | None = None, *, mode: str = "read", count: int = 100_000,
@@ -183,8 +232,9 @@ class Fsperf:
         where = f"{self.test}: fsperf.files()"
         return or_fail(lambda: self._files(name, mode, count, size, threads, judged, subdir, where))
 
-    def _files(self, name: str | None, mode: str, count: int, size: object, threads: int,
-               judged: bool, subdir: str, where: str) -> WorkloadResult:
+    def _files(self, name: str | None, mode: str = "read", count: int = 100_000,
+               size: object = "128KiB", threads: int = 128, judged: bool = True,
+               subdir: str = "files", where: str = "fsperf.files()") -> WorkloadResult:
         if mode not in ("read", "write"):
             raise UsageError(f"{where}: mode={mode!r} must be 'read' or 'write'")
         for key, value in (("count", count), ("threads", threads)):
@@ -219,8 +269,8 @@ class Fsperf:
         where = f"{self.test}: fsperf.meta()"
         return or_fail(lambda: self._meta(name, op, entries, per_dir, judged, where))
 
-    def _meta(self, name: str | None, op: str, entries: int, per_dir: int, judged: bool,
-              where: str) -> WorkloadResult:
+    def _meta(self, name: str | None, op: str = "list", entries: int = 1000, per_dir: int = 0,
+              judged: bool = True, where: str = "fsperf.meta()") -> WorkloadResult:
         if op not in meta_engine.OPERATIONS:
             raise UsageError(f"{where}: op={op!r} is not one of {', '.join(meta_engine.OPERATIONS)}")
         for key, value, least in (("entries", entries, 1), ("per_dir", per_dir, 0)):

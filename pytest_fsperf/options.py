@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,12 @@ OPTIONS = (
     Option("fsperf_backend_config", "INI file: [fsperf] endpoint, bucket, credentials ...; "
            "[backend NAME] sections define backends", "FILE"),
     Option("fsperf_mount_timeout", "seconds a backend may take to mount (default 30)", "SECONDS"),
+    Option("fsperf_baseline", "compare each scenario with this baseline (shipped, e.g. ossfs-2.0.4, "
+           "or saved with --fsperf-save-baseline)", "NAME"),
+    Option("fsperf_gate", "'baseline': fail a scenario that misses its baseline by more than the "
+           "tolerance; default 'none': only report measured / documented", "WHAT"),
+    Option("fsperf_save_baseline", "save this run's figures as baseline NAME in .fsperf/baselines/",
+           "NAME"),
 )
 
 
@@ -56,6 +63,11 @@ class Settings:
     mount_options: tuple[str, ...] = ()
     backend_config: BackendConfig = field(default_factory=BackendConfig)
     mount_timeout: float = 30.0
+    baseline: str | None = None
+    baseline_where: str = ""
+    gate: str = "none"
+    save_baseline: str | None = None
+    root: Path = Path(".")  # rootdir: .fsperf/ lives here
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -147,6 +159,19 @@ def _timeout(raw: Raw) -> float:
     return value
 
 
+def _name(raw: Raw) -> str:
+    name = raw.text.strip()
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", name):
+        raise UsageError(f"{raw.where}: a name of letters, digits, '.', '_', '+', '-'")
+    return name
+
+
+def _gate(raw: Raw) -> str:
+    if raw.text.strip() not in ("none", "baseline"):
+        raise UsageError(f"{raw.where}: must be 'none' or 'baseline'")
+    return raw.text.strip()
+
+
 def read_settings(config: pytest.Config) -> Settings:
     by_name = {opt.name: _raw(config, opt) for opt in OPTIONS}
 
@@ -171,4 +196,9 @@ def read_settings(config: pytest.Config) -> Settings:
         mount_options=get("fsperf_mount_options", _words, ()),
         backend_config=get("fsperf_backend_config", _backend_config, BackendConfig()),
         mount_timeout=get("fsperf_mount_timeout", _timeout, 30.0),
+        baseline=get("fsperf_baseline", _name, None),
+        baseline_where=by_name["fsperf_baseline"].where if by_name["fsperf_baseline"] else "",
+        gate=get("fsperf_gate", _gate, "none"),
+        save_baseline=get("fsperf_save_baseline", _name, None),
+        root=config.rootpath,
     )

@@ -71,6 +71,11 @@ class Threshold:
 class Plan:
     test: str
     thresholds: tuple[Threshold, ...]
+    baseline: str | None = None  # compare with this baseline's figure for each scenario
+    tolerance: float = 0.10
+
+
+BASELINE_KEYS = ("baseline", "tolerance")
 
 
 def build_plan(test: str, markers: Iterable[tuple[tuple[object, ...], Mapping[str, object]]]) -> Plan:
@@ -81,14 +86,25 @@ def build_plan(test: str, markers: Iterable[tuple[tuple[object, ...], Mapping[st
             raise UsageError(f"{test}: fsperf marker takes keywords only, got {args[0]!r}")
         for key, value in kwargs.items():
             merged.setdefault(key, value)
+    baseline = merged.pop("baseline", None)
+    if baseline is not None and (not isinstance(baseline, str) or not baseline):
+        raise UsageError(f"{test}: fsperf marker baseline={baseline!r} must be a baseline name")
+    tolerance = 0.10
+    if "tolerance" in merged:
+        try:
+            tolerance = units.parse_percent(merged.pop("tolerance")) / 100
+        except ValueError as exc:
+            raise UsageError(f"{test}: fsperf marker tolerance: {exc}") from None
+        if not 0 <= tolerance < 1:
+            raise UsageError(f"{test}: fsperf marker tolerance must be from 0% to below 100%")
     thresholds = []
     for key, value in merged.items():
         if key not in KEYWORDS:
-            known = ", ".join(KEYWORDS)
+            known = ", ".join([*KEYWORDS, *BASELINE_KEYS])
             raise UsageError(f"{test}: fsperf marker: unknown keyword {key!r} (known: {known})")
         try:
             limit = KEYWORDS[key].parse(value)
         except ValueError as exc:
             raise UsageError(f"{test}: fsperf marker {key}: {exc}") from None
         thresholds.append(Threshold(key, str(value), limit))
-    return Plan(test, tuple(thresholds))
+    return Plan(test, tuple(thresholds), baseline, tolerance)

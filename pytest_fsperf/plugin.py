@@ -13,6 +13,7 @@ from .backends.mounter import BinaryMissing, MountPlan
 from .backends.registry import Registry
 from .backends.request import MARKER, MountRequest, from_marker, resolve
 from .backends.request import MARKER_HELP as MOUNT_HELP
+from .baselines.check import Check, check, entry_of, key_of
 from .compare import Comparison
 from .errors import UsageError, fail, or_fail
 from .fixture import Fsperf
@@ -32,6 +33,7 @@ PLAN_ERROR = pytest.StashKey[str]()
 RESULTS = pytest.StashKey[list[WorkloadResult]]()
 COMPARISONS = pytest.StashKey[list[Comparison]]()
 MOUNT = pytest.StashKey[MountRequest]()
+CHECKS = pytest.StashKey[dict[str, list[Check]]]()
 VERDICTS = pytest.StashKey[dict[str, tuple[str, list[str]]]]()
 
 MARKER_HELP = ("fsperf(**thresholds): performance thresholds for the test's measured workloads: "
@@ -62,6 +64,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[STATE] = state
         if settings.backend is not None:
             registry(config).get(settings.backend, settings.backend_where)
+        if settings.baseline is not None:
+            state.baseline(settings.baseline, settings.baseline_where)
     except UsageError as exc:
         raise pytest.UsageError(f"pytest-fsperf: {exc}") from None
     config.stash[STATE] = state
@@ -179,11 +183,38 @@ def _finish(item: pytest.Item) -> list[str]:
     plan = item.stash.get(PLAN, Plan(item.nodeid, ()))
     item.stash[VERDICTS] = {}  # stays empty if judging is a usage error
     verdict = judge(plan, results)
+    gate = _baseline(item, plan, results, verdict.per_workload)
+    failures = verdict.failures + gate
     item.stash[VERDICTS] = {
-        name: (v, [f for f in verdict.failures if f.startswith(name + ":")])
+        name: (v, [f for f in failures if f.startswith(name + ":")])
         for name, v in verdict.per_workload.items()
     }
-    return verdict.failures + (verdict.notes if verdict.failures else [])
+    return failures + (verdict.notes if failures else [])
+
+
+def _baseline(item: pytest.Item, plan: Plan, results: list[WorkloadResult],
+              per_workload: dict[str, str]) -> list[str]:
+    """Measured / documented for each judged workload with a baseline entry; with
+    --fsperf-gate=baseline, a miss beyond the tolerance fails the test."""
+    state = item.config.stash[STATE]
+    name = plan.baseline or state.settings.baseline
+    item.stash[CHECKS] = {}
+    if name is None:
+        return []
+    where = f"{item.nodeid}: fsperf marker baseline" if plan.baseline else state.settings.baseline_where
+    found = state.baseline(name, where)
+    gated = state.settings.gate == "baseline"
+    misses = []
+    for r in results:
+        if not r.judged:
+            continue
+        checks = check(r, found, plan.tolerance)
+        item.stash[CHECKS][r.name] = checks
+        for c in checks:
+            if gated and c.ok is False:
+                misses.append(c.message(r.name, plan.tolerance))
+                per_workload[r.name] = "FAIL"
+    return misses
 
 
 @pytest.hookimpl(wrapper=True)
@@ -208,9 +239,12 @@ def pytest_runtest_makereport(
     if report.when == "call" and item.stash.get(RESULTS, None):
         verdicts = item.stash.get(VERDICTS, {})
         rows = []
+        checks = item.stash.get(CHECKS, {})
         for r in item.stash[RESULTS]:
             data = r.to_dict()
             data["verdict"], data["failures"] = verdicts.get(r.name, ("-", []))
+            data["baseline_checks"] = [c.to_dict() for c in checks.get(r.name, [])]
+            data["baseline_key"], data["baseline_entry"] = key_of(r), entry_of(r)
             rows.append(data)
         report.fsperf_results = rows  # type: ignore[attr-defined]  # travels through xdist
     if report.when == "call" and item.stash.get(COMPARISONS, None):
@@ -243,6 +277,10 @@ class Reporter:
         for c in state.comparisons:
             for line in terminal.comparison(c):
                 terminalreporter.write_line(line)
+        for line in terminal.baseline_checks(state.results, state.settings.gate == "baseline"):
+            terminalreporter.write_line(line)
+        if state.saved_baseline is not None:
+            terminalreporter.write_line(f"fsperf baseline saved: {state.saved_baseline}")
         for path in state.leftovers:
             terminalreporter.write_line(f"could not remove work directory {path}", red=True)
         if state.settings.json_path is not None and not self.is_worker:
@@ -252,7 +290,10 @@ class Reporter:
     def pytest_sessionfinish(self) -> None:
         state = self.state
         path = state.settings.json_path
-        env = state.final_environment() if path is not None and not self.is_worker else None
+        wanted = (path is not None or state.settings.save_baseline is not None) and not self.is_worker
+        env = state.final_environment() if wanted else None
+        if env is not None and state.settings.save_baseline is not None:
+            state.save_baseline(env)
         state.close()  # unmounts whatever a fixture teardown did not (e.g. after Ctrl-C)
         if path is not None and env is not None:
             jsonout.write(path, jsonout.document(env, state.results, state.leftovers,

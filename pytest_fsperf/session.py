@@ -9,7 +9,9 @@ import shutil
 import tempfile
 from typing import Any
 
+from . import baselines
 from .backends.mounter import MountedFs, MountPlan
+from .baselines import Baseline
 from .errors import MeasurementError
 from .mount.daemon import Lookup, describe, find_daemon
 from .mount.mountinfo import Mount, find_mount, read_mounts
@@ -105,6 +107,34 @@ class FsperfSession:
         self._targets: list[Target] = []
         self._local: str | None = None
         self._env: dict[str, Any] | None = None
+        self._baselines: dict[str, Baseline] = {}
+        self.saved_baseline: str | None = None  # where --fsperf-save-baseline wrote
+
+    def baseline(self, name: str, where: str) -> Baseline:
+        if name not in self._baselines:
+            self._baselines[name] = baselines.load(name, self.settings.root, where)
+        return self._baselines[name]
+
+    def save_baseline(self, env: dict[str, Any]) -> None:
+        """This run's figures, per scenario (or test:workload), in the baseline format."""
+        name = self.settings.save_baseline
+        if name is None:
+            return
+        entries = {r["baseline_key"]: r["baseline_entry"] for r in self.results
+                   if r.get("judged") and r.get("baseline_entry")}
+        mounts = sorted({" ".join(r["mount"]["options"]) for r in self.results if r.get("mount")})
+        m = env.get("mount") or {}
+        data = {
+            "name": name, "system": m.get("fstype", ""), "version": "",
+            "hardware": f"{env['machine']['cpu_model']}, {env['machine']['cpus']} CPUs, "
+                        f"{env['machine']['mem_total_bytes']} bytes RAM",
+            "os": env.get("os", ""), "kernel": env["kernel"], "source": "saved run",
+            "number_format": "en", "mount_options": "; ".join(mounts) or m.get("options", ""),
+            "scale": self.settings.scale, "environment": env, "entries": entries,
+        }
+        path = baselines.saved_dir(self.settings.root) / f"{name}.json"
+        baselines.save(path, data)
+        self.saved_baseline = str(path)
 
     @property
     def embedded(self) -> bool:

@@ -45,7 +45,8 @@ def load(name: str, root: Path, where: str) -> Baseline:
     if local.is_file():
         text, origin = local.read_text("utf-8"), str(local)
     elif name in shipped_names():
-        text = resources.files("pytest_fsperf.baselines").joinpath("data").joinpath(f"{name}.json").read_text("utf-8")
+        folder = resources.files("pytest_fsperf.baselines").joinpath("data")
+        text = folder.joinpath(f"{name}.json").read_text("utf-8")
         origin = "shipped"
     else:
         saved = sorted(p.stem for p in saved_dir(root).glob("*.json")) if saved_dir(root).is_dir() else []

@@ -120,3 +120,28 @@ def comparison(c: dict[str, Any]) -> list[str]:
                  r[4].ljust(widths[4]), r[5]]
         lines.append(("  " + "  ".join(cells)).rstrip())
     return lines
+
+
+def baseline_checks(results: list[dict[str, Any]], gated: bool) -> list[str]:
+    """Measured / documented per scenario and figure, for every baseline a test named."""
+    rows = [(r, c) for r in results for c in r.get("baseline_checks", [])]
+    if not rows:
+        return []
+    names = sorted({c["baseline"] for _r, c in rows})
+    how = "gated (--fsperf-gate=baseline)" if gated else "shown, not gated (--fsperf-gate=baseline gates)"
+    lines = [f"baseline {', '.join(names)}: measured / documented, {how}"]
+    table = [("test", "scenario", "figure", "measured", "documented", "ratio", "")]
+    for r, c in rows:
+        measured = _BASELINE_SHOW[c["metric"]](c["measured"]) if c["measured"] is not None else "-"
+        ratio = f"{c['ratio']:.2f}" if c["ratio"] is not None else "-"
+        mark = {True: "ok", False: "below" if c["metric"] == "bw" else "above", None: "-"}[c["ok"]]
+        table.append((r["test"].rsplit("::", 1)[-1], c["key"], c["metric"], measured, c["printed"],
+                      ratio, mark))
+    widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
+    for t in table:
+        cells = [t[i].rjust(widths[i]) if i in (3, 4, 5) else t[i].ljust(widths[i]) for i in range(len(t))]
+        lines.append(("  " + "  ".join(cells)).rstrip())
+    return lines
+
+
+_BASELINE_SHOW = {"bw": units.format_rate, "cpu": units.format_percent, "rss": units.format_mb}
