@@ -35,8 +35,10 @@ def fio_read_mbps(directory: str, files: int, threads: int) -> float:
         subprocess.run(fio_job(directory, "read", files, threads, out.name), check=True,
                        stdout=subprocess.DEVNULL)
         wall = time.monotonic() - t0
-        job = json.load(open(out.name))["jobs"][0]["read"]
-    print(f"  fio: bw_bytes {job['bw_bytes'] / 1e6:.1f} MB/s; io / wall {job['io_bytes'] / 1e6 / wall:.1f} MB/s")
+        with open(out.name, encoding="utf-8") as f:
+            job = json.load(f)["jobs"][0]["read"]
+    print(f"  fio: bw_bytes {job['bw_bytes'] / 1e6:.1f} MB/s; "
+          f"io / wall {job['io_bytes'] / 1e6 / wall:.1f} MB/s")
     return float(job["bw_bytes"]) / 1e6  # the stricter figure: fio's runtime excludes its startup
 
 
