@@ -19,6 +19,7 @@ from .meters import DaemonExited, DaemonMeter
 from .mount.daemon import Lookup, start_time
 from .report.redact import redact_args
 from .result import OpStats, WorkloadResult
+from .scenarios.juicefs import grade as juicefs_grade
 from .session import FsperfSession, Target, safe_name
 
 Workload = Mapping[str, object] | Callable[["Fsperf"], WorkloadResult]
@@ -217,7 +218,8 @@ class Fsperf:
             except TypeError as exc:
                 raise UsageError(f"{where}: {exc}") from None
         assert result is not None
-        tagged = dataclasses.replace(result, scenario=sc.id)
+        graded = juicefs_grade(sc.id, result)
+        tagged = dataclasses.replace(result, scenario=sc.id, notes=(graded,) if graded else ())
         self.results[self.results.index(result)] = tagged
         return tagged
 

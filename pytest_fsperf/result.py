@@ -75,6 +75,7 @@ class WorkloadResult:
     judged: bool = True
     ops: OpStats | None = None
     scenario: str | None = None  # the built-in scenario id it ran, if any
+    notes: tuple[str, ...] = ()  # e.g. the juicefs bench grade of the row
     mount: dict[str, Any] | None = None  # the backend the plugin mounted: name, options (redacted)
     cold_steps: tuple[str, ...] = ()  # what cold() did: unmount, wiped DIR, mount, drop_caches
     raw: dict[str, Any] = field(default_factory=dict, compare=False)

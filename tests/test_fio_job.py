@@ -46,3 +46,12 @@ def test_command_owns_directory_output_and_grouping():
                                            ("randwrite", False)])
 def test_reading(rw, reads):
     assert is_reading({"rw": rw}) is reads
+
+
+@pytest.mark.parametrize(("runtime", "scale", "expected"), [
+    ("120s", 0.001, "5000ms"), ("30", 0.01, "5000ms"), ("2m", 0.5, "60000ms"),
+    ("3s", 0.01, "3000ms"), ("120s", 1, "120s"),
+])
+def test_time_based_runtime_shrinks_to_no_less_than_5_s(runtime, scale, expected):
+    job = build_job({"rw": "read", "time_based": 1, "runtime": runtime}, scale, "t")
+    assert job["runtime"] == expected

@@ -89,9 +89,26 @@ def build_job(options: dict[str, object], scale: float, where: str) -> dict[str,
             job[key] = scale_size(job[key], scale, block, kb_base)
         if "nrfiles" in job:
             job["nrfiles"] = scale_count(job["nrfiles"], scale)
+        if "runtime" in job and scale < 1:
+            job["runtime"] = scale_runtime(job["runtime"], scale)
     except ValueError as exc:
         raise UsageError(f"{where}: {exc}") from None
     return job
+
+
+_TIME = re.compile(r"^(\d+(?:\.\d+)?)(us|ms|s|m|h|d)?$")
+_TIME_UNIT = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+MIN_RUNTIME = 5.0  # s: a scaled time-based job still runs this long (unless it was shorter)
+
+
+def scale_runtime(text: str, scale: float) -> str:
+    """A time-based job's runtime shrinks with the scale, to no less than 5 s."""
+    m = _TIME.match(text.strip().lower())
+    if not m:
+        raise ValueError(f"runtime={text!r}: not a time (e.g. 30s, 2m)")
+    seconds = float(m.group(1)) * _TIME_UNIT[m.group(2) or "s"]
+    scaled = max(min(seconds, MIN_RUNTIME), seconds * scale)
+    return f"{round(scaled * 1000)}ms"
 
 
 def valid_name(name: str) -> bool:

@@ -19,6 +19,7 @@ OPERATIONS = ("list", "list_stat", "walk", "stat")
 def make_tree(root: str, count: int, per_dir: int = 0) -> list[str]:
     """count empty files under root; per_dir > 0 spreads them over subdirectories."""
     paths = tree_paths(root, count, per_dir)
+    os.makedirs(root, exist_ok=True)
     made = {root}
     for path in paths:
         parent = os.path.dirname(path)

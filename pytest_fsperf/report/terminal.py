@@ -84,6 +84,8 @@ def footnotes(results: list[dict[str, Any]]) -> list[str]:
     if any(r.get("daemon") and r["daemon"]["wall_seconds"] < SHORT_WINDOW for r in results):
         notes.append(f"daemon CPU '-': the workload took under {SHORT_WINDOW:g} s, too short for CPU "
                      "time counted in 10 ms ticks")
+    notes += [f"{r['test'].rsplit('::', 1)[-1]} {r['name']}: {n}"
+              for r in results for n in r.get("notes", [])]
     notes.append("CPU: 100% = one fully busy core; bandwidth and memory in powers of 1000")
     return notes
 

@@ -1,0 +1,187 @@
+"""Scenarios, engines, suites and baselines, through pytester on the embedded default."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from pytest_fsperf.engine.files import file_names, list_files, run_files
+from pytest_fsperf.engine.meta import make_tree, run_meta, tree_paths
+from pytest_fsperf.result import OpStats, WorkloadResult
+from pytest_fsperf.scenarios import SCENARIOS
+from pytest_fsperf.scenarios.juicefs import grade
+
+pytestmark = pytest.mark.usefixtures("need_fio")
+
+
+@pytest.fixture
+def need_fio():
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed (apt-get install fio)")
+
+
+def test_small_file_engine_writes_and_reads_every_byte(tmp_path):
+    paths = file_names(str(tmp_path), 50)
+    w = run_files(paths, write=True, size=200_000, threads=8)
+    assert w.count == 50 and w.io_bytes == 50 * 200_000
+    assert all(os.path.getsize(p) == 200_000 for p in paths)
+    r = run_files(list_files(str(tmp_path)), write=False, size=0, threads=8)
+    assert r.io_bytes == 50 * 200_000 and r.operation == "read files"
+    assert r.bw_bytes == pytest.approx(r.io_bytes / r.seconds)
+    ph = r.phases
+    assert set(ph) == {"open", "first_byte", "full", "close"}
+    assert ph["open"].p50_ns <= ph["first_byte"].p50_ns <= ph["full"].p50_ns
+    assert ph["full"].max_ns >= ph["full"].p99_ns >= ph["full"].p50_ns > 0
+
+
+def test_small_file_engine_reports_the_first_failure(tmp_path):
+    from pytest_fsperf.errors import MeasurementError
+
+    with pytest.raises(MeasurementError, match=r"small-file read failed: .*/missing: No such file"):
+        run_files([str(tmp_path / "missing")], write=False, size=0, threads=2)
+
+
+def test_metadata_engine_counts_entries(tmp_path):
+    make_tree(str(tmp_path / "flat"), 120)
+    make_tree(str(tmp_path / "deep"), 120, per_dir=50)
+    assert run_meta("list", str(tmp_path / "flat")).count == 120
+    assert run_meta("list_stat", str(tmp_path / "flat")).count == 120
+    assert run_meta("walk", str(tmp_path / "deep")).count == 120 + 3  # files + 3 directories
+    st = run_meta("stat", "", tree_paths(str(tmp_path / "deep"), 120, 50))
+    assert st.count == 120 and st.phases["op"].p99_ns > 0
+    with pytest.raises(ValueError, match="unknown metadata operation"):
+        run_meta("du", str(tmp_path))
+
+
+def _ops_result(scenario: str, **ops: object) -> WorkloadResult:
+    stats = OpStats(**{"operation": "x", "io_bytes": 0, "bw_bytes": 0.0, "phases": {}, **ops})
+    return WorkloadResult(test="t", name=scenario, kind="files", options={}, cache="warm",
+                          daemon_cache="warm", read=None, write=None, daemon=None, daemon_note="",
+                          wall_seconds=1.0, tool_cpu_percent=0.0, ops=stats)
+
+
+def test_juicefs_bench_grades_with_its_own_ranges():
+    # 1 thread writes one 1 GiB file in 4 s: 256 MiB/s (> 200 green), 4 s/file (< 10 green)
+    big = _ops_result("jfs_bench_big_write", count=1, seconds=4.0, per_second=0.25,
+                      bw_bytes=2**30 / 4, threads=1, io_bytes=2**30)
+    assert grade("jfs_bench_big_write", big) == "juicefs bench: 256.00 MiB/s green, 4.00 s/file green"
+    # 4 threads, 400 small files in 5 s: 80 files/s, between 12.5*4 and 20*4 -> yellow;
+    # 5000 ms / 100 files per thread = 50 ms/file -> not < 50 -> yellow
+    small = _ops_result("jfs_bench_small_write", count=400, seconds=5.0, per_second=80.0, threads=4)
+    assert grade("jfs_bench_small_write", small) == (
+        "juicefs bench: 80.00 files/s yellow, 50.00 ms/file yellow")
+    slow = _ops_result("jfs_bench_stat", count=100, seconds=10.0, per_second=10.0, threads=1)
+    assert grade("jfs_bench_stat", slow).endswith("10.00 files/s red, 100.00 ms/file red")
+
+
+def test_every_scenario_has_a_measured_last_step():
+    for sc in SCENARIOS.values():
+        assert sc.steps[-1].engine in ("fio", "files", "meta"), sc.id
+        assert sc.source and sc.title
+
+
+@pytest.mark.parametrize("suite", ["ossfs2", "fluid", "juicefs_bench", "ossfs1"])
+def test_suites_run_on_the_embedded_default(pytester, suite):
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", "--pyargs", f"pytest_fsperf.suites.{suite}",
+                                "--fsperf-scale=0.0005", f"--fsperf-json={out}")
+    assert result.ret == 0, result.stdout.str()
+    doc = json.loads(out.read_text())
+    judged = [r for r in doc["results"] if r["judged"]]
+    assert {r["scenario"] for r in judged} == {r["baseline_key"] for r in judged}
+    assert all(r["scenario"] in SCENARIOS for r in judged)
+    if suite == "juicefs_bench":
+        graded = [r for r in judged if r["scenario"].startswith("jfs_bench")]
+        assert len(graded) == 5 and all(r["notes"][0].startswith("juicefs bench: ") for r in graded)
+    if suite == "ossfs2":
+        (read,) = [r for r in judged if r["scenario"] == "smallfile_read_128t"]
+        assert read["ops"]["threads"] == 128 and read["cache"].startswith("cold")
+        assert read["ops"]["count"] == 50  # 100,000 x 0.0005
+
+
+def test_baseline_ratio_shown_then_gated(pytester):
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf
+
+        @fsperf(baseline="ossfs-2.0.4", tolerance="10%")
+        def test_write(fsperf):
+            fsperf.scenario("seq_write_1t")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-scale=0.0005")
+    result.assert_outcomes(passed=1)
+    result.stdout.re_match_lines([
+        r"baseline ossfs-2.0.4: measured / documented, shown, not gated.*",
+        r"\s+test_write\s+seq_write_1t\s+bw\s+\S+ [GM]B/s\s+2.2 GB/s\s+\d+\.\d\d\s+(ok|below)"])
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-scale=0.0005",
+                                "--fsperf-gate=baseline", "--fsperf-baseline=goofys-0.24.0")
+    out = result.stdout.str()
+    if "below" in out:  # the marker's baseline wins over the command line's
+        result.stdout.fnmatch_lines(["*seq_write_1t: bandwidth * < 90% of ossfs-2.0.4's 2.2 GB/s*"])
+        result.assert_outcomes(failed=1)
+    else:
+        result.assert_outcomes(passed=1)
+
+
+def test_save_a_baseline_then_gate_on_it(pytester):
+    pytester.makepyfile("""
+        def test_read(fsperf):
+            fsperf.scenario("jfs_fio_seq_read")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-scale=0.002",
+                                "--fsperf-save-baseline=mine")
+    result.assert_outcomes(passed=1)
+    saved = pytester.path / ".fsperf" / "baselines" / "mine.json"
+    result.stdout.fnmatch_lines([f"fsperf baseline saved: {saved}"])
+    data = json.loads(saved.read_text())
+    assert data["scale"] == 0.002 and data["kernel"] == os.uname().release
+    assert set(data["entries"]) == {"jfs_fio_seq_read"}
+    bw = data["entries"]["jfs_fio_seq_read"]["bw"]["value"]
+    assert bw > 0
+    # A later run gates on it: a made-up 1000x better saved figure must fail the gate.
+    data["entries"]["jfs_fio_seq_read"]["bw"]["value"] = bw * 1000
+    saved.write_text(json.dumps(data))
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-scale=0.002",
+                                "--fsperf-baseline=mine", "--fsperf-gate=baseline")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*jfs_fio_seq_read: bandwidth * < 90% of mine's *"])
+
+
+@pytest.mark.parametrize(("args", "marker", "message"), [
+    (["--fsperf-baseline=nope"], "", "*--fsperf-baseline=nope (command line): unknown baseline 'nope'*"),
+    (["--fsperf-gate=always"], "", "*--fsperf-gate=always (command line): must be 'none' or 'baseline'*"),
+    (["--fsperf-save-baseline=a/b"], "", "*--fsperf-save-baseline=a/b (command line): a name of*"),
+    ([], 'tolerance="150%"', "*tolerance must be from 0% to below 100%*"),
+])
+def test_baseline_usage_errors(pytester, args, marker, message):
+    pytester.makepyfile(f"""
+        from pytest_fsperf import fsperf
+
+        @fsperf({marker})
+        def test_x(fsperf):
+            fsperf.scenario("seq_write_1t")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-scale=0.0005", *args)
+    (result.stderr if args else result.stdout).fnmatch_lines([message])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_unknown_scenario_and_engine_arguments(pytester):
+    pytester.makepyfile("""
+        def test_bad_id(fsperf):
+            fsperf.scenario("seq_wrte_1t")
+
+        def test_bad_override(fsperf):
+            fsperf.scenario("seq_write_1t", colour="red")
+
+        def test_bad_files(fsperf):
+            fsperf.files(mode="append")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-scale=0.0005")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines([
+        "*unknown scenario 'seq_wrte_1t' (known: *",
+        "*fio failed (exit 1): *unrecognized option '--colour=red'*",
+        "*mode='append' must be 'read' or 'write'*"])
