@@ -230,7 +230,7 @@ class Fsperf:
               subdir: str = "files") -> WorkloadResult:
         """The small-file engine: `threads` threads read (or write) `count` files of `size`
         each, whole, in work dir/subdir. Reading lays the files out first, unmeasured.
-        `count` is shrunk by --fsperf-scale; the file size is not."""
+        `count` is shrunk by --fsperf-scale; the file size is not, unless one file is left."""
         where = f"{self.test}: fsperf.files()"
         return or_fail(lambda: self._files(name, mode, count, size, threads, judged, subdir, where))
 
@@ -248,7 +248,10 @@ class Fsperf:
             nbytes = int(units.parse_bytes(size))
         except ValueError as exc:
             raise UsageError(f"{where}: size: {exc}") from None
-        n = max(1, round(count * self.scale))
+        n = round(count * self.scale)
+        if n < 1:  # one file left: shrink the file instead (a 1 GiB file at 0.01 is 10 MiB)
+            nbytes = max(4096, int(nbytes * count * self.scale))
+            n = 1
         directory = os.path.join(self.workdir, subdir)
         os.makedirs(directory, exist_ok=True)
         paths = files_engine.file_names(directory, n)
