@@ -11,6 +11,7 @@ from pathlib import Path
 from . import cache, scenarios, units
 from .backends.request import parse_options
 from .compare import Comparison, compare
+from .diskmeter import DiskMeter
 from .engine import files as files_engine
 from .engine import fio as fio_engine
 from .engine import meta as meta_engine
@@ -47,6 +48,10 @@ class Fsperf:
         self._cold: str | None = None  # page cache state for the next workload
         self._daemon_cold: str | None = None
         self._cold_steps: tuple[str, ...] = ()
+        owned = target.owned
+        #: Directories whose peak disk use is sampled during each workload: the daemon's disk
+        #: cache of a mount the plugin owns; add your daemon's (e.g. ossfs's use_cache) here.
+        self.cache_dirs: list[str] = list(owned.rendered.cache_dirs) if owned else []
 
     @property
     def scale(self) -> float:
@@ -85,6 +90,14 @@ class Fsperf:
         # An object store keeps no empty directories: a fresh daemon may not know the work dir.
         os.makedirs(self.workdir, exist_ok=True)
         return steps
+
+    def _disk_meter(self) -> DiskMeter | None:
+        paths = [p for p in self.cache_dirs if os.path.isdir(p)]
+        if not paths:
+            return None
+        meter = DiskMeter(paths)
+        meter.start()
+        return meter
 
     # -- fio -----------------------------------------------------------------
 
@@ -150,6 +163,7 @@ class Fsperf:
         proc = fio_engine.FioProcess(
             fio_engine.command(job, "fsperf", str(self.workdir), out + ".json"), out + ".json.log")
         meter = DaemonMeter(lookup.daemon, on_exit=proc.stop_now) if lookup.daemon else None
+        disk = self._disk_meter()
         try:
             if meter:
                 meter.start()
@@ -161,6 +175,7 @@ class Fsperf:
         finally:
             if meter:
                 meter.abort()
+            disk_peak = disk.stop() if disk else None
         fio_engine.check_exit(code, out + ".json")
         read, write, raw = fio_engine.parse_output(out + ".json")
         result = WorkloadResult(
@@ -169,7 +184,7 @@ class Fsperf:
             daemon_note=lookup.note, wall_seconds=wall,
             tool_cpu_percent=100.0 * fio_cpu / wall if wall > 0 else 0.0,
             judged=judged, mount=self._target.describe(), cold_steps=steps,
-            raw=raw, output_file=out + ".json",
+            cache_disk_peak_bytes=disk_peak, raw=raw, output_file=out + ".json",
         )
         self.results.append(result)
         return result
@@ -303,6 +318,7 @@ class Fsperf:
         steps = self._cold_steps if self._cold else ()
         self._cold, self._daemon_cold, self._cold_steps = None, None, ()
         meter = DaemonMeter(lookup.daemon) if lookup.daemon else None
+        disk = self._disk_meter()
         try:
             if meter:
                 meter.start()
@@ -319,12 +335,13 @@ class Fsperf:
         finally:
             if meter:
                 meter.abort()
+            disk_peak = disk.stop() if disk else None
         result = WorkloadResult(
             test=self.test, name=label, kind=kind, options=options, cache=cache_state,
             daemon_cache=daemon_cache, read=None, write=None, daemon=daemon,
             daemon_note=lookup.note, wall_seconds=wall,
             tool_cpu_percent=100.0 * cpu / wall if wall > 0 else 0.0, judged=judged, ops=ops,
-            mount=self._target.describe(), cold_steps=steps)
+            mount=self._target.describe(), cold_steps=steps, cache_disk_peak_bytes=disk_peak)
         self.results.append(result)
         return result
 

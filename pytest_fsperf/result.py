@@ -76,6 +76,7 @@ class WorkloadResult:
     ops: OpStats | None = None
     scenario: str | None = None  # the built-in scenario id it ran, if any
     notes: tuple[str, ...] = ()  # e.g. the juicefs bench grade of the row
+    cache_disk_peak_bytes: int | None = None  # peak disk use of the daemon's cache dirs, sampled
     mount: dict[str, Any] | None = None  # the backend the plugin mounted: name, options (redacted)
     cold_steps: tuple[str, ...] = ()  # what cold() did: unmount, wiped DIR, mount, drop_caches
     raw: dict[str, Any] = field(default_factory=dict, compare=False)

@@ -86,6 +86,9 @@ def footnotes(results: list[dict[str, Any]]) -> list[str]:
                      "time counted in 10 ms ticks")
     notes += [f"{r['test'].rsplit('::', 1)[-1]} {r['name']}: {n}"
               for r in results for n in r.get("notes", [])]
+    notes += [f"{r['test'].rsplit('::', 1)[-1]} {r['name']}: daemon cache disk peak "
+              f"{units.format_mb(r['cache_disk_peak_bytes'])}"
+              for r in results if r.get("cache_disk_peak_bytes") is not None]
     notes.append("CPU: 100% = one fully busy core; bandwidth and memory in powers of 1000")
     return notes
 
