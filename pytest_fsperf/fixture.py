@@ -15,6 +15,7 @@ from .diskmeter import DiskMeter
 from .engine import files as files_engine
 from .engine import fio as fio_engine
 from .engine import meta as meta_engine
+from .engine import sysbench as sysbench_engine
 from .errors import MeasurementError, UsageError, or_fail
 from .meters import DaemonExited, DaemonMeter
 from .mount.daemon import Lookup, start_time
@@ -25,6 +26,12 @@ from .session import FsperfSession, Target, safe_name
 
 Workload = Mapping[str, object] | Callable[["Fsperf"], WorkloadResult]
 UNKNOWN_DAEMON_CACHE = "unknown: existing mount, daemon not restarted"
+
+
+def _cpu() -> float:
+    """This process's CPU and that of its reaped children (sysbench), in seconds."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def _daemon_cache(lookup: Lookup, page: str | None, daemon_cold: str | None) -> str:
@@ -210,7 +217,7 @@ class Fsperf:
 
     def _scenario(self, scenario_id: str, overrides: Mapping[str, object], where: str) -> WorkloadResult:
         sc = scenarios.get(scenario_id, where)
-        measured = [i for i, st in enumerate(sc.steps) if st.engine in ("fio", "files", "meta")]
+        measured = [i for i, st in enumerate(sc.steps) if st.engine not in ("cold", "drop")]
         result: WorkloadResult | None = None
         for i, step in enumerate(sc.steps):
             if step.engine == "cold":
@@ -226,6 +233,8 @@ class Fsperf:
             try:
                 if step.engine == "fio":
                     result = self._fio(name, final, params, where)
+                elif step.engine == "sysbench":
+                    result = self._sysbench(name, judged=final, where=where, **params)  # type: ignore[arg-type]
                 elif step.engine == "files":
                     result = self._files(name, judged=final, where=where, **params)  # type: ignore[arg-type]
                 else:
@@ -234,7 +243,8 @@ class Fsperf:
                 raise UsageError(f"{where}: {exc}") from None
         assert result is not None
         graded = juicefs_grade(sc.id, result)
-        tagged = dataclasses.replace(result, scenario=sc.id, notes=(graded,) if graded else ())
+        notes = (*result.notes, graded) if graded else result.notes
+        tagged = dataclasses.replace(result, scenario=sc.id, notes=notes)
         self.results[self.results.index(result)] = tagged
         return tagged
 
@@ -309,6 +319,50 @@ class Fsperf:
         return self._engine(label, judged, "meta", options,
                             lambda: meta_engine.run_meta(op, root, paths))
 
+    def sysbench(self, name: str | None = None, *, mode: str = "seqwr", files: int = 128,
+                 block: object = "16KiB", total: object = "1GiB", threads: int = 2,
+                 seconds: float = 120, judged: bool = True) -> WorkloadResult:
+        """sysbench fileio (prepare unmeasured, then run); without sysbench installed, the
+        same shape as a fio job, noted in the result. `total` and `seconds` (not below 5 s)
+        shrink with --fsperf-scale."""
+        where = f"{self.test}: fsperf.sysbench()"
+        return or_fail(lambda: self._sysbench(name, mode, files, block, total, threads, seconds,
+                                              judged, where))
+
+    def _sysbench(self, name: str | None, mode: str = "seqwr", files: int = 128,
+                  block: object = "16KiB", total: object = "1GiB", threads: int = 2,
+                  seconds: float = 120, judged: bool = True,
+                  where: str = "fsperf.sysbench()") -> WorkloadResult:
+        if mode not in sysbench_engine.MODES:
+            raise UsageError(f"{where}: mode={mode!r} is not one of {', '.join(sysbench_engine.MODES)}")
+        try:
+            block_b, total_b = int(units.parse_bytes(block)), int(units.parse_bytes(total))
+        except ValueError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+        total_b = max(files * block_b, int(total_b * self.scale))
+        secs = max(min(float(seconds), fio_engine.MIN_RUNTIME), float(seconds) * self.scale)
+        if sysbench_engine.binary() is None:
+            fio_mode: dict[str, object] = scenarios.library.FIO_MODE.get(mode, {"rw": "randrw"})
+            job = {**fio_mode, "bs": block_b, "nrfiles": files, "filesize": total_b // files,
+                   "size": total_b, "numjobs": threads, "thread": 1, "time_based": 1,
+                   "runtime": f"{secs:g}s", "file_service_type": "random"}
+            result = self._fio(name or f"sysbench_{mode}", judged, job, where)
+            note = "sysbench is not installed: run as the equivalent fio job"
+            tagged = dataclasses.replace(result, notes=(*result.notes, note))
+            self.results[self.results.index(result)] = tagged
+            return tagged
+        cwd = os.path.join(self.workdir, "sysbench")
+        os.makedirs(cwd, exist_ok=True)
+        base = sysbench_engine.args(mode, files, block_b, total_b, threads, secs)
+        sysbench_engine.prepare(cwd, base)
+        if self._cold is not None:
+            self._make_cold(after=(*self._cold_steps, "layout"))
+        options = {"mode": mode, "files": str(files), "block": str(block_b), "total": str(total_b),
+                   "threads": str(threads), "seconds": f"{secs:g}"}
+        label = self._unique(name or f"sysbench_{mode}")
+        return self._engine(label, judged, "sysbench", options,
+                            lambda: sysbench_engine.run(cwd, base, mode, threads))
+
     def _engine(self, label: str, judged: bool, kind: str, options: dict[str, str],
                 run: Callable[[], OpStats]) -> WorkloadResult:
         """Measure an in-process engine with the daemon meter, as fio is measured."""
@@ -322,7 +376,7 @@ class Fsperf:
         try:
             if meter:
                 meter.start()
-            cpu0, t0 = time.process_time(), time.monotonic()
+            cpu0, t0 = _cpu(), time.monotonic()
             try:
                 ops = run()
             except MeasurementError as exc:
@@ -330,7 +384,7 @@ class Fsperf:
                 if d is not None and start_time(d.pid) != d.start_time:
                     raise DaemonExited(f"FUSE daemon PID {d.pid} exited during {label}: {exc}") from None
                 raise
-            wall, cpu = time.monotonic() - t0, time.process_time() - cpu0
+            wall, cpu = time.monotonic() - t0, _cpu() - cpu0
             daemon = meter.stop(label) if meter else None
         finally:
             if meter:

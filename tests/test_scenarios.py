@@ -185,3 +185,66 @@ def test_unknown_scenario_and_engine_arguments(pytester):
         "*unknown scenario 'seq_wrte_1t' (known: *",
         "*fio failed (exit 1): *unrecognized option '--colour=red'*",
         "*mode='append' must be 'read' or 'write'*"])
+
+
+SYSBENCH_OUT = """
+Latency histogram (values are in milliseconds)
+       value  ------------- distribution ------------- count
+       0.010 |****************************************  90
+       0.100 |***                                       9
+       2.000 |*                                         1
+
+File operations:
+    reads/s:                      60.00
+    writes/s:                     40.00
+    fsyncs/s:                     0.00
+
+Throughput:
+    read, MiB/s:                  0.94
+    written, MiB/s:               0.62
+
+General statistics:
+    total time:                          1.0000s
+    total number of events:              100
+
+Latency (ms):
+         min:                                    0.00
+         avg:                                    0.04
+         max:                                    2.00
+         99th percentile:                        2.00
+         sum:                                    4.00
+"""
+
+
+def test_sysbench_output_parsed_with_its_histogram():
+    from pytest_fsperf.engine.sysbench import parse
+
+    s = parse(SYSBENCH_OUT, "rndrw", 2)
+    assert s.count == 100 and s.seconds == 1.0 and s.per_second == 100.0
+    assert s.bw_bytes == pytest.approx((0.94 + 0.62) * 2**20)
+    op = s.phases["op"]
+    assert op.p50_ns == pytest.approx(10_000) and op.p99_ns == pytest.approx(100_000)
+    assert op.mean_ns == pytest.approx(40_000) and op.max_ns == pytest.approx(2_000_000)
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_sysbench_scenario_or_its_fio_stand_in(pytester, monkeypatch, installed):
+    import pytest_fsperf.engine.sysbench as sb
+
+    if installed and shutil.which("sysbench") is None:
+        pytest.skip("sysbench is not installed (apt-get install sysbench)")
+    if not installed:
+        monkeypatch.setattr(sb, "binary", lambda: None)  # the run is in-process
+    pytester.makepyfile("""
+        def test_rndrw(fsperf):
+            r = fsperf.scenario("sysbench_rndrw")
+            assert r.scenario == "sysbench_rndrw" and r.cache.startswith("cold")
+            print("KIND", r.kind, r.notes)
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-scale=0.001", "-s")
+    result.assert_outcomes(passed=1)
+    if installed:
+        result.stdout.fnmatch_lines(["*KIND sysbench ()"])
+    else:
+        result.stdout.fnmatch_lines(
+            ["*KIND fio ('sysbench is not installed: run as the equivalent fio job',)"])
