@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .backends.request import parse_options
+from .engine import fio as fio_engine
+from .errors import UsageError
+from .report.redact import redact_args
 from .result import WorkloadResult
+
+if TYPE_CHECKING:
+    from .fixture import Fsperf
+
+Workload = Mapping[str, object] | Callable[["Fsperf"], WorkloadResult]
 
 METRICS = ("bw", "iops", "lat_p99", "daemon_cpu", "daemon_rss")
 BIGGER_IS_BETTER = frozenset({"bw", "iops"})
@@ -69,3 +79,50 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
         metrics[metric] = MetricComparison(metric, av, bv, am, bm, ratio)
     return Comparison(test, name, backend, a_options, b_options, len(a), order,
                       tuple(r.name for r in a), tuple(r.name for r in b), metrics)
+
+
+def run_compare(fs: Fsperf, workload: Workload, a: Sequence[str] | str, b: Sequence[str] | str,
+                rounds: int, name: str | None, where: str) -> Comparison:
+    """A and B interleaved (A B A B ...) on the same mount point, each after a cold remount;
+    a read job's files are laid out once first. The original options are restored."""
+    owned = fs._target.owned
+    if owned is None or not owned.backend.has_daemon:
+        raise UsageError(f"{where}: needs a backend the plugin mounts (fsperf_mount marker or "
+                         "--fsperf-backend), not an existing directory")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 100:
+        raise UsageError(f"{where}: rounds={rounds!r} must be a whole number from 1 to 100")
+    variants = {"A": parse_options(a, f"{where} a"), "B": parse_options(b, f"{where} b")}
+    original = owned.options
+    job: dict[str, str] | None = None
+    if isinstance(workload, Mapping):
+        base, job = fs._job(name, workload, where)
+    elif callable(workload):
+        base = name or str(getattr(workload, "__name__", "workload"))
+    else:
+        raise UsageError(f"{where}: workload must be fio options (a dict) or a function")
+    runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
+    try:
+        if job is not None and fio_engine.is_reading(job):
+            fs._remount(variants["A"], wipe=False)
+            fs._layout(job, fs._output(base))
+        for n in range(1, rounds + 1):
+            for variant, options in variants.items():
+                fs._make_cold(options)
+                label = fs._unique(f"{base}[{variant}{n}]")
+                if job is not None:
+                    result = fs._measure(label, False, job, layout=False)
+                else:
+                    assert callable(workload)
+                    result = workload(fs)
+                runs[variant].append(result)
+    finally:
+        if owned.options != original or not owned.alive():
+            fs._remount(original, wipe=False)
+
+    def shown(options: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(owned.redact(o) for o in redact_args(options))
+
+    outcome = compare(fs.test, base, owned.backend.name, shown(variants["A"]), shown(variants["B"]),
+                      runs["A"], runs["B"], "AB" * rounds)
+    fs.comparisons.append(outcome)
+    return outcome

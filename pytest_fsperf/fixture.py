@@ -9,8 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from . import cache, scenarios, units
-from .backends.request import parse_options
-from .compare import Comparison, compare
+from .compare import Comparison, Workload, run_compare
 from .diskmeter import DiskMeter
 from .engine import files as files_engine
 from .engine import fio as fio_engine
@@ -19,12 +18,10 @@ from .engine import sysbench as sysbench_engine
 from .errors import MeasurementError, UsageError, or_fail
 from .meters import DaemonExited, DaemonMeter
 from .mount.daemon import Lookup, start_time
-from .report.redact import redact_args
 from .result import OpStats, WorkloadResult
-from .scenarios.juicefs import grade as juicefs_grade
+from .scenarios.runner import run_scenario
 from .session import FsperfSession, Target, safe_name
 
-Workload = Mapping[str, object] | Callable[["Fsperf"], WorkloadResult]
 UNKNOWN_DAEMON_CACHE = "unknown: existing mount, daemon not restarted"
 
 
@@ -32,6 +29,14 @@ def _cpu() -> float:
     """This process's CPU and that of its reaped children (sysbench), in seconds."""
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
+
+
+def _cause(lookup: Lookup, label: str, exc: MeasurementError) -> MeasurementError:
+    """A failed workload: name the daemon's death as the cause, if it died."""
+    d = lookup.daemon
+    if d is not None and start_time(d.pid) != d.start_time:
+        return DaemonExited(f"FUSE daemon PID {d.pid} exited during {label}: {exc}")
+    return exc
 
 
 def _daemon_cache(lookup: Lookup, page: str | None, daemon_cold: str | None) -> str:
@@ -140,10 +145,7 @@ class Fsperf:
         except DaemonExited:
             raise
         except MeasurementError as exc:  # fio failed: was it because the daemon died?
-            d = lookup.daemon
-            if d is not None and start_time(d.pid) != d.start_time:
-                raise DaemonExited(f"FUSE daemon PID {d.pid} exited during {label}: {exc}") from None
-            raise
+            raise _cause(lookup, label, exc) from None
 
     def _output(self, label: str) -> str:
         return os.path.join(self._state.local_dir(), f"{safe_name(self.test)}-{safe_name(label)}")
@@ -213,40 +215,7 @@ class Fsperf:
         measured, judged workload, named after the scenario. `overrides` change that step's
         parameters (e.g. threads=4 for the juicefs bench rows)."""
         where = f"{self.test}: fsperf.scenario({scenario_id!r})"
-        return or_fail(lambda: self._scenario(scenario_id, overrides, where))
-
-    def _scenario(self, scenario_id: str, overrides: Mapping[str, object], where: str) -> WorkloadResult:
-        sc = scenarios.get(scenario_id, where)
-        measured = [i for i, st in enumerate(sc.steps) if st.engine not in ("cold", "drop")]
-        result: WorkloadResult | None = None
-        for i, step in enumerate(sc.steps):
-            if step.engine == "cold":
-                self._daemon_cold = None
-                self._make_cold()
-                continue
-            if step.engine == "drop":
-                self._drop()
-                continue
-            final = i == measured[-1]
-            params = {**step.params, **(overrides if final else {})}
-            name = self._unique(sc.id if final else f"{sc.id}.prep{i}")
-            try:
-                if step.engine == "fio":
-                    result = self._fio(name, final, params, where)
-                elif step.engine == "sysbench":
-                    result = self._sysbench(name, judged=final, where=where, **params)  # type: ignore[arg-type]
-                elif step.engine == "files":
-                    result = self._files(name, judged=final, where=where, **params)  # type: ignore[arg-type]
-                else:
-                    result = self._meta(name, judged=final, where=where, **params)  # type: ignore[arg-type]
-            except TypeError as exc:
-                raise UsageError(f"{where}: {exc}") from None
-        assert result is not None
-        graded = juicefs_grade(sc.id, result)
-        notes = (*result.notes, graded) if graded else result.notes
-        tagged = dataclasses.replace(result, scenario=sc.id, notes=notes)
-        self.results[self.results.index(result)] = tagged
-        return tagged
+        return or_fail(lambda: run_scenario(self, scenario_id, overrides, where))
 
     # -- small files and metadata -------------------------------------------
 
@@ -380,10 +349,7 @@ class Fsperf:
             try:
                 ops = run()
             except MeasurementError as exc:
-                d = lookup.daemon
-                if d is not None and start_time(d.pid) != d.start_time:
-                    raise DaemonExited(f"FUSE daemon PID {d.pid} exited during {label}: {exc}") from None
-                raise
+                raise _cause(lookup, label, exc) from None
             wall, cpu = time.monotonic() - t0, _cpu() - cpu0
             daemon = meter.stop(label) if meter else None
         finally:
@@ -407,50 +373,4 @@ class Fsperf:
         round after a cold remount; returns per-round figures, medians and B/A ratios.
         `workload` is fio options (a dict) or a function taking this fixture."""
         where = f"{self.test}: fsperf.compare()"
-        return or_fail(lambda: self._compare(workload, a, b, rounds, name, where))
-
-    def _compare(self, workload: Workload, a: Sequence[str] | str, b: Sequence[str] | str,
-                 rounds: int, name: str | None, where: str) -> Comparison:
-        owned = self._target.owned
-        if owned is None or not owned.backend.has_daemon:
-            raise UsageError(f"{where}: needs a backend the plugin mounts (fsperf_mount marker or "
-                             "--fsperf-backend), not an existing directory")
-        if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 100:
-            raise UsageError(f"{where}: rounds={rounds!r} must be a whole number from 1 to 100")
-        variants = {"A": parse_options(a, f"{where} a"), "B": parse_options(b, f"{where} b")}
-        original = owned.options
-        job: dict[str, str] | None = None
-        if isinstance(workload, Mapping):
-            base, job = self._job(name, workload, where)
-        elif callable(workload):
-            base = name or str(getattr(workload, "__name__", "workload"))
-        else:
-            raise UsageError(f"{where}: workload must be fio options (a dict) or a function")
-        runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
-        try:
-            if job is not None and fio_engine.is_reading(job):
-                self._remount(variants["A"], wipe=False)
-                self._layout(job, self._output(base))
-            for n in range(1, rounds + 1):
-                for variant, options in variants.items():
-                    self._make_cold(options)
-                    label = self._unique(f"{base}[{variant}{n}]")
-                    if job is not None:
-                        result = self._measure(label, False, job, layout=False)
-                    else:
-                        assert callable(workload)
-                        result = workload(self)
-                    runs[variant].append(result)
-        finally:
-            if owned.options != original or not owned.alive():
-                self._remount(original, wipe=False)
-        a_shown = tuple(self._redacted(variants["A"]))
-        b_shown = tuple(self._redacted(variants["B"]))
-        outcome = compare(self.test, base, owned.backend.name, a_shown, b_shown, runs["A"], runs["B"],
-                          "AB" * rounds)
-        self.comparisons.append(outcome)
-        return outcome
-
-    def _redacted(self, options: tuple[str, ...]) -> list[str]:
-        owned = self._target.owned
-        return [owned.redact(o) if owned else o for o in redact_args(options)]
+        return or_fail(lambda: run_compare(self, workload, a, b, rounds, name, where))
