@@ -19,7 +19,7 @@ import tempfile
 import time
 
 from pytest_fsperf.cache import make_cold
-from pytest_fsperf.engine.files import list_files, run_files
+from pytest_fsperf.engine.files import list_files, run_files, sized
 
 
 def fio_job(directory: str, rw: str, files: int, threads: int, out: str) -> list[str]:
@@ -56,14 +56,14 @@ def main() -> None:
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             subprocess.run(fio_job(work, "write", files, args.threads, out.name), check=True,
                            stdout=subprocess.DEVNULL)
-        paths = list_files(work)
+        paths = sized(list_files(work))
         print(f"{len(paths)} files of 128 KiB, {args.threads} threads, in {work}")
         engine, fio = [], []
         for n in range(args.rounds):
             make_cold(work)
             fio.append(fio_read_mbps(work, files, args.threads))
             make_cold(work)
-            stats = run_files(paths, write=False, size=0, threads=args.threads)
+            stats = run_files(paths, write=False, threads=args.threads)
             engine.append(stats.bw_bytes / 1e6)
             print(f"round {n + 1}: fio {fio[-1]:.1f} MB/s, engine {engine[-1]:.1f} MB/s")
         ratio = statistics.median(engine) / statistics.median(fio)

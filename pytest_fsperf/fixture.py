@@ -251,14 +251,18 @@ class Fsperf:
         paths = files_engine.file_names(directory, n)
         if mode == "read":
             if files_engine.list_files(directory) != sorted(paths):
-                files_engine.run_files(paths, write=True, size=nbytes, threads=min(threads, 16))
+                files_engine.run_files([(p, nbytes) for p in paths], write=True,
+                                       threads=min(threads, 16))
                 if self._cold is not None:
                     self._make_cold(after=(*self._cold_steps, "layout"))
-            paths = files_engine.list_files(directory)  # what the seed's reader does: walk the dir
+            # What the seed's reader does before its clock starts: walk the dir, stat each file.
+            todo = files_engine.sized(files_engine.list_files(directory))
+        else:
+            todo = [(p, nbytes) for p in paths]
         options = {"mode": mode, "count": str(n), "size": str(nbytes), "threads": str(threads)}
         label = self._unique(name or f"files_{mode}")
         return self._engine(label, judged, "files", options, lambda: files_engine.run_files(
-            paths, write=mode == "write", size=nbytes, threads=threads))
+            todo, write=mode == "write", threads=threads))
 
     def meta(self, name: str | None = None, *, op: str = "list", entries: int = 1000,
              per_dir: int = 0, judged: bool = True) -> WorkloadResult:

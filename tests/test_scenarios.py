@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from pytest_fsperf.engine.files import file_names, list_files, run_files
+from pytest_fsperf.engine.files import file_names, list_files, run_files, sized
 from pytest_fsperf.engine.meta import make_tree, run_meta, tree_paths
 from pytest_fsperf.result import OpStats, WorkloadResult
 from pytest_fsperf.scenarios import SCENARIOS
@@ -25,10 +25,10 @@ def need_fio():
 
 def test_small_file_engine_writes_and_reads_every_byte(tmp_path):
     paths = file_names(str(tmp_path), 50)
-    w = run_files(paths, write=True, size=200_000, threads=8)
+    w = run_files([(p, 200_000) for p in paths], write=True, threads=8)
     assert w.count == 50 and w.io_bytes == 50 * 200_000
     assert all(os.path.getsize(p) == 200_000 for p in paths)
-    r = run_files(list_files(str(tmp_path)), write=False, size=0, threads=8)
+    r = run_files(sized(list_files(str(tmp_path))), write=False, threads=8)
     assert r.io_bytes == 50 * 200_000 and r.operation == "read files"
     assert r.bw_bytes == pytest.approx(r.io_bytes / r.seconds)
     ph = r.phases
@@ -41,7 +41,7 @@ def test_small_file_engine_reports_the_first_failure(tmp_path):
     from pytest_fsperf.errors import MeasurementError
 
     with pytest.raises(MeasurementError, match=r"small-file read failed: .*/missing: No such file"):
-        run_files([str(tmp_path / "missing")], write=False, size=0, threads=2)
+        run_files([(str(tmp_path / "missing"), 10)], write=False, threads=2)
 
 
 def test_metadata_engine_counts_entries(tmp_path):

@@ -34,6 +34,11 @@ def list_files(directory: str) -> list[str]:
     return sorted(found)
 
 
+def sized(paths: Sequence[str]) -> list[tuple[str, int]]:
+    """Each file with its size, as the seed's reader learns them while walking (untimed)."""
+    return [(p, os.lstat(p).st_size) for p in paths]
+
+
 @dataclass
 class _Worker:
     times: dict[str, list[int]]
@@ -41,7 +46,9 @@ class _Worker:
     error: str | None = None
 
 
-def _one(path: str, write: bool, size: int, buf: bytes | bytearray, w: _Worker) -> None:
+def _one(path: str, write: bool, size: int, view: memoryview, w: _Worker) -> None:
+    """One whole file in calls of up to 1 MiB into (or from) a reused buffer, as the seed's
+    program does: no per-call allocation, and no read past the size it listed."""
     t0 = time.perf_counter_ns()
     flags = os.O_CREAT | os.O_WRONLY | os.O_TRUNC if write else os.O_RDONLY
     fd = os.open(path, flags, 0o644)
@@ -49,15 +56,11 @@ def _one(path: str, write: bool, size: int, buf: bytes | bytearray, w: _Worker) 
     first = 0
     offset = 0
     try:
-        while True:
-            if write:
-                if offset >= size:
-                    break
-                n = os.pwrite(fd, memoryview(buf)[: min(CHUNK, size - offset)], offset)
-            else:
-                n = len(os.pread(fd, CHUNK, offset))
-                if n == 0:
-                    break
+        while offset < size:
+            part = view[: min(CHUNK, size - offset)]
+            n = os.pwrite(fd, part, offset) if write else os.preadv(fd, [part], offset)
+            if n <= 0:
+                break  # the file is shorter than listed
             offset += n
             if not first:
                 first = time.perf_counter_ns()
@@ -81,31 +84,37 @@ def latency_stats(values: list[int]) -> LatencyStats:
                         p99_ns=pick(0.99), max_ns=float(ordered[-1]) if n else 0.0)
 
 
-def run_files(paths: Sequence[str], *, write: bool, size: int, threads: int) -> OpStats:
-    """Read (or write, `size` bytes each) every path with `threads` threads."""
+def run_files(files: Sequence[tuple[str, int]], *, write: bool, threads: int) -> OpStats:
+    """Read (or write) each (path, size) whole with `threads` threads."""
     if threads < 1:
         raise ValueError("threads must be at least 1")
-    tasks: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-    for p in paths:
-        tasks.put(p)
+    tasks: queue.SimpleQueue[tuple[str, int] | None] = queue.SimpleQueue()
+    for item in files:
+        tasks.put(item)
     for _ in range(threads):
         tasks.put(None)
+    paths = [p for p, _size in files]
     workers = [_Worker({p: [] for p in PHASES}) for _ in range(threads)]
-    buf = os.urandom(min(size, CHUNK)) if write else b""
+    data = os.urandom(CHUNK) if write else b""
+
+    go = threading.Event()
 
     def work(w: _Worker) -> None:
-        while (path := tasks.get()) is not None:
+        view = memoryview(data if write else bytearray(CHUNK))
+        go.wait()
+        while (item := tasks.get()) is not None:
             if w.error is not None:
                 continue
             try:
-                _one(path, write, size, buf, w)
+                _one(item[0], write, item[1], view, w)
             except OSError as exc:
-                w.error = f"{path}: {exc.strerror or exc}"
+                w.error = f"{item[0]}: {exc.strerror or exc}"
 
     pool = [threading.Thread(target=work, args=(w,), daemon=True) for w in workers]
-    start = time.perf_counter()
-    for t in pool:
+    for t in pool:  # the threads exist before the clock starts, as the seed's goroutines do
         t.start()
+    start = time.perf_counter()
+    go.set()
     for t in pool:
         t.join()
     seconds = time.perf_counter() - start
