@@ -39,6 +39,21 @@ def _cause(lookup: Lookup, label: str, exc: MeasurementError) -> MeasurementErro
     return exc
 
 
+WRITES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trimwrite"})
+FLUSHES = ("end_fsync", "fsync_on_close", "fsync", "fdatasync", "sync", "write_barrier")
+
+
+def _unflushed(job: dict[str, str], lookup: Lookup) -> tuple[str, ...]:
+    """A FUSE daemon may buffer writes and upload at close or later: say so when the job
+    did not make fio wait for it."""
+    if lookup.daemon is None or job.get("rw", "read") not in WRITES:
+        return ()
+    if any(job.get(k, "0") not in ("0", "none", "") for k in FLUSHES):
+        return ()
+    return ("writes not flushed: the figure may be the daemon's buffer, not the upload; "
+            "end_fsync=1 times it",)
+
+
 def _daemon_cache(lookup: Lookup, page: str | None, daemon_cold: str | None) -> str:
     if lookup.daemon is None and lookup.note.startswith("no daemon"):
         return "n/a: no daemon"
@@ -194,6 +209,7 @@ class Fsperf:
             tool_cpu_percent=100.0 * fio_cpu / wall if wall > 0 else 0.0,
             judged=judged, mount=self._target.describe(), cold_steps=steps,
             cache_disk_peak_bytes=disk_peak, raw=raw, output_file=out + ".json",
+            notes=_unflushed(job, lookup),
         )
         self.results.append(result)
         return result

@@ -55,3 +55,17 @@ def test_reading(rw, reads):
 def test_time_based_runtime_shrinks_to_no_less_than_5_s(runtime, scale, expected):
     job = build_job({"rw": "read", "time_based": 1, "runtime": runtime}, scale, "t")
     assert job["runtime"] == expected
+
+
+def test_unflushed_writes_on_a_fuse_mount_are_noted():
+    from pytest_fsperf.fixture import _unflushed
+    from pytest_fsperf.mount.daemon import Daemon, Lookup
+
+    fuse = Lookup(Daemon(1, 1, ("s3fs",), "fdinfo"), "found")
+    assert _unflushed({"rw": "write"}, fuse)[0].startswith("writes not flushed")
+    assert _unflushed({"rw": "randrw"}, fuse)
+    assert _unflushed({"rw": "write", "end_fsync": "1"}, fuse) == ()
+    assert _unflushed({"rw": "write", "fsync_on_close": "1"}, fuse) == ()
+    assert _unflushed({"rw": "read"}, fuse) == ()
+    assert _unflushed({}, fuse) == ()
+    assert _unflushed({"rw": "write"}, Lookup(None, "no daemon: ext4")) == ()
