@@ -65,16 +65,20 @@ def _daemon_cache(lookup: Lookup, page: str | None, daemon_cold: str | None) -> 
 class Fsperf:
     """Given to a test as `fsperf`. Everything it writes stays in `workdir`."""
 
-    def __init__(self, state: FsperfSession, target: Target, test: str, workdir: str) -> None:
+    def __init__(self, state: FsperfSession, target: Target, test: str, workdir: str,
+                 rounds: int = 1, warmup: bool = False) -> None:
         self._state = state
         self._target = target
         self.test = test
         self.workdir = Path(workdir)
         self.results: list[WorkloadResult] = []
+        self.rounds = rounds  # each workload call runs this often; its figures are the medians
+        self.warmup = warmup  # and first once more, unjudged and discarded
         self.comparisons: list[Comparison] = []
         self._cold: str | None = None  # page cache state for the next workload
         self._daemon_cold: str | None = None
         self._cold_steps: tuple[str, ...] = ()
+        self._cold_kind = "cold"  # or "drop": what a pending cold start re-applies
         owned = target.owned
         #: Directories whose peak disk use is sampled during each workload: the daemon's disk
         #: cache of a mount the plugin owns; add your daemon's (e.g. ossfs's use_cache) here.
@@ -108,7 +112,39 @@ class Fsperf:
             self._daemon_cold = "cold: remounted" + (", disk cache wiped" if wiped else "")
         self._cold = cache.make_cold(str(self.workdir))
         self._cold_steps = (*steps, self._cold.removeprefix("cold: "))
+        self._cold_kind = "cold"
         return self._cold
+
+    def _repeat(self, name: str, run: Callable[[str], WorkloadResult]) -> WorkloadResult:
+        """Run a workload `rounds` times (after an unjudged warm-up round, if asked), each
+        round after the same cold start or page-cache drop that was pending for the first.
+        The result is the median round, carrying every round's figures."""
+        if self.rounds == 1 and not self.warmup:
+            return run(name)
+        label = self._unique(name)
+        kind = self._cold_kind if self._cold is not None else None
+        runs: list[WorkloadResult] = []
+        total = self.rounds + (1 if self.warmup else 0)
+        for i in range(total):
+            if i and kind == "cold":
+                self._daemon_cold = None
+                self._make_cold()
+            elif i and kind == "drop":
+                self._drop()
+            warm = self.warmup and i == 0
+            runs.append(run(f"{label}.warmup" if warm else f"{label}.r{i + (0 if self.warmup else 1)}"))
+        for r in runs:
+            self.results.remove(r)
+        measured = runs[1:] if self.warmup else runs
+        key = "bw" if measured[0].io_bytes else "ops"
+        ordered = sorted(measured, key=lambda r: r.single_metrics().get(key) or 0.0)
+        base = ordered[(len(ordered) - 1) // 2]
+        notes = (f"warm-up round run first and discarded ({runs[0].name})",) if self.warmup else ()
+        result = dataclasses.replace(
+            base, name=label, rounds=tuple(r.single_metrics() for r in measured),
+            notes=(*base.notes, *notes))
+        self.results.append(result)
+        return result
 
     def _remount(self, options: tuple[str, ...] | None, wipe: bool) -> list[str]:
         owned = self._target.owned
@@ -141,7 +177,8 @@ class Fsperf:
             **options: object) -> WorkloadResult:
         """Run one fio job in the work directory and measure it with the daemon."""
         where = f"{self.test}: fsperf.fio()"
-        return or_fail(lambda: self._fio(name, judged, options, where))
+        rw = str(options.get("rw", "read"))
+        return or_fail(lambda: self._repeat(name or rw, lambda n: self._fio(n, judged, options, where)))
 
     def _job(self, name: str | None, options: Mapping[str, object], where: str,
              ) -> tuple[str, dict[str, str]]:
@@ -171,7 +208,7 @@ class Fsperf:
         fio_engine.run_fio(fio_engine.command(spec, "fsperf", str(self.workdir), out + ".layout.json"),
                            out + ".layout.json")
         if self._cold is not None:
-            self._make_cold(after=(*self._cold_steps, "layout"))
+            self._recold()
 
     def _measure(self, label: str, judged: bool, job: dict[str, str], layout: bool) -> WorkloadResult:
         out = self._output(label)
@@ -220,11 +257,20 @@ class Fsperf:
         """Drop only the kernel page cache; the daemon and its cache stay as they are."""
         return or_fail(self._drop)
 
-    def _drop(self) -> str:
+    def _drop(self, after: tuple[str, ...] = ()) -> str:
         self._cold = cache.make_cold(str(self.workdir))
         self._daemon_cold = "kept: only the page cache was dropped"
-        self._cold_steps = (self._cold.removeprefix("cold: "),)
+        self._cold_steps = (*after, self._cold.removeprefix("cold: "))
+        self._cold_kind = "drop"
         return self._cold
+
+    def _recold(self) -> None:
+        """After a layout pass: make the pending cold start (or page-cache drop) true again."""
+        after = (*self._cold_steps, "layout")
+        if self._cold_kind == "drop":
+            self._drop(after)
+        else:
+            self._make_cold(after=after)
 
     def scenario(self, scenario_id: str, **overrides: object) -> WorkloadResult:
         """Run a built-in scenario (pytest_fsperf.scenarios) by id; its last step is the
@@ -242,7 +288,8 @@ class Fsperf:
         each, whole, in work dir/subdir. Reading lays the files out first, unmeasured.
         `count` is shrunk by --fsperf-scale; the file size is not, unless one file is left."""
         where = f"{self.test}: fsperf.files()"
-        return or_fail(lambda: self._files(name, mode, count, size, threads, judged, subdir, where))
+        return or_fail(lambda: self._repeat(name or f"files_{mode}", lambda n: self._files(
+            n, mode, count, size, threads, judged, subdir, where)))
 
     def _files(self, name: str | None, mode: str = "read", count: int = 100_000,
                size: object = "128KiB", threads: int = 128, judged: bool = True,
@@ -270,7 +317,7 @@ class Fsperf:
                 files_engine.run_files([(p, nbytes) for p in paths], write=True,
                                        threads=min(threads, 16))
                 if self._cold is not None:
-                    self._make_cold(after=(*self._cold_steps, "layout"))
+                    self._recold()
             # What the seed's reader does before its clock starts: walk the dir, stat each file.
             todo = files_engine.sized(files_engine.list_files(directory))
         else:
@@ -286,7 +333,8 @@ class Fsperf:
         directory of this size): op is list (ls -f), list_stat (ls -l), walk (find) or stat.
         `entries` is shrunk by --fsperf-scale."""
         where = f"{self.test}: fsperf.meta()"
-        return or_fail(lambda: self._meta(name, op, entries, per_dir, judged, where))
+        return or_fail(lambda: self._repeat(name or f"meta_{op}", lambda n: self._meta(
+            n, op, entries, per_dir, judged, where)))
 
     def _meta(self, name: str | None, op: str = "list", entries: int = 1000, per_dir: int = 0,
               judged: bool = True, where: str = "fsperf.meta()") -> WorkloadResult:
@@ -301,7 +349,7 @@ class Fsperf:
             os.makedirs(root)
             meta_engine.make_tree(root, n, per_dir)
             if self._cold is not None:
-                self._make_cold(after=(*self._cold_steps, "layout"))
+                self._recold()
         paths = meta_engine.tree_paths(root, n, per_dir) if op == "stat" else None
         options = {"op": op, "entries": str(n), "per_dir": str(per_dir)}
         label = self._unique(name or f"meta_{op}")
@@ -315,8 +363,8 @@ class Fsperf:
         same shape as a fio job, noted in the result. `total` and `seconds` (not below 5 s)
         shrink with --fsperf-scale."""
         where = f"{self.test}: fsperf.sysbench()"
-        return or_fail(lambda: self._sysbench(name, mode, files, block, total, threads, seconds,
-                                              judged, where))
+        return or_fail(lambda: self._repeat(name or f"sysbench_{mode}", lambda n: self._sysbench(
+            n, mode, files, block, total, threads, seconds, judged, where)))
 
     def _sysbench(self, name: str | None, mode: str = "seqwr", files: int = 128,
                   block: object = "16KiB", total: object = "1GiB", threads: int = 2,
@@ -345,7 +393,7 @@ class Fsperf:
         base = sysbench_engine.args(mode, files, block_b, total_b, threads, secs)
         sysbench_engine.prepare(cwd, base)
         if self._cold is not None:
-            self._make_cold(after=(*self._cold_steps, "layout"))
+            self._recold()
         options = {"mode": mode, "files": str(files), "block": str(block_b), "total": str(total_b),
                    "threads": str(threads), "seconds": f"{secs:g}"}
         label = self._unique(name or f"sysbench_{mode}")

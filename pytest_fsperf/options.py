@@ -47,6 +47,10 @@ OPTIONS = (
            "or saved with --fsperf-save-baseline)", "NAME"),
     Option("fsperf_gate", "'baseline': fail a scenario that misses its baseline by more than the "
            "tolerance; default 'none': only report measured / documented", "WHAT"),
+    Option("fsperf_rounds", "run every workload N times and judge the medians (default 1)", "N"),
+    Option("fsperf_warmup", "1: run one unjudged, discarded warm-up round before the rounds", "0|1"),
+    Option("fsperf_inconclusive", "when the rounds' spread is too wide to decide a threshold: "
+           "'fail' (default) or 'warn'", "fail|warn"),
     Option("fsperf_save_baseline", "save this run's figures as baseline NAME in .fsperf/baselines/",
            "NAME"),
 )
@@ -67,6 +71,9 @@ class Settings:
     baseline_where: str = ""
     gate: str = "none"
     save_baseline: str | None = None
+    rounds: int = 1
+    warmup: bool = False
+    inconclusive: str = "fail"
     root: Path = Path(".")  # rootdir: .fsperf/ lives here
 
 
@@ -166,6 +173,29 @@ def _name(raw: Raw) -> str:
     return name
 
 
+def _rounds(raw: Raw) -> int:
+    try:
+        n = int(raw.text)
+    except ValueError:
+        raise UsageError(f"{raw.where}: not a whole number") from None
+    if not 1 <= n <= 1000:
+        raise UsageError(f"{raw.where}: must be from 1 to 1000")
+    return n
+
+
+def _flag(raw: Raw) -> bool:
+    text = raw.text.strip().lower()
+    if text not in ("0", "1", "true", "false", "yes", "no"):
+        raise UsageError(f"{raw.where}: must be 1 or 0")
+    return text in ("1", "true", "yes")
+
+
+def _inconclusive(raw: Raw) -> str:
+    if raw.text.strip() not in ("fail", "warn"):
+        raise UsageError(f"{raw.where}: must be 'fail' or 'warn'")
+    return raw.text.strip()
+
+
 def _gate(raw: Raw) -> str:
     if raw.text.strip() not in ("none", "baseline"):
         raise UsageError(f"{raw.where}: must be 'none' or 'baseline'")
@@ -200,5 +230,8 @@ def read_settings(config: pytest.Config) -> Settings:
         baseline_where=by_name["fsperf_baseline"].where if by_name["fsperf_baseline"] else "",
         gate=get("fsperf_gate", _gate, "none"),
         save_baseline=get("fsperf_save_baseline", _name, None),
+        rounds=get("fsperf_rounds", _rounds, 1),
+        warmup=get("fsperf_warmup", _flag, False),
+        inconclusive=get("fsperf_inconclusive", _inconclusive, "fail"),
         root=config.rootpath,
     )

@@ -73,9 +73,11 @@ class Plan:
     thresholds: tuple[Threshold, ...]
     baseline: str | None = None  # compare with this baseline's figure for each scenario
     tolerance: float = 0.10
+    rounds: int | None = None  # None: --fsperf-rounds
+    warmup: bool | None = None
 
 
-BASELINE_KEYS = ("baseline", "tolerance")
+BASELINE_KEYS = ("baseline", "tolerance", "rounds", "warmup")
 
 
 def build_plan(test: str, markers: Iterable[tuple[tuple[object, ...], Mapping[str, object]]]) -> Plan:
@@ -97,6 +99,13 @@ def build_plan(test: str, markers: Iterable[tuple[tuple[object, ...], Mapping[st
             raise UsageError(f"{test}: fsperf marker tolerance: {exc}") from None
         if not 0 <= tolerance < 1:
             raise UsageError(f"{test}: fsperf marker tolerance must be from 0% to below 100%")
+    rounds = merged.pop("rounds", None)
+    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int)
+                               or not 1 <= rounds <= 1000):
+        raise UsageError(f"{test}: fsperf marker rounds={rounds!r} must be a whole number from 1 to 1000")
+    warmup = merged.pop("warmup", None)
+    if warmup is not None and not isinstance(warmup, bool):
+        raise UsageError(f"{test}: fsperf marker warmup={warmup!r} must be True or False")
     thresholds = []
     for key, value in merged.items():
         if key not in KEYWORDS:
@@ -107,4 +116,4 @@ def build_plan(test: str, markers: Iterable[tuple[tuple[object, ...], Mapping[st
         except ValueError as exc:
             raise UsageError(f"{test}: fsperf marker {key}: {exc}") from None
         thresholds.append(Threshold(key, str(value), limit))
-    return Plan(test, tuple(thresholds), baseline, tolerance)
+    return Plan(test, tuple(thresholds), baseline, tolerance, rounds, warmup)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Generator, Iterator
 from typing import Any
 
@@ -150,7 +151,11 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
         try:
             workdir = or_fail(lambda: target.new_workdir(request.node.name))
             state.environment(target)  # read once while the mount and daemon are up
-            handle = Fsperf(state, target, request.node.nodeid, workdir)
+            plan = request.node.stash.get(PLAN, None)
+            s = state.settings
+            rounds = plan.rounds if plan and plan.rounds is not None else s.rounds
+            warmup = plan.warmup if plan and plan.warmup is not None else s.warmup
+            handle = Fsperf(state, target, request.node.nodeid, workdir, rounds, warmup)
             request.node.stash[RESULTS] = handle.results
             request.node.stash[COMPARISONS] = handle.comparisons
             yield handle
@@ -185,8 +190,14 @@ def _finish(item: pytest.Item) -> list[str]:
     verdict = judge(plan, results)
     gate = _baseline(item, plan, results, verdict.per_workload)
     failures = verdict.failures + gate
+    if item.config.stash[STATE].settings.inconclusive == "fail":
+        failures += verdict.inconclusive
+    else:
+        for message in verdict.inconclusive:
+            warnings.warn(pytest.PytestWarning(f"fsperf: {message}"), stacklevel=1)
+    listed = failures + verdict.inconclusive
     item.stash[VERDICTS] = {
-        name: (v, [f for f in failures if f.startswith(name + ":")])
+        name: (v, [f for f in listed if f.startswith(name + ":")])
         for name, v in verdict.per_workload.items()
     }
     return failures + (verdict.notes if failures else [])

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
+from statistics import median
 from typing import Any
 
 
@@ -77,6 +79,7 @@ class WorkloadResult:
     scenario: str | None = None  # the built-in scenario id it ran, if any
     notes: tuple[str, ...] = ()  # e.g. the juicefs bench grade of the row
     cache_disk_peak_bytes: int | None = None  # peak disk use of the daemon's cache dirs, sampled
+    rounds: tuple[dict[str, float | None], ...] = ()  # every round's figures (--fsperf-rounds)
     mount: dict[str, Any] | None = None  # the backend the plugin mounted: name, options (redacted)
     cold_steps: tuple[str, ...] = ()  # what cold() did: unmount, wiped DIR, mount, drop_caches
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -118,8 +121,9 @@ class WorkloadResult:
         return self._worst("lat_p99_ns")
 
     def metrics(self) -> dict[str, float | None]:
-        """Every figure a threshold may name. None: this kind measures it, but it was not
-        measured honestly this time (see daemon_note). Missing key: this kind cannot answer."""
+        """Every figure a threshold may name; over several rounds, each figure's median.
+        None: this kind measures it, but it was not measured honestly this time (see
+        daemon_note). Missing key: this kind cannot answer."""
         figures: dict[str, float | None] = {
             "bw": self.bw_bytes if self.ops is None or self.ops.io_bytes else None,
             "iops": self.iops if self.ops is None else None,
@@ -132,12 +136,44 @@ class WorkloadResult:
             else None,
             "daemon_rss": float(self.daemon.peak_rss_bytes) if self.daemon else None,
         }
-        return {k: v for k, v in figures.items() if v is not None or k.startswith("daemon_")}
+        figures = {k: v for k, v in figures.items() if v is not None or k.startswith("daemon_")}
+        if self.rounds:
+            for key in figures:
+                values = self.values(key)
+                figures[key] = median(values) if values else None
+        return figures
+
+    def values(self, metric: str) -> list[float]:
+        """A figure of every round (one value without rounds)."""
+        if not self.rounds:
+            own = self.single_metrics().get(metric)
+            return [own] if own is not None else []
+        return [v for r in self.rounds if (v := r.get(metric)) is not None]
+
+    def single_metrics(self) -> dict[str, float | None]:
+        """This run's own figures, not the rounds' medians."""
+        return dataclasses.replace(self, rounds=()).metrics()
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         del data["output_file"]
-        data["total"] = {"io_bytes": self.io_bytes, "bw_bytes": self.bw_bytes, "iops": self.iops,
-                         "ops_per_second": self.ops.per_second if self.ops else None,
-                         "lat_p99_ns": self.lat_p99_ns}
+        m = self.metrics()
+        data["total"] = {"io_bytes": self.io_bytes, "bw_bytes": m.get("bw") or 0.0,
+                         "iops": m.get("iops") or 0.0, "ops_per_second": m.get("ops"),
+                         "lat_p99_ns": m.get("lat_p99")}
+        data["stats"] = summary(self)
         return data
+
+
+def summary(r: WorkloadResult) -> dict[str, dict[str, float | int]]:
+    """Per figure over the rounds: n, median, MAD, and the 95% bootstrap interval of the median."""
+    from .stats import mad, median_ci
+
+    out: dict[str, dict[str, float | int]] = {}
+    for key in r.metrics():
+        values = r.values(key)
+        if values:
+            lo, hi = median_ci(values)
+            out[key] = {"n": len(values), "median": median(values), "mad": mad(values),
+                        "ci_low": lo, "ci_high": hi}
+    return out

@@ -7,13 +7,15 @@ from dataclasses import dataclass, field
 from .errors import UsageError
 from .plan import Plan
 from .result import WorkloadResult
+from .stats import median_ci
 
-PASS, FAIL, NONE, UNJUDGED = "pass", "FAIL", "-", "partial"
+PASS, FAIL, NONE, UNJUDGED, INCONCLUSIVE = "pass", "FAIL", "-", "partial", "INCONCLUSIVE"
 
 
 @dataclass
 class Verdict:
     failures: list[str] = field(default_factory=list)
+    inconclusive: list[str] = field(default_factory=list)  # the rounds' spread straddles a limit
     notes: list[str] = field(default_factory=list)
     per_workload: dict[str, str] = field(default_factory=dict)
 
@@ -41,7 +43,21 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
                 verdict.notes.append(f"{r.name}: {threshold.keyword} not judged ({r.daemon_note})")
                 if verdict.per_workload[r.name] == PASS:
                     verdict.per_workload[r.name] = UNJUDGED
-            elif not threshold.holds(measured):
-                verdict.failures.append(threshold.describe_failure(r.name, measured))
+                continue
+            values = r.values(metric)
+            lo, hi = median_ci(values) if len(values) > 1 else (measured, measured)
+            spread = (f" (median of {len(values)} rounds, 95% interval {threshold.spec.show(lo)}"
+                      f" to {threshold.spec.show(hi)})") if len(values) > 1 else ""
+            if threshold.holds(lo) and threshold.holds(hi):
+                continue
+            if not threshold.holds(lo) and not threshold.holds(hi):
+                verdict.failures.append(threshold.describe_failure(r.name, measured) + spread)
                 verdict.per_workload[r.name] = FAIL
+            else:
+                verdict.inconclusive.append(
+                    f"{r.name}: {threshold.keyword} {threshold.text} inconclusive: "
+                    f"{threshold.spec.label} {threshold.spec.show(measured)}{spread}; "
+                    "run more rounds (--fsperf-rounds) or steady the machine")
+                if verdict.per_workload[r.name] != FAIL:
+                    verdict.per_workload[r.name] = INCONCLUSIVE
     return verdict

@@ -35,13 +35,23 @@ def cache_cell(r: dict[str, Any]) -> str:
     return "cold: remount+" + ("wipe+" if "wiped" in daemon else "") + page.removeprefix("cold: ")
 
 
+def _spread(r: dict[str, Any], key: str) -> str:
+    """' ±7%' over several rounds: the median absolute deviation, relative to the median."""
+    st = r.get("stats", {}).get(key)
+    if not r.get("rounds") or not st or not st["median"]:
+        return ""
+    return f" ±{100 * st['mad'] / st['median']:.0f}%"
+
+
 def _rate_cells(r: dict[str, Any]) -> tuple[str, str]:
     total = r["total"]
     per_s = total.get("ops_per_second")
     if per_s is None:
-        return units.format_rate(total["bw_bytes"]), units.format_count(total["iops"])
+        return (units.format_rate(total["bw_bytes"]) + _spread(r, "bw"),
+                units.format_count(total["iops"]))
     bw = units.format_rate(total["bw_bytes"]) if total["io_bytes"] else "-"
-    return bw, units.format_count(per_s) + (" files/s" if r["kind"] == "files" else " ops/s")
+    return bw, (units.format_count(per_s) + (" files/s" if r["kind"] == "files" else " ops/s")
+                + _spread(r, "ops"))
 
 
 def row(r: dict[str, Any]) -> tuple[str, ...]:
@@ -89,6 +99,10 @@ def footnotes(results: list[dict[str, Any]]) -> list[str]:
     notes += [f"{r['test'].rsplit('::', 1)[-1]} {r['name']}: daemon cache disk peak "
               f"{units.format_mb(r['cache_disk_peak_bytes'])}"
               for r in results if r.get("cache_disk_peak_bytes") is not None]
+    rounds = sorted({len(r["rounds"]) for r in results if r.get("rounds")})
+    if rounds:
+        notes.append(f"over {', '.join(map(str, rounds))} rounds: figures are medians; ±: median "
+                     "absolute deviation / median")
     notes.append("CPU: 100% = one fully busy core; bandwidth and memory in powers of 1000")
     return notes
 

@@ -20,6 +20,7 @@ def run_scenario(fs: Fsperf, scenario_id: str, overrides: Mapping[str, object],
     sc = get(scenario_id, where)
     measured = [i for i, st in enumerate(sc.steps) if st.engine not in ("cold", "drop")]
     result: WorkloadResult | None = None
+    engines = {"sysbench": fs._sysbench, "files": fs._files, "meta": fs._meta}
     for i, step in enumerate(sc.steps):
         if step.engine == "cold":
             fs._daemon_cold = None
@@ -31,12 +32,14 @@ def run_scenario(fs: Fsperf, scenario_id: str, overrides: Mapping[str, object],
         final = i == measured[-1]
         params: dict[str, object] = {**step.params, **(overrides if final else {})}
         name = fs._unique(sc.id if final else f"{sc.id}.prep{i}")
-        engines = {"sysbench": fs._sysbench, "files": fs._files, "meta": fs._meta}
+        def once(label: str, step_engine: str = step.engine, judged: bool = final,
+                 params: dict[str, object] = params) -> WorkloadResult:
+            if step_engine == "fio":
+                return fs._fio(label, judged, params, where)
+            return engines[step_engine](label, judged=judged, where=where, **params)  # type: ignore[operator,no-any-return]
+
         try:
-            if step.engine == "fio":
-                result = fs._fio(name, final, params, where)
-            else:
-                result = engines[step.engine](name, judged=final, where=where, **params)  # type: ignore[operator]
+            result = fs._repeat(name, once) if final else once(name)
         except TypeError as exc:
             raise UsageError(f"{where}: {exc}") from None
     assert result is not None

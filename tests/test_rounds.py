@@ -1,0 +1,97 @@
+"""Rounds: medians, spread, and verdicts that say inconclusive instead of guessing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_fsperf.plan import build_plan
+from pytest_fsperf.result import IoStats, WorkloadResult
+from pytest_fsperf.verdict import FAIL, INCONCLUSIVE, PASS, judge
+
+
+def io(bw: float) -> IoStats:
+    return IoStats(io_bytes=1, bw_bytes=bw, iops=1.0, total_ios=1, runtime_ms=1, lat_mean_ns=1.0,
+                   lat_p50_ns=1.0, lat_p99_ns=1.0, lat_p999_ns=1.0, lat_kind="clat")
+
+
+def result(*bws: float) -> WorkloadResult:
+    rounds = tuple({"bw": b, "iops": 1.0, "daemon_cpu": None, "daemon_rss": None} for b in bws)
+    return WorkloadResult(test="t", name="read", kind="fio", options={}, cache="warm",
+                          daemon_cache="warm", read=io(sorted(bws)[len(bws) // 2]), write=None,
+                          daemon=None, daemon_note="no daemon", wall_seconds=1.0,
+                          tool_cpu_percent=0.0, rounds=rounds if len(bws) > 1 else ())
+
+
+@pytest.mark.parametrize(("limit", "expected"), [("50MB/s", PASS), ("150MB/s", INCONCLUSIVE),
+                                                 ("400MB/s", FAIL)])
+def test_a_limit_inside_the_spread_is_inconclusive(limit, expected):
+    r = result(100e6, 200e6, 300e6)
+    assert r.metrics()["bw"] == 200e6
+    v = judge(build_plan("t", [((), {"min_bw": limit})]), [r])
+    assert v.per_workload["read"] == expected
+    if expected == INCONCLUSIVE:
+        (msg,) = v.inconclusive
+        assert msg.startswith("read: min_bw 150MB/s inconclusive: bandwidth 200 MB/s (median of 3")
+        assert not v.failures
+    if expected == FAIL:
+        assert "(median of 3 rounds, 95% interval 100 MB/s to 300 MB/s)" in v.failures[0]
+
+
+def test_one_round_decides_on_its_value():
+    v = judge(build_plan("t", [((), {"min_bw": "150MB/s"})]), [result(140e6)])
+    assert v.per_workload["read"] == FAIL and not v.inconclusive
+
+
+def test_stats_in_the_json_view():
+    data = result(100e6, 200e6, 300e6).to_dict()
+    st = data["stats"]["bw"]
+    assert st["n"] == 3 and st["median"] == 200e6 and st["mad"] == 100e6
+    assert st["ci_low"] == 100e6 and st["ci_high"] == 300e6
+    assert data["total"]["bw_bytes"] == 200e6
+
+
+@pytest.mark.parametrize("mode", ["fail", "warn"])
+def test_inconclusive_fails_or_warns(pytester, mode):
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf
+        from tests_helper import result
+
+        @fsperf(min_bw="150MB/s")
+        def test_x(fsperf):
+            fsperf.results.append(result(100e6, 200e6, 300e6))
+    """)
+    pytester.makepyfile(tests_helper=Path(__file__).read_text())
+    r = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-inconclusive={mode}")
+    if mode == "fail":
+        r.assert_outcomes(failed=1)
+        r.stdout.fnmatch_lines(["*read: min_bw 150MB/s inconclusive: bandwidth 200 MB/s*"])
+    else:
+        r.assert_outcomes(passed=1, warnings=1)
+        r.stdout.fnmatch_lines(["*PytestWarning: fsperf: read: min_bw 150MB/s inconclusive*"])
+    r.stdout.re_match_lines([r"\S+\s+read\s+200 MB/s ±50%.*INCONCLUSIVE"])
+
+
+def test_rounds_and_warmup_on_a_real_run(pytester):
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    pytester.makepyfile("""
+        import json
+
+        def test_read(fsperf):
+            fsperf.cold()
+            r = fsperf.fio(rw="read", bs="1M", size="8M", direct=1)
+            assert r.name == "read" and len(r.rounds) == 3
+            assert "warm-up round run first and discarded (read.warmup)" in r.notes
+            # the median round is a real fio run: its figures are fio's own
+            fio_bw = json.load(open(r.output_file))["jobs"][0]["read"]["bw_bytes"]
+            assert r.metrics()["bw"] == fio_bw == r.read.bw_bytes
+            assert [x.name for x in fsperf.results] == ["read"]
+    """)
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-rounds=3", "--fsperf-warmup=1")
+    r.assert_outcomes(passed=1)
+    r.stdout.fnmatch_lines(["*over 3 rounds: figures are medians*"])
+    bad = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-rounds=0")
+    bad.stderr.fnmatch_lines(["*--fsperf-rounds=0 (command line): must be from 1 to 1000*"])
