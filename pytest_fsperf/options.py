@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from . import runs
 from .backends.registry import BackendConfig, load_config
 from .errors import UsageError
 
@@ -51,6 +52,12 @@ OPTIONS = (
     Option("fsperf_warmup", "1: run one unjudged, discarded warm-up round before the rounds", "0|1"),
     Option("fsperf_inconclusive", "when the rounds' spread is too wide to decide a threshold: "
            "'fail' (default) or 'warn'", "fail|warn"),
+    Option("fsperf_save", "save this run (every round's figures, the environment) as NAME in the "
+           "storage directory", "NAME"),
+    Option("fsperf_autosave", "1: save every run, named by its start time", "0|1"),
+    Option("fsperf_storage", "where runs are saved (default .fsperf/runs under the rootdir)", "DIR"),
+    Option("fsperf_compare", "compare with a saved run (NAME or 'latest'): regression, improvement, "
+           "pass or inconclusive per workload", "NAME"),
     Option("fsperf_save_baseline", "save this run's figures as baseline NAME in .fsperf/baselines/",
            "NAME"),
 )
@@ -74,6 +81,10 @@ class Settings:
     rounds: int = 1
     warmup: bool = False
     inconclusive: str = "fail"
+    save: str | None = None
+    storage: Path | None = None
+    compare: str | None = None
+    compare_where: str = ""
     root: Path = Path(".")  # rootdir: .fsperf/ lives here
 
 
@@ -196,6 +207,18 @@ def _inconclusive(raw: Raw) -> str:
     return raw.text.strip()
 
 
+def _storage(raw: Raw) -> Path:
+    path = Path(os.path.expanduser(raw.text))
+    path = (raw.base / path) if not path.is_absolute() else path
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{raw.where}: not a directory")
+    return path
+
+
+def _compare(raw: Raw) -> str:
+    return "latest" if raw.text.strip() == "latest" else _name(raw)
+
+
 def _gate(raw: Raw) -> str:
     if raw.text.strip() not in ("none", "baseline"):
         raise UsageError(f"{raw.where}: must be 'none' or 'baseline'")
@@ -233,5 +256,10 @@ def read_settings(config: pytest.Config) -> Settings:
         rounds=get("fsperf_rounds", _rounds, 1),
         warmup=get("fsperf_warmup", _flag, False),
         inconclusive=get("fsperf_inconclusive", _inconclusive, "fail"),
+        save=get("fsperf_save", _name, None) or (
+            runs.autosave_name() if get("fsperf_autosave", _flag, False) else None),
+        storage=get("fsperf_storage", _storage, None),
+        compare=get("fsperf_compare", _compare, None),
+        compare_where=by_name["fsperf_compare"].where if by_name["fsperf_compare"] else "",
         root=config.rootpath,
     )

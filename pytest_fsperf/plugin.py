@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from . import hooks
+from . import hooks, runs
 from .backends.mounter import BinaryMissing, MountPlan
 from .backends.registry import Registry
 from .backends.request import MARKER, MountRequest, from_marker, resolve
@@ -35,6 +35,7 @@ RESULTS = pytest.StashKey[list[WorkloadResult]]()
 COMPARISONS = pytest.StashKey[list[Comparison]]()
 MOUNT = pytest.StashKey[MountRequest]()
 CHECKS = pytest.StashKey[dict[str, list[Check]]]()
+RUN_CMP = pytest.StashKey[dict[str, "runs.RunComparison"]]()
 VERDICTS = pytest.StashKey[dict[str, tuple[str, list[str]]]]()
 
 MARKER_HELP = ("fsperf(**thresholds): performance thresholds for the test's measured workloads: "
@@ -67,6 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
             registry(config).get(settings.backend, settings.backend_where)
         if settings.baseline is not None:
             state.baseline(settings.baseline, settings.baseline_where)
+        state.load_earlier()
     except UsageError as exc:
         raise pytest.UsageError(f"pytest-fsperf: {exc}") from None
     config.stash[STATE] = state
@@ -189,7 +191,9 @@ def _finish(item: pytest.Item) -> list[str]:
     item.stash[VERDICTS] = {}  # stays empty if judging is a usage error
     verdict = judge(plan, results)
     gate = _baseline(item, plan, results, verdict.per_workload)
-    failures = verdict.failures + gate
+    regressions, unsure = _against_earlier(item, plan, results, verdict.per_workload)
+    verdict.inconclusive += unsure
+    failures = verdict.failures + gate + regressions
     if item.config.stash[STATE].settings.inconclusive == "fail":
         failures += verdict.inconclusive
     else:
@@ -201,6 +205,34 @@ def _finish(item: pytest.Item) -> list[str]:
         for name, v in verdict.per_workload.items()
     }
     return failures + (verdict.notes if failures else [])
+
+
+def _against_earlier(item: pytest.Item, plan: Plan, results: list[WorkloadResult],
+                     per_workload: dict[str, str]) -> tuple[list[str], list[str]]:
+    """--fsperf-compare: each judged workload against the same one of the saved run.
+    Returns (regressions, inconclusive and incomparable messages)."""
+    state = item.config.stash[STATE]
+    item.stash[RUN_CMP] = {}
+    if not state.earlier_name:
+        return [], []
+    regressions, unsure = [], []
+    for r in results:
+        old = state.earlier.get(f"{r.test}::{r.name}")
+        if not r.judged or old is None:
+            continue
+        data = r.to_dict()
+        data["fingerprint"] = runs.fingerprint(data, state.env)
+        c = runs.compare(state.earlier_name, f"{r.test}::{r.name}", old, data, plan.tolerance)
+        item.stash[RUN_CMP][r.name] = c
+        message = f"{r.name}: " + c.message(plan.tolerance).split(": ", 1)[1]
+        if c.outcome == runs.REGRESSION:
+            regressions.append(message)
+            per_workload[r.name] = "REGRESSION"
+        elif c.outcome in (runs.INCONCLUSIVE, runs.INCOMPARABLE):
+            unsure.append(message)
+            if per_workload[r.name] not in ("FAIL", "REGRESSION"):
+                per_workload[r.name] = c.outcome.upper()
+    return regressions, unsure
 
 
 def _baseline(item: pytest.Item, plan: Plan, results: list[WorkloadResult],
@@ -256,6 +288,9 @@ def pytest_runtest_makereport(
             data["verdict"], data["failures"] = verdicts.get(r.name, ("-", []))
             data["baseline_checks"] = [c.to_dict() for c in checks.get(r.name, [])]
             data["baseline_key"], data["baseline_entry"] = key_of(r), entry_of(r)
+            data["fingerprint"] = runs.fingerprint(data, item.config.stash[STATE].env)
+            earlier = item.stash.get(RUN_CMP, {}).get(r.name)
+            data["run_comparison"] = earlier.to_dict() if earlier else None
             rows.append(data)
         report.fsperf_results = rows  # type: ignore[attr-defined]  # travels through xdist
     if report.when == "call" and item.stash.get(COMPARISONS, None):
@@ -290,6 +325,10 @@ class Reporter:
                 terminalreporter.write_line(line)
         for line in terminal.baseline_checks(state.results, state.settings.gate == "baseline"):
             terminalreporter.write_line(line)
+        for line in terminal.run_comparisons(state.results):
+            terminalreporter.write_line(line)
+        if state.saved_run is not None:
+            terminalreporter.write_line(f"fsperf run saved: {state.saved_run}")
         if state.saved_baseline is not None:
             terminalreporter.write_line(f"fsperf baseline saved: {state.saved_baseline}")
         for path in state.leftovers:
@@ -301,10 +340,15 @@ class Reporter:
     def pytest_sessionfinish(self) -> None:
         state = self.state
         path = state.settings.json_path
-        wanted = (path is not None or state.settings.save_baseline is not None) and not self.is_worker
+        s = state.settings
+        wanted = (path is not None or s.save_baseline is not None or s.save is not None) \
+            and not self.is_worker
         env = state.final_environment() if wanted else None
         if env is not None and state.settings.save_baseline is not None:
             state.save_baseline(env)
+        if env is not None and s.save is not None:
+            doc = jsonout.document(env, state.results, state.leftovers, state.comparisons)
+            state.saved_run = str(runs.save(runs.storage(s.root, s.storage), s.save, doc))
         state.close()  # unmounts whatever a fixture teardown did not (e.g. after Ctrl-C)
         if path is not None and env is not None:
             jsonout.write(path, jsonout.document(env, state.results, state.leftovers,

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from typing import Any
 
-from . import baselines
+from . import baselines, runs
 from .backends.mounter import MountedFs, MountPlan
 from .baselines import Baseline
 from .errors import MeasurementError
@@ -109,6 +109,22 @@ class FsperfSession:
         self._env: dict[str, Any] | None = None
         self._baselines: dict[str, Baseline] = {}
         self.saved_baseline: str | None = None  # where --fsperf-save-baseline wrote
+        self.saved_run: str | None = None  # where --fsperf-save wrote
+        self.earlier: dict[str, dict[str, Any]] = {}  # --fsperf-compare: TEST::WORKLOAD -> result
+        self.earlier_name = ""
+        self.run_comparisons: list[dict[str, Any]] = []
+
+    def load_earlier(self) -> None:
+        s = self.settings
+        if s.compare is None:
+            return
+        folder = runs.storage(s.root, s.storage)
+        self.earlier_name, doc = runs.load(folder, s.compare, s.compare_where)
+        self.earlier = {f"{r['test']}::{r['name']}": r for r in doc.get("results", [])}
+
+    @property
+    def env(self) -> dict[str, Any]:
+        return self._env or {}
 
     def baseline(self, name: str, where: str) -> Baseline:
         if name not in self._baselines:

@@ -164,3 +164,22 @@ def baseline_checks(results: list[dict[str, Any]], gated: bool) -> list[str]:
 
 
 _BASELINE_SHOW = {"bw": units.format_rate, "cpu": units.format_percent, "rss": units.format_mb}
+
+
+def run_comparisons(results: list[dict[str, Any]]) -> list[str]:
+    """This run against a saved one, per workload: the outcome and the ratio behind it."""
+    rows = [(r, r["run_comparison"]) for r in results if r.get("run_comparison")]
+    if not rows:
+        return []
+    lines = [f"against saved run {rows[0][1]['run']!r} (median ratio this / saved, 95% interval)"]
+    table = [("test", "workload", "figure", "ratio", "interval", "rounds", "outcome")]
+    for r, c in rows:
+        ratio = f"{c['ratio']:.3f}" if c["ratio"] is not None else "-"
+        band = (f"{c['ci_low']:.3f}-{c['ci_high']:.3f}" if c["ci_low"] is not None else "-")
+        outcome = c["outcome"] + (f" ({', '.join(c['differs'])} differ)" if c["differs"] else "")
+        table.append((r["test"].rsplit("::", 1)[-1], r["name"], c["metric"], ratio, band,
+                      f"{len(c['new'])} vs {len(c['old'])}", outcome))
+    widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
+    for t in table:
+        lines.append(("  " + "  ".join(c.ljust(w) for c, w in zip(t, widths, strict=True))).rstrip())
+    return lines

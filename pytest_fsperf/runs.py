@@ -1,0 +1,135 @@
+"""Saved runs (.fsperf/runs/NAME.json) and the comparison of this run with one of them.
+
+A workload is compared only with the same workload of a run whose fingerprint matches:
+the workload (scenario or options), scale, fs type, mount options, kernel and machine.
+Regression = the median ratio is past the tolerance AND its 95% bootstrap interval lies
+wholly below 1 (both runs need 2 or more rounds for that); improvement likewise above.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+from .stats import median, ratio_ci
+
+PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE, INCOMPARABLE = (
+    "pass", "regression", "improvement", "inconclusive", "incomparable")
+
+
+def storage(root: Path, configured: Path | None) -> Path:
+    return configured if configured is not None else root / ".fsperf" / "runs"
+
+
+def save(folder: Path, name: str, doc: dict[str, Any]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", "utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def autosave_name() -> str:
+    return time.strftime("%Y%m%d-%H%M%S")
+
+
+def load(folder: Path, name: str, where: str) -> tuple[str, dict[str, Any]]:
+    """NAME, or 'latest' (the newest saved run)."""
+    if name == "latest":
+        found = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+        if not found:
+            raise UsageError(f"{where}: no saved run in {folder}")
+        path = found[-1]
+    else:
+        path = folder / f"{name}.json"
+        if not path.is_file():
+            have = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+            raise UsageError(f"{where}: no saved run {name!r} in {folder}"
+                             + (f" (have: {', '.join(have)})" if have else ""))
+    try:
+        return path.stem, json.loads(path.read_text("utf-8"))
+    except ValueError as exc:
+        raise UsageError(f"{where}: {path} is not a saved run: {exc}") from None
+
+
+def fingerprint(result: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
+    """What must be equal for two measurements to be compared."""
+    mount = result.get("mount") or {}
+    env_mount = env.get("mount") or {}
+    options = " ".join(mount.get("options", [])) if mount else env_mount.get("super_options", "")
+    m = env.get("machine", {})
+    return {
+        "workload": result.get("scenario") or json.dumps(result.get("options", {}), sort_keys=True),
+        "scale": env.get("scale"),
+        "fs": mount.get("backend") or env_mount.get("fstype"),
+        "mount_options": hashlib.sha256(options.encode()).hexdigest()[:16],
+        "kernel": env.get("kernel"),
+        "machine": f"{m.get('cpu_model')} x{m.get('cpus')} {m.get('mem_total_bytes')}",
+    }
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    run: str  # the saved run's name
+    key: str  # TEST::WORKLOAD
+    metric: str  # bw or ops
+    outcome: str
+    old: list[float]
+    new: list[float]
+    ratio: float | None  # median(new) / median(old)
+    ci_low: float | None
+    ci_high: float | None
+    differs: list[str]  # fingerprint fields that differ (incomparable)
+
+    def message(self, tolerance: float) -> str:
+        if self.outcome == INCOMPARABLE:
+            return (f"{self.key}: not compared with run {self.run!r}: the "
+                    f"{', '.join(self.differs)} differ")
+        shown = f"{self.ratio:.3f}" if self.ratio is not None else "-"
+        band = (f", 95% interval {self.ci_low:.3f} to {self.ci_high:.3f}"
+                if self.ci_low is not None and self.ci_high is not None else "")
+        return (f"{self.key}: {self.outcome} against run {self.run!r}: {self.metric} "
+                f"{shown}x ({len(self.new)} vs {len(self.old)} rounds{band}; "
+                f"tolerance {100 * tolerance:g}%)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def values(result: dict[str, Any], metric: str) -> list[float]:
+    if result.get("rounds"):
+        return [float(r[metric]) for r in result["rounds"] if r.get(metric) is not None]
+    total = result.get("total", {})
+    v = total.get("bw_bytes") if metric == "bw" else total.get("ops_per_second")
+    return [float(v)] if v else []
+
+
+def compare(run: str, key: str, old: dict[str, Any], new: dict[str, Any], tolerance: float,
+            ) -> RunComparison:
+    metric = "bw" if new.get("total", {}).get("io_bytes") else "ops"
+    differs = [k for k, v in new["fingerprint"].items() if old.get("fingerprint", {}).get(k) != v]
+    a, b = values(old, metric), values(new, metric)
+    if differs or not a or not b:
+        return RunComparison(run, key, metric, INCOMPARABLE, a, b, None, None, None,
+                             differs or ["figures"])
+    ratio = median(b) / median(a)
+    lo, hi = ratio_ci(b, a) if len(a) > 1 and len(b) > 1 else (None, None)
+    if lo is not None and hi is not None and ratio < 1 - tolerance and hi < 1:
+        outcome = REGRESSION
+    elif lo is not None and ratio > 1 + tolerance and lo > 1:
+        outcome = IMPROVEMENT
+    elif (lo if lo is not None else ratio) >= 1 - tolerance and (
+            hi if hi is not None else ratio) <= 1 + tolerance:
+        outcome = PASS
+    elif lo is not None and lo >= 1 - tolerance:
+        outcome = PASS  # no slowdown beyond tolerance is possible; a speed-up is not proven
+    else:
+        outcome = INCONCLUSIVE
+    return RunComparison(run, key, metric, outcome, a, b, ratio, lo, hi, [])

@@ -1,0 +1,74 @@
+"""Saved runs and comparisons: fingerprints, outcomes with their statistics."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from pytest_fsperf import runs
+
+
+def res(values, **fp):
+    fingerprint = {"workload": "w", "scale": 1.0, "fs": "fuse", "mount_options": "x", "kernel": "k",
+                   "machine": "m", **fp}
+    return {"total": {"io_bytes": 1, "bw_bytes": sorted(values)[len(values) // 2]},
+            "rounds": [{"bw": v} for v in values] if len(values) > 1 else [],
+            "fingerprint": fingerprint}
+
+
+OLD = [100.0, 101.0, 99.0, 100.5, 99.5]
+
+
+@pytest.mark.parametrize(("new", "outcome"), [
+    ([89.0, 90.0, 91.0, 90.5, 89.5], runs.REGRESSION),      # 10% slower, tight: significant
+    ([111.0, 112.0, 110.0, 111.5, 110.5], runs.IMPROVEMENT),
+    ([99.0, 100.0, 101.0, 100.2, 99.8], runs.PASS),
+    ([60.0, 140.0, 95.0, 70.0, 130.0], runs.INCONCLUSIVE),  # too noisy to tell
+])
+def test_outcomes(new, outcome):
+    c = runs.compare("base", "t::w", res(OLD), res(new), 0.05)
+    assert c.outcome == outcome, c
+    assert c.ratio == pytest.approx(sorted(new)[2] / 100.0)
+
+
+def test_one_round_is_never_a_significant_regression():
+    c = runs.compare("base", "t::w", res([100.0]), res([50.0]), 0.05)
+    assert c.outcome == runs.INCONCLUSIVE and c.ci_low is None
+
+
+def test_a_changed_fingerprint_is_refused():
+    c = runs.compare("base", "t::w", res(OLD), res(OLD, mount_options="y", kernel="k2"), 0.05)
+    assert c.outcome == runs.INCOMPARABLE and c.differs == ["mount_options", "kernel"]
+    assert c.message(0.05) == "t::w: not compared with run 'base': the mount_options, kernel differ"
+
+
+def test_save_then_compare(pytester):
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    pytester.makepyfile("""
+        def test_w(fsperf):
+            fsperf.fio(name="w", rw="write", bs="1M", size="4M", direct=1)
+    """)
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-rounds=3", "--fsperf-save=base")
+    r.assert_outcomes(passed=1)
+    path = pytester.path / ".fsperf" / "runs" / "base.json"
+    doc = json.loads(path.read_text())
+    (w,) = doc["results"]
+    assert len(w["rounds"]) == 3 and w["fingerprint"]["scale"] == 1.0
+    # The saved run was 1000x faster: a significant regression now.
+    for rnd in w["rounds"]:
+        rnd["bw"] *= 1000
+    path.write_text(json.dumps(doc))
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-rounds=3", "--fsperf-compare=latest")
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*w: regression against run 'base': bw 0.00*x (3 vs 3 rounds, 95% interval*",
+                            "*against saved run 'base'*"])
+    # A changed scale is refused, not compared.
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-rounds=3", "--fsperf-compare=base",
+                           "--fsperf-scale=0.5", "--fsperf-inconclusive=warn")
+    r.assert_outcomes(passed=1, warnings=1)
+    r.stdout.fnmatch_lines(["*incomparable (workload, scale differ)*"])
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-compare=nope")
+    r.stderr.fnmatch_lines(["*--fsperf-compare=nope (command line): no saved run 'nope' in * (have: base)*"])
