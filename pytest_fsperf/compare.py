@@ -12,6 +12,7 @@ from .engine import fio as fio_engine
 from .errors import UsageError
 from .report.redact import redact_args
 from .result import WorkloadResult
+from .stats import ratio_ci
 
 if TYPE_CHECKING:
     from .fixture import Fsperf
@@ -35,6 +36,9 @@ class MetricComparison:
     a_median: float | None
     b_median: float | None
     ratio: float | None  # b_median / a_median
+    ci_low: float | None = None  # 95% bootstrap interval of the ratio (2+ rounds each)
+    ci_high: float | None = None
+    outcome: str = "inconclusive"  # "B better", "B worse", "same" or "inconclusive"
 
     @property
     def bigger_is_better(self) -> bool:
@@ -67,7 +71,7 @@ class Comparison:
 
 def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
             b_options: tuple[str, ...], a: list[WorkloadResult], b: list[WorkloadResult],
-            order: str) -> Comparison:
+            order: str, tolerance: float = 0.10) -> Comparison:
     metrics = {}
     for metric in METRICS:
         av = tuple(r.metrics().get(metric) for r in a)
@@ -76,13 +80,34 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
         if am is None and bm is None:
             continue
         ratio = bm / am if am and bm is not None else None
-        metrics[metric] = MetricComparison(metric, av, bv, am, bm, ratio)
+        metrics[metric] = _judged(metric, av, bv, am, bm, ratio, tolerance)
     return Comparison(test, name, backend, a_options, b_options, len(a), order,
                       tuple(r.name for r in a), tuple(r.name for r in b), metrics)
 
 
+def _judged(metric: str, av: tuple[float | None, ...], bv: tuple[float | None, ...],
+            am: float | None, bm: float | None, ratio: float | None,
+            tolerance: float) -> MetricComparison:
+    """The same rule as a saved-run comparison: a difference must pass the tolerance AND
+    its 95% interval must exclude 1 (2+ rounds each); inside the tolerance is "same"."""
+    a = [v for v in av if v is not None]
+    b = [v for v in bv if v is not None]
+    lo = hi = None
+    outcome = "inconclusive"
+    if ratio is not None and len(a) > 1 and len(b) > 1:
+        lo, hi = ratio_ci(b, a)
+        higher = ratio > 1 + tolerance and lo > 1
+        lower = ratio < 1 - tolerance and hi < 1
+        if higher or lower:
+            better = higher == (metric in BIGGER_IS_BETTER)
+            outcome = "B better" if better else "B worse"
+        elif lo >= 1 - tolerance and hi <= 1 + tolerance:
+            outcome = "same"
+    return MetricComparison(metric, av, bv, am, bm, ratio, lo, hi, outcome)
+
+
 def run_compare(fs: Fsperf, workload: Workload, a: Sequence[str] | str, b: Sequence[str] | str,
-                rounds: int, name: str | None, where: str) -> Comparison:
+                rounds: int, name: str | None, where: str, tolerance: float = 0.10) -> Comparison:
     """A and B interleaved (A B A B ...) on the same mount point, each after a cold remount;
     a read job's files are laid out once first. The original options are restored."""
     owned = fs._target.owned
@@ -123,6 +148,6 @@ def run_compare(fs: Fsperf, workload: Workload, a: Sequence[str] | str, b: Seque
         return tuple(owned.redact(o) for o in redact_args(options))
 
     outcome = compare(fs.test, base, owned.backend.name, shown(variants["A"]), shown(variants["B"]),
-                      runs["A"], runs["B"], "AB" * rounds)
+                      runs["A"], runs["B"], "AB" * rounds, tolerance)
     fs.comparisons.append(outcome)
     return outcome

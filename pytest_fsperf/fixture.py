@@ -436,9 +436,19 @@ class Fsperf:
     # -- A/B -----------------------------------------------------------------
 
     def compare(self, workload: Workload, a: Sequence[str] | str = (), b: Sequence[str] | str = (),
-                rounds: int = 3, name: str | None = None) -> Comparison:
+                rounds: int = 3, name: str | None = None, tolerance: object = "10%") -> Comparison:
         """Run the same workload with mount options A and B, interleaved A B A B ..., each
-        round after a cold remount; returns per-round figures, medians and B/A ratios.
+        round after a cold remount; returns per-round figures, medians, B/A ratios with
+        their 95% interval, and per figure "B better", "B worse", "same" or "inconclusive"
+        (a difference must pass `tolerance` and be significant).
         `workload` is fio options (a dict) or a function taking this fixture."""
         where = f"{self.test}: fsperf.compare()"
-        return or_fail(lambda: run_compare(self, workload, a, b, rounds, name, where))
+
+        def go() -> Comparison:
+            try:
+                tol = units.parse_percent(tolerance) / 100
+            except ValueError as exc:
+                raise UsageError(f"{where}: tolerance: {exc}") from None
+            return run_compare(self, workload, a, b, rounds, name, where, tol)
+
+        return or_fail(go)

@@ -95,3 +95,19 @@ def test_rounds_and_warmup_on_a_real_run(pytester):
     r.stdout.fnmatch_lines(["*over 3 rounds: figures are medians*"])
     bad = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-rounds=0")
     bad.stderr.fnmatch_lines(["*--fsperf-rounds=0 (command line): must be from 1 to 1000*"])
+
+
+def test_ab_outcomes_follow_the_direction_of_each_figure():
+    from pytest_fsperf.compare import compare
+
+    def r(bw: float, cpu: float) -> WorkloadResult:
+        base = result(bw)
+        return WorkloadResult(**{**base.__dict__, "rounds": ({"bw": bw, "daemon_cpu": cpu},)})
+
+    a = [r(100e6, 50.0), r(101e6, 51.0), r(99e6, 49.0)]
+    b = [r(50e6, 80.0), r(51e6, 81.0), r(49e6, 79.0)]
+    c = compare("t", "read", "rclone", (), ("--bwlimit", "50M"), a, b, "ABABAB", 0.10)
+    assert c.metrics["bw"].outcome == "B worse" and c.metrics["bw"].ci_high < 1
+    assert c.metrics["daemon_cpu"].outcome == "B worse"  # more CPU is worse
+    same = compare("t", "read", "rclone", (), (), a, a, "ABABAB", 0.10)
+    assert same.metrics["bw"].outcome == "same"

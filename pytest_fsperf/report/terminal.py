@@ -126,17 +126,18 @@ def comparison(c: dict[str, Any]) -> list[str]:
     lines = [f"A/B {c['test'].rsplit('::', 1)[-1]} {c['name']} on {c['backend']}: "
              f"{c['rounds']} rounds, order {c['order']}, cold remount before each",
              f"  A: {a}", f"  B: {b}"]
-    rows = [("metric", "A median", "B median", "B/A", "A rounds", "B rounds")]
+    rows = [("metric", "A median", "B median", "B/A", "95% interval", "outcome", "A rounds", "B rounds")]
     for metric, m in c["metrics"].items():
         ratio = f"{m['ratio']:.2f}" if m["ratio"] is not None else "-"
+        band = f"{m['ci_low']:.2f}-{m['ci_high']:.2f}" if m.get("ci_low") is not None else "-"
         rows.append((METRIC_NAMES.get(metric, metric), _figure(metric, m["a_median"]),
-                     _figure(metric, m["b_median"]), ratio,
+                     _figure(metric, m["b_median"]), ratio, band, m.get("outcome", "-"),
                      ", ".join(_figure(metric, v) for v in m["a"]),
                      ", ".join(_figure(metric, v) for v in m["b"])))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         cells = [r[0].ljust(widths[0]), *(r[i].rjust(widths[i]) for i in (1, 2, 3)),
-                 r[4].ljust(widths[4]), r[5]]
+                 r[4].ljust(widths[4]), r[5].ljust(widths[5]), r[6].ljust(widths[6]), r[7]]
         lines.append(("  " + "  ".join(cells)).rstrip())
     return lines
 
