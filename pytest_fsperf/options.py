@@ -58,6 +58,9 @@ OPTIONS = (
     Option("fsperf_storage", "where runs are saved (default .fsperf/runs under the rootdir)", "DIR"),
     Option("fsperf_compare", "compare with a saved run (NAME or 'latest'): regression, improvement, "
            "pass or inconclusive per workload", "NAME"),
+    Option("fsperf_markdown", "write a Markdown summary to PATH (e.g. $GITHUB_STEP_SUMMARY)", "PATH"),
+    Option("fsperf_benchmark_action", "write github-action-benchmark files PREFIX-bigger.json and "
+           "PREFIX-smaller.json", "PREFIX"),
     Option("fsperf_save_baseline", "save this run's figures as baseline NAME in .fsperf/baselines/",
            "NAME"),
 )
@@ -85,6 +88,8 @@ class Settings:
     storage: Path | None = None
     compare: str | None = None
     compare_where: str = ""
+    markdown_path: Path | None = None
+    action_prefix: Path | None = None
     root: Path = Path(".")  # rootdir: .fsperf/ lives here
 
 
@@ -261,5 +266,7 @@ def read_settings(config: pytest.Config) -> Settings:
         storage=get("fsperf_storage", _storage, None),
         compare=get("fsperf_compare", _compare, None),
         compare_where=by_name["fsperf_compare"].where if by_name["fsperf_compare"] else "",
+        markdown_path=get("fsperf_markdown", _json, None),
+        action_prefix=get("fsperf_benchmark_action", _json, None),
         root=config.rootpath,
     )

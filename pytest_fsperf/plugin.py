@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import warnings
 from collections.abc import Generator, Iterator
 from typing import Any
@@ -21,7 +22,7 @@ from .fixture import Fsperf
 from .lock import machine_lock
 from .options import add_options, read_settings
 from .plan import KEYWORDS, Plan, build_plan
-from .report import jsonout, terminal
+from .report import jsonout, markdown, terminal
 from .result import WorkloadResult
 from .session import FsperfSession, Target
 from .store.minio import INSTALL as MINIO_INSTALL
@@ -341,11 +342,19 @@ class Reporter:
         state = self.state
         path = state.settings.json_path
         s = state.settings
-        wanted = (path is not None or s.save_baseline is not None or s.save is not None) \
-            and not self.is_worker
+        wanted = (path is not None or s.save_baseline is not None or s.save is not None
+                  or s.markdown_path is not None or s.action_prefix is not None) and not self.is_worker
         env = state.final_environment() if wanted else None
         if env is not None and state.settings.save_baseline is not None:
             state.save_baseline(env)
+        if env is not None and s.markdown_path is not None:
+            s.markdown_path.write_text(markdown.document(
+                env, state.results, state.comparisons, s.gate == "baseline"), "utf-8")
+        if env is not None and s.action_prefix is not None:
+            bigger, smaller = markdown.benchmark_action(state.results)
+            for suffix, data in (("bigger", bigger), ("smaller", smaller)):
+                path_ = s.action_prefix.with_name(f"{s.action_prefix.name}-{suffix}.json")
+                path_.write_text(json.dumps(data, indent=2) + "\n", "utf-8")
         if env is not None and s.save is not None:
             doc = jsonout.document(env, state.results, state.leftovers, state.comparisons)
             state.saved_run = str(runs.save(runs.storage(s.root, s.storage), s.save, doc))

@@ -72,3 +72,31 @@ def test_save_then_compare(pytester):
     r.stdout.fnmatch_lines(["*incomparable (workload, scale differ)*"])
     r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-compare=nope")
     r.stderr.fnmatch_lines(["*--fsperf-compare=nope (command line): no saved run 'nope' in * (have: base)*"])
+
+
+def test_markdown_summary_and_benchmark_action_files(pytester):
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf
+
+        @fsperf(min_bw="1kB/s")
+        def test_w(fsperf):
+            fsperf.fio(name="w", rw="write", bs="1M", size="4M", direct=1)
+            fsperf.files(mode="read", count=20, size="64KiB", threads=4)
+    """)
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-markdown=summary.md",
+                           "--fsperf-benchmark-action=gab")
+    r.assert_outcomes(passed=1)
+    md = (pytester.path / "summary.md").read_text()
+    assert md.startswith("## pytest-fsperf\n")
+    assert "**2 workloads**, 0 failing, 0 inconclusive" in md
+    assert "| test | workload | bandwidth | IOPS or ops |" in md
+    assert "| test_w | w |" in md and "files/s" in md
+    bigger = json.loads((pytester.path / "gab-bigger.json").read_text())
+    smaller = json.loads((pytester.path / "gab-smaller.json").read_text())
+    names = {b["name"] for b in bigger}
+    assert "test_markdown_summary_and_benchmark_action_files.py::test_w::w bandwidth" in names
+    assert any(n.endswith("::files_read ops") for n in names)
+    assert all(set(b) == {"name", "unit", "value"} for b in bigger + smaller)
+    assert any(s["unit"] == "ms" for s in smaller)

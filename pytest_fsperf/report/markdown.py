@@ -1,0 +1,65 @@
+"""A Markdown summary for CI job summaries (e.g. $GITHUB_STEP_SUMMARY), from the results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import terminal
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    def line(cells: tuple[str, ...]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return [line(header), "|" + "|".join("---" for _ in header) + "|", *(line(r) for r in rows)]
+
+
+def _block(lines: list[str]) -> list[str]:
+    return ["```", *lines, "```"] if lines else []
+
+
+def document(env: dict[str, Any], results: list[dict[str, Any]], comparisons: list[dict[str, Any]],
+             gated: bool) -> str:
+    m = env.get("machine", {})
+    mount = env.get("mount") or {}
+    out = ["## pytest-fsperf", "",
+           f"{m.get('cpus')} CPUs ({m.get('cpu_model')}), kernel {env.get('kernel')}, "
+           f"fio {env.get('fio') or '-'}, scale {env.get('scale')}"
+           + (f", {mount.get('fstype')} at {mount.get('mount_point')}" if mount else ""), ""]
+    verdicts = [r.get("verdict", "-") for r in results]
+    failing = sum(v in ("FAIL", "REGRESSION") for v in verdicts)
+    unsure = sum(v in ("INCONCLUSIVE", "INCOMPARABLE") for v in verdicts)
+    out += [f"**{len(results)} workloads**, {failing} failing, {unsure} inconclusive", ""]
+    if results:
+        out += [*_table(terminal.HEADER, [terminal.row(r) for r in results]), ""]
+        out += [f"- {n}" for n in terminal.footnotes(results)] + [""]
+    for c in comparisons:
+        out += [*_block(terminal.comparison(c)), ""]
+    out += _block(terminal.baseline_checks(results, gated))
+    out += _block(terminal.run_comparisons(results))
+    return "\n".join(out).rstrip() + "\n"
+
+
+def benchmark_action(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """github-action-benchmark's custom format: [{name, unit, value}], split into figures
+    where bigger is better and figures where smaller is better."""
+    bigger: list[dict[str, Any]] = []
+    smaller: list[dict[str, Any]] = []
+    for r in results:
+        if not r.get("judged", True):
+            continue
+        name = f"{r['test']}::{r['name']}"
+        total = r["total"]
+        if total.get("io_bytes"):
+            bigger.append({"name": f"{name} bandwidth", "unit": "MB/s", "value": total["bw_bytes"] / 1e6})
+        if total.get("ops_per_second") is not None:
+            bigger.append({"name": f"{name} ops", "unit": "ops/s", "value": total["ops_per_second"]})
+        if total.get("lat_p99_ns") is not None:
+            smaller.append({"name": f"{name} p99 latency", "unit": "ms", "value": total["lat_p99_ns"] / 1e6})
+        d = r.get("daemon")
+        if d:
+            smaller.append({"name": f"{name} daemon peak memory", "unit": "MB",
+                            "value": d["peak_rss_bytes"] / 1e6})
+            if d["wall_seconds"] >= terminal.SHORT_WINDOW:
+                smaller.append({"name": f"{name} daemon CPU", "unit": "%", "value": d["cpu_percent"]})
+    return bigger, smaller
