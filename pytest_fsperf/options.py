@@ -59,6 +59,7 @@ OPTIONS = (
     Option("fsperf_compare", "compare with a saved run (NAME or 'latest'): regression, improvement, "
            "pass or inconclusive per workload", "NAME"),
     Option("fsperf_markdown", "write a Markdown summary to PATH (e.g. $GITHUB_STEP_SUMMARY)", "PATH"),
+    Option("fsperf_html", "write a self-contained HTML report with charts to PATH", "PATH"),
     Option("fsperf_benchmark_action", "write github-action-benchmark files PREFIX-bigger.json and "
            "PREFIX-smaller.json", "PREFIX"),
     Option("fsperf_save_baseline", "save this run's figures as baseline NAME in .fsperf/baselines/",
@@ -89,6 +90,7 @@ class Settings:
     compare: str | None = None
     compare_where: str = ""
     markdown_path: Path | None = None
+    html_path: Path | None = None
     action_prefix: Path | None = None
     root: Path = Path(".")  # rootdir: .fsperf/ lives here
 
@@ -267,6 +269,7 @@ def read_settings(config: pytest.Config) -> Settings:
         compare=get("fsperf_compare", _compare, None),
         compare_where=by_name["fsperf_compare"].where if by_name["fsperf_compare"] else "",
         markdown_path=get("fsperf_markdown", _json, None),
+        html_path=get("fsperf_html", _json, None),
         action_prefix=get("fsperf_benchmark_action", _json, None),
         root=config.rootpath,
     )

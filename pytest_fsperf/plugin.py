@@ -22,7 +22,7 @@ from .fixture import Fsperf
 from .lock import machine_lock
 from .options import add_options, read_settings
 from .plan import KEYWORDS, Plan, build_plan
-from .report import jsonout, markdown, terminal
+from .report import html, jsonout, markdown, terminal
 from .result import WorkloadResult
 from .session import FsperfSession, Target
 from .store.minio import INSTALL as MINIO_INSTALL
@@ -343,12 +343,16 @@ class Reporter:
         path = state.settings.json_path
         s = state.settings
         wanted = (path is not None or s.save_baseline is not None or s.save is not None
-                  or s.markdown_path is not None or s.action_prefix is not None) and not self.is_worker
+                  or s.markdown_path is not None or s.action_prefix is not None
+                  or s.html_path is not None) and not self.is_worker
         env = state.final_environment() if wanted else None
         if env is not None and state.settings.save_baseline is not None:
             state.save_baseline(env)
         if env is not None and s.markdown_path is not None:
             s.markdown_path.write_text(markdown.document(
+                env, state.results, state.comparisons, s.gate == "baseline"), "utf-8")
+        if env is not None and s.html_path is not None:
+            s.html_path.write_text(html.document(
                 env, state.results, state.comparisons, s.gate == "baseline"), "utf-8")
         if env is not None and s.action_prefix is not None:
             bigger, smaller = markdown.benchmark_action(state.results)
