@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from . import cache, scenarios, units
+from . import cache, progress, scenarios, units
 from .compare import Comparison, Workload, run_compare
 from .diskmeter import DiskMeter
 from .engine import files as files_engine
@@ -154,6 +154,14 @@ class Fsperf:
         os.makedirs(self.workdir, exist_ok=True)
         return steps
 
+    def _progress(self, label: str, counter: Callable[[], int]) -> progress.Progress | None:
+        terminal = self._state.progress_write
+        if terminal is None:
+            return None
+        line = progress.Progress(terminal[0], label, counter, terminal[1])
+        line.start()
+        return line
+
     def _disk_meter(self) -> DiskMeter | None:
         paths = [p for p in self.cache_dirs if os.path.isdir(p)]
         if not paths:
@@ -225,15 +233,20 @@ class Fsperf:
             fio_engine.command(job, "fsperf", str(self.workdir), out + ".json"), out + ".json.log")
         meter = DaemonMeter(lookup.daemon, on_exit=proc.stop_now) if lookup.daemon else None
         disk = self._disk_meter()
+        shown = None
         try:
             if meter:
                 meter.start()
             t0 = time.monotonic()
             proc.start()
+            fio_pid = proc.proc.pid if proc.proc else 0
+            shown = self._progress(label, lambda: progress.tree_io(fio_pid))
             code, fio_cpu = proc.wait()
             wall = time.monotonic() - t0
             daemon = meter.stop(label) if meter else None
         finally:
+            if shown:
+                shown.stop()
             if meter:
                 meter.abort()
             disk_peak = disk.stop() if disk else None
@@ -410,6 +423,7 @@ class Fsperf:
         self._cold, self._daemon_cold, self._cold_steps = None, None, ()
         meter = DaemonMeter(lookup.daemon) if lookup.daemon else None
         disk = self._disk_meter()
+        shown = self._progress(label, progress.own_io)
         try:
             if meter:
                 meter.start()
@@ -421,6 +435,8 @@ class Fsperf:
             wall, cpu = time.monotonic() - t0, _cpu() - cpu0
             daemon = meter.stop(label) if meter else None
         finally:
+            if shown:
+                shown.stop()
             if meter:
                 meter.abort()
             disk_peak = disk.stop() if disk else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import warnings
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import pytest
@@ -74,6 +74,32 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"pytest-fsperf: {exc}") from None
     config.stash[STATE] = state
     config.pluginmanager.register(Reporter(state, config), "fsperf-reporter")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[STATE].progress_write = _live_line(session.config)
+
+
+def _live_line(config: pytest.Config) -> tuple[Callable[[str], None], Callable[[], int]] | None:
+    """Write straight to the controlling terminal (/dev/tty), so neither pytest's capture
+    nor its output ever holds the line; only when pytest's own output is a terminal."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or not reporter.isatty or hasattr(config, "workerinput"):
+        return None
+    try:
+        tty = open("/dev/tty", "w", encoding="utf-8")  # noqa: SIM115  # lives for the session
+    except OSError:
+        return None
+    config.add_cleanup(tty.close)
+
+    def write(text: str) -> None:
+        tty.write(text)
+        tty.flush()
+
+    def column() -> int:  # where pytest's own cursor is on its current line
+        return int(getattr(reporter._tw, "width_of_current_line", 0))
+
+    return write, column
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

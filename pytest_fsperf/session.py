@@ -7,6 +7,7 @@ import re
 import secrets
 import shutil
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from . import baselines, runs
@@ -113,6 +114,8 @@ class FsperfSession:
         self.earlier: dict[str, dict[str, Any]] = {}  # --fsperf-compare: TEST::WORKLOAD -> result
         self.earlier_name = ""
         self.run_comparisons: list[dict[str, Any]] = []
+        # a live line, on a terminal: (write, pytest's cursor column)
+        self.progress_write: tuple[Callable[[str], None], Callable[[], int]] | None = None
 
     def load_earlier(self) -> None:
         s = self.settings

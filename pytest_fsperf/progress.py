@@ -1,0 +1,90 @@
+"""A live line for a long workload: elapsed time, bytes moved, MB/s.
+
+Only on an interactive terminal: the line is drawn with a carriage return on pytest's own
+terminal writer and erased when the workload ends, so -q and -v output, captured output and
+CI logs (not a terminal) are left exactly as they were. Bytes are the rchar + wchar of the
+load generator's processes (fio and its job processes, or this process for in-process engines).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+
+START_AFTER = 3.0  # s: a shorter workload never shows the line
+INTERVAL = 1.0
+
+
+def tree_io(root: int, proc: str = "/proc") -> int:
+    """rchar + wchar of a process and all its descendants (fio's job processes call setsid,
+    so they are not in its process group)."""
+    parent: dict[int, int] = {}
+    for name in os.listdir(proc):
+        if name.isdigit():
+            try:
+                with open(f"{proc}/{name}/stat", encoding="ascii", errors="replace") as f:
+                    parent[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    tree, changed = {root}, True
+    while changed:
+        grown = {pid for pid, pp in parent.items() if pp in tree} | tree
+        changed, tree = grown != tree, grown
+    total = 0
+    for pid in tree:
+        try:
+            with open(f"{proc}/{pid}/io", encoding="ascii") as f:
+                total += sum(int(v) for k, _, v in (ln.partition(":") for ln in f) if k in ("rchar", "wchar"))
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def own_io() -> int:
+    try:
+        with open("/proc/self/io", encoding="ascii") as f:
+            return sum(int(v) for k, _, v in (ln.partition(":") for ln in f) if k in ("rchar", "wchar"))
+    except (OSError, ValueError):
+        return 0
+
+
+class Progress:
+    """Drawn on its own line below pytest's current one; when done, the line is cleared and
+    the cursor goes back up to where pytest left it (`column`), so pytest writes on as if
+    nothing had been shown."""
+
+    def __init__(self, write: Callable[[str], None], label: str, counter: Callable[[], int],
+                 column: Callable[[], int] = lambda: 0) -> None:
+        self.write = write
+        self.label = label
+        self.counter = counter
+        self.column = column
+        self.shown = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._t0 = 0.0
+        self._b0 = 0
+
+    def _run(self) -> None:
+        while not self._stop.wait(INTERVAL):
+            elapsed = time.monotonic() - self._t0
+            if elapsed < START_AFTER:
+                continue
+            moved = max(0, self.counter() - self._b0)
+            line = (f"  fsperf {self.label}: {elapsed:.0f} s, {moved / 1e6:,.0f} MB, "
+                    f"{moved / 1e6 / elapsed:,.1f} MB/s")
+            self.write(("\r\x1b[2K" if self.shown else "\n") + line)
+            self.shown = True
+
+    def start(self) -> None:
+        self._t0, self._b0 = time.monotonic(), self.counter()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self.shown:
+            col = self.column()
+            self.write("\r\x1b[2K\x1b[1A" + (f"\x1b[{col}C" if col else ""))
