@@ -141,7 +141,8 @@ class Fsperf:
         base = ordered[(len(ordered) - 1) // 2]
         notes = (f"warm-up round run first and discarded ({runs[0].name})",) if self.warmup else ()
         result = dataclasses.replace(
-            base, name=label, rounds=tuple(r.single_metrics() for r in measured),
+            base, name=label,
+            rounds=tuple({**r.single_metrics(), "seconds": r.wall_seconds} for r in measured),
             notes=(*base.notes, *notes))
         self.results.append(result)
         return result

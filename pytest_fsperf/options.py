@@ -59,6 +59,8 @@ OPTIONS = (
     Option("fsperf_compare", "compare with a saved run (NAME or 'latest'): regression, improvement, "
            "pass or inconclusive per workload", "NAME"),
     Option("fsperf_markdown", "write a Markdown summary to PATH (e.g. $GITHUB_STEP_SUMMARY)", "PATH"),
+    Option("fsperf_benchmark_json", "write every workload in pytest-benchmark's JSON format to "
+           "PATH (needs pytest-benchmark)", "PATH"),
     Option("fsperf_html", "write a self-contained HTML report with charts to PATH", "PATH"),
     Option("fsperf_benchmark_action", "write github-action-benchmark files PREFIX-bigger.json and "
            "PREFIX-smaller.json", "PREFIX"),
@@ -91,6 +93,7 @@ class Settings:
     compare_where: str = ""
     markdown_path: Path | None = None
     html_path: Path | None = None
+    benchmark_json: Path | None = None
     action_prefix: Path | None = None
     root: Path = Path(".")  # rootdir: .fsperf/ lives here
 
@@ -270,6 +273,7 @@ def read_settings(config: pytest.Config) -> Settings:
         compare_where=by_name["fsperf_compare"].where if by_name["fsperf_compare"] else "",
         markdown_path=get("fsperf_markdown", _json, None),
         html_path=get("fsperf_html", _json, None),
+        benchmark_json=get("fsperf_benchmark_json", _json, None),
         action_prefix=get("fsperf_benchmark_action", _json, None),
         root=config.rootpath,
     )

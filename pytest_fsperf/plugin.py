@@ -22,7 +22,7 @@ from .fixture import Fsperf
 from .lock import machine_lock
 from .options import add_options, read_settings
 from .plan import KEYWORDS, Plan, build_plan
-from .report import html, jsonout, markdown, terminal
+from .report import benchmark_json, html, jsonout, markdown, terminal
 from .result import WorkloadResult
 from .session import FsperfSession, Target
 from .store.minio import INSTALL as MINIO_INSTALL
@@ -74,6 +74,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"pytest-fsperf: {exc}") from None
     config.stash[STATE] = state
     config.pluginmanager.register(Reporter(state, config), "fsperf-reporter")
+    if config.pluginmanager.hasplugin("benchmark"):
+        config.pluginmanager.register(benchmark_json.BenchmarkJsonHook(state.results), "fsperf-benchmark")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -370,7 +372,7 @@ class Reporter:
         s = state.settings
         wanted = (path is not None or s.save_baseline is not None or s.save is not None
                   or s.markdown_path is not None or s.action_prefix is not None
-                  or s.html_path is not None) and not self.is_worker
+                  or s.html_path is not None or s.benchmark_json is not None) and not self.is_worker
         env = state.final_environment() if wanted else None
         if env is not None and state.settings.save_baseline is not None:
             state.save_baseline(env)
@@ -380,6 +382,9 @@ class Reporter:
         if env is not None and s.html_path is not None:
             s.html_path.write_text(html.document(
                 env, state.results, state.comparisons, s.gate == "baseline"), "utf-8")
+        if env is not None and s.benchmark_json is not None:
+            s.benchmark_json.write_text(json.dumps(
+                benchmark_json.document(state.results, env), indent=2) + "\n", "utf-8")
         if env is not None and s.action_prefix is not None:
             bigger, smaller = markdown.benchmark_action(state.results)
             for suffix, data in (("bigger", bigger), ("smaller", smaller)):

@@ -100,3 +100,33 @@ def test_markdown_summary_and_benchmark_action_files(pytester):
     assert any(n.endswith("::files_read ops") for n in names)
     assert all(set(b) == {"name", "unit", "value"} for b in bigger + smaller)
     assert any(s["unit"] == "ms" for s in smaller)
+
+
+def test_pytest_benchmark_json_and_its_compare(pytester):
+    pytest.importorskip("pytest_benchmark")
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    pytester.makepyfile("""
+        def test_w(fsperf):
+            fsperf.fio(name="w", rw="write", bs="1M", size="4M", direct=1)
+
+        def test_timed(benchmark):
+            benchmark(sum, range(100))
+    """)
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-rounds=3",
+                           "--fsperf-benchmark-json=fsperf.json", "--benchmark-json=bench.json")
+    r.assert_outcomes(passed=2)
+    ours = json.loads((pytester.path / "fsperf.json").read_text())
+    (w,) = ours["benchmarks"]
+    assert w["name"] == "test_w::w" and w["stats"]["rounds"] == 3 and len(w["stats"]["data"]) == 3
+    assert w["extra_info"]["bw_bytes"] > 0
+    theirs = json.loads((pytester.path / "bench.json").read_text())  # pytest-benchmark's own file
+    assert {b["name"] for b in theirs["benchmarks"]} == {"test_timed", "test_w::w"}
+    import subprocess
+    import sys
+
+    code = "import sys; from pytest_benchmark.cli import main; sys.argv[0] = 'pytest-benchmark'; main()"
+    out = subprocess.run([sys.executable, "-c", code, "compare", str(pytester.path / "fsperf.json"),
+                          str(pytester.path / "bench.json")], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "test_w::w" in out.stdout
