@@ -1,0 +1,107 @@
+"""Collects every result (also those pytest-xdist workers send on their reports), prints
+the terminal summary, and writes the files asked for at the end of the session."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from .. import runs
+from ..session import FsperfSession
+from . import benchmark_json, html, jsonout, markdown, terminal
+
+
+def live_line(config: pytest.Config) -> tuple[Callable[[str], None], Callable[[], int]] | None:
+    """Write straight to the controlling terminal (/dev/tty), so neither pytest's capture
+    nor its output ever holds the line; only when pytest's own output is a terminal."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or not reporter.isatty or hasattr(config, "workerinput"):
+        return None
+    try:
+        tty = open("/dev/tty", "w", encoding="utf-8")  # noqa: SIM115  # lives for the session
+    except OSError:
+        return None
+    config.add_cleanup(tty.close)
+
+    def write(text: str) -> None:
+        tty.write(text)
+        tty.flush()
+
+    def column() -> int:  # where pytest's own cursor is on its current line
+        return int(getattr(reporter._tw, "width_of_current_line", 0))
+
+    return write, column
+
+
+class Reporter:
+    """Collects results from reports (also those xdist workers send) and reports them."""
+
+    def __init__(self, state: FsperfSession, config: pytest.Config) -> None:
+        self.state = state
+        self.is_worker = hasattr(config, "workerinput")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.state.results.extend(getattr(report, "fsperf_results", None) or [])
+        self.state.comparisons.extend(getattr(report, "fsperf_comparisons", None) or [])
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        state = self.state
+        if not state.results and not state.leftovers:
+            return
+        terminalreporter.write_sep("=", "fsperf")
+        if state.results:
+            for line in terminal.table(state.results):
+                terminalreporter.write_line(line)
+            for note in terminal.footnotes(state.results):
+                terminalreporter.write_line(note)
+        for c in state.comparisons:
+            for line in terminal.comparison(c):
+                terminalreporter.write_line(line)
+        for line in terminal.baseline_checks(state.results, state.settings.gate == "baseline"):
+            terminalreporter.write_line(line)
+        for line in terminal.run_comparisons(state.results):
+            terminalreporter.write_line(line)
+        if state.saved_run is not None:
+            terminalreporter.write_line(f"fsperf run saved: {state.saved_run}")
+        if state.saved_baseline is not None:
+            terminalreporter.write_line(f"fsperf baseline saved: {state.saved_baseline}")
+        for path in state.leftovers:
+            terminalreporter.write_line(f"could not remove work directory {path}", red=True)
+        if state.settings.json_path is not None and not self.is_worker:
+            terminalreporter.write_line(f"fsperf results written to {state.settings.json_path}")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self) -> None:
+        state = self.state
+        path = state.settings.json_path
+        s = state.settings
+        wanted = (path is not None or s.save_baseline is not None or s.save is not None
+                  or s.markdown_path is not None or s.action_prefix is not None
+                  or s.html_path is not None or s.benchmark_json is not None) and not self.is_worker
+        env = state.final_environment() if wanted else None
+        if env is not None and state.settings.save_baseline is not None:
+            state.save_baseline(env)
+        if env is not None and s.markdown_path is not None:
+            s.markdown_path.write_text(markdown.document(
+                env, state.results, state.comparisons, s.gate == "baseline"), "utf-8")
+        if env is not None and s.html_path is not None:
+            s.html_path.write_text(html.document(
+                env, state.results, state.comparisons, s.gate == "baseline"), "utf-8")
+        if env is not None and s.benchmark_json is not None:
+            s.benchmark_json.write_text(json.dumps(
+                benchmark_json.document(state.results, env), indent=2) + "\n", "utf-8")
+        if env is not None and s.action_prefix is not None:
+            bigger, smaller = markdown.benchmark_action(state.results)
+            for suffix, data in (("bigger", bigger), ("smaller", smaller)):
+                path_ = s.action_prefix.with_name(f"{s.action_prefix.name}-{suffix}.json")
+                path_.write_text(json.dumps(data, indent=2) + "\n", "utf-8")
+        if env is not None and s.save is not None:
+            doc = jsonout.document(env, state.results, state.leftovers, state.comparisons)
+            state.saved_run = str(runs.save(runs.storage(s.root, s.storage), s.save, doc))
+        state.close()  # unmounts whatever a fixture teardown did not (e.g. after Ctrl-C)
+        if path is not None and env is not None:
+            jsonout.write(path, jsonout.document(env, state.results, state.leftovers,
+                                                 state.comparisons))
