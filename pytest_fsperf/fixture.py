@@ -8,13 +8,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from . import cache, progress, scenarios, units
+from . import cache, progress, units
 from .compare import Comparison, Workload, run_compare
 from .diskmeter import DiskMeter
-from .engine import files as files_engine
 from .engine import fio as fio_engine
-from .engine import meta as meta_engine
-from .engine import sysbench as sysbench_engine
+from .engine import steps
 from .errors import MeasurementError, UsageError, or_fail
 from .meters import DaemonExited, DaemonMeter
 from .mount.daemon import Lookup, start_time
@@ -308,38 +306,7 @@ class Fsperf:
     def _files(self, name: str | None, mode: str = "read", count: int = 100_000,
                size: object = "128KiB", threads: int = 128, judged: bool = True,
                subdir: str = "files", where: str = "fsperf.files()") -> WorkloadResult:
-        if mode not in ("read", "write"):
-            raise UsageError(f"{where}: mode={mode!r} must be 'read' or 'write'")
-        for key, value in (("count", count), ("threads", threads)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UsageError(f"{where}: {key}={value!r} must be a whole number >= 1")
-        if not fio_engine.valid_name(subdir):
-            raise UsageError(f"{where}: subdir={subdir!r} must be letters, digits, '_', '.', '-'")
-        try:
-            nbytes = int(units.parse_bytes(size))
-        except ValueError as exc:
-            raise UsageError(f"{where}: size: {exc}") from None
-        n = round(count * self.scale)
-        if n < 1:  # one file left: shrink the file instead (a 1 GiB file at 0.01 is 10 MiB)
-            nbytes = max(4096, int(nbytes * count * self.scale))
-            n = 1
-        directory = os.path.join(self.workdir, subdir)
-        os.makedirs(directory, exist_ok=True)
-        paths = files_engine.file_names(directory, n)
-        if mode == "read":
-            if files_engine.list_files(directory) != sorted(paths):
-                files_engine.run_files([(p, nbytes) for p in paths], write=True,
-                                       threads=min(threads, 16))
-                if self._cold is not None:
-                    self._recold()
-            # What the seed's reader does before its clock starts: walk the dir, stat each file.
-            todo = files_engine.sized(files_engine.list_files(directory))
-        else:
-            todo = [(p, nbytes) for p in paths]
-        options = {"mode": mode, "count": str(n), "size": str(nbytes), "threads": str(threads)}
-        label = self._unique(name or f"files_{mode}")
-        return self._engine(label, judged, "files", options, lambda: files_engine.run_files(
-            todo, write=mode == "write", threads=threads))
+        return steps.files_step(self, name, mode, count, size, threads, judged, subdir, where)
 
     def meta(self, name: str | None = None, *, op: str = "list", entries: int = 1000,
              per_dir: int = 0, judged: bool = True) -> WorkloadResult:
@@ -352,23 +319,7 @@ class Fsperf:
 
     def _meta(self, name: str | None, op: str = "list", entries: int = 1000, per_dir: int = 0,
               judged: bool = True, where: str = "fsperf.meta()") -> WorkloadResult:
-        if op not in meta_engine.OPERATIONS:
-            raise UsageError(f"{where}: op={op!r} is not one of {', '.join(meta_engine.OPERATIONS)}")
-        for key, value, least in (("entries", entries, 1), ("per_dir", per_dir, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise UsageError(f"{where}: {key}={value!r} must be a whole number >= {least}")
-        n = max(1, round(entries * self.scale))
-        root = os.path.join(self.workdir, f"meta-{n}-{per_dir}")
-        if not os.path.isdir(root):
-            os.makedirs(root)
-            meta_engine.make_tree(root, n, per_dir)
-            if self._cold is not None:
-                self._recold()
-        paths = meta_engine.tree_paths(root, n, per_dir) if op == "stat" else None
-        options = {"op": op, "entries": str(n), "per_dir": str(per_dir)}
-        label = self._unique(name or f"meta_{op}")
-        return self._engine(label, judged, "meta", options,
-                            lambda: meta_engine.run_meta(op, root, paths))
+        return steps.meta_step(self, name, op, entries, per_dir, judged, where)
 
     def sysbench(self, name: str | None = None, *, mode: str = "seqwr", files: int = 128,
                  block: object = "16KiB", total: object = "1GiB", threads: int = 2,
@@ -384,35 +335,8 @@ class Fsperf:
                   block: object = "16KiB", total: object = "1GiB", threads: int = 2,
                   seconds: float = 120, judged: bool = True,
                   where: str = "fsperf.sysbench()") -> WorkloadResult:
-        if mode not in sysbench_engine.MODES:
-            raise UsageError(f"{where}: mode={mode!r} is not one of {', '.join(sysbench_engine.MODES)}")
-        try:
-            block_b, total_b = int(units.parse_bytes(block)), int(units.parse_bytes(total))
-        except ValueError as exc:
-            raise UsageError(f"{where}: {exc}") from None
-        total_b = max(files * block_b, int(total_b * self.scale))
-        secs = max(min(float(seconds), fio_engine.MIN_RUNTIME), float(seconds) * self.scale)
-        if sysbench_engine.binary() is None:
-            fio_mode: dict[str, object] = scenarios.library.FIO_MODE.get(mode, {"rw": "randrw"})
-            job = {**fio_mode, "bs": block_b, "nrfiles": files, "filesize": total_b // files,
-                   "size": total_b, "numjobs": threads, "thread": 1, "time_based": 1,
-                   "runtime": f"{secs:g}s", "file_service_type": "random"}
-            result = self._fio(name or f"sysbench_{mode}", judged, job, where)
-            note = "sysbench is not installed: run as the equivalent fio job"
-            tagged = dataclasses.replace(result, notes=(*result.notes, note))
-            self.results[self.results.index(result)] = tagged
-            return tagged
-        cwd = os.path.join(self.workdir, "sysbench")
-        os.makedirs(cwd, exist_ok=True)
-        base = sysbench_engine.args(mode, files, block_b, total_b, threads, secs)
-        sysbench_engine.prepare(cwd, base)
-        if self._cold is not None:
-            self._recold()
-        options = {"mode": mode, "files": str(files), "block": str(block_b), "total": str(total_b),
-                   "threads": str(threads), "seconds": f"{secs:g}"}
-        label = self._unique(name or f"sysbench_{mode}")
-        return self._engine(label, judged, "sysbench", options,
-                            lambda: sysbench_engine.run(cwd, base, mode, threads))
+        return steps.sysbench_step(self, name, mode, files, block, total, threads, seconds, judged,
+                                   where)
 
     def _engine(self, label: str, judged: bool, kind: str, options: dict[str, str],
                 run: Callable[[], OpStats]) -> WorkloadResult:
