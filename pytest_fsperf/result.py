@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import asdict, dataclass, field
 from statistics import median
 from typing import Any
+
+from .stats import mad, median_ci
+
+SHORT_WINDOW = 0.5  # s: daemon CPU over a shorter window (10 ms clock ticks) says little
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,13 @@ class WorkloadResult:
         """Every figure a threshold may name; over several rounds, each figure's median.
         None: this kind measures it, but it was not measured honestly this time (see
         daemon_note). Missing key: this kind cannot answer."""
+        own = self.single_metrics()
+        if not self.rounds:
+            return own
+        return {key: median(values) if (values := self.values(key)) else None for key in own}
+
+    def single_metrics(self) -> dict[str, float | None]:
+        """This run's own figures, not the rounds' medians."""
         figures: dict[str, float | None] = {
             "bw": self.bw_bytes if self.ops is None or self.ops.io_bytes else None,
             "iops": self.iops if self.ops is None else None,
@@ -131,17 +141,12 @@ class WorkloadResult:
             "lat_mean": self._worst("lat_mean_ns"),
             "lat_p50": self._worst("lat_p50_ns"),
             "lat_p99": self.lat_p99_ns,
-            # CPU time counts in 10 ms ticks: a shorter window than 0.5 s cannot be judged.
-            "daemon_cpu": self.daemon.cpu_percent if self.daemon and self.daemon.wall_seconds >= 0.5
-            else None,
+            # CPU time counts in 10 ms ticks: a shorter window cannot be judged.
+            "daemon_cpu": self.daemon.cpu_percent
+            if self.daemon and self.daemon.wall_seconds >= SHORT_WINDOW else None,
             "daemon_rss": float(self.daemon.peak_rss_bytes) if self.daemon else None,
         }
-        figures = {k: v for k, v in figures.items() if v is not None or k.startswith("daemon_")}
-        if self.rounds:
-            for key in figures:
-                values = self.values(key)
-                figures[key] = median(values) if values else None
-        return figures
+        return {k: v for k, v in figures.items() if v is not None or k.startswith("daemon_")}
 
     def values(self, metric: str) -> list[float]:
         """A figure of every round (one value without rounds)."""
@@ -149,10 +154,6 @@ class WorkloadResult:
             own = self.single_metrics().get(metric)
             return [own] if own is not None else []
         return [v for r in self.rounds if (v := r.get(metric)) is not None]
-
-    def single_metrics(self) -> dict[str, float | None]:
-        """This run's own figures, not the rounds' medians."""
-        return dataclasses.replace(self, rounds=()).metrics()
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -167,8 +168,6 @@ class WorkloadResult:
 
 def summary(r: WorkloadResult) -> dict[str, dict[str, float | int]]:
     """Per figure over the rounds: n, median, MAD, and the 95% bootstrap interval of the median."""
-    from .stats import mad, median_ci
-
     out: dict[str, dict[str, float | int]] = {}
     for key in r.metrics():
         values = r.values(key)

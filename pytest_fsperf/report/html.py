@@ -67,7 +67,7 @@ def _results_table(results: list[dict[str, Any]]) -> str:
 
 
 def _label(r: dict[str, Any]) -> str:
-    return f"{r['test'].rsplit('::', 1)[-1]} {r['name']}"
+    return f"{terminal.short_test(r)} {r['name']}"
 
 
 def document(env: dict[str, Any], results: list[dict[str, Any]], comparisons: list[dict[str, Any]],

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .. import units
+from ..baselines.check import SHOW as BASELINE_SHOW
+from ..result import SHORT_WINDOW as SHORT_WINDOW
 
 HEADER = ("test", "workload", "bandwidth", "IOPS or ops", "p99 lat", "daemon CPU", "daemon peak mem",
           "cache", "verdict")
 FIGURES = range(2, 7)  # right-aligned columns
-SHORT_WINDOW = 0.5  # s: below this, CPU from 10 ms clock ticks says little
+
+
+def short_test(r: dict[str, Any]) -> str:
+    """The test's name without its file: 'test_seq_read[4k]'."""
+    return str(r["test"]).rsplit("::", 1)[-1]
+
+
+def align(rows: Sequence[tuple[str, ...]], right: Iterable[int] = (), indent: str = "") -> list[str]:
+    """Columns padded to their widest cell; `right` ones right-aligned."""
+    right = set(right)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [(indent + "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                                for i, (c, w) in enumerate(zip(cells, widths, strict=True)))).rstrip()
+            for cells in rows]
 
 
 def _daemon_cells(r: dict[str, Any]) -> tuple[str, str]:
@@ -60,7 +76,7 @@ def row(r: dict[str, Any]) -> tuple[str, ...]:
     cpu, mem = _daemon_cells(r)
     bw, rate = _rate_cells(r)
     return (
-        r["test"].rsplit("::", 1)[-1],
+        short_test(r),
         r["name"],
         bw,
         rate,
@@ -73,14 +89,7 @@ def row(r: dict[str, Any]) -> tuple[str, ...]:
 
 
 def table(results: list[dict[str, Any]]) -> list[str]:
-    rows = [HEADER, *(row(r) for r in results)]
-    widths = [max(len(cells[i]) for cells in rows) for i in range(len(HEADER))]
-    lines = []
-    for cells in rows:
-        text = "  ".join(c.rjust(w) if i in FIGURES else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
-        lines.append(text.rstrip())
-    return lines
+    return align([HEADER, *(row(r) for r in results)], FIGURES)
 
 
 def footnotes(results: list[dict[str, Any]]) -> list[str]:
@@ -94,9 +103,8 @@ def footnotes(results: list[dict[str, Any]]) -> list[str]:
     if any(r.get("daemon") and r["daemon"]["wall_seconds"] < SHORT_WINDOW for r in results):
         notes.append(f"daemon CPU '-': the workload took under {SHORT_WINDOW:g} s, too short for CPU "
                      "time counted in 10 ms ticks")
-    notes += [f"{r['test'].rsplit('::', 1)[-1]} {r['name']}: {n}"
-              for r in results for n in r.get("notes", [])]
-    notes += [f"{r['test'].rsplit('::', 1)[-1]} {r['name']}: daemon cache disk peak "
+    notes += [f"{short_test(r)} {r['name']}: {n}" for r in results for n in r.get("notes", [])]
+    notes += [f"{short_test(r)} {r['name']}: daemon cache disk peak "
               f"{units.format_mb(r['cache_disk_peak_bytes'])}"
               for r in results if r.get("cache_disk_peak_bytes") is not None]
     rounds = sorted({len(r["rounds"]) for r in results if r.get("rounds")})
@@ -111,19 +119,19 @@ METRIC_NAMES = {"bw": "bandwidth", "iops": "IOPS", "lat_p99": "p99 lat", "daemon
                 "daemon_rss": "daemon peak mem"}
 
 
+FORMATS = {"bw": units.format_rate, "iops": units.format_count, "lat_p99": units.format_duration,
+           "daemon_cpu": units.format_percent, "daemon_rss": units.format_mb}
+
+
 def _figure(metric: str, value: float | None) -> str:
-    if value is None:
-        return "-"
-    formats = {"bw": units.format_rate, "iops": units.format_count, "lat_p99": units.format_duration,
-               "daemon_cpu": units.format_percent, "daemon_rss": units.format_mb}
-    return formats[metric](value)
+    return FORMATS[metric](value) if value is not None else "-"
 
 
 def comparison(c: dict[str, Any]) -> list[str]:
     """One A/B comparison: medians side by side, B/A, and the rounds behind them."""
     a = " ".join(c["a_options"]) or "(defaults)"
     b = " ".join(c["b_options"]) or "(defaults)"
-    lines = [f"A/B {c['test'].rsplit('::', 1)[-1]} {c['name']} on {c['backend']}: "
+    lines = [f"A/B {short_test(c)} {c['name']} on {c['backend']}: "
              f"{c['rounds']} rounds, order {c['order']}, cold remount before each",
              f"  A: {a}", f"  B: {b}"]
     rows = [("metric", "A median", "B median", "B/A", "95% interval", "outcome", "A rounds", "B rounds")]
@@ -134,12 +142,7 @@ def comparison(c: dict[str, Any]) -> list[str]:
                      _figure(metric, m["b_median"]), ratio, band, m.get("outcome", "-"),
                      ", ".join(_figure(metric, v) for v in m["a"]),
                      ", ".join(_figure(metric, v) for v in m["b"])))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        cells = [r[0].ljust(widths[0]), *(r[i].rjust(widths[i]) for i in (1, 2, 3)),
-                 r[4].ljust(widths[4]), r[5].ljust(widths[5]), r[6].ljust(widths[6]), r[7]]
-        lines.append(("  " + "  ".join(cells)).rstrip())
-    return lines
+    return lines + align(rows, (1, 2, 3), "  ")
 
 
 def baseline_checks(results: list[dict[str, Any]], gated: bool) -> list[str]:
@@ -152,19 +155,11 @@ def baseline_checks(results: list[dict[str, Any]], gated: bool) -> list[str]:
     lines = [f"baseline {', '.join(names)}: measured / documented, {how}"]
     table = [("test", "scenario", "figure", "measured", "documented", "ratio", "")]
     for r, c in rows:
-        measured = _BASELINE_SHOW[c["metric"]](c["measured"]) if c["measured"] is not None else "-"
+        measured = BASELINE_SHOW[c["metric"]](c["measured"]) if c["measured"] is not None else "-"
         ratio = f"{c['ratio']:.2f}" if c["ratio"] is not None else "-"
         mark = {True: "ok", False: "below" if c["metric"] == "bw" else "above", None: "-"}[c["ok"]]
-        table.append((r["test"].rsplit("::", 1)[-1], c["key"], c["metric"], measured, c["printed"],
-                      ratio, mark))
-    widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
-    for t in table:
-        cells = [t[i].rjust(widths[i]) if i in (3, 4, 5) else t[i].ljust(widths[i]) for i in range(len(t))]
-        lines.append(("  " + "  ".join(cells)).rstrip())
-    return lines
-
-
-_BASELINE_SHOW = {"bw": units.format_rate, "cpu": units.format_percent, "rss": units.format_mb}
+        table.append((short_test(r), c["key"], c["metric"], measured, c["printed"], ratio, mark))
+    return lines + align(table, (3, 4, 5), "  ")
 
 
 def run_comparisons(results: list[dict[str, Any]]) -> list[str]:
@@ -178,9 +173,6 @@ def run_comparisons(results: list[dict[str, Any]]) -> list[str]:
         ratio = f"{c['ratio']:.3f}" if c["ratio"] is not None else "-"
         band = (f"{c['ci_low']:.3f}-{c['ci_high']:.3f}" if c["ci_low"] is not None else "-")
         outcome = c["outcome"] + (f" ({', '.join(c['differs'])} differ)" if c["differs"] else "")
-        table.append((r["test"].rsplit("::", 1)[-1], r["name"], c["metric"], ratio, band,
+        table.append((short_test(r), r["name"], c["metric"], ratio, band,
                       f"{len(c['new'])} vs {len(c['old'])}", outcome))
-    widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
-    for t in table:
-        lines.append(("  " + "  ".join(c.ljust(w) for c, w in zip(t, widths, strict=True))).rstrip())
-    return lines
+    return lines + align(table, indent="  ")
