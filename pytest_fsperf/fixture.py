@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import cache, progress, units
 from .compare import Comparison, Workload, run_compare
@@ -15,8 +18,8 @@ from .engine import fio as fio_engine
 from .engine import steps
 from .errors import MeasurementError, UsageError, or_fail
 from .meters import DaemonExited, DaemonMeter
-from .mount.daemon import Lookup, start_time
-from .result import OpStats, WorkloadResult
+from .mount.daemon import Lookup
+from .result import DaemonStats, OpStats, WorkloadResult
 from .scenarios.runner import run_scenario
 from .session import FsperfSession, Target, safe_name
 
@@ -27,14 +30,6 @@ def _cpu() -> float:
     """This process's CPU and that of its reaped children (sysbench), in seconds."""
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
-
-
-def _cause(lookup: Lookup, label: str, exc: MeasurementError) -> MeasurementError:
-    """A failed workload: name the daemon's death as the cause, if it died."""
-    d = lookup.daemon
-    if d is not None and start_time(d.pid) != d.start_time:
-        return DaemonExited(f"FUSE daemon PID {d.pid} exited during {label}: {exc}")
-    return exc
 
 
 WRITES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trimwrite"})
@@ -58,6 +53,19 @@ def _daemon_cache(lookup: Lookup, page: str | None, daemon_cold: str | None) -> 
     if page is None:
         return "warm"
     return daemon_cold or UNKNOWN_DAEMON_CACHE
+
+
+@dataclass
+class _Window:
+    """What a measured window saw around the workload: cache state, daemon, cache disk."""
+
+    lookup: Lookup
+    cache: str
+    daemon_cache: str
+    cold_steps: tuple[str, ...]
+    wall: float = 0.0
+    daemon: DaemonStats | None = None
+    disk_peak: int | None = None
 
 
 class Fsperf:
@@ -97,13 +105,13 @@ class Fsperf:
         """Make the next workload cold. On a mount the plugin owns: unmount, wipe the
         daemon's disk cache, mount again; always: sync and drop the page cache. If the
         workload must first lay out its files, this is repeated after the layout."""
-        self._daemon_cold = None
         return or_fail(self._make_cold)
 
     def _make_cold(self, options: tuple[str, ...] | None = None, after: tuple[str, ...] = ()) -> str:
         """after: steps already taken for this cold start (a cold() before a layout pass)."""
         steps = list(after)
         owned = self._target.owned
+        self._daemon_cold = None
         if owned is not None and owned.backend.has_daemon:
             steps += self._remount(options, wipe=True)
             wiped = any(s.startswith("wiped") for s in steps)
@@ -125,7 +133,6 @@ class Fsperf:
         total = self.rounds + (1 if self.warmup else 0)
         for i in range(total):
             if i and kind == "cold":
-                self._daemon_cold = None
                 self._make_cold()
             elif i and kind == "drop":
                 self._drop()
@@ -197,14 +204,7 @@ class Fsperf:
     def _fio(self, name: str | None, judged: bool, options: Mapping[str, object], where: str,
              layout: bool = True) -> WorkloadResult:
         base, job = self._job(name, options, where)
-        label = self._unique(base)
-        lookup = self._target.lookup_daemon()
-        try:
-            return self._measure(label, judged, job, layout)
-        except DaemonExited:
-            raise
-        except MeasurementError as exc:  # fio failed: was it because the daemon died?
-            raise _cause(lookup, label, exc) from None
+        return self._measure(self._unique(base), judged, job, layout)
 
     def _output(self, label: str) -> str:
         return os.path.join(self._state.local_dir(), f"{safe_name(self.test)}-{safe_name(label)}")
@@ -214,54 +214,28 @@ class Fsperf:
         spec = {**job, "create_only": "1"}
         fio_engine.run_fio(fio_engine.command(spec, "fsperf", str(self.workdir), out + ".layout.json"),
                            out + ".layout.json")
-        if self._cold is not None:
-            self._recold()
+        self._recold()
 
     def _measure(self, label: str, judged: bool, job: dict[str, str], layout: bool) -> WorkloadResult:
         out = self._output(label)
         # One fio job name per test ("fsperf"): a read finds the files a write left.
         if layout and fio_engine.is_reading(job):
             self._layout(job, out)
-        lookup = self._target.lookup_daemon()  # after any remount
-        cache_state = self._cold or cache.WARM
-        daemon_cache = _daemon_cache(lookup, self._cold, self._daemon_cold)
-        steps = self._cold_steps if self._cold else ()
-        self._cold, self._daemon_cold, self._cold_steps = None, None, ()
-
         proc = fio_engine.FioProcess(
             fio_engine.command(job, "fsperf", str(self.workdir), out + ".json"), out + ".json.log")
-        meter = DaemonMeter(lookup.daemon, on_exit=proc.stop_now) if lookup.daemon else None
-        disk = self._disk_meter()
-        shown = None
-        try:
-            if meter:
-                meter.start()
-            t0 = time.monotonic()
+
+        def fio_io() -> int:
+            return progress.tree_io(proc.proc.pid) if proc.proc else 0
+
+        with self._window(label, fio_io, on_exit=proc.stop_now) as w:
             proc.start()
-            fio_pid = proc.proc.pid if proc.proc else 0
-            shown = self._progress(label, lambda: progress.tree_io(fio_pid))
             code, fio_cpu = proc.wait()
-            wall = time.monotonic() - t0
-            daemon = meter.stop(label) if meter else None
-        finally:
-            if shown:
-                shown.stop()
-            if meter:
-                meter.abort()
-            disk_peak = disk.stop() if disk else None
-        fio_engine.check_exit(code, out + ".json")
+            fio_engine.check_exit(code, out + ".json")
         read, write, raw = fio_engine.parse_output(out + ".json")
-        result = WorkloadResult(
-            test=self.test, name=label, kind="fio", options=job, cache=cache_state,
-            daemon_cache=daemon_cache, read=read, write=write, daemon=daemon,
-            daemon_note=lookup.note, wall_seconds=wall,
-            tool_cpu_percent=100.0 * fio_cpu / wall if wall > 0 else 0.0,
-            judged=judged, mount=self._target.describe(), cold_steps=steps,
-            cache_disk_peak_bytes=disk_peak, raw=raw, output_file=out + ".json",
-            notes=_unflushed(job, lookup),
-        )
-        self.results.append(result)
-        return result
+        return self._record(w, name=label, kind="fio", options=job, read=read, write=write,
+                            tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
+                            judged=judged, raw=raw, output_file=out + ".json",
+                            notes=_unflushed(job, w.lookup))
 
     # -- scenarios ------------------------------------------------------------
 
@@ -277,7 +251,9 @@ class Fsperf:
         return self._cold
 
     def _recold(self) -> None:
-        """After a layout pass: make the pending cold start (or page-cache drop) true again."""
+        """After a layout pass: make a pending cold start (or page-cache drop) true again."""
+        if self._cold is None:
+            return
         after = (*self._cold_steps, "layout")
         if self._cold_kind == "drop":
             self._drop(after)
@@ -341,36 +317,54 @@ class Fsperf:
     def _engine(self, label: str, judged: bool, kind: str, options: dict[str, str],
                 run: Callable[[], OpStats]) -> WorkloadResult:
         """Measure an in-process engine with the daemon meter, as fio is measured."""
-        lookup = self._target.lookup_daemon()
-        cache_state = self._cold or cache.WARM
-        daemon_cache = _daemon_cache(lookup, self._cold, self._daemon_cold)
-        steps = self._cold_steps if self._cold else ()
+        with self._window(label, progress.own_io) as w:
+            cpu0 = _cpu()
+            ops = run()
+            cpu = _cpu() - cpu0
+        return self._record(w, name=label, kind=kind, options=options, read=None, write=None,
+                            tool_cpu_percent=100.0 * cpu / w.wall if w.wall > 0 else 0.0,
+                            judged=judged, ops=ops)
+
+    @contextlib.contextmanager
+    def _window(self, label: str, counter: Callable[[], int],
+                on_exit: Callable[[], None] | None = None) -> Iterator[_Window]:
+        """Take the pending cold state, then measure the body with the daemon meter, the
+        cache-disk sampler and the progress line. A failure because the daemon died is
+        reported as the daemon's death."""
+        lookup = self._target.lookup_daemon()  # after any remount
+        w = _Window(lookup, self._cold or cache.WARM,
+                    _daemon_cache(lookup, self._cold, self._daemon_cold),
+                    self._cold_steps if self._cold else ())
         self._cold, self._daemon_cold, self._cold_steps = None, None, ()
-        meter = DaemonMeter(lookup.daemon) if lookup.daemon else None
+        meter = DaemonMeter(lookup.daemon, on_exit=on_exit) if lookup.daemon else None
         disk = self._disk_meter()
-        shown = self._progress(label, progress.own_io)
+        shown = self._progress(label, counter)
         try:
             if meter:
                 meter.start()
-            cpu0, t0 = _cpu(), time.monotonic()
+            t0 = time.monotonic()
             try:
-                ops = run()
-            except MeasurementError as exc:
-                raise _cause(lookup, label, exc) from None
-            wall, cpu = time.monotonic() - t0, _cpu() - cpu0
-            daemon = meter.stop(label) if meter else None
+                yield w
+            except DaemonExited:
+                raise
+            except MeasurementError:
+                if meter:  # did the workload fail because the daemon died? Then say that.
+                    meter.stop(label)  # raises DaemonExited if it is gone
+                raise
+            w.wall = time.monotonic() - t0
+            w.daemon = meter.stop(label) if meter else None
         finally:
             if shown:
                 shown.stop()
             if meter:
                 meter.abort()
-            disk_peak = disk.stop() if disk else None
+            w.disk_peak = disk.stop() if disk else None
+
+    def _record(self, w: _Window, **fields: Any) -> WorkloadResult:
         result = WorkloadResult(
-            test=self.test, name=label, kind=kind, options=options, cache=cache_state,
-            daemon_cache=daemon_cache, read=None, write=None, daemon=daemon,
-            daemon_note=lookup.note, wall_seconds=wall,
-            tool_cpu_percent=100.0 * cpu / wall if wall > 0 else 0.0, judged=judged, ops=ops,
-            mount=self._target.describe(), cold_steps=steps, cache_disk_peak_bytes=disk_peak)
+            test=self.test, cache=w.cache, daemon_cache=w.daemon_cache, daemon=w.daemon,
+            daemon_note=w.lookup.note, wall_seconds=w.wall, mount=self._target.describe(),
+            cold_steps=w.cold_steps, cache_disk_peak_bytes=w.disk_peak, **fields)
         self.results.append(result)
         return result
 

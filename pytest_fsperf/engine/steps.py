@@ -44,8 +44,7 @@ def files_step(fs: Fsperf, name: str | None, mode: str = "read", count: int = 10
         if files_engine.list_files(directory) != sorted(paths):
             files_engine.run_files([(p, nbytes) for p in paths], write=True,
                                    threads=min(threads, 16))
-            if fs._cold is not None:
-                fs._recold()
+            fs._recold()
         # What the seed's reader does before its clock starts: walk the dir, stat each file.
         todo = files_engine.sized(files_engine.list_files(directory))
     else:
@@ -68,8 +67,7 @@ def meta_step(fs: Fsperf, name: str | None, op: str = "list", entries: int = 100
     if not os.path.isdir(root):
         os.makedirs(root)
         meta_engine.make_tree(root, n, per_dir)
-        if fs._cold is not None:
-            fs._recold()
+        fs._recold()
     paths = meta_engine.tree_paths(root, n, per_dir) if op == "stat" else None
     options = {"op": op, "entries": str(n), "per_dir": str(per_dir)}
     label = fs._unique(name or f"meta_{op}")
@@ -103,8 +101,7 @@ def sysbench_step(fs: Fsperf, name: str | None, mode: str = "seqwr", files: int 
     os.makedirs(cwd, exist_ok=True)
     base = sysbench_engine.args(mode, files, block_b, total_b, threads, secs)
     sysbench_engine.prepare(cwd, base)
-    if fs._cold is not None:
-        fs._recold()
+    fs._recold()
     options = {"mode": mode, "files": str(files), "block": str(block_b), "total": str(total_b),
                "threads": str(threads), "seconds": f"{secs:g}"}
     label = fs._unique(name or f"sysbench_{mode}")

@@ -23,7 +23,6 @@ def run_scenario(fs: Fsperf, scenario_id: str, overrides: Mapping[str, object],
     engines = {"sysbench": fs._sysbench, "files": fs._files, "meta": fs._meta}
     for i, step in enumerate(sc.steps):
         if step.engine == "cold":
-            fs._daemon_cold = None
             fs._make_cold()
             continue
         if step.engine == "drop":
