@@ -12,7 +12,7 @@ from .engine import fio as fio_engine
 from .errors import UsageError
 from .report.redact import redact_args
 from .result import WorkloadResult
-from .stats import ratio_ci
+from .stats import shift
 
 if TYPE_CHECKING:
     from .fixture import Fsperf
@@ -88,21 +88,17 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
 def _judged(metric: str, av: tuple[float | None, ...], bv: tuple[float | None, ...],
             am: float | None, bm: float | None, ratio: float | None,
             tolerance: float) -> MetricComparison:
-    """The same rule as a saved-run comparison: a difference must pass the tolerance AND
-    its 95% interval must exclude 1 (2+ rounds each); inside the tolerance is "same"."""
+    """The saved-run rule (stats.shift), for 2+ rounds on each side; with fewer, no
+    outcome can be claimed."""
     a = [v for v in av if v is not None]
     b = [v for v in bv if v is not None]
-    lo = hi = None
-    outcome = "inconclusive"
-    if ratio is not None and len(a) > 1 and len(b) > 1:
-        lo, hi = ratio_ci(b, a)
-        higher = ratio > 1 + tolerance and lo > 1
-        lower = ratio < 1 - tolerance and hi < 1
-        if higher or lower:
-            better = higher == (metric in BIGGER_IS_BETTER)
-            outcome = "B better" if better else "B worse"
-        elif lo >= 1 - tolerance and hi <= 1 + tolerance:
-            outcome = "same"
+    if ratio is None or len(a) < 2 or len(b) < 2:
+        return MetricComparison(metric, av, bv, am, bm, ratio)
+    _ratio, lo, hi, direction = shift(b, a, tolerance)
+    outcome = {"same": "same", "unclear": "inconclusive"}.get(direction)
+    if outcome is None:
+        better = (direction == "up") == (metric in BIGGER_IS_BETTER)
+        outcome = "B better" if better else "B worse"
     return MetricComparison(metric, av, bv, am, bm, ratio, lo, hi, outcome)
 
 

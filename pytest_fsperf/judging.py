@@ -67,11 +67,11 @@ def _against_earlier(item: pytest.Item, plan: Plan, results: list[WorkloadResult
         old = state.earlier.get(f"{r.test}::{r.name}")
         if not r.judged or old is None:
             continue
-        data = r.to_dict()
-        data["fingerprint"] = runs.fingerprint(data, state.env)
-        c = runs.compare(state.earlier_name, f"{r.test}::{r.name}", old, data, plan.tolerance)
+        new = {"total": r.total(), "rounds": list(r.rounds),
+               "fingerprint": runs.fingerprint(r.scenario, r.options, r.mount, state.env)}
+        c = runs.compare(state.earlier_name, f"{r.test}::{r.name}", old, new, plan.tolerance)
         item.stash[RUN_CMP][r.name] = c
-        message = f"{r.name}: " + c.message(plan.tolerance).split(": ", 1)[1]
+        message = c.message(plan.tolerance, r.name)
         if c.outcome == runs.REGRESSION:
             regressions.append(message)
             per_workload[r.name] = "REGRESSION"

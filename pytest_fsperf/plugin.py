@@ -191,7 +191,8 @@ def pytest_runtest_makereport(
             data["verdict"], data["failures"] = verdicts.get(r.name, ("-", []))
             data["baseline_checks"] = [c.to_dict() for c in checks.get(r.name, [])]
             data["baseline_key"], data["baseline_entry"] = key_of(r), entry_of(r)
-            data["fingerprint"] = runs.fingerprint(data, item.config.stash[STATE].env)
+            data["fingerprint"] = runs.fingerprint(r.scenario, r.options, r.mount,
+                                                   item.config.stash[STATE].env)
             earlier = item.stash.get(RUN_CMP, {}).get(r.name)
             data["run_comparison"] = earlier.to_dict() if earlier else None
             rows.append(data)

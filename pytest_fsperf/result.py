@@ -155,13 +155,17 @@ class WorkloadResult:
             return [own] if own is not None else []
         return [v for r in self.rounds if (v := r.get(metric)) is not None]
 
+    def total(self) -> dict[str, Any]:
+        """The headline figures (medians over rounds), as the report and JSON show them."""
+        m = self.metrics()
+        return {"io_bytes": self.io_bytes, "bw_bytes": m.get("bw") or 0.0,
+                "iops": m.get("iops") or 0.0, "ops_per_second": m.get("ops"),
+                "lat_p99_ns": m.get("lat_p99")}
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         del data["output_file"]
-        m = self.metrics()
-        data["total"] = {"io_bytes": self.io_bytes, "bw_bytes": m.get("bw") or 0.0,
-                         "iops": m.get("iops") or 0.0, "ops_per_second": m.get("ops"),
-                         "lat_p99_ns": m.get("lat_p99")}
+        data["total"] = self.total()
         data["stats"] = summary(self)
         return data
 

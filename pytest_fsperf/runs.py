@@ -12,12 +12,13 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
-from .stats import median, ratio_ci
+from .stats import shift
 
 PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE, INCOMPARABLE = (
     "pass", "regression", "improvement", "inconclusive", "incomparable")
@@ -59,17 +60,19 @@ def load(folder: Path, name: str, where: str) -> tuple[str, dict[str, Any]]:
         raise UsageError(f"{where}: {path} is not a saved run: {exc}") from None
 
 
-def fingerprint(result: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
-    """What must be equal for two measurements to be compared."""
-    mount = result.get("mount") or {}
+def fingerprint(scenario: str | None, options: Mapping[str, str], mount: Mapping[str, Any] | None,
+                env: dict[str, Any]) -> dict[str, Any]:
+    """What must be equal for two measurements to be compared: the workload (scenario id or
+    its options), scale, filesystem, mount options, kernel and machine."""
+    mount = mount or {}
     env_mount = env.get("mount") or {}
-    options = " ".join(mount.get("options", [])) if mount else env_mount.get("super_options", "")
+    mount_options = " ".join(mount.get("options", [])) if mount else env_mount.get("super_options", "")
     m = env.get("machine", {})
     return {
-        "workload": result.get("scenario") or json.dumps(result.get("options", {}), sort_keys=True),
+        "workload": scenario or json.dumps(dict(options), sort_keys=True),
         "scale": env.get("scale"),
         "fs": mount.get("backend") or env_mount.get("fstype"),
-        "mount_options": hashlib.sha256(options.encode()).hexdigest()[:16],
+        "mount_options": hashlib.sha256(mount_options.encode()).hexdigest()[:16],
         "kernel": env.get("kernel"),
         "machine": f"{m.get('cpu_model')} x{m.get('cpus')} {m.get('mem_total_bytes')}",
     }
@@ -88,14 +91,16 @@ class RunComparison:
     ci_high: float | None
     differs: list[str]  # fingerprint fields that differ (incomparable)
 
-    def message(self, tolerance: float) -> str:
+    def message(self, tolerance: float, who: str | None = None) -> str:
+        """One line, starting with `who` (default: TEST::WORKLOAD)."""
+        who = who or self.key
         if self.outcome == INCOMPARABLE:
-            return (f"{self.key}: not compared with run {self.run!r}: the "
+            return (f"{who}: not compared with run {self.run!r}: the "
                     f"{', '.join(self.differs)} differ")
         shown = f"{self.ratio:.3f}" if self.ratio is not None else "-"
         band = (f", 95% interval {self.ci_low:.3f} to {self.ci_high:.3f}"
                 if self.ci_low is not None and self.ci_high is not None else "")
-        return (f"{self.key}: {self.outcome} against run {self.run!r}: {self.metric} "
+        return (f"{who}: {self.outcome} against run {self.run!r}: {self.metric} "
                 f"{shown}x ({len(self.new)} vs {len(self.old)} rounds{band}; "
                 f"tolerance {100 * tolerance:g}%)")
 
@@ -119,17 +124,8 @@ def compare(run: str, key: str, old: dict[str, Any], new: dict[str, Any], tolera
     if differs or not a or not b:
         return RunComparison(run, key, metric, INCOMPARABLE, a, b, None, None, None,
                              differs or ["figures"])
-    ratio = median(b) / median(a)
-    lo, hi = ratio_ci(b, a) if len(a) > 1 and len(b) > 1 else (None, None)
-    if lo is not None and hi is not None and ratio < 1 - tolerance and hi < 1:
-        outcome = REGRESSION
-    elif lo is not None and ratio > 1 + tolerance and lo > 1:
-        outcome = IMPROVEMENT
-    elif (lo if lo is not None else ratio) >= 1 - tolerance and (
-            hi if hi is not None else ratio) <= 1 + tolerance:
-        outcome = PASS
-    elif lo is not None and lo >= 1 - tolerance:
+    ratio, lo, hi, direction = shift(b, a, tolerance)
+    outcome = {"up": IMPROVEMENT, "down": REGRESSION, "same": PASS}.get(direction, INCONCLUSIVE)
+    if outcome == INCONCLUSIVE and lo is not None and lo >= 1 - tolerance:
         outcome = PASS  # no slowdown beyond tolerance is possible; a speed-up is not proven
-    else:
-        outcome = INCONCLUSIVE
     return RunComparison(run, key, metric, outcome, a, b, ratio, lo, hi, [])

@@ -49,3 +49,22 @@ def ratio_ci(new: Sequence[float], old: Sequence[float], level: float = LEVEL,
         base = median(rng.choices(old, k=len(old)))
         out.append(median(rng.choices(new, k=len(new))) / base if base else float("inf"))
     return _interval(out, level)
+
+
+def shift(new: Sequence[float], old: Sequence[float], tolerance: float,
+          ) -> tuple[float, float | None, float | None, str]:
+    """median(new) / median(old), its 95% interval (None unless both sides have 2+ values),
+    and the direction: "up" or "down" when the ratio is past the tolerance AND the interval
+    excludes 1; "same" when the interval (or, without one, the ratio) lies within the
+    tolerance; "unclear" otherwise. A/B comparisons and saved-run comparisons share it."""
+    ratio = median(new) / median(old)
+    lo, hi = ratio_ci(new, old) if len(new) > 1 and len(old) > 1 else (None, None)
+    if lo is not None and hi is not None:
+        if ratio > 1 + tolerance and lo > 1:
+            return ratio, lo, hi, "up"
+        if ratio < 1 - tolerance and hi < 1:
+            return ratio, lo, hi, "down"
+    low, high = (lo, hi) if lo is not None and hi is not None else (ratio, ratio)
+    if low >= 1 - tolerance and high <= 1 + tolerance:
+        return ratio, lo, hi, "same"
+    return ratio, lo, hi, "unclear"
