@@ -10,6 +10,7 @@ import math
 import os
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,11 @@ class Raw:
     where: str
     base: Path  # relative paths resolve against this
 
+    @property
+    def path(self) -> Path:
+        path = Path(os.path.expanduser(self.text))
+        return path if path.is_absolute() else self.base / path
+
 
 def _raw(config: pytest.Config, opt: Option) -> Raw | None:
     value: Any = config.getoption(opt.name)
@@ -126,8 +132,7 @@ def _raw(config: pytest.Config, opt: Option) -> Raw | None:
 
 
 def _mount(raw: Raw) -> Path:
-    path = Path(os.path.expanduser(raw.text))
-    path = (raw.base / path) if not path.is_absolute() else path
+    path = raw.path
     if not path.exists():
         raise UsageError(f"{raw.where}: no such directory")
     if not path.is_dir():
@@ -157,9 +162,8 @@ def _scale(raw: Raw) -> float:
     return scale
 
 
-def _json(raw: Raw) -> Path:
-    path = Path(os.path.expanduser(raw.text))
-    path = (raw.base / path) if not path.is_absolute() else path
+def _out_file(raw: Raw) -> Path:
+    path = raw.path
     if path.is_dir():
         raise UsageError(f"{raw.where}: is a directory; give a file name")
     if not path.parent.is_dir():
@@ -175,9 +179,7 @@ def _words(raw: Raw) -> tuple[str, ...]:
 
 
 def _backend_config(raw: Raw) -> BackendConfig:
-    path = Path(os.path.expanduser(raw.text))
-    path = (raw.base / path) if not path.is_absolute() else path
-    return load_config(str(path), raw.where)
+    return load_config(str(raw.path), raw.where)
 
 
 def _timeout(raw: Raw) -> float:
@@ -211,15 +213,17 @@ def _flag(raw: Raw) -> bool:
     return text in ("1", "true", "yes")
 
 
-def _inconclusive(raw: Raw) -> str:
-    if raw.text.strip() not in ("fail", "warn"):
-        raise UsageError(f"{raw.where}: must be 'fail' or 'warn'")
-    return raw.text.strip()
+def _choice(*allowed: str) -> Callable[[Raw], str]:
+    def convert(raw: Raw) -> str:
+        if raw.text.strip() not in allowed:
+            raise UsageError(f"{raw.where}: must be " + " or ".join(f"'{a}'" for a in allowed))
+        return raw.text.strip()
+
+    return convert
 
 
 def _storage(raw: Raw) -> Path:
-    path = Path(os.path.expanduser(raw.text))
-    path = (raw.base / path) if not path.is_absolute() else path
+    path = raw.path
     if path.exists() and not path.is_dir():
         raise UsageError(f"{raw.where}: not a directory")
     return path
@@ -229,18 +233,16 @@ def _compare(raw: Raw) -> str:
     return "latest" if raw.text.strip() == "latest" else _name(raw)
 
 
-def _gate(raw: Raw) -> str:
-    if raw.text.strip() not in ("none", "baseline"):
-        raise UsageError(f"{raw.where}: must be 'none' or 'baseline'")
-    return raw.text.strip()
-
-
 def read_settings(config: pytest.Config) -> Settings:
     by_name = {opt.name: _raw(config, opt) for opt in OPTIONS}
 
     def get(name: str, convert: Any, default: Any) -> Any:
         raw = by_name[name]
         return convert(raw) if raw is not None else default
+
+    def where(name: str) -> str:
+        raw = by_name[name]
+        return raw.where if raw is not None else ""
 
     backend = by_name["fsperf_backend"]
     if backend is not None and by_name["fsperf_mount"] is not None:
@@ -253,27 +255,27 @@ def read_settings(config: pytest.Config) -> Settings:
         mount=get("fsperf_mount", _mount, None),
         daemon_pid=get("fsperf_daemon_pid", _pid, None),
         scale=get("fsperf_scale", _scale, 1.0),
-        json_path=get("fsperf_json", _json, None),
+        json_path=get("fsperf_json", _out_file, None),
         backend=backend.text.strip() if backend is not None else None,
-        backend_where=backend.where if backend is not None else "",
+        backend_where=where("fsperf_backend"),
         mount_options=get("fsperf_mount_options", _words, ()),
         backend_config=get("fsperf_backend_config", _backend_config, BackendConfig()),
         mount_timeout=get("fsperf_mount_timeout", _timeout, 30.0),
         baseline=get("fsperf_baseline", _name, None),
-        baseline_where=by_name["fsperf_baseline"].where if by_name["fsperf_baseline"] else "",
-        gate=get("fsperf_gate", _gate, "none"),
+        baseline_where=where("fsperf_baseline"),
+        gate=get("fsperf_gate", _choice("none", "baseline"), "none"),
         save_baseline=get("fsperf_save_baseline", _name, None),
         rounds=get("fsperf_rounds", _rounds, 1),
         warmup=get("fsperf_warmup", _flag, False),
-        inconclusive=get("fsperf_inconclusive", _inconclusive, "fail"),
+        inconclusive=get("fsperf_inconclusive", _choice("fail", "warn"), "fail"),
         save=get("fsperf_save", _name, None) or (
             runs.autosave_name() if get("fsperf_autosave", _flag, False) else None),
         storage=get("fsperf_storage", _storage, None),
         compare=get("fsperf_compare", _compare, None),
-        compare_where=by_name["fsperf_compare"].where if by_name["fsperf_compare"] else "",
-        markdown_path=get("fsperf_markdown", _json, None),
-        html_path=get("fsperf_html", _json, None),
-        benchmark_json=get("fsperf_benchmark_json", _json, None),
-        action_prefix=get("fsperf_benchmark_action", _json, None),
+        compare_where=where("fsperf_compare"),
+        markdown_path=get("fsperf_markdown", _out_file, None),
+        html_path=get("fsperf_html", _out_file, None),
+        benchmark_json=get("fsperf_benchmark_json", _out_file, None),
+        action_prefix=get("fsperf_benchmark_action", _out_file, None),
         root=config.rootpath,
     )

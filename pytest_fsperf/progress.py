@@ -1,9 +1,10 @@
 """A live line for a long workload: elapsed time, bytes moved, MB/s.
 
-Only on an interactive terminal: the line is drawn with a carriage return on pytest's own
-terminal writer and erased when the workload ends, so -q and -v output, captured output and
-CI logs (not a terminal) are left exactly as they were. Bytes are the rchar + wchar of the
-load generator's processes (fio and its job processes, or this process for in-process engines).
+Only on an interactive terminal: the line is written to /dev/tty on a line of its own below
+pytest's and erased when the workload ends, the cursor put back where pytest left it, so -q
+and -v output, captured output and CI logs (not a terminal) are left exactly as they were.
+Bytes are the rchar + wchar of the load generator's processes (fio and its job processes, or
+this process for in-process engines).
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ import os
 import threading
 import time
 from collections.abc import Callable
+
+from .meters import io_counters
+from .mount.daemon import stat_fields
 
 START_AFTER = 3.0  # s: a shorter workload never shows the line
 INTERVAL = 1.0
@@ -22,32 +26,17 @@ def tree_io(root: int, proc: str = "/proc") -> int:
     so they are not in its process group)."""
     parent: dict[int, int] = {}
     for name in os.listdir(proc):
-        if name.isdigit():
-            try:
-                with open(f"{proc}/{name}/stat", encoding="ascii", errors="replace") as f:
-                    parent[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
+        if name.isdigit() and (fields := stat_fields(int(name), proc)):
+            parent[int(name)] = int(fields[1])  # ppid
     tree, changed = {root}, True
     while changed:
         grown = {pid for pid, pp in parent.items() if pp in tree} | tree
         changed, tree = grown != tree, grown
-    total = 0
-    for pid in tree:
-        try:
-            with open(f"{proc}/{pid}/io", encoding="ascii") as f:
-                total += sum(int(v) for k, _, v in (ln.partition(":") for ln in f) if k in ("rchar", "wchar"))
-        except (OSError, ValueError):
-            continue
-    return total
+    return sum(sum(io) for pid in tree if (io := io_counters(pid, proc)))
 
 
 def own_io() -> int:
-    try:
-        with open("/proc/self/io", encoding="ascii") as f:
-            return sum(int(v) for k, _, v in (ln.partition(":") for ln in f) if k in ("rchar", "wchar"))
-    except (OSError, ValueError):
-        return 0
+    return sum(io_counters(os.getpid()) or (0, 0))
 
 
 class Progress:

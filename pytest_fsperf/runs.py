@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -26,15 +25,6 @@ PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE, INCOMPARABLE = (
 
 def storage(root: Path, configured: Path | None) -> Path:
     return configured if configured is not None else root / ".fsperf" / "runs"
-
-
-def save(folder: Path, name: str, doc: dict[str, Any]) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.json"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", "utf-8")
-    os.replace(tmp, path)
-    return path
 
 
 def autosave_name() -> str:

@@ -17,6 +17,7 @@ from .errors import MeasurementError
 from .mount.daemon import Lookup, describe, find_daemon
 from .mount.mountinfo import Mount, find_mount, read_mounts
 from .options import Settings
+from .report import jsonout
 from .report.environment import environment
 from .report.redact import mask
 
@@ -113,7 +114,6 @@ class FsperfSession:
         self.saved_run: str | None = None  # where --fsperf-save wrote
         self.earlier: dict[str, dict[str, Any]] = {}  # --fsperf-compare: TEST::WORKLOAD -> result
         self.earlier_name = ""
-        self.run_comparisons: list[dict[str, Any]] = []
         # a live line, on a terminal: (write, pytest's cursor column)
         self.progress_write: tuple[Callable[[str], None], Callable[[], int]] | None = None
 
@@ -147,12 +147,12 @@ class FsperfSession:
             "name": name, "system": m.get("fstype", ""), "version": "",
             "hardware": f"{env['machine']['cpu_model']}, {env['machine']['cpus']} CPUs, "
                         f"{env['machine']['mem_total_bytes']} bytes RAM",
-            "os": env.get("os", ""), "kernel": env["kernel"], "source": "saved run",
+            "os": env.get("os") or "", "kernel": env["kernel"], "source": "saved run",
             "number_format": "en", "mount_options": "; ".join(mounts) or m.get("options", ""),
             "scale": self.settings.scale, "environment": env, "entries": entries,
         }
         path = baselines.saved_dir(self.settings.root) / f"{name}.json"
-        baselines.save(path, data)
+        jsonout.write(path, data)
         self.saved_baseline = str(path)
 
     @property

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import MeasurementError
-from ..mount.daemon import Lookup, describe, find_daemon, start_time
+from ..mount.daemon import Lookup, describe, find_daemon, start_time, stat_fields
 from ..mount.mountinfo import Mount, read_mounts
-from ..report.redact import redact_args
+from ..report.redact import mask, redact_args
 from .spec import Backend, Rendered, render
 
 MOUNT_TIMEOUT = 30.0
@@ -34,6 +34,12 @@ class BinaryMissing(Exception):
 
 class MountError(MeasurementError):
     pass
+
+
+def require_binary(backend: Backend) -> None:
+    if backend.has_daemon and shutil.which(backend.binary) is None:
+        raise BinaryMissing(f"backend {backend.name!r}: {backend.binary} is not installed "
+                            f"({backend.install})")
 
 
 @dataclass(frozen=True)
@@ -90,9 +96,7 @@ class MountedFs:
         self.plan = plan
         self.options = plan.options
         self.backend = plan.backend
-        if self.backend.has_daemon and shutil.which(self.backend.binary) is None:
-            raise BinaryMissing(f"backend {self.backend.name!r}: {self.backend.binary} is not "
-                                f"installed ({self.backend.install})")
+        require_binary(self.backend)
         self.private = tempfile.mkdtemp(prefix=f"pytest-fsperf-{self.backend.name}-")
         self.rendered: Rendered = self._render(self.options)
         local = self.plan.config.get("source") or os.path.join(self.private, "source")
@@ -101,16 +105,13 @@ class MountedFs:
         self.log = os.path.join(self.private, "daemon.log")
         self.proc: subprocess.Popen[bytes] | None = None
         self.daemon: Lookup | None = None
-        self.mounts = 0
 
     def _render(self, options: tuple[str, ...]) -> Rendered:
         return render(self.backend, self.plan.config, options,
                       os.path.join(self.private, "mnt"), self.private)
 
     def redact(self, text: str) -> str:
-        for secret in self.rendered.secrets:
-            text = text.replace(secret, "***")
-        return text
+        return str(mask(text, self.rendered.secrets))
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.backend.name,
@@ -124,7 +125,6 @@ class MountedFs:
         if not self.backend.has_daemon:
             os.makedirs(self.mountpoint, exist_ok=True)
             self.daemon = Lookup(None, "no daemon: backend 'local' is a plain directory")
-            self.mounts += 1
             return
         if _mounted(self.mountpoint):
             raise MountError(f"{self.mountpoint} is already mounted")
@@ -152,7 +152,6 @@ class MountedFs:
         except BaseException:
             self.stop()
             raise
-        self.mounts += 1
 
     def _wait_ready(self) -> None:
         assert self.proc is not None
@@ -242,13 +241,8 @@ class MountedFs:
     def _running(self, pid: int) -> bool:
         if self.proc is not None and pid == self.proc.pid:
             return self.proc.poll() is None
-        fields = None
-        try:
-            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            return False
-        return fields[0] != "Z"
+        fields = stat_fields(pid)
+        return fields is not None and fields[0] != "Z"  # a zombie has exited
 
     def wipe_cache(self) -> list[str]:
         """Empty the daemon's disk cache directories (only while unmounted)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +11,7 @@ import pytest
 
 from ..errors import UsageError
 from ..report.redact import redact_args
-from .mounter import BinaryMissing, MountPlan
+from .mounter import MountPlan, require_binary
 from .registry import BackendConfig, Registry
 from .spec import FIELD
 
@@ -105,9 +104,7 @@ def resolve(req: MountRequest, registry: Registry, file_config: BackendConfig,
     """Backend and values: the marker's config, over the config file's, over the fsperf_s3
     server for an S3 backend that has no endpoint."""
     backend = registry.get(req.backend, req.where)
-    if backend.has_daemon and shutil.which(backend.binary) is None:  # before starting a server
-        raise BinaryMissing(f"backend {backend.name!r}: {backend.binary} is not installed "
-                            f"({backend.install})")
+    require_binary(backend)  # before starting a server for it
     values = dict(file_config.values)
     if isinstance(req.config, str):
         given = fixture(req.config)

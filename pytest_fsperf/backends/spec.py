@@ -72,9 +72,10 @@ def _fill(template: str, fields: Mapping[str, object], what: str) -> str:
 
 
 def _try(template: str, fields: Mapping[str, object]) -> str | None:
+    """The template filled, or None when a field is missing."""
     try:
-        return template.format_map(fields)
-    except (KeyError, ValueError, IndexError, AttributeError):
+        return _fill(template, fields, "")
+    except UsageError:
         return None
 
 

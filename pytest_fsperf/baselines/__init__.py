@@ -8,7 +8,6 @@ bytes/s (bw), percent of one core (cpu) or bytes (rss). Ranges keep `high` too.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -58,9 +57,3 @@ def load(name: str, root: Path, where: str) -> Baseline:
         raise UsageError(f"{where}: baseline {origin}: not JSON: {exc}") from None
     return Baseline(name, data, origin)
 
-
-def save(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", "utf-8")
-    os.replace(tmp, path)

@@ -26,6 +26,13 @@ def _cpu_model() -> str | None:
     return None
 
 
+def _os_name() -> str | None:
+    try:
+        return platform.freedesktop_os_release().get("PRETTY_NAME")
+    except OSError:
+        return None
+
+
 def _mem_total() -> int | None:
     try:
         with open("/proc/meminfo", encoding="ascii") as f:
@@ -61,6 +68,7 @@ def environment(path: str, mount: Mount | None, lookup: Lookup | None,
 
     return {
         "kernel": platform.release(),
+        "os": _os_name(),
         "machine": {
             "hostname": socket.gethostname(),
             "arch": platform.machine(),

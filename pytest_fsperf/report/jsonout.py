@@ -30,9 +30,12 @@ def document(environment: dict[str, Any], results: list[dict[str, Any]],
     }
 
 
-def write(path: Path, doc: dict[str, Any]) -> None:
+def write(path: Path, doc: Any) -> Path:
+    """Write JSON atomically (a reader never sees half a file); creates the directory."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=2, sort_keys=True)
         f.write("\n")
     os.replace(tmp, path)
+    return path

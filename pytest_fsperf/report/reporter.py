@@ -3,7 +3,6 @@ the terminal summary, and writes the files asked for at the end of the session."
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -75,33 +74,34 @@ class Reporter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self) -> None:
-        state = self.state
-        path = state.settings.json_path
-        s = state.settings
-        wanted = (path is not None or s.save_baseline is not None or s.save is not None
-                  or s.markdown_path is not None or s.action_prefix is not None
-                  or s.html_path is not None or s.benchmark_json is not None) and not self.is_worker
-        env = state.final_environment() if wanted else None
-        if env is not None and state.settings.save_baseline is not None:
+        state, s = self.state, self.state.settings
+        outputs = (s.json_path, s.save, s.save_baseline, s.markdown_path, s.html_path,
+                   s.benchmark_json, s.action_prefix)
+        wanted = not self.is_worker and any(o is not None for o in outputs)
+        env = state.final_environment() if wanted else None  # while the mounts are up
+        state.close()  # unmounts whatever a fixture teardown did not (e.g. after Ctrl-C)
+        if env is not None:
+            self._write(env)
+
+    def _write(self, env: dict[str, Any]) -> None:
+        state, s = self.state, self.state.settings
+        gated = s.gate == "baseline"
+        doc = jsonout.document(env, state.results, state.leftovers, state.comparisons)
+        if s.json_path is not None:
+            jsonout.write(s.json_path, doc)
+        if s.save is not None:
+            folder = runs.storage(s.root, s.storage)
+            state.saved_run = str(jsonout.write(folder / f"{s.save}.json", doc))
+        if s.save_baseline is not None:
             state.save_baseline(env)
-        if env is not None and s.markdown_path is not None:
-            s.markdown_path.write_text(markdown.document(
-                env, state.results, state.comparisons, s.gate == "baseline"), "utf-8")
-        if env is not None and s.html_path is not None:
-            s.html_path.write_text(html.document(
-                env, state.results, state.comparisons, s.gate == "baseline"), "utf-8")
-        if env is not None and s.benchmark_json is not None:
-            s.benchmark_json.write_text(json.dumps(
-                benchmark_json.document(state.results, env), indent=2) + "\n", "utf-8")
-        if env is not None and s.action_prefix is not None:
+        if s.markdown_path is not None:
+            s.markdown_path.write_text(
+                markdown.document(env, state.results, state.comparisons, gated), "utf-8")
+        if s.html_path is not None:
+            s.html_path.write_text(html.document(env, state.results, state.comparisons, gated), "utf-8")
+        if s.benchmark_json is not None:
+            jsonout.write(s.benchmark_json, benchmark_json.document(state.results, env))
+        if s.action_prefix is not None:
             bigger, smaller = markdown.benchmark_action(state.results)
             for suffix, data in (("bigger", bigger), ("smaller", smaller)):
-                path_ = s.action_prefix.with_name(f"{s.action_prefix.name}-{suffix}.json")
-                path_.write_text(json.dumps(data, indent=2) + "\n", "utf-8")
-        if env is not None and s.save is not None:
-            doc = jsonout.document(env, state.results, state.leftovers, state.comparisons)
-            state.saved_run = str(runs.save(runs.storage(s.root, s.storage), s.save, doc))
-        state.close()  # unmounts whatever a fixture teardown did not (e.g. after Ctrl-C)
-        if path is not None and env is not None:
-            jsonout.write(path, jsonout.document(env, state.results, state.leftovers,
-                                                 state.comparisons))
+                jsonout.write(s.action_prefix.with_name(f"{s.action_prefix.name}-{suffix}.json"), data)

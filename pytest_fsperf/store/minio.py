@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..backends.spec import free_port
 from ..errors import MeasurementError
+from ..meters import io_counters
 from .sigv4 import signed_request
 
 MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
@@ -29,14 +30,6 @@ def find_minio() -> str | None:
         if candidate and os.access(candidate, os.X_OK) and os.path.isfile(candidate):
             return candidate
     return None
-
-
-def _wchar(pid: int) -> int:
-    with open(f"/proc/{pid}/io", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("wchar:"):
-                return int(line.split()[1])
-    raise MeasurementError(f"no wchar in /proc/{pid}/io")
 
 
 @dataclass
@@ -58,7 +51,10 @@ class S3Server:
     def served_bytes(self) -> int:
         """Bytes MinIO has written, to clients and to its disk (/proc/PID/io wchar).
         Around a read-only workload, the growth is what the server sent back."""
-        return _wchar(self.pid)
+        io = io_counters(self.pid)
+        if io is None:
+            raise MeasurementError(f"cannot read /proc/{self.pid}/io of MinIO")
+        return io[1]
 
     def request(self, method: str, path: str) -> int:
         url = f"{self.endpoint}/{path.lstrip('/')}"
