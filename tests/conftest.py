@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,6 +22,23 @@ def need(binary: str) -> str:
     if path is None:
         pytest.skip(f"{binary} is not installed (apt-get install {binary})")
     return path
+
+
+def interrupt_pytest(cwd: Path, args: list[str], started: Callable[[], bool],
+                     settle: float) -> str:
+    """Run pytest in cwd, wait until started() (at most 20 s), let it run `settle` s more,
+    press Ctrl-C (SIGINT); checks pytest ended as interrupted and returns its output."""
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 20
+    while not started():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    time.sleep(settle)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out.decode()
+    return out.decode()
 
 
 @dataclass

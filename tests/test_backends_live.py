@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
 
 import pytest
 
 from pytest_fsperf.mount.mountinfo import read_mounts
 from pytest_fsperf.store.minio import INSTALL, find_minio
-from tests.conftest import need
+from tests.conftest import interrupt_pytest, need
 
 pytestmark = pytest.mark.integration
 
@@ -307,16 +304,7 @@ def test_ctrl_c_unmounts_and_stops_the_daemon(pytester, clean):
             open("started", "w").close()
             fsperf.fio(rw="write", bs="1M", size="16M", direct=1, time_based=1, runtime="60s")
     """)
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"],
-                            cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 20
-    while not (pytester.path / "started").exists():
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.1)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
-    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out.decode()
+    interrupt_pytest(pytester.path, [], (pytester.path / "started").exists, 1.0)
 
 
 def test_local_backend_and_usage_errors(pytester, clean):

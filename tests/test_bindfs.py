@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
 import time
 
 import pytest
 
 from pytest_fsperf import units
+from tests.conftest import interrupt_pytest
 
 pytestmark = pytest.mark.integration
 MB = 2**20
@@ -109,17 +107,8 @@ def test_ctrl_c_stops_fio_and_removes_the_work_dir(pytester, bindfs):
         def test_long(fsperf):
             fsperf.fio(rw="write", bs="1M", size="16M", direct=1, time_based=1, runtime="60s")
     """)
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", f"--fsperf-mount={mount.point}",
-                             "-p", "no:cacheprovider"], cwd=pytester.path,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 20
-    while not list(mount.source.glob("fsperf-work-*/*/fsperf*")):
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.1)
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
-    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out.decode()
+    interrupt_pytest(pytester.path, [f"--fsperf-mount={mount.point}"],
+                     lambda: bool(list(mount.source.glob("fsperf-work-*/*/fsperf*"))), 0.5)
     assert list(mount.source.iterdir()) == []
     assert not os.popen("pgrep -x fio").read().split()
 
