@@ -37,8 +37,8 @@ class DaemonStats:
     cpu_percent: float  # 100% = one fully busy core
     peak_rss_bytes: int
     peak_rss_method: str  # "VmHWM" (exact) or "sampled"
-    read_bytes: int | None  # rchar delta: bytes the daemon read (from its backend)
-    write_bytes: int | None  # wchar delta
+    read_bytes: int | None  # rchar delta: all syscall reads (backend files, sockets, /dev/fuse)
+    write_bytes: int | None  # wchar delta: all syscall writes (incl. replies to the kernel)
 
 
 @dataclass(frozen=True)
