@@ -76,7 +76,9 @@ class WorkloadResult:
     daemon: DaemonStats | None
     daemon_note: str  # why daemon figures are missing, or how the daemon was found
     wall_seconds: float
-    tool_cpu_percent: float  # the load generator's own CPU (fio), 100% = one core
+    # The load generator's CPU, 100% = one core: fio's own (wait4); for in-process engines,
+    # this process (engine threads and the meters) plus reaped children (sysbench).
+    tool_cpu_percent: float
     judged: bool = True
     ops: OpStats | None = None
     scenario: str | None = None  # the built-in scenario id it ran, if any
