@@ -195,15 +195,16 @@ class Fsperf:
         return or_fail(lambda: self._repeat(name or rw, lambda n: self._fio(n, judged, options, where)))
 
     def _job(self, name: str | None, options: Mapping[str, object], where: str,
-             ) -> tuple[str, dict[str, str]]:
+             scaled: bool = False) -> tuple[str, dict[str, str]]:
+        """scaled: the options are already shrunk by --fsperf-scale (do not shrink again)."""
         if name is not None and not fio_engine.valid_name(name):
             raise UsageError(f"{where}: name={name!r} must be letters, digits, '_', '.', '-'")
-        job = fio_engine.build_job(dict(options), self.scale, where)
+        job = fio_engine.build_job(dict(options), 1.0 if scaled else self.scale, where)
         return name or job.get("rw", "read"), job
 
     def _fio(self, name: str | None, judged: bool, options: Mapping[str, object], where: str,
-             layout: bool = True) -> WorkloadResult:
-        base, job = self._job(name, options, where)
+             layout: bool = True, scaled: bool = False) -> WorkloadResult:
+        base, job = self._job(name, options, where, scaled)
         return self._measure(self._unique(base), judged, job, layout)
 
     def _output(self, label: str) -> str:

@@ -101,14 +101,19 @@ _TIME_UNIT = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 864
 MIN_RUNTIME = 5.0  # s: a scaled time-based job still runs this long (unless it was shorter)
 
 
+def scaled_seconds(seconds: float, scale: float) -> float:
+    """A duration shrinks with a scale below 1, to no less than 5 s (or itself, if shorter);
+    a scale above 1 leaves it as it is."""
+    return seconds if scale >= 1 else max(min(seconds, MIN_RUNTIME), seconds * scale)
+
+
 def scale_runtime(text: str, scale: float) -> str:
-    """A time-based job's runtime shrinks with the scale, to no less than 5 s."""
+    """A time-based job's runtime, scaled as scaled_seconds does."""
     m = _TIME.match(text.strip().lower())
     if not m:
         raise ValueError(f"runtime={text!r}: not a time (e.g. 30s, 2m)")
     seconds = float(m.group(1)) * _TIME_UNIT[m.group(2) or "s"]
-    scaled = max(min(seconds, MIN_RUNTIME), seconds * scale)
-    return f"{round(scaled * 1000)}ms"
+    return f"{round(scaled_seconds(seconds, scale) * 1000)}ms"
 
 
 def valid_name(name: str) -> bool:

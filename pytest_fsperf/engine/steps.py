@@ -41,12 +41,14 @@ def files_step(fs: Fsperf, name: str | None, mode: str = "read", count: int = 10
     os.makedirs(directory, exist_ok=True)
     paths = files_engine.file_names(directory, n)
     if mode == "read":
-        if files_engine.list_files(directory) != sorted(paths):
+        # What the seed's reader does before its clock starts: walk the dir, stat each file.
+        listed = files_engine.list_files(directory)
+        if listed != sorted(paths):
             files_engine.run_files([(p, nbytes) for p in paths], write=True,
                                    threads=min(threads, 16))
             fs._recold()
-        # What the seed's reader does before its clock starts: walk the dir, stat each file.
-        todo = files_engine.sized(files_engine.list_files(directory))
+            listed = files_engine.list_files(directory)
+        todo = files_engine.sized(listed)
     else:
         todo = [(p, nbytes) for p in paths]
     options = {"mode": mode, "count": str(n), "size": str(nbytes), "threads": str(threads)}
@@ -86,13 +88,14 @@ def sysbench_step(fs: Fsperf, name: str | None, mode: str = "seqwr", files: int 
     except ValueError as exc:
         raise UsageError(f"{where}: {exc}") from None
     total_b = max(files * block_b, int(total_b * fs.scale))
-    secs = max(min(float(seconds), fio_engine.MIN_RUNTIME), float(seconds) * fs.scale)
+    secs = fio_engine.scaled_seconds(float(seconds), fs.scale)
     if sysbench_engine.binary() is None:
         fio_mode: dict[str, object] = scenarios.library.FIO_MODE.get(mode, {"rw": "randrw"})
         job = {**fio_mode, "bs": block_b, "nrfiles": files, "filesize": total_b // files,
                "size": total_b, "numjobs": threads, "thread": 1, "time_based": 1,
                "runtime": f"{secs:g}s", "file_service_type": "random"}
-        result = fs._fio(name or f"sysbench_{mode}", judged, job, where)
+        # The same shape as the sysbench run: sizes and time are scaled already.
+        result = fs._fio(name or f"sysbench_{mode}", judged, job, where, scaled=True)
         note = "sysbench is not installed: run as the equivalent fio job"
         tagged = dataclasses.replace(result, notes=(*result.notes, note))
         fs.results[fs.results.index(result)] = tagged

@@ -9,6 +9,7 @@ import html
 from typing import Any
 
 from .. import units
+from ..stats import median
 from . import terminal
 
 W, BAR_H, GAP, LABEL_W = 720, 16, 6, 260
@@ -106,8 +107,8 @@ def document(env: dict[str, Any], results: list[dict[str, Any]], comparisons: li
         bars = []
         for r, c in earlier:
             if c["ratio"] is not None:
-                bars.append((f"{_label(r)} saved", median_of(c["old"]), "#999999"))
-                bars.append((f"{_label(r)} now ({c['outcome']})", median_of(c["new"]), "#3a7bd5"))
+                bars.append((f"{_label(r)} saved", median(c["old"]), "#999999"))
+                bars.append((f"{_label(r)} now ({c['outcome']})", median(c["new"]), "#3a7bd5"))
         body.append(f"<h2>Against saved run {_esc(earlier[0][1]['run'])}</h2>"
                     + bar_chart("median, saved against now", bars, units.format_rate))
     checks = terminal.baseline_checks(results, gated)
@@ -117,8 +118,3 @@ def document(env: dict[str, Any], results: list[dict[str, Any]], comparisons: li
             f"<style>{STYLE}</style></head><body>{''.join(body)}"
             f"<script>{SCRIPT}</script></body></html>\n")
 
-
-def median_of(values: list[float]) -> float:
-    ordered = sorted(values)
-    n = len(ordered)
-    return (ordered[n // 2] + ordered[(n - 1) // 2]) / 2 if n else 0.0
