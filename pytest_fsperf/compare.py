@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from .backends.request import parse_options
 from .engine import fio as fio_engine
 from .errors import UsageError
-from .report.redact import redact_args
 from .result import WorkloadResult
 from .stats import shift
 
@@ -129,8 +128,8 @@ def run_compare(fs: Fsperf, workload: Workload, a: Sequence[str] | str, b: Seque
         for n in range(1, rounds + 1):
             for variant, options in variants.items():
                 fs._make_cold(options)
-                label = fs._unique(f"{base}[{variant}{n}]")
                 if job is not None:
+                    label = fs._unique(f"{base}[{variant}{n}]")
                     result = fs._measure(label, False, job, layout=False)
                 else:
                     assert callable(workload)
@@ -139,11 +138,8 @@ def run_compare(fs: Fsperf, workload: Workload, a: Sequence[str] | str, b: Seque
     finally:
         if owned.options != original or not owned.alive():
             fs._remount(original, wipe=False)
-
-    def shown(options: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(owned.redact(o) for o in redact_args(options))
-
-    outcome = compare(fs.test, base, owned.backend.name, shown(variants["A"]), shown(variants["B"]),
-                      runs["A"], runs["B"], "AB" * rounds, tolerance)
+    outcome = compare(fs.test, base, owned.backend.name, tuple(owned.shown(variants["A"])),
+                      tuple(owned.shown(variants["B"])), runs["A"], runs["B"], "AB" * rounds,
+                      tolerance)
     fs.comparisons.append(outcome)
     return outcome

@@ -113,10 +113,13 @@ class MountedFs:
     def redact(self, text: str) -> str:
         return str(mask(text, self.rendered.secrets))
 
+    def shown(self, args: tuple[str, ...]) -> list[str]:
+        """Arguments as a report may show them: secret-looking and configured secrets masked."""
+        return [self.redact(a) for a in redact_args(args)]
+
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend.name,
-                "options": [self.redact(o) for o in redact_args(self.options)],
-                "command": [self.redact(a) for a in redact_args(self.rendered.argv)]}
+        return {"backend": self.backend.name, "options": self.shown(self.options),
+                "command": self.shown(self.rendered.argv)}
 
     # -- lifecycle -----------------------------------------------------------
 

@@ -39,9 +39,12 @@ class S3Server:
     access_key: str
     secret_key: str
     region: str
-    pid: int
     proc: subprocess.Popen[bytes]
     data_dir: str
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
 
     def config(self) -> dict[str, str]:
         """The values backend templates use (s3fs, rclone, mountpoint-s3 ...)."""
@@ -109,7 +112,7 @@ def start_minio(binary: str, timeout: float = 30.0) -> S3Server:
         while proc.poll() is None and time.monotonic() < deadline and not _live(endpoint):
             time.sleep(0.1)
         server = S3Server(endpoint, "fsperf-" + secrets.token_hex(4), access_key, secret_key,
-                          "us-east-1", proc.pid, proc, data_dir)
+                          "us-east-1", proc, data_dir)
         if proc.poll() is None and _live(endpoint):
             try:
                 server.make_bucket(server.bucket)
