@@ -68,8 +68,12 @@ class S3Server:
         except urllib.error.HTTPError as exc:
             return int(exc.code)
 
-    def make_bucket(self, name: str) -> None:
-        status = self.request("PUT", name)
+    def make_bucket(self, name: str, timeout: float = 15.0) -> None:
+        """Create a bucket. Just after /minio/health/live answers, MinIO may still answer
+        503 (not initialized) for a moment (1 start in 25 here): retry that."""
+        deadline = time.monotonic() + timeout
+        while (status := self.request("PUT", name)) == 503 and time.monotonic() < deadline:
+            time.sleep(0.2)
         if status != 200:
             raise MeasurementError(f"MinIO: creating bucket {name} answered HTTP {status}")
 
