@@ -54,18 +54,20 @@ BUILTIN: tuple[Backend, ...] = (
     Backend(
         name="rclone", binary="rclone", install="apt-get install -y rclone fuse3",
         # An S3 remote when the config has a bucket (and endpoint), else a local directory.
-        # --rc (localhost, random password) lets the plugin wait for uploads before unmounting.
+        # --rc (loopback, random password) lets the plugin wait for uploads before unmounting.
+        # The password goes in the environment (readable by root and its owner only): on the
+        # command line any local user could read it and drive rclone as root.
         command=("rclone", "mount", "{remote}", "{mountpoint}", "--cache-dir", "{cache_dir}",
                  "--vfs-cache-mode", "writes", "--vfs-write-back", "0s", "--rc",
-                 "--rc-addr", "127.0.0.1:{port}", "--rc-user", "fsperf", "--rc-pass", "{token}",
-                 "{options}"),
+                 "--rc-addr", "127.0.0.1:{port}", "{options}"),
         defaults={"remote": ("fsperf:{bucket}", "{source}"), "source": ("{private}/source",),
                   "cache_dir": ("{private}/cache",), **REGION},
         env={"RCLONE_CONFIG_FSPERF_TYPE": "s3", "RCLONE_CONFIG_FSPERF_PROVIDER": "Other",
              "RCLONE_CONFIG_FSPERF_ACCESS_KEY_ID": "{access_key}",
              "RCLONE_CONFIG_FSPERF_SECRET_ACCESS_KEY": "{secret_key}",
              "RCLONE_CONFIG_FSPERF_ENDPOINT": "{endpoint}",
-             "RCLONE_CONFIG_FSPERF_REGION": "{region}"},
+             "RCLONE_CONFIG_FSPERF_REGION": "{region}",
+             "RCLONE_RC_USER": "fsperf", "RCLONE_RC_PASS": "{token}"},
         unset_env=("AWS_CA_BUNDLE",),  # Debian's rclone 1.60 fails with LoadCustomCABundleError
         option_fields={"cache_dir": r"--cache-dir[= ](\S+)"},
         cache_dirs=("{cache_dir}/vfs", "{cache_dir}/vfsMeta"), settle=rclone_settle,

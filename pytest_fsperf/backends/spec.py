@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
+from ..report.redact import mask
 
 FIELD = re.compile(r"^[a-z_][a-z0-9_]*$")
 SECRET_NAME = re.compile(r"(key|secret|passw|token|credential)", re.IGNORECASE)
@@ -119,4 +120,9 @@ def render(backend: Backend, config: Mapping[str, str], options: tuple[str, ...]
     env = {k: v for k, t in backend.env.items() if (v := _try(t, fields)) is not None}
     caches = tuple(v for t in backend.cache_dirs if (v := _try(t, fields)) is not None)
     hidden = (*secret_values(backend, config), str(fields["token"]))
+    for part in argv:
+        if any(secret in part for secret in hidden):
+            raise UsageError(f"{where}: a configured secret would be on the daemon's command line "
+                             f"({mask(part, hidden)!r}), which every local user can read; "
+                             "pass it in a private file (file.NAME) or the environment (env.NAME)")
     return Rendered(tuple(argv), env, backend.unset_env, files, caches, hidden, fields)

@@ -1,0 +1,95 @@
+"""The plugin runs as root on shared machines: each item of the safety audit, reproduced.
+
+Where it applies the attacker is a local user without privileges (`nobody`), acting while
+the plugin's mount is up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from pytest_fsperf.backends.builtin import BUILTIN
+from pytest_fsperf.backends.mounter import MountedFs, MountPlan
+from pytest_fsperf.backends.registry import Registry
+from pytest_fsperf.backends.spec import Backend, render
+from pytest_fsperf.errors import UsageError
+from tests.conftest import need
+
+NOBODY = 65534
+SYSTEM_PYTHON = "/usr/bin/python3"  # our interpreter may live under /root, out of nobody's reach
+SECRETS = {"endpoint": "http://127.0.0.1:9", "bucket": "b", "access_key": "AKIAEXAMPLEKEY",
+           "secret_key": "s3cr3t-value", "meta_url": "redis://127.0.0.1/1",
+           "meta_password": "meta-pw-value", "region": "us-east-1"}
+
+
+def as_nobody(code: str) -> str:
+    """Run Python code as user nobody; returns what it printed."""
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    out = subprocess.run([SYSTEM_PYTHON, "-c", code], capture_output=True, text=True,
+                         user=NOBODY, group=NOBODY, extra_groups=[], timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.mark.parametrize("backend", [b for b in BUILTIN if b.has_daemon], ids=lambda b: b.name)
+def test_no_secret_on_any_builtin_command_line(backend: Backend):
+    r = render(backend, SECRETS, ("--some", "option"), "/m", "/p")
+    for part in r.argv:
+        for secret in r.secrets:
+            assert secret not in part, (backend.name, part)
+
+
+def test_a_backend_that_puts_a_secret_on_its_command_line_is_refused():
+    mine = Backend(name="myfs", binary="myfs", install="", command=("myfs", "--key={secret_key}"))
+    with pytest.raises(UsageError, match=r"secret would be on the daemon's command line.*'--key=\*\*\*'"):
+        render(mine, SECRETS, (), "/m", "/p")
+
+
+@pytest.mark.integration
+def test_rclone_remote_control_is_not_open_to_other_users(tmp_path):
+    """As nobody: no rc password in any command line; rc without it answers 401; the
+    plugin itself still asks rc for pending uploads."""
+    need("rclone")
+    fs = MountedFs(MountPlan(Registry([]).get("rclone", "test")))
+    fs.start()
+    try:
+        token, port = str(fs.rendered.fields["token"]), fs.rendered.fields["port"]
+        secret = tmp_path / "root-only"
+        secret.write_text("root's secret\n")
+        secret.chmod(0o600)
+        found = as_nobody(f"""
+import os, json, base64, urllib.request, urllib.error
+seen = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if int(pid) != os.getpid():
+            seen.append(open(f"/proc/{{pid}}/cmdline", "rb").read().decode(errors="replace"))
+    except OSError:
+        pass
+stolen = [c.split("\\0")[c.split("\\0").index("--rc-pass") + 1] for c in seen if "\\0--rc-pass\\0" in c]
+codes = []
+for auth in [None, *("fsperf:" + t for t in stolen)] or [None]:
+    req = urllib.request.Request("http://127.0.0.1:{port}/operations/copyfile", method="POST",
+        data=json.dumps({{"srcFs": "{tmp_path}", "srcRemote": "root-only", "dstFs": "/tmp",
+                          "dstRemote": "stolen-{port}"}}).encode(),
+        headers={{"Content-Type": "application/json"}})
+    if auth:
+        req.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
+    try:
+        codes.append(urllib.request.urlopen(req, timeout=5).status)
+    except urllib.error.HTTPError as exc:
+        codes.append(exc.code)
+print(json.dumps({{"token_seen": any({token!r} in c for c in seen), "codes": codes}}))
+""")
+        seen = json.loads(found)
+        assert seen == {"token_seen": False, "codes": [401]}
+        assert not os.path.exists(f"/tmp/stolen-{port}")
+        assert fs.backend.settle is not None
+        assert "unknown" not in fs.backend.settle(fs.rendered)  # the plugin's own rc call works
+    finally:
+        fs.close()
