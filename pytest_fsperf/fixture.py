@@ -115,7 +115,11 @@ class Fsperf:
         if owned is not None and owned.backend.has_daemon:
             steps += self._remount(options, wipe=True)
             wiped = any(s.startswith("wiped") for s in steps)
-            self._daemon_cold = "cold: remounted" + (", disk cache wiped" if wiped else "")
+            if owned.kept_caches:
+                self._daemon_cold = ("not cold: remounted, but its disk cache was kept: "
+                                     + "; ".join(owned.kept_caches))
+            else:
+                self._daemon_cold = "cold: remounted" + (", disk cache wiped" if wiped else "")
         self._cold = cache.make_cold(str(self.workdir))
         self._cold_steps = (*steps, self._cold.removeprefix("cold: "))
         self._cold_kind = "cold"

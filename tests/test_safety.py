@@ -93,3 +93,83 @@ print(json.dumps({{"token_seen": any({token!r} in c for c in seen), "codes": cod
         assert "unknown" not in fs.backend.settle(fs.rendered)  # the plugin's own rc call works
     finally:
         fs.close()
+
+
+def plant(folder, files=("notes.txt", "sub/data.bin")) -> dict[str, bytes]:
+    """Files of someone else's in a directory; returns their contents to compare later."""
+    made = {}
+    for name in files:
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(os.urandom(64) + name.encode())
+        made[name] = path.read_bytes()
+    return made
+
+
+def unchanged(folder, made: dict[str, bytes]) -> bool:
+    return all((folder / n).is_file() and (folder / n).read_bytes() == b for n, b in made.items())
+
+
+@pytest.mark.integration
+def test_cold_never_empties_a_cache_dir_the_user_named(pytester, tmp_path):
+    """rclone --cache-dir DIR (as juicefs --cache-dir, which /var/jfsCache shares between
+    volumes): cold() keeps DIR, says so, and labels the read not cold."""
+    need("rclone")
+    need("fio")
+    shared = tmp_path / "shared-cache"
+    made = plant(shared, ("notes.txt", "vfs/other-remote/file", "vfsMeta/other-remote/file"))
+    pytester.makepyfile(f"""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("rclone", options=["--cache-dir", {str(shared)!r}])
+        def test_kept(fsperf):
+            fsperf.fio(name="write", rw="write", bs="1M", size="4M", judged=False)
+            fsperf.cold()
+            r = fsperf.fio(name="read", rw="read", bs="1M", size="4M")
+            assert r.daemon_cache.startswith("not cold: remounted, but its disk cache was kept")
+            assert any(s.startswith("kept " + {str(shared)!r}) for s in r.cold_steps), r.cold_steps
+
+        @fsperf_mount("rclone")
+        def test_private_cache_is_wiped(fsperf):
+            fsperf.fio(name="write", rw="write", bs="1M", size="4M", judged=False)
+            fsperf.cold()
+            r = fsperf.fio(name="read", rw="read", bs="1M", size="4M")
+            assert r.daemon_cache == "cold: remounted, disk cache wiped", r.cold_steps
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_kept*not cold: daemon disk cache kept*"])
+    assert unchanged(shared, made)
+
+
+def test_only_the_daemons_own_part_of_a_shared_cache_is_wiped(tmp_path, monkeypatch):
+    """s3fs use_cache=DIR: only DIR/BUCKET (s3fs's layout) is emptied; a cache dir given
+    through a symlink or of a backend without such a layout is kept."""
+    monkeypatch.setattr("shutil.which", lambda name: "/bin/true")
+    cache = tmp_path / "cache"
+    made = plant(cache, ("notes.txt", "other-bucket/obj"))
+    mine = plant(cache / "b", ("obj1", "dir/obj2"))
+    cfg = dict(SECRETS)
+    s3fs = MountedFs(MountPlan(Registry([]).get("s3fs", "test"), ("-o", f"use_cache={cache}"), cfg))
+    try:
+        steps = s3fs.wipe_cache()
+        assert f"wiped {cache}/b" in steps and not s3fs.kept_caches
+        assert unchanged(cache, made) and not any((cache / "b" / n).exists() for n in mine)
+    finally:
+        s3fs.close()
+    link = tmp_path / "link"
+    link.symlink_to(cache)
+    plant(cache / "b", ("obj1",))
+    via_link = MountedFs(MountPlan(Registry([]).get("s3fs", "test"), ("-o", f"use_cache={link}"), cfg))
+    juicefs = MountedFs(MountPlan(Registry([]).get("juicefs", "test"), ("--cache-dir", str(cache)), cfg))
+    try:
+        assert via_link.wipe_cache() == [f"kept {link}/b (not a plain absolute path: it is relative "
+                                         "or passes through a symlink)"] + [
+            f"kept {link}/.b.{x} (not a plain absolute path: it is relative or passes through a symlink)"
+            for x in ("stat", "mirror")]
+        assert juicefs.wipe_cache() == [f"kept {cache} (a directory you named: the plugin deletes "
+                                        "only what it created)"]
+        assert unchanged(cache, made) and (cache / "b" / "obj1").exists()
+    finally:
+        via_link.close()
+        juicefs.close()

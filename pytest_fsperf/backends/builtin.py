@@ -77,7 +77,7 @@ BUILTIN: tuple[Backend, ...] = (
         command=("s3fs", "{bucket}", "{mountpoint}", "-f", "-o", "url={endpoint}",
                  "-o", "passwd_file={files[passwd]}", "-o", "use_path_request_style", "{options}"),
         requires=S3_NEEDS, files={"passwd": "{access_key}:{secret_key}\n"},
-        option_fields=USE_CACHE, cache_dirs=USE_CACHE_DIRS,
+        option_fields=USE_CACHE, cache_dirs=USE_CACHE_DIRS, cache_scoped=True,
     ),
     Backend(
         name="ossfs", binary="ossfs", store="s3",
@@ -85,7 +85,7 @@ BUILTIN: tuple[Backend, ...] = (
         command=("ossfs", "{bucket}", "{mountpoint}", "-f", "-ourl={endpoint}",
                  "-opasswd_file={files[passwd]}", "{options}"),
         requires=S3_NEEDS, files={"passwd": "{bucket}:{access_key}:{secret_key}\n"},
-        option_fields=USE_CACHE, cache_dirs=USE_CACHE_DIRS,
+        option_fields=USE_CACHE, cache_dirs=USE_CACHE_DIRS, cache_scoped=True,
     ),
     Backend(
         name="ossfs2", binary="ossfs2", store="s3",
@@ -120,6 +120,8 @@ BUILTIN: tuple[Backend, ...] = (
         command=("mount-s3", "{bucket}", "{mountpoint}", "--foreground", "--endpoint-url",
                  "{endpoint}", "--force-path-style", "--region", "{region}", "{options}"),
         requires=S3_NEEDS, defaults=REGION, env=AWS_ENV,
-        option_fields={"cache": r"--cache[= ](\S+)"}, cache_dirs=("{cache}",),
+        # mount-s3 keeps its cache in CACHE/mountpoint-cache (and empties it at mount and exit)
+        option_fields={"cache": r"--cache[= ](\S+)"}, cache_dirs=("{cache}/mountpoint-cache",),
+        cache_scoped=True,
     ),
 )

@@ -105,6 +105,7 @@ class MountedFs:
         self.log = os.path.join(self.private, "daemon.log")
         self.proc: subprocess.Popen[bytes] | None = None
         self.daemon: Lookup | None = None
+        self.kept_caches: tuple[str, ...] = ()  # cache dirs the last cold start did not wipe
 
     def _render(self, options: tuple[str, ...]) -> Rendered:
         return render(self.backend, self.plan.config, options,
@@ -248,8 +249,27 @@ class MountedFs:
         return fields is not None and fields[0] != "Z"  # a zombie has exited
 
     def wipe_cache(self) -> list[str]:
-        """Empty the daemon's disk cache directories (only while unmounted)."""
-        return [f"wiped {path}" for path in self.rendered.cache_dirs if _empty_dir(path)]
+        """Empty the daemon's disk cache directories (only while unmounted), where they are
+        provably this mount's own; the others are kept and named in `self.kept_caches`."""
+        steps, kept = [], []
+        for path in self.rendered.cache_dirs:
+            why = self._not_ours(path)
+            if why:
+                kept.append(f"{path} ({why})")
+            elif _empty_dir(path):
+                steps.append(f"wiped {path}")
+        self.kept_caches = tuple(kept)
+        return steps + [f"kept {k}" for k in kept]
+
+    def _not_ours(self, path: str) -> str:
+        """Why the plugin may not empty this cache directory, or "" if it may."""
+        if not os.path.isabs(path) or os.path.realpath(path) != os.path.normpath(path):
+            return "not a plain absolute path: it is relative or passes through a symlink"
+        if path.startswith(self.private + os.sep):
+            return ""  # created by the plugin for this mount
+        if self.backend.cache_scoped:
+            return ""  # the daemon's own part of a shared directory, by its layout
+        return "a directory you named: the plugin deletes only what it created"
 
     def remount(self, options: tuple[str, ...] | None = None, wipe: bool = True) -> list[str]:
         """Unmount, wipe the daemon's cache, mount again (with other options, if given)."""

@@ -36,6 +36,10 @@ class Backend:
     env: Mapping[str, str] = field(default_factory=dict)  # skipped if a field is missing
     unset_env: tuple[str, ...] = ()
     cache_dirs: tuple[str, ...] = ()  # the daemon's disk cache, wiped by a cold remount
+    # True when cache_dirs name only this mount's part of a directory others may share, by the
+    # daemon's own layout (s3fs use_cache/BUCKET). Otherwise a cache dir is wiped only when the
+    # plugin created it (inside its private dir); one the user named is kept, and cold says so.
+    cache_scoped: bool = False
     option_fields: Mapping[str, str] = field(default_factory=dict)  # field -> regex, group 1
     secrets: tuple[str, ...] = ("access_key", "secret_key")
     store: str = ""  # "s3": with no endpoint configured, use the fsperf_s3 server

@@ -46,6 +46,8 @@ def cache_cell(r: dict[str, Any]) -> str:
     """'cold: drop_caches', or with a remount: 'cold: remount+wipe+drop_caches'."""
     page = str(r["cache"])
     daemon = str(r.get("daemon_cache", ""))
+    if daemon.startswith("not cold"):
+        return "not cold: daemon disk cache kept"
     if not page.startswith("cold") or not daemon.startswith("cold: remounted"):
         return page
     return "cold: remount+" + ("wipe+" if "wiped" in daemon else "") + page.removeprefix("cold: ")
