@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from . import runs
+from . import outfile, runs
 from .backends.registry import BackendConfig, load_config
 from .errors import UsageError
 
@@ -168,6 +168,10 @@ def _out_file(raw: Raw) -> Path:
         raise UsageError(f"{raw.where}: is a directory; give a file name")
     if not path.parent.is_dir():
         raise UsageError(f"{raw.where}: directory {path.parent} does not exist")
+    try:
+        outfile.check(path)
+    except outfile.OutputError as exc:
+        raise UsageError(f"{raw.where}: {exc}") from None
     return path
 
 

@@ -6,12 +6,19 @@ the plugin's mount is up.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import stat
 import subprocess
+import tempfile
+import threading
+from pathlib import Path
 
 import pytest
 
+from pytest_fsperf import outfile
 from pytest_fsperf.backends.builtin import BUILTIN
 from pytest_fsperf.backends.mounter import MountedFs, MountPlan
 from pytest_fsperf.backends.registry import Registry
@@ -173,3 +180,111 @@ def test_only_the_daemons_own_part_of_a_shared_cache_is_wiped(tmp_path, monkeypa
     finally:
         via_link.close()
         juicefs.close()
+
+
+# -- 3. report writers --------------------------------------------------------------------
+
+def test_output_into_a_fifo_is_written_into_it_not_replaced(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    outfile.write(fifo, "{}\n")
+    reader.join(10)
+    assert got == [b"{}\n"] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_output_into_a_character_device_leaves_the_device(tmp_path):
+    outfile.write(Path("/dev/null"), "x" * 100)
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+    link = tmp_path / "out"
+    link.symlink_to("/dev/null")  # like /dev/stdout -> /proc/self/fd/1
+    outfile.write(link, "x")
+    assert link.is_symlink()
+
+
+def test_a_symlink_to_a_file_or_a_directory_is_refused_with_one_line(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    link = tmp_path / "report.json"
+    link.symlink_to(victim)
+    with pytest.raises(outfile.OutputError, match=r"report.json is a symlink; name the file it points to"):
+        outfile.write(link, "{}")
+    with pytest.raises(outfile.OutputError, match="is a directory"):
+        outfile.write(tmp_path, "{}")
+    assert victim.read_text() == "precious\n" and link.is_symlink()
+
+
+@pytest.fixture
+def sticky_dir():
+    """A sticky, world-writable directory like /tmp, reachable by other users."""
+    path = Path(tempfile.mkdtemp(prefix="fsperf-sticky-", dir="/tmp"))
+    path.chmod(0o1777)
+    yield path
+    shutil.rmtree(path)
+
+
+def test_a_link_planted_by_another_user_at_a_temporary_name_is_not_followed(tmp_path, sticky_dir):
+    """Root writes a report into a sticky, world-writable directory where nobody planted
+    a link at the name the old writer used (PATH.tmp)."""
+    shared = sticky_dir
+    victim = tmp_path / "root-only"
+    victim.write_text("root's\n")
+    victim.chmod(0o600)
+    as_nobody(f"import os; os.symlink({str(victim)!r}, {str(shared / 'report.json.tmp')!r})")
+    outfile.write(shared / "report.json", '{"a": 1}\n')
+    assert victim.read_text() == "root's\n"
+    assert (shared / "report.json").read_text() == '{"a": 1}\n'
+    assert oct(stat.S_IMODE(os.stat(shared / "report.json").st_mode)) == oct(0o666 & ~current_umask())
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_bad_output_targets_are_usage_errors_naming_the_flag(pytester, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (tmp_path / "link.json").symlink_to(victim)
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-json={tmp_path / 'link.json'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--fsperf-json*link.json is a symlink; name the file it points to"])
+    assert "Traceback" not in result.stderr.str() and victim.read_text() == "precious\n"
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 1 MiB tmpfs, filled up."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    point = tmp_path / "full"
+    point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(point)], check=True)
+    try:
+        with open(point / "filler", "wb") as f, contextlib.suppress(OSError):
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        yield point
+    finally:
+        subprocess.run(["umount", str(point)], check=True)
+
+
+def test_a_full_disk_fails_the_session_with_one_line_and_leaves_no_temp_file(pytester, full_disk):
+    pytester.makepyfile("""
+        def test_measured(fsperf):
+            fsperf.fio(rw="read", bs="64k", size="1M")
+    """)
+    need("fio")
+    out = full_disk / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-json={out}",
+                                f"--fsperf-markdown={full_disk / 'r.md'}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([f"pytest-fsperf: cannot write {out}: No space left on device",
+                                 f"pytest-fsperf: cannot write {full_disk / 'r.md'}: No space left on device"])
+    assert "INTERNALERROR" not in result.stdout.str()
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from .. import outfile
 
 SCHEMA_ID = "pytest-fsperf/1"
 
@@ -31,11 +32,6 @@ def document(environment: dict[str, Any], results: list[dict[str, Any]],
 
 
 def write(path: Path, doc: Any) -> Path:
-    """Write JSON atomically (a reader never sees half a file); creates the directory."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
-    return path
+    """Write JSON atomically (a reader never sees half a file); creates the directory.
+    Raises outfile.OutputError, naming the file, when it cannot."""
+    return outfile.write(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")

@@ -4,11 +4,12 @@ the terminal summary, and writes the files asked for at the end of the session."
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
 
-from .. import runs
+from .. import outfile, runs
 from ..session import FsperfSession
 from . import benchmark_json, html, jsonout, markdown, terminal
 
@@ -41,6 +42,7 @@ class Reporter:
     def __init__(self, state: FsperfSession, config: pytest.Config) -> None:
         self.state = state
         self.is_worker = hasattr(config, "workerinput")
+        self.output_errors: list[str] = []  # files that could not be written
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.state.results.extend(getattr(report, "fsperf_results", None) or [])
@@ -48,6 +50,8 @@ class Reporter:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         state = self.state
+        for error in self.output_errors:
+            terminalreporter.write_line(error, red=True)
         if not state.results and not state.leftovers:
             return
         terminalreporter.write_sep("=", "fsperf")
@@ -69,11 +73,11 @@ class Reporter:
             terminalreporter.write_line(f"fsperf baseline saved: {state.saved_baseline}")
         for path in state.leftovers:
             terminalreporter.write_line(f"could not remove work directory {path}", red=True)
-        if state.settings.json_path is not None and not self.is_worker:
+        if state.settings.json_path is not None and not self.is_worker and not self.output_errors:
             terminalreporter.write_line(f"fsperf results written to {state.settings.json_path}")
 
     @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
         state, s = self.state, self.state.settings
         outputs = (s.json_path, s.save, s.save_baseline, s.markdown_path, s.html_path,
                    s.benchmark_json, s.action_prefix)
@@ -82,26 +86,44 @@ class Reporter:
         state.close()  # unmounts whatever a fixture teardown did not (e.g. after Ctrl-C)
         if env is not None:
             self._write(env)
+        if self.output_errors and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _write(self, env: dict[str, Any]) -> None:
+        """Each file asked for; one that cannot be written is named, and the others still are."""
+        for write in self._writers(env):
+            try:
+                write()
+            except outfile.OutputError as exc:
+                self.output_errors.append(f"pytest-fsperf: {exc}")
+
+    def _writers(self, env: dict[str, Any]) -> list[Callable[[], object]]:
         state, s = self.state, self.state.settings
         gated = s.gate == "baseline"
         doc = jsonout.document(env, state.results, state.leftovers, state.comparisons)
+        todo: list[Callable[[], object]] = []
         if s.json_path is not None:
-            jsonout.write(s.json_path, doc)
+            todo.append(partial(jsonout.write, s.json_path, doc))
         if s.save is not None:
-            folder = runs.storage(s.root, s.storage)
-            state.saved_run = str(jsonout.write(folder / f"{s.save}.json", doc))
+            todo.append(partial(self._save_run, s.save, doc))
         if s.save_baseline is not None:
-            state.save_baseline(env)
+            todo.append(partial(state.save_baseline, env))
         if s.markdown_path is not None:
-            s.markdown_path.write_text(
-                markdown.document(env, state.results, state.comparisons, gated), "utf-8")
+            todo.append(partial(outfile.write, s.markdown_path, markdown.document(
+                env, state.results, state.comparisons, gated)))
         if s.html_path is not None:
-            s.html_path.write_text(html.document(env, state.results, state.comparisons, gated), "utf-8")
+            todo.append(partial(outfile.write, s.html_path, html.document(
+                env, state.results, state.comparisons, gated)))
         if s.benchmark_json is not None:
-            jsonout.write(s.benchmark_json, benchmark_json.document(state.results, env))
+            todo.append(partial(jsonout.write, s.benchmark_json,
+                                benchmark_json.document(state.results, env)))
         if s.action_prefix is not None:
             bigger, smaller = markdown.benchmark_action(state.results)
             for suffix, data in (("bigger", bigger), ("smaller", smaller)):
-                jsonout.write(s.action_prefix.with_name(f"{s.action_prefix.name}-{suffix}.json"), data)
+                out = s.action_prefix.with_name(f"{s.action_prefix.name}-{suffix}.json")
+                todo.append(partial(jsonout.write, out, data))
+        return todo
+
+    def _save_run(self, name: str, doc: dict[str, Any]) -> None:
+        s = self.state.settings
+        self.state.saved_run = str(jsonout.write(runs.storage(s.root, s.storage) / f"{name}.json", doc))
