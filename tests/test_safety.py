@@ -23,7 +23,8 @@ from pytest_fsperf.backends.builtin import BUILTIN
 from pytest_fsperf.backends.mounter import MountedFs, MountPlan
 from pytest_fsperf.backends.registry import Registry
 from pytest_fsperf.backends.spec import Backend, render
-from pytest_fsperf.errors import UsageError
+from pytest_fsperf.errors import MeasurementError, UsageError
+from pytest_fsperf.lock import machine_lock
 from tests.conftest import need
 
 NOBODY = 65534
@@ -288,3 +289,33 @@ def test_a_full_disk_fails_the_session_with_one_line_and_leaves_no_temp_file(pyt
                                  f"pytest-fsperf: cannot write {full_disk / 'r.md'}: No space left on device"])
     assert "INTERNALERROR" not in result.stdout.str()
     assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
+
+
+# -- 6. the machine lock ------------------------------------------------------------------
+
+def test_the_lock_root_made_can_be_taken_by_any_user(sticky_dir):
+    path = sticky_dir / "pytest-fsperf.lock"
+    with machine_lock(str(path)):
+        pass
+    path.chmod(0o600)  # as an older version left it
+    with machine_lock(str(path)):
+        pass
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert as_nobody(f"""
+import fcntl, os
+fd = os.open({str(path)!r}, os.O_RDONLY | os.O_NOFOLLOW)
+fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+print("locked")
+""").strip() == "locked"
+
+
+def test_a_link_planted_at_the_lock_is_not_followed(tmp_path, sticky_dir):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    victim.chmod(0o600)
+    path = sticky_dir / "pytest-fsperf.lock"
+    as_nobody(f"import os; os.symlink({str(victim)!r}, {str(path)!r})")
+    with pytest.raises(MeasurementError, match=r"^cannot open the machine lock .*: it is a symlink \(remove it"):
+        with machine_lock(str(path)):
+            pass
+    assert victim.read_text() == "precious\n" and stat.S_IMODE(victim.stat().st_mode) == 0o600
