@@ -16,6 +16,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+import psutil
 import pytest
 
 from pytest_fsperf import outfile
@@ -319,3 +320,33 @@ def test_a_link_planted_at_the_lock_is_not_followed(tmp_path, sticky_dir):
         with machine_lock(str(path)):
             pass
     assert victim.read_text() == "precious\n" and stat.S_IMODE(victim.stat().st_mode) == 0o600
+
+
+# -- 9. the daemon's whole process tree is stopped --------------------------------------
+
+@pytest.mark.integration
+def test_a_daemon_that_never_mounts_is_stopped_with_its_children(pytester, tmp_path):
+    need("fio")
+    pids = tmp_path / "pids"
+    pytester.makeconftest(f"""
+        from pytest_fsperf import Backend
+
+        def pytest_fsperf_backends():
+            script = ("sleep 300 & echo $! >> {pids}; setsid sleep 301 & echo $! >> {pids}; "
+                      "sleep 302")
+            return [Backend(name="never", binary="sh", install="-",
+                            command=("sh", "-c", script, "pytest-fsperf-never"))]
+    """)
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("never")
+        def test_timeout(fsperf):
+            pass
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-mount-timeout=1")
+    result.assert_outcomes(errors=1)
+    helpers = [int(p) for p in pids.read_text().split()]
+    assert len(helpers) == 2
+    for pid in helpers:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

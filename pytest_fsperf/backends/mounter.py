@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -21,6 +20,7 @@ from typing import Any
 from ..errors import MeasurementError
 from ..mount.daemon import Lookup, describe, find_daemon, start_time, stat_fields
 from ..mount.mountinfo import Mount, read_mounts
+from ..procs import Proc, kill_tree
 from ..report.redact import mask, redact_args
 from .spec import Backend, Rendered, render
 
@@ -105,6 +105,7 @@ class MountedFs:
         self.log = os.path.join(self.private, "daemon.log")
         self.proc: subprocess.Popen[bytes] | None = None
         self.daemon: Lookup | None = None
+        self.started: Proc | None = None  # the process the plugin started
         self.kept_caches: tuple[str, ...] = ()  # cache dirs the last cold start did not wipe
 
     def _render(self, options: tuple[str, ...]) -> Rendered:
@@ -148,6 +149,7 @@ class MountedFs:
             try:
                 self.proc = subprocess.Popen(list(r.argv), stdin=subprocess.DEVNULL, stdout=log,
                                              stderr=log, env=env, start_new_session=True)
+                self.started = Proc.of(self.proc.pid)
             except OSError as exc:
                 raise MountError(f"{self.backend.name}: cannot start {r.argv[0]}: "
                                  f"{exc.strerror or exc}") from None
@@ -195,13 +197,14 @@ class MountedFs:
         steps: list[str] = []
         if not self.backend.has_daemon:
             return steps
-        if _mounted(self.mountpoint):
+        was_mounted = _mounted(self.mountpoint) is not None
+        if was_mounted:
             if self.backend.settle is not None and self.alive():
                 note = self.backend.settle(self.rendered)
                 if note:
                     steps.append(note)
             self._unmount(steps)
-        self._reap(steps)
+        self._reap(steps, 10.0 if was_mounted else 0.0)
         self.daemon = None
         return steps
 
@@ -220,27 +223,29 @@ class MountedFs:
                        capture_output=True, check=False)
         steps.append("lazy unmount (mount was busy)")
 
-    def _reap(self, steps: list[str]) -> None:
-        d = self.daemon.daemon if self.daemon else None
-        pids = {self.proc.pid} if self.proc is not None and self.proc.poll() is None else set()
-        if d is not None and start_time(d.pid) == d.start_time:
-            pids.add(d.pid)
-        deadline = time.monotonic() + 10
-        for sig in (None, signal.SIGTERM, signal.SIGKILL):
-            if sig is not None and pids:
-                steps.append(f"daemon did not exit; sent {signal.Signals(sig).name}")
-                for pid in pids:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, sig)
-                deadline = time.monotonic() + 5
-            while pids and time.monotonic() < deadline:
-                if self.proc is not None:
-                    self.proc.poll()
-                pids = {p for p in pids if self._running(p)}
-                time.sleep(0.05)
+    def _reap(self, steps: list[str], wait: float) -> None:
+        """Wait for the daemon to exit after an unmount, then stop what is left of its
+        process tree (it, helpers it started, its process group), by start time."""
+        roots = [p for p in (self.started, self._daemon_proc()) if p is not None]
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and any(r.handle() is not None for r in roots):
+            if self.proc is not None:
+                self.proc.poll()
+            time.sleep(0.05)
+        if wait and any(r.handle() is not None for r in roots):
+            steps.append(f"daemon did not exit within {wait:g} s; killed it")
+        left = sorted({pid for r in roots for pid in kill_tree(r)})
+        if left:
+            steps.append(f"stopped its processes {', '.join(map(str, left))}")
         if self.proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=1)
+
+    def _daemon_proc(self) -> Proc | None:
+        d = self.daemon.daemon if self.daemon else None
+        if d is None or (self.started is not None and d.pid == self.started.pid):
+            return None
+        return Proc.of(d.pid) if start_time(d.pid) == d.start_time else None
 
     def _running(self, pid: int) -> bool:
         if self.proc is not None and pid == self.proc.pid:

@@ -1,0 +1,84 @@
+"""Processes the plugin starts, and how they are stopped: with everything they started.
+
+Each child runs in a session of its own (so a Ctrl-C in the terminal reaches pytest, not
+it); stopping it stops its whole tree: its process group and every descendant (fio's job
+processes call setsid, a daemon's helpers may too), each checked by its start time so a
+reused PID is never hit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+
+import psutil
+
+
+@dataclass(frozen=True)
+class Proc:
+    """A process as the plugin knew it: PID and start time (psutil's create_time)."""
+
+    pid: int
+    started: float
+
+    @classmethod
+    def of(cls, pid: int) -> Proc | None:
+        try:
+            return cls(pid, psutil.Process(pid).create_time())
+        except psutil.Error:
+            return None
+
+    def handle(self) -> psutil.Process | None:
+        """The live process, or None when it exited (or the PID now names another)."""
+        try:
+            p = psutil.Process(self.pid)
+            if abs(p.create_time() - self.started) > 0.01 or p.status() == psutil.STATUS_ZOMBIE:
+                return None
+            return p
+        except psutil.Error:
+            return None
+
+
+def tree(root: Proc) -> list[psutil.Process]:
+    """root, its descendants, and the members of its process group started after it."""
+    found: dict[int, psutil.Process] = {}
+    top = root.handle()
+    if top is not None:
+        found[top.pid] = top
+        with contextlib.suppress(psutil.Error):
+            found.update((c.pid, c) for c in top.children(recursive=True))
+    for p in psutil.process_iter(["pid", "create_time"]):
+        with contextlib.suppress(psutil.Error, OSError):
+            if (p.pid not in found and os.getpgid(p.pid) == root.pid
+                    and p.info["create_time"] >= root.started - 0.01):
+                found[p.pid] = p
+                found.update((c.pid, c) for c in p.children(recursive=True))
+    found.pop(os.getpid(), None)
+    return list(found.values())
+
+
+def kill_tree(root: Proc, grace: float = 5.0) -> list[int]:
+    """SIGTERM the tree, SIGKILL what is left after `grace` s; returns the PIDs signalled."""
+    procs = tree(root)
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.send_signal(signal.SIGTERM)
+            p.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+    _gone, alive = psutil.wait_procs(procs, timeout=grace)
+    for p in alive:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    psutil.wait_procs(alive, timeout=grace)
+    return [p.pid for p in procs]
+
+
+def wait_gone(procs: list[Proc], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while any(p.handle() is not None for p in procs):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
