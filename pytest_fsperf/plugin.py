@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import signal
+import subprocess
+import threading
 from collections.abc import Generator, Iterator
 
 import pytest
 
-from . import hooks, runs
+from . import hooks, leftovers, runs
 from .backends.mounter import BinaryMissing, MountPlan
 from .backends.registry import Registry
 from .backends.request import MARKER, MountRequest, from_marker, resolve
@@ -60,9 +63,44 @@ def pytest_configure(config: pytest.Config) -> None:
     except UsageError as exc:
         raise pytest.UsageError(f"pytest-fsperf: {exc}") from None
     config.stash[STATE] = state
+    _guard(config, state)
     config.pluginmanager.register(Reporter(state, config), "fsperf-reporter")
     if config.pluginmanager.hasplugin("benchmark"):
         config.pluginmanager.register(benchmark_json.BenchmarkJsonHook(state.results), "fsperf-benchmark")
+
+
+def _on_term(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"{signal.Signals(signum).name}")
+
+
+def _guard(config: pytest.Config, state: FsperfSession) -> None:
+    """SIGTERM (how CI cancels a job) ends the session as Ctrl-C does, cleaning up; what an
+    earlier, killed session left is removed now; a watchdog removes what this one leaves if
+    it is killed."""
+    if threading.current_thread() is threading.main_thread():
+        old = signal.signal(signal.SIGTERM, _on_term)
+
+        def restore() -> None:
+            signal.signal(signal.SIGTERM, old)
+
+        config.add_cleanup(restore)
+    try:
+        if not hasattr(config, "workerinput"):
+            state.swept = leftovers.sweep()
+        record = leftovers.start()
+    except OSError as exc:
+        state.swept = [f"cannot keep a record of what this session starts: {exc}"]
+        return
+    watchdog = leftovers.start_watchdog(record)
+
+    def stop() -> None:
+        leftovers.stop(record)
+        assert watchdog.stdin is not None
+        watchdog.stdin.close()  # it reads end-of-file and, with nothing left to remove, exits
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            watchdog.wait(timeout=0.5)
+
+    config.add_cleanup(stop)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from . import baselines, runs
+from . import baselines, leftovers, runs
 from .backends.mounter import MountedFs, MountPlan
 from .baselines import Baseline
 from .errors import MeasurementError
@@ -39,6 +39,8 @@ class Target:
         self.daemon_pid = daemon_pid
         self._temp = temp  # the embedded default: remove the directory itself at the end
         self._root: str | None = None
+        self._root_entry: int | None = None
+        self._path_entry = leftovers.note_dir(path) if temp else None
         self._count = 0
 
     def mount(self) -> Mount:
@@ -60,6 +62,8 @@ class Target:
                 root = os.path.join(self.path, f"fsperf-work-{secrets.token_hex(4)}")
                 os.mkdir(root, 0o755)
                 self._root = root
+                if self.owned is None:  # on an owned mount, its private dir holds it
+                    self._root_entry = leftovers.note_dir(root)
             self._count += 1
             path = os.path.join(self._root, f"{safe_name(test_name)}-{self._count}")
             os.mkdir(path, 0o755)
@@ -91,11 +95,14 @@ class Target:
             problem = self.remove(self._root)
             if problem:
                 left.append(problem)
+            else:
+                leftovers.done(self._root_entry)
             self._root = None
         if self.owned is not None:
             left += [s for s in self.owned.close() if s.startswith("still mounted")]
         elif self._temp:
             shutil.rmtree(self.path, ignore_errors=True)
+            leftovers.done(self._path_entry)
         return left
 
 
@@ -105,9 +112,11 @@ class FsperfSession:
         self.results: list[dict[str, Any]] = []  # every measured workload, as reported
         self.comparisons: list[dict[str, Any]] = []  # every A/B comparison, as reported
         self.leftovers: list[str] = []  # work dirs or mounts that could not be removed
+        self.swept: list[str] = []  # what earlier, killed sessions left, removed at the start
         self._default: Target | None = None
         self._targets: list[Target] = []
         self._local: str | None = None
+        self._local_entry: int | None = None
         self._env: dict[str, Any] | None = None
         self._baselines: dict[str, Baseline] = {}
         self.saved_baseline: str | None = None  # where --fsperf-save-baseline wrote
@@ -208,6 +217,7 @@ class FsperfSession:
         """A private local directory for fio's output files (never on the mount)."""
         if self._local is None:
             self._local = tempfile.mkdtemp(prefix="pytest-fsperf-out-")
+            self._local_entry = leftovers.note_dir(self._local)
         return self._local
 
     def close(self) -> None:
@@ -216,4 +226,5 @@ class FsperfSession:
         self._default = None
         if self._local is not None:
             shutil.rmtree(self._local, ignore_errors=True)
+            leftovers.done(self._local_entry)
             self._local = None

@@ -350,3 +350,11 @@ def test_a_daemon_that_never_mounts_is_stopped_with_its_children(pytester, tmp_p
     assert len(helpers) == 2
     for pid in helpers:
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_config_error_leaves_no_private_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    mine = Backend(name="myfs", binary="sh", install="", command=("myfs", "{nothing}"))
+    with pytest.raises(UsageError, match="needs 'nothing'"):
+        MountedFs(MountPlan(mine))
+    assert list(tmp_path.iterdir()) == []

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import leftovers
 from ..errors import MeasurementError
 from ..mount.daemon import Lookup, describe, find_daemon, start_time, stat_fields
 from ..mount.mountinfo import Mount, read_mounts
@@ -98,7 +99,14 @@ class MountedFs:
         self.backend = plan.backend
         require_binary(self.backend)
         self.private = tempfile.mkdtemp(prefix=f"pytest-fsperf-{self.backend.name}-")
-        self.rendered: Rendered = self._render(self.options)
+        self._dir_entry = leftovers.note_dir(self.private)  # in the session's record
+        self._run_entries: list[int | None] = []  # this mount's daemon and mount point
+        try:
+            self.rendered: Rendered = self._render(self.options)
+        except BaseException:  # a config error: leave no private dir behind
+            shutil.rmtree(self.private, ignore_errors=True)
+            leftovers.done(self._dir_entry)
+            raise
         local = self.plan.config.get("source") or os.path.join(self.private, "source")
         self.mountpoint = (os.path.join(self.private, "mnt") if self.backend.has_daemon
                            else os.path.realpath(local))
@@ -150,6 +158,8 @@ class MountedFs:
                 self.proc = subprocess.Popen(list(r.argv), stdin=subprocess.DEVNULL, stdout=log,
                                              stderr=log, env=env, start_new_session=True)
                 self.started = Proc.of(self.proc.pid)
+                self._run_entries = [leftovers.note_process(self.started),
+                                     leftovers.note_mount(self.mountpoint)]
             except OSError as exc:
                 raise MountError(f"{self.backend.name}: cannot start {r.argv[0]}: "
                                  f"{exc.strerror or exc}") from None
@@ -205,6 +215,9 @@ class MountedFs:
                     steps.append(note)
             self._unmount(steps)
         self._reap(steps, 10.0 if was_mounted else 0.0)
+        if not _mounted(self.mountpoint):
+            for entry in self._run_entries:
+                leftovers.done(entry)
         self.daemon = None
         return steps
 
@@ -294,4 +307,5 @@ class MountedFs:
             steps.append(f"still mounted; left {self.private} in place")
         else:
             shutil.rmtree(self.private, ignore_errors=True)
+            leftovers.done(self._dir_entry)
         return steps

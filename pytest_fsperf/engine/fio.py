@@ -18,7 +18,9 @@ import subprocess
 import time
 from typing import Any
 
+from .. import leftovers
 from ..errors import MeasurementError, UsageError
+from ..procs import Proc, kill_tree
 from ..result import IoStats
 from .fiosize import parse_fio_size, scale_count, scale_size
 
@@ -162,11 +164,15 @@ class FioProcess:
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
         self.reaped = False
+        self.started: Proc | None = None
+        self.entry: int | None = None
 
     def start(self) -> None:
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(self.args, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                                          start_new_session=True)
+        self.started = Proc.of(self.proc.pid)
+        self.entry = leftovers.note_process(self.started)
 
     def stop_now(self) -> None:
         if self.proc is not None and not self.reaped:
@@ -179,9 +185,12 @@ class FioProcess:
             _pid, status, usage = os.wait4(self.proc.pid, 0)
         except BaseException:
             _kill_group(self.proc)
+            if self.started is not None:
+                kill_tree(self.started)  # its job processes, in sessions of their own
             self.reaped = True
             raise
         self.reaped = True
+        leftovers.done(self.entry)
         self.proc.returncode = os.waitstatus_to_exitcode(status)
         return self.proc.returncode, usage.ru_utime + usage.ru_stime
 

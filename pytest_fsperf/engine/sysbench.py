@@ -10,7 +10,9 @@ import re
 import shutil
 import subprocess
 
+from .. import leftovers
 from ..errors import MeasurementError
+from ..procs import Proc, kill_tree
 from ..result import LatencyStats, OpStats
 
 MODES = ("seqwr", "seqrd", "rndrw", "rndrd", "rndwr", "seqrewr")
@@ -36,11 +38,19 @@ def args(mode: str, files: int, block: int, total: int, threads: int, seconds: f
 
 
 def _run(argv: list[str], cwd: str) -> str:
-    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+    with subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          stdin=subprocess.DEVNULL, start_new_session=True) as proc:
+        entry = leftovers.note_process(Proc.of(proc.pid))
+        try:
+            stdout, stderr = proc.communicate()
+        except BaseException:
+            kill_tree(Proc.of(proc.pid) or Proc(proc.pid, 0.0))
+            raise
+        leftovers.done(entry)
     if proc.returncode != 0:
-        last = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+        last = " | ".join((stderr or stdout).strip().splitlines()[-3:])
         raise MeasurementError(f"sysbench failed (exit {proc.returncode}): {last}")
-    return proc.stdout
+    return stdout
 
 
 def prepare(cwd: str, base: list[str]) -> None:

@@ -52,6 +52,9 @@ class Reporter:
         state = self.state
         for error in self.output_errors:
             terminalreporter.write_line(error, red=True)
+        for line in state.swept:
+            terminalreporter.write_line(f"pytest-fsperf removed what an earlier session left: {line}",
+                                        yellow=True)
         if not state.results and not state.leftovers:
             return
         terminalreporter.write_sep("=", "fsperf")

@@ -13,9 +13,11 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
+from .. import leftovers
 from ..backends.spec import free_port
 from ..errors import MeasurementError
 from ..meters import io_counters
+from ..procs import Proc
 from .sigv4 import signed_request
 
 MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
@@ -41,6 +43,7 @@ class S3Server:
     region: str
     proc: subprocess.Popen[bytes]
     data_dir: str
+    entries: tuple[int | None, ...] = ()  # in the session's record of what to remove
 
     @property
     def pid(self) -> int:
@@ -86,6 +89,8 @@ class S3Server:
                 self.proc.kill()
                 self.proc.wait()
         shutil.rmtree(self.data_dir, ignore_errors=True)
+        for entry in self.entries:
+            leftovers.done(entry)
 
 
 def _live(endpoint: str) -> bool:
@@ -98,6 +103,7 @@ def _live(endpoint: str) -> bool:
 
 def start_minio(binary: str, timeout: float = 30.0) -> S3Server:
     data_dir = tempfile.mkdtemp(prefix="pytest-fsperf-minio-")
+    dir_entry = leftovers.note_dir(data_dir)
     access_key = "fsperf" + secrets.token_hex(6)
     secret_key = secrets.token_urlsafe(24)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MINIO_")}
@@ -112,11 +118,12 @@ def start_minio(binary: str, timeout: float = 30.0) -> S3Server:
                 [binary, "server", "--quiet", "--address", f"127.0.0.1:{port}",
                  "--console-address", f"127.0.0.1:{console}", os.path.join(data_dir, "data")],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, start_new_session=True)
+        entry = leftovers.note_process(Proc.of(proc.pid))
         deadline = time.monotonic() + timeout
         while proc.poll() is None and time.monotonic() < deadline and not _live(endpoint):
             time.sleep(0.1)
         server = S3Server(endpoint, "fsperf-" + secrets.token_hex(4), access_key, secret_key,
-                          "us-east-1", proc, data_dir)
+                          "us-east-1", proc, data_dir, (entry, dir_entry))
         if proc.poll() is None and _live(endpoint):
             try:
                 server.make_bucket(server.bucket)
@@ -129,5 +136,7 @@ def start_minio(binary: str, timeout: float = 30.0) -> S3Server:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+        leftovers.done(entry)
     shutil.rmtree(data_dir, ignore_errors=True)
+    leftovers.done(dir_entry)
     raise MeasurementError(f"MinIO did not start: {last.replace(secret_key, '***') or 'no output'}")

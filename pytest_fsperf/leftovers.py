@@ -1,0 +1,271 @@
+"""Nothing the plugin starts outlives its session, whatever ends it.
+
+Each pytest process keeps a record (JSON lines, in a 0700 state directory of its user) of
+every process, mount and directory it creates, and marks each one done when it removed it
+itself. A watchdog, in a session of its own, waits on a pipe that only pytest holds open:
+when pytest dies (SIGKILL too) the pipe closes and the watchdog removes what the record still
+lists. At start, a session removes what the record of any dead session still lists (the
+watchdog may have died with it) and names each thing it removed.
+
+Removal never goes beyond the record: a process only while its PID still has the recorded
+start time; a directory only if it is a real directory of this user with no mount inside;
+a mount is detached (lazily, after aborting a connection that does not answer).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .mount.mountinfo import read_mounts
+from .procs import Proc, kill_tree
+
+
+def state_dir() -> str:
+    """$TMPDIR/pytest-fsperf-UID: made 0700, and refused if another user owns it."""
+    path = os.path.join(tempfile.gettempdir(), f"pytest-fsperf-{os.geteuid()}")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) & 0o077:
+        raise OSError(f"{path} is not a private directory of this user")
+    return path
+
+
+@dataclass
+class Record:
+    """The record of this process: append-only lines {"id", "kind", ...} and {"done": id}."""
+
+    path: str
+    _next: int = 0
+    _open: set[int] | None = None
+
+    @classmethod
+    def create(cls, folder: str | None = None) -> Record:
+        me = Proc.of(os.getpid())
+        assert me is not None
+        path = os.path.join(folder or state_dir(), f"{me.pid}-{os.urandom(4).hex()}.jsonl")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        os.close(fd)
+        record = cls(path, 0, set())
+        record._write({"owner": me.pid, "started": me.started})
+        return record
+
+    def _write(self, entry: dict[str, Any]) -> None:
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    def add(self, kind: str, **data: Any) -> int:
+        self._next += 1
+        assert self._open is not None
+        self._open.add(self._next)
+        self._write({"id": self._next, "kind": kind, **data})
+        return self._next
+
+    def done(self, entry: int | None) -> None:
+        if entry is not None and self._open is not None and entry in self._open:
+            self._open.discard(entry)
+            self._write({"done": entry})
+
+    def close(self) -> None:
+        """At a normal end: forget the record if everything in it was removed."""
+        if not self._open:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+
+
+# The records of this process, innermost last: a pytest session (pytester runs one inside
+# another) or a benchmark keeps one; the core notes into the innermost.
+_records: list[Record] = []
+_current: Record | None = None
+
+
+def start(folder: str | None = None) -> Record:
+    global _current
+    _current = Record.create(folder)
+    _records.append(_current)
+    return _current
+
+
+def stop(record: Record) -> None:
+    global _current
+    record.close()
+    if record in _records:
+        _records.remove(record)
+    _current = _records[-1] if _records else None
+
+
+def note_process(proc: Proc | None) -> int | None:
+    return _current.add("process", pid=proc.pid, started=proc.started) if _current and proc else None
+
+
+def note_mount(path: str) -> int | None:
+    return _current.add("mount", path=path) if _current else None
+
+
+def note_dir(path: str) -> int | None:
+    return _current.add("dir", path=path) if _current else None
+
+
+def done(entry: int | None) -> None:
+    if _current is not None:
+        _current.done(entry)
+
+
+# -- removal ------------------------------------------------------------------------------
+
+def _entries(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    owner: dict[str, Any] = {}
+    entries: dict[int, dict[str, Any]] = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue  # a line cut short by the kill
+            if "owner" in item:
+                owner = item
+            elif "done" in item:
+                entries.pop(item["done"], None)
+            elif "id" in item:
+                entries[item["id"]] = item
+    return owner, list(entries.values())
+
+
+def _mounts() -> dict[str, int]:
+    """mount point -> device minor, from /proc/self/mountinfo (never touching a mount)."""
+    return {m.mount_point: m.minor for m in read_mounts()}
+
+
+def _detach(point: str, minor: int) -> str:
+    helper = shutil.which("fusermount3") or shutil.which("fusermount")
+    try:
+        if helper:
+            subprocess.run([helper, "-u", point], capture_output=True, timeout=5, check=False)
+    except subprocess.TimeoutExpired:
+        pass
+    if point not in _mounts():
+        return f"unmounted {point}"
+    # a daemon that does not answer: fail its requests
+    with contextlib.suppress(OSError), open(f"/sys/fs/fuse/connections/{minor}/abort", "w",
+                                            encoding="ascii") as f:
+        f.write("1")
+    subprocess.run([helper, "-uz", point] if helper else ["umount", "-l", point],
+                   capture_output=True, timeout=10, check=False)
+    return f"unmounted {point} (lazily)" if point not in _mounts() else f"could not unmount {point}"
+
+
+def _remove_dir(path: str) -> str | None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        return f"kept {path} (not a directory of this user)"
+    inside = [m for m in _mounts() if m == path or m.startswith(path.rstrip("/") + "/")]
+    if inside:
+        return f"kept {path} (still mounted: {inside[0]})"
+    try:  # in a child with a deadline: a work dir may sit on a mount that does not answer
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", path], capture_output=True,
+                       timeout=120, check=False)
+    except subprocess.TimeoutExpired:
+        return f"kept {path} (removal did not finish in 120 s)"
+    return f"removed {path}" if not os.path.lexists(path) else f"could not remove {path}"
+
+
+def clean(entries: list[dict[str, Any]]) -> list[str]:
+    """Remove what the entries name: mounts first, then processes, then directories."""
+    done: list[str] = []
+    mounts = _mounts()
+    for e in entries:
+        if e["kind"] == "mount" and e["path"] in mounts:
+            done.append(_detach(e["path"], mounts[e["path"]]))
+    for e in entries:
+        if e["kind"] == "process":
+            root = Proc(int(e["pid"]), float(e["started"]))
+            if root.handle() is not None:
+                pids = kill_tree(root, grace=3.0)
+                done.append(f"stopped process {e['pid']}" + (f" and {len(pids) - 1} more"
+                                                             if len(pids) > 1 else ""))
+            else:
+                kill_tree(root, grace=3.0)  # what it started may outlive it (fio's jobs)
+    for e in sorted((e for e in entries if e["kind"] == "dir"), key=lambda e: -len(e["path"])):
+        note = _remove_dir(e["path"])
+        if note:
+            done.append(note)
+    return done
+
+
+@contextlib.contextmanager
+def _locked(path: str) -> Iterator[bool]:
+    """Hold the record's lock while removing its entries; False if someone else holds it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        yield False
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        os.close(fd)
+
+
+def settle(path: str) -> list[str]:
+    """Remove what a dead owner's record still lists, then the record."""
+    with _locked(path) as mine:
+        if not mine or not os.path.exists(path):
+            return []
+        _owner, entries = _entries(path)
+        done = clean(entries)
+        os.unlink(path)
+        return done
+
+
+def sweep(folder: str | None = None) -> list[str]:
+    """At session start: settle the records of every session that is no longer running."""
+    folder = folder or state_dir()
+    report = []
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if not name.endswith(".jsonl"):
+            continue
+        try:
+            owner, _ = _entries(path)
+        except OSError:
+            continue
+        if owner and Proc(int(owner["owner"]), float(owner["started"])).handle() is not None:
+            continue  # a session still running
+        done = settle(path)
+        if done:
+            report.append(f"session {owner.get('owner', '?')}: " + "; ".join(done))
+    return report
+
+
+# Waits (importing nothing) until stdin reaches end-of-file, then settles the record.
+_WATCHDOG = ("import os, sys\nsys.stdin.buffer.read()\nif os.path.exists(sys.argv[1]):\n"
+             "    from pytest_fsperf.leftovers import settle\n    settle(sys.argv[1])\n")
+
+
+def start_watchdog(record: Record) -> subprocess.Popen[bytes]:
+    """A process that settles the record as soon as this one dies. It reads a pipe only we
+    hold open: at our exit, however it comes, it reads end-of-file. In a session of its own,
+    so a signal to pytest's process group does not reach it."""
+    return subprocess.Popen([sys.executable, "-c", _WATCHDOG, record.path], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)

@@ -1,0 +1,219 @@
+"""Whatever ends a session (SIGTERM, SIGKILL, a daemon stopped dead), nothing it started
+is left: not the mount, the daemon, fio, MinIO nor the private directories. Checked on what
+the killed session itself recorded, so other sessions on the machine do not matter."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pytest_fsperf import leftovers
+from pytest_fsperf.mount.mountinfo import read_mounts
+from pytest_fsperf.store.minio import find_minio
+from tests.conftest import need
+
+pytestmark = pytest.mark.integration
+
+SUITE = """
+import os
+from pytest_fsperf import fsperf_mount
+
+@fsperf_mount("{backend}"{config})
+def test_long_read(fsperf{extra}):
+    fsperf.fio(name="lay", rw="write", bs="1M", size="16M", judged=False)
+    fsperf.cold()
+    fsperf.fio(name="read", rw="read", bs="4k", size="16M", time_based=1, runtime="60s")
+"""
+
+
+def record_of(pid: int) -> str | None:
+    found = glob.glob(os.path.join(leftovers.state_dir(), f"{pid}-*.jsonl"))
+    return found[0] if found else None
+
+
+def entries(path: str) -> list[dict]:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue
+            if "kind" in item:
+                out.append(item)
+    return out
+
+
+def running_fio(items: list[dict]) -> bool:
+    for e in items:
+        if e["kind"] == "process":
+            try:
+                if psutil.Process(e["pid"]).name() == "fio":
+                    return True
+            except psutil.Error:
+                pass
+    return False
+
+
+def what_is_left(items: list[dict]) -> list[str]:
+    mounts = {m.mount_point for m in read_mounts()}
+    left = []
+    for e in items:
+        if e["kind"] == "mount" and e["path"] in mounts:
+            left.append(f"mount {e['path']}")
+        if e["kind"] == "dir" and os.path.lexists(e["path"]):
+            left.append(f"dir {e['path']}")
+        if e["kind"] == "process":
+            try:
+                p = psutil.Process(e["pid"])
+                if abs(p.create_time() - e["started"]) < 0.01 and p.status() != psutil.STATUS_ZOMBIE:
+                    left.append(f"process {e['pid']} {p.name()}")
+            except psutil.Error:
+                pass
+    return left
+
+
+def start_suite(folder: Path, backend: str = "bindfs", s3: bool = False) -> subprocess.Popen[bytes]:
+    (folder / "test_suite.py").write_text(SUITE.format(
+        backend=backend, config=', config="fsperf_s3"' if s3 else "",
+        extra=", fsperf_s3" if s3 else ""))
+    return subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                             "test_suite.py"], cwd=folder, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+
+
+def wait_for_fio(proc: subprocess.Popen[bytes], timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        path = record_of(proc.pid)
+        if path and running_fio(entries(path)):
+            return path
+        assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+        time.sleep(0.1)
+    raise AssertionError("fio did not start")
+
+
+def gone_within(items: list[dict], seconds: float) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while (left := what_is_left(items)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+@pytest.fixture
+def suite_dir(tmp_path):
+    need("bindfs")
+    need("fio")
+    return tmp_path
+
+
+def test_sigterm_ends_the_session_like_ctrl_c(suite_dir):
+    proc = start_suite(suite_dir)
+    path = wait_for_fio(proc)
+    items = entries(path)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out.decode()
+    assert "KeyboardInterrupt" in out.decode() or "SIGTERM" in out.decode()
+    assert what_is_left(items) == []
+    assert not os.path.exists(path)  # everything was removed, so the record went too
+
+
+def test_sigkill_the_watchdog_removes_everything_at_once(suite_dir):
+    proc = start_suite(suite_dir)
+    path = wait_for_fio(proc)
+    items = entries(path)
+    assert any(e["kind"] == "mount" for e in items)
+    proc.kill()
+    proc.communicate()
+    assert gone_within(items, 30) == []
+    assert not os.path.exists(path)
+
+
+def test_what_a_session_killed_with_its_watchdog_left_is_removed_by_the_next(suite_dir):
+    proc = start_suite(suite_dir)
+    path = wait_for_fio(proc)
+    watchdogs = [p for p in psutil.process_iter(["cmdline"])
+                 if p.info["cmdline"] and path in p.info["cmdline"]]
+    assert len(watchdogs) == 1
+    watchdogs[0].kill()
+    proc.kill()
+    proc.communicate()
+    items = entries(path)
+    assert what_is_left(items) != []  # nobody cleaned up: the mount and daemon are still there
+    (suite_dir / "test_next.py").write_text("def test_nothing(): pass\n")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_next.py"],
+                         cwd=suite_dir, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout
+    assert f"pytest-fsperf removed what an earlier session left: session {proc.pid}" in out.stdout
+    mount = next(e["path"] for e in items if e["kind"] == "mount")
+    assert f"unmounted {mount}" in out.stdout
+    assert what_is_left(items) == []
+
+
+def test_minio_and_its_bucket_go_with_a_killed_session(suite_dir):
+    need("s3fs")
+    if find_minio() is None:
+        pytest.skip("MinIO is not installed")
+    proc = start_suite(suite_dir, "s3fs", s3=True)
+    items = entries(wait_for_fio(proc))
+    assert any("minio" in e.get("path", "") for e in items if e["kind"] == "dir")
+    proc.kill()
+    proc.communicate()
+    assert gone_within(items, 30) == []
+
+
+CHAOS_RUNS = int(os.environ.get("FSPERF_CHAOS_RUNS", "4"))
+
+
+@pytest.mark.parametrize("run", range(CHAOS_RUNS))
+def test_chaos(suite_dir, run):
+    """A signal at a random moment of a session on an owned mount, then a new session:
+    nothing of the first is left, and files planted around it are byte-identical."""
+    rng = random.Random(run)
+    planted = suite_dir / "planted"
+    planted.mkdir()
+    (planted / "keep.bin").write_bytes(os.urandom(4096))
+    before = (planted / "keep.bin").read_bytes()
+    action = rng.choice(["SIGTERM", "SIGKILL", "SIGKILL+watchdog", "SIGSTOP daemon"])
+    proc = start_suite(suite_dir)
+    path = None
+    deadline = time.monotonic() + rng.uniform(0.3, 6.0)
+    items: list[dict] = []
+    while time.monotonic() < deadline and proc.poll() is None:
+        path = path or record_of(proc.pid)
+        if path and os.path.exists(path):
+            items = entries(path)
+        time.sleep(0.05)
+    if path and os.path.exists(path):
+        items = entries(path)
+    if action == "SIGSTOP daemon":
+        for e in items:
+            with contextlib.suppress(psutil.Error):
+                if e["kind"] == "process" and psutil.Process(e["pid"]).name() == "bindfs":
+                    psutil.Process(e["pid"]).suspend()
+        proc.kill()
+    elif action == "SIGKILL+watchdog":
+        for p in psutil.process_iter(["cmdline"]):
+            if path and p.info["cmdline"] and path in p.info["cmdline"]:
+                p.kill()
+        proc.kill()
+    else:
+        proc.send_signal(getattr(signal, action))
+    proc.communicate(timeout=120)
+    time.sleep(1)
+    subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q",
+                    "test_suite.py"], cwd=suite_dir, capture_output=True, timeout=120, check=False)
+    assert gone_within(items, 30) == [], action
+    assert (planted / "keep.bin").read_bytes() == before
