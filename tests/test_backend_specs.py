@@ -68,7 +68,7 @@ def test_goofys_and_mountpoint_s3_take_keys_from_the_environment():
     m = render(backend("mountpoint-s3"), S3, ("--cache", "/p/mcache"), "/m", "/p")
     assert m.argv[:9] == ("mount-s3", "bench", "/m", "--foreground", "--endpoint-url",
                           "http://127.0.0.1:9000", "--force-path-style", "--region", "us-east-1")
-    assert m.cache_dirs == ("/p/mcache",)
+    assert m.cache_dirs == ("/p/mcache/mountpoint-cache",)
 
 
 def test_juicefs_needs_a_meta_url_and_wipes_its_cache_dir():

@@ -18,12 +18,16 @@ from pathlib import Path
 
 import psutil
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_fsperf import outfile
 from pytest_fsperf.backends.builtin import BUILTIN
 from pytest_fsperf.backends.mounter import MountedFs, MountPlan
 from pytest_fsperf.backends.registry import Registry
 from pytest_fsperf.backends.spec import Backend, render
+from pytest_fsperf.engine.fio import build_job
+from pytest_fsperf.engine.fio_options import JOB, WHY
 from pytest_fsperf.errors import MeasurementError, UsageError
 from pytest_fsperf.lock import machine_lock
 from tests.conftest import need
@@ -316,9 +320,9 @@ def test_a_link_planted_at_the_lock_is_not_followed(tmp_path, sticky_dir):
     victim.chmod(0o600)
     path = sticky_dir / "pytest-fsperf.lock"
     as_nobody(f"import os; os.symlink({str(victim)!r}, {str(path)!r})")
-    with pytest.raises(MeasurementError, match=r"^cannot open the machine lock .*: it is a symlink \(remove it"):
-        with machine_lock(str(path)):
-            pass
+    with pytest.raises(MeasurementError, match=r"^cannot open the machine lock .*: it is a symlink \(remove it"), \
+            machine_lock(str(path)):
+        pass
     assert victim.read_text() == "precious\n" and stat.S_IMODE(victim.stat().st_mode) == 0o600
 
 
@@ -358,3 +362,77 @@ def test_a_config_error_leaves_no_private_dir(tmp_path, monkeypatch):
     with pytest.raises(UsageError, match="needs 'nothing'"):
         MountedFs(MountPlan(mine))
     assert list(tmp_path.iterdir()) == []
+
+
+# -- 5. fio options that run commands or write elsewhere ----------------------------------
+
+DANGEROUS = ["exec_prerun", "exec_postrun", "server", "daemonize", "write_iolog", "write_bw_log",
+             "write_lat_log", "write_iops_log", "write_hist_log", "read_iolog", "ioscheduler",
+             "cgroup", "uid", "directory", "opendir", "output"]
+
+
+def fio_job(**kw):
+    return build_job(kw, 1.0, "t::test_x: fsperf.fio()")
+
+
+@pytest.mark.parametrize("key", DANGEROUS)
+def test_options_that_run_or_write_elsewhere_are_refused(key):
+    with pytest.raises(UsageError, match=rf"^t::test_x: fsperf.fio\(\): {key} "):
+        fio_job(**{key: "/tmp/x"})
+
+
+@pytest.mark.parametrize("engine", ["exec", "external:/tmp/evil.so", "sg", "http", "rbd", "net"])
+def test_engines_other_than_local_files_are_refused(engine):
+    with pytest.raises(UsageError, match="is not one of the local-file engines"):
+        fio_job(ioengine=engine)
+
+
+@given(st.sampled_from(sorted(JOB | set(WHY))).flatmap(
+    lambda name: st.tuples(st.just(name), st.integers(1, len(name) - 1))))
+def test_a_prefix_of_an_option_name_never_passes(name_cut):
+    """fio takes `directo` for `directory`: a shortened name must not get through."""
+    name, cut = name_cut
+    prefix = name[:cut]
+    if prefix in JOB:  # a real option that is itself allowed (e.g. `bs` of `bssplit`)
+        return
+    with pytest.raises(UsageError):
+        fio_job(**{prefix: "1"})
+
+
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=20))
+def test_only_listed_names_pass(name):
+    if not name[0].isalpha():
+        return
+    try:
+        fio_job(**{name: "1"})
+    except UsageError:
+        assert name not in JOB or name in WHY
+    else:
+        assert name in JOB
+
+
+@given(st.lists(st.sampled_from(["..", ".", "a", "b", "", "/", "x:y", "../.."]), min_size=1, max_size=5))
+def test_file_names_stay_in_the_work_dir(parts):
+    name = "/".join(parts)
+    for key in ("filename", "filename_format"):
+        try:
+            fio_job(**{key: name})
+        except UsageError:
+            continue
+        resolved = os.path.normpath(os.path.join("/w/d", *name.replace(":", "/").split("/")))
+        assert resolved.startswith("/w/d/") or resolved == "/w/d", (key, name)
+
+
+@pytest.mark.integration
+def test_a_mount_path_with_a_colon_works(pytester, tmp_path):
+    need("fio")
+    mount = tmp_path / "a:b"
+    mount.mkdir()
+    pytester.makepyfile("""
+        def test_colon(fsperf):
+            r = fsperf.fio(rw="write", bs="64k", size="1M")
+            assert r.write.io_bytes == 2**20
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={mount}")
+    result.assert_outcomes(passed=1)
+    assert not (tmp_path / "a").exists()

@@ -22,10 +22,11 @@ from .. import leftovers
 from ..errors import MeasurementError, UsageError
 from ..procs import Proc, kill_tree
 from ..result import IoStats
+from .fio_options import refusal
 from .fiosize import parse_fio_size, scale_count, scale_size
 
 INSTALL_HINT = "fio is not installed: install the 'fio' package (apt-get install fio / dnf install fio)"
-OWNED = {"directory", "output", "output_format", "opendir", "group_reporting"}
+OWNED = {"directory", "output", "output_format", "opendir", "group_reporting"}  # set by the plugin
 SIZE_KEYS = ("size", "io_size", "io_limit", "filesize")
 READING = {"read", "randread", "rw", "readwrite", "randrw", "trimwrite"}
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -73,11 +74,12 @@ def build_job(options: dict[str, object], scale: float, where: str) -> dict[str,
     for key, value in options.items():
         if not _KEY.match(key):
             raise UsageError(f"{where}: {key!r} is not a fio option name")
-        if key in OWNED:
-            raise UsageError(f"{where}: {key} is set by the plugin; remove it")
         if value is None or not isinstance(value, str | int | float | bool):
             raise UsageError(f"{where}: {key}={value!r} must be a string, number or bool")
         job[key] = _render(value)
+        why = refusal(key, job[key])
+        if why:
+            raise UsageError(f"{where}: {why}; remove it" if key in OWNED else f"{where}: {why}")
     for key in ("filename", "filename_format"):
         if key in job:
             _check_path(key, job[key], where)
@@ -127,7 +129,8 @@ def is_reading(job: dict[str, str]) -> bool:
 
 
 def command(job: dict[str, str], name: str, workdir: str, output: str) -> list[str]:
-    args = [fio_binary(), f"--name={name}", f"--directory={workdir}", "--group_reporting",
+    directory = workdir.replace(":", "\\:")  # fio splits a directory on ':' unless escaped
+    args = [fio_binary(), f"--name={name}", f"--directory={directory}", "--group_reporting",
             "--output-format=json", f"--output={output}"]
     args += [f"--{key}={value}" for key, value in job.items() if key != "name"]
     return args
