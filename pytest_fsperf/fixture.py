@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from . import cache, progress, units
 from .compare import Comparison, Workload, run_compare
 from .diskmeter import DiskMeter
@@ -89,6 +91,10 @@ class Fsperf:
         #: Directories whose peak disk use is sampled during each workload: the daemon's disk
         #: cache of a mount the plugin owns; add your daemon's (e.g. ossfs's use_cache) here.
         self.cache_dirs: list[str] = list(owned.rendered.cache_dirs) if owned else []
+        try:
+            self._fuse = target.mount().is_fuse
+        except (OSError, LookupError):
+            self._fuse = True  # unknown: do not call an fadvise cold
 
     @property
     def scale(self) -> float:
@@ -120,7 +126,7 @@ class Fsperf:
                                      + "; ".join(owned.kept_caches))
             else:
                 self._daemon_cold = "cold: remounted" + (", disk cache wiped" if wiped else "")
-        self._cold = cache.make_cold(str(self.workdir))
+        self._cold = cache.make_cold(str(self.workdir), self._fuse)
         self._cold_steps = (*steps, self._cold.removeprefix("cold: "))
         self._cold_kind = "cold"
         return self._cold
@@ -218,7 +224,7 @@ class Fsperf:
         """Create the files a read job needs, unmeasured; keep a pending cold() cold."""
         spec = {**job, "create_only": "1"}
         fio_engine.run_fio(fio_engine.command(spec, "fsperf", str(self.workdir), out + ".layout.json"),
-                           out + ".layout.json")
+                           out + ".layout.json", self._deadline(job), self._on_hang)
         self._recold()
 
     def _measure(self, label: str, judged: bool, job: dict[str, str], layout: bool) -> WorkloadResult:
@@ -234,13 +240,34 @@ class Fsperf:
 
         with self._window(label, fio_io, on_exit=proc.stop_now) as w:
             proc.start()
-            code, fio_cpu = proc.wait()
+            try:
+                code, fio_cpu = proc.wait(self._deadline(job), self._on_hang)
+            except fio_engine.WorkloadHung as exc:
+                raise fio_engine.WorkloadHung(f"{label}: {exc}") from None
             fio_engine.check_exit(code, out + ".json")
         read, write, raw = fio_engine.parse_output(out + ".json")
         return self._record(w, name=label, kind="fio", options=job, read=read, write=write,
                             tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
                             judged=judged, raw=raw, output_file=out + ".json",
                             notes=_unflushed(job, w.lookup))
+
+    def _deadline(self, job: dict[str, str]) -> float:
+        return self._state.settings.workload_timeout or fio_engine.deadline(job)
+
+    def _on_hang(self) -> str:
+        """A workload ran past its deadline: name the daemon's state; on a mount the plugin
+        owns, abort the FUSE connection so that nothing stays stuck on it."""
+        lookup = self._target.lookup_daemon()
+        told = ""
+        if lookup.daemon is not None:
+            try:
+                told = f" (daemon PID {lookup.daemon.pid}: {psutil.Process(lookup.daemon.pid).status()})"
+            except psutil.Error:
+                told = f" (daemon PID {lookup.daemon.pid}: gone)"
+        if self._target.owned is not None:
+            told += self._target.owned.abort()
+        self._target.hung = "the filesystem stopped answering during a workload" + told
+        return told
 
     # -- scenarios ------------------------------------------------------------
 
@@ -249,7 +276,7 @@ class Fsperf:
         return or_fail(self._drop)
 
     def _drop(self, after: tuple[str, ...] = ()) -> str:
-        self._cold = cache.make_cold(str(self.workdir))
+        self._cold = cache.make_cold(str(self.workdir), self._fuse)
         self._daemon_cold = "kept: only the page cache was dropped"
         self._cold_steps = (*after, self._cold.removeprefix("cold: "))
         self._cold_kind = "drop"
@@ -350,7 +377,7 @@ class Fsperf:
             t0 = time.monotonic()
             try:
                 yield w
-            except DaemonExited:
+            except (DaemonExited, fio_engine.WorkloadHung):  # the cause is named already
                 raise
             except MeasurementError:
                 if meter:  # did the workload fail because the daemon died? Then say that.

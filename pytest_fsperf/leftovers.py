@@ -32,8 +32,8 @@ from .procs import Proc, kill_tree
 
 
 def state_dir() -> str:
-    """$TMPDIR/pytest-fsperf-UID: made 0700, and refused if another user owns it."""
-    path = os.path.join(tempfile.gettempdir(), f"pytest-fsperf-{os.geteuid()}")
+    """$TMPDIR/pytest-fsperf.state-UID: made 0700, and refused if another user owns it."""
+    path = os.path.join(tempfile.gettempdir(), f"pytest-fsperf.state-{os.geteuid()}")
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
     st = os.lstat(path)
@@ -72,8 +72,8 @@ class Record:
         self._write({"id": self._next, "kind": kind, **data})
         return self._next
 
-    def done(self, entry: int | None) -> None:
-        if entry is not None and self._open is not None and entry in self._open:
+    def done(self, entry: int) -> None:
+        if self._open is not None and entry in self._open:
             self._open.discard(entry)
             self._write({"done": entry})
 
@@ -105,21 +105,46 @@ def stop(record: Record) -> None:
     _current = _records[-1] if _records else None
 
 
-def note_process(proc: Proc | None) -> int | None:
-    return _current.add("process", pid=proc.pid, started=proc.started) if _current and proc else None
+# An entry of a record: marked done in the record that holds it, also after a nested
+# session ended.
+Entry = tuple[Record, int] | None
 
 
-def note_mount(path: str) -> int | None:
-    return _current.add("mount", path=path) if _current else None
+def _note(kind: str, **data: Any) -> Entry:
+    return (_current, _current.add(kind, **data)) if _current is not None else None
 
 
-def note_dir(path: str) -> int | None:
-    return _current.add("dir", path=path) if _current else None
+def note_process(proc: Proc | None) -> Entry:
+    return _note("process", pid=proc.pid, started=proc.started) if proc else None
 
 
-def done(entry: int | None) -> None:
-    if _current is not None:
-        _current.done(entry)
+def note_mount(path: str) -> Entry:
+    return _note("mount", path=path)
+
+
+def note_dir(path: str) -> Entry:
+    return _note("dir", path=path)
+
+
+def done(entry: Entry) -> None:
+    if entry is not None:
+        entry[0].done(entry[1])
+
+
+def private_dir(prefix: str) -> tuple[str, Entry]:
+    """A new 0700 directory under the temp dir, noted in the record before it exists
+    (so no kill can fall between making it and noting it)."""
+    base = tempfile.gettempdir()
+    for _ in range(100):
+        path = os.path.join(base, prefix + os.urandom(6).hex())
+        entry = note_dir(path)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            done(entry)
+            continue
+        return path, entry
+    raise FileExistsError(f"no free name for {prefix}* in {base}")
 
 
 # -- removal ------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import pytest
 from . import outfile, runs
 from .backends.registry import BackendConfig, load_config
 from .errors import UsageError
+from .mount.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,10 @@ OPTIONS = (
     Option("fsperf_mount_options", "options for --fsperf-backend, as on its command line", "OPTIONS"),
     Option("fsperf_backend_config", "INI file: [fsperf] endpoint, bucket, credentials ...; "
            "[backend NAME] sections define backends", "FILE"),
-    Option("fsperf_mount_timeout", "seconds a backend may take to mount (default 30)", "SECONDS"),
+    Option("fsperf_mount_timeout", "seconds a backend may take to mount, and an existing mount to "
+           "answer its first touch (default 30)", "SECONDS"),
+    Option("fsperf_workload_timeout", "seconds after which a workload is taken to hang (default: "
+           "its runtime, or its bytes at 2 MB/s, plus 2 minutes)", "SECONDS"),
     Option("fsperf_baseline", "compare each scenario with this baseline (shipped, e.g. ossfs-2.0.4, "
            "or saved with --fsperf-save-baseline)", "NAME"),
     Option("fsperf_gate", "'baseline': fail a scenario that misses its baseline by more than the "
@@ -81,6 +85,7 @@ class Settings:
     mount_options: tuple[str, ...] = ()
     backend_config: BackendConfig = field(default_factory=BackendConfig)
     mount_timeout: float = 30.0
+    workload_timeout: float | None = None  # None: derived from each workload
     baseline: str | None = None
     baseline_where: str = ""
     gate: str = "none"
@@ -131,15 +136,17 @@ def _raw(config: pytest.Config, opt: Option) -> Raw | None:
     return None
 
 
-def _mount(raw: Raw) -> Path:
-    path = raw.path
-    if not path.exists():
-        raise UsageError(f"{raw.where}: no such directory")
-    if not path.is_dir():
-        raise UsageError(f"{raw.where}: not a directory")
-    if os.statvfs(path).f_flag & os.ST_RDONLY or not os.access(path, os.W_OK | os.X_OK):
-        raise UsageError(f"{raw.where}: not writable (read-only mount or no permission)")
-    return path.resolve()
+def _mount(raw: Raw, timeout: float) -> Path:
+    """Checked from a helper process: a mount whose daemon never answers must not hang pytest."""
+    try:
+        state, real = probe(str(raw.path), timeout)
+    except NoAnswer as exc:
+        raise UsageError(f"{raw.where}: {exc}") from None
+    problem = {MISSING: "no such directory", NOT_DIR: "not a directory",
+               READ_ONLY: "not writable (read-only mount or no permission)"}.get(state)
+    if problem:
+        raise UsageError(f"{raw.where}: {problem}")
+    return Path(real)
 
 
 def _pid(raw: Raw) -> int:
@@ -255,8 +262,9 @@ def read_settings(config: pytest.Config) -> Settings:
     options = by_name["fsperf_mount_options"]
     if options is not None and backend is None:
         raise UsageError(f"{options.where}: needs --fsperf-backend (options of which backend?)")
+    mount_timeout = get("fsperf_mount_timeout", _timeout, 30.0)
     return Settings(
-        mount=get("fsperf_mount", _mount, None),
+        mount=get("fsperf_mount", lambda raw: _mount(raw, mount_timeout), None),
         daemon_pid=get("fsperf_daemon_pid", _pid, None),
         scale=get("fsperf_scale", _scale, 1.0),
         json_path=get("fsperf_json", _out_file, None),
@@ -264,7 +272,8 @@ def read_settings(config: pytest.Config) -> Settings:
         backend_where=where("fsperf_backend"),
         mount_options=get("fsperf_mount_options", _words, ()),
         backend_config=get("fsperf_backend_config", _backend_config, BackendConfig()),
-        mount_timeout=get("fsperf_mount_timeout", _timeout, 30.0),
+        mount_timeout=mount_timeout,
+        workload_timeout=get("fsperf_workload_timeout", _scale, None),
         baseline=get("fsperf_baseline", _name, None),
         baseline_where=where("fsperf_baseline"),
         gate=get("fsperf_gate", _choice("none", "baseline"), "none"),

@@ -69,7 +69,7 @@ class WorkloadResult:
     name: str
     kind: str  # "fio", "files" (small-file engine) or "meta" (metadata engine)
     options: dict[str, str]  # effective options after scaling
-    cache: str  # "cold: drop_caches", "cold: fadvise" or "warm"
+    cache: str  # "cold: drop_caches", "cold: fadvise", cache.FADVISE_FUSE or "warm"
     daemon_cache: str
     read: IoStats | None
     write: IoStats | None

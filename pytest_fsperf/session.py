@@ -6,7 +6,6 @@ import os
 import re
 import secrets
 import shutil
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +15,7 @@ from .baselines import Baseline
 from .errors import MeasurementError
 from .mount.daemon import Lookup, describe, find_daemon
 from .mount.mountinfo import Mount, find_mount, read_mounts
+from .mount.probe import NoAnswer, probe
 from .options import Settings
 from .report import jsonout
 from .report.environment import environment
@@ -33,14 +33,17 @@ class Target:
     Everything written goes under one fsperf-work-XXXX directory of its own."""
 
     def __init__(self, path: str, owned: MountedFs | None = None,
-                 daemon_pid: int | None = None, temp: bool = False) -> None:
+                 daemon_pid: int | None = None, temp: bool = False,
+                 entry: leftovers.Entry = None, timeout: float = 30.0) -> None:
         self.path = path
         self.owned = owned
         self.daemon_pid = daemon_pid
         self._temp = temp  # the embedded default: remove the directory itself at the end
         self._root: str | None = None
-        self._root_entry: int | None = None
-        self._path_entry = leftovers.note_dir(path) if temp else None
+        self._root_entry: leftovers.Entry = None
+        self._path_entry = entry  # the embedded default's temp dir
+        self.timeout = timeout  # how long a touch of the mount may take
+        self.hung: str | None = None  # why the mount stopped answering, once it did
         self._count = 0
 
     def mount(self) -> Mount:
@@ -56,14 +59,29 @@ class Target:
     def describe(self) -> dict[str, Any] | None:
         return self.owned.describe() if self.owned is not None else None
 
+    def answers(self) -> None:
+        """Raise MeasurementError, naming the hang, if the mount does not answer a first
+        touch from a helper process in time; a mount the plugin owns has its FUSE connection
+        aborted then, so that nothing waiting on it stays stuck."""
+        if self.hung is None:
+            try:
+                probe(self.path, self.timeout)
+                return
+            except NoAnswer as exc:
+                self.hung = str(exc)
+                if self.owned is not None:
+                    self.hung += self.owned.abort()
+        raise MeasurementError(self.hung)
+
     def new_workdir(self, test_name: str) -> str:
+        self.answers()
         try:
             if self._root is None:
                 root = os.path.join(self.path, f"fsperf-work-{secrets.token_hex(4)}")
-                os.mkdir(root, 0o755)
-                self._root = root
                 if self.owned is None:  # on an owned mount, its private dir holds it
                     self._root_entry = leftovers.note_dir(root)
+                os.mkdir(root, 0o755)
+                self._root = root
             self._count += 1
             path = os.path.join(self._root, f"{safe_name(test_name)}-{self._count}")
             os.mkdir(path, 0o755)
@@ -75,6 +93,10 @@ class Target:
     def remove(self, path: str) -> str | None:
         """Remove a work directory; returns why it could not be, if so. A dead daemon of
         an owned mount is remounted first, so its files are not left in the bucket."""
+        try:
+            self.answers()
+        except MeasurementError as exc:
+            return f"{path} ({exc})"
         if self.owned is not None and not self.owned.alive():
             try:
                 self.owned.remount(wipe=False)
@@ -116,7 +138,7 @@ class FsperfSession:
         self._default: Target | None = None
         self._targets: list[Target] = []
         self._local: str | None = None
-        self._local_entry: int | None = None
+        self._local_entry: leftovers.Entry = None
         self._env: dict[str, Any] | None = None
         self._baselines: dict[str, Baseline] = {}
         self.saved_baseline: str | None = None  # where --fsperf-save-baseline wrote
@@ -173,9 +195,10 @@ class FsperfSession:
         if self._default is None:
             s = self.settings
             if s.mount is not None:
-                self._default = Target(str(s.mount), daemon_pid=s.daemon_pid)
+                self._default = Target(str(s.mount), daemon_pid=s.daemon_pid, timeout=s.mount_timeout)
             else:
-                self._default = Target(tempfile.mkdtemp(prefix="pytest-fsperf-mount-"), temp=True)
+                path, entry = leftovers.private_dir("pytest-fsperf-mount-")
+                self._default = Target(path, temp=True, entry=entry, timeout=s.mount_timeout)
             self._targets.append(self._default)
         return self._default
 
@@ -187,7 +210,7 @@ class FsperfSession:
         except BaseException:
             owned.close()
             raise
-        target = Target(owned.mountpoint, owned)
+        target = Target(owned.mountpoint, owned, timeout=plan.timeout)
         self._targets.append(target)
         return target
 
@@ -216,8 +239,7 @@ class FsperfSession:
     def local_dir(self) -> str:
         """A private local directory for fio's output files (never on the mount)."""
         if self._local is None:
-            self._local = tempfile.mkdtemp(prefix="pytest-fsperf-out-")
-            self._local_entry = leftovers.note_dir(self._local)
+            self._local, self._local_entry = leftovers.private_dir("pytest-fsperf-out-")
         return self._local
 
     def close(self) -> None:

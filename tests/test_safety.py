@@ -10,10 +10,12 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import psutil
@@ -30,6 +32,7 @@ from pytest_fsperf.engine.fio import build_job
 from pytest_fsperf.engine.fio_options import JOB, WHY
 from pytest_fsperf.errors import MeasurementError, UsageError
 from pytest_fsperf.lock import machine_lock
+from pytest_fsperf.mount.mountinfo import read_mounts
 from tests.conftest import need
 
 NOBODY = 65534
@@ -436,3 +439,85 @@ def test_a_mount_path_with_a_colon_works(pytester, tmp_path):
     result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={mount}")
     result.assert_outcomes(passed=1)
     assert not (tmp_path / "a").exists()
+
+
+# -- 7. a mount that stops answering --------------------------------------------------------
+
+@pytest.mark.integration
+def test_an_existing_mount_whose_daemon_is_stopped_is_a_usage_error_not_a_hang(pytester, bindfs):
+    mount = bindfs()
+    pytester.makepyfile("def test_x(fsperf): pass")
+    mount.proc.send_signal(signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--fsperf-mount={mount.point}",
+                                               "--fsperf-mount-timeout=2", timeout=60)
+        assert time.monotonic() - t0 < 30
+    finally:
+        mount.proc.send_signal(signal.SIGCONT)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--fsperf-mount={mount.point} (command line): {mount.point} did not "
+                                 "answer within 2 s (its FUSE daemon may be stopped*"])
+
+
+STOP_MID_RUN = """
+import os, signal, threading, time
+import psutil
+from pytest_fsperf import fsperf_mount
+
+def stop_later(fsperf):
+    pid = fsperf._target.lookup_daemon().daemon.pid
+    threading.Timer(1.0, os.kill, (pid, signal.SIGSTOP)).start()
+    return pid
+
+{marker}
+def test_hangs(fsperf):
+    fsperf.fio(name="lay", rw="write", bs="1M", size="8M", judged=False)
+    pid = stop_later(fsperf)
+    open({pidfile!r}, "w").write(str(pid))
+    fsperf.fio(name="read", rw="read", bs="4k", size="8M", time_based=1, runtime="60s", direct=1)
+
+def test_next_runs(tmp_path):
+    assert True
+"""
+
+
+@pytest.mark.integration
+def test_a_daemon_stopped_mid_workload_fails_that_test_naming_the_hang(pytester, bindfs, tmp_path):
+    """An existing mount: fio is stopped at the deadline, the test fails naming the hang and
+    the daemon's state, the session goes on and ends (no D-state wait)."""
+    mount = bindfs()
+    pidfile = tmp_path / "pid"
+    pytester.makepyfile(STOP_MID_RUN.format(marker="", pidfile=str(pidfile)))
+    try:
+        t0 = time.monotonic()
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--fsperf-mount={mount.point}",
+                                               "--fsperf-workload-timeout=4", "--fsperf-mount-timeout=2",
+                                               timeout=120)
+        assert time.monotonic() - t0 < 60
+    finally:
+        mount.proc.send_signal(signal.SIGCONT)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([f"*read: fio did not finish within 4 s: the filesystem stopped answering "
+                                 f"(daemon PID {mount.pid}: stopped)*",
+                                 "*could not remove work directory*(the filesystem stopped answering during a workload*"])
+    assert not [p for p in psutil.process_iter(["name", "cmdline"])
+                if p.info["name"] == "fio" and str(mount.point) in " ".join(p.info["cmdline"] or [])]
+
+
+@pytest.mark.integration
+def test_an_owned_mount_that_stops_answering_is_aborted_and_removed(pytester, tmp_path):
+    need("bindfs")
+    need("fio")
+    pidfile = tmp_path / "pid"
+    pytester.makepyfile(STOP_MID_RUN.format(marker='@fsperf_mount("bindfs")', pidfile=str(pidfile)))
+    t0 = time.monotonic()
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fsperf-workload-timeout=4",
+                                           timeout=120)
+    assert time.monotonic() - t0 < 60
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*read: fio did not finish within 4 s: the filesystem stopped answering "
+                                 "(daemon PID *: stopped); killed its daemon *"])
+    pid = int(pidfile.read_text())
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert not [m for m in read_mounts() if "pytest-fsperf-bindfs-" in m.mount_point]

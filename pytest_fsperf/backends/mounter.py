@@ -11,7 +11,6 @@ import contextlib
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from .. import leftovers
 from ..errors import MeasurementError
 from ..mount.daemon import Lookup, describe, find_daemon, start_time, stat_fields
 from ..mount.mountinfo import Mount, read_mounts
+from ..mount.probe import abort_connection
 from ..procs import Proc, kill_tree
 from ..report.redact import mask, redact_args
 from .spec import Backend, Rendered, render
@@ -98,9 +98,8 @@ class MountedFs:
         self.options = plan.options
         self.backend = plan.backend
         require_binary(self.backend)
-        self.private = tempfile.mkdtemp(prefix=f"pytest-fsperf-{self.backend.name}-")
-        self._dir_entry = leftovers.note_dir(self.private)  # in the session's record
-        self._run_entries: list[int | None] = []  # this mount's daemon and mount point
+        self.private, self._dir_entry = leftovers.private_dir(f"pytest-fsperf-{self.backend.name}-")
+        self._run_entries: list[leftovers.Entry] = []  # this mount's daemon and mount point
         try:
             self.rendered: Rendered = self._render(self.options)
         except BaseException:  # a config error: leave no private dir behind
@@ -221,11 +220,26 @@ class MountedFs:
         self.daemon = None
         return steps
 
+    def abort(self) -> str:
+        """Abort this mount's FUSE connection: every request waiting on a daemon that no
+        longer answers fails with ENOTCONN. Returns what was done, for the message."""
+        mount = _mounted(self.mountpoint)
+        if mount is None or not mount.is_fuse:
+            return ""
+        if abort_connection(mount.minor):
+            return f"; aborted its FUSE connection {mount.minor}"
+        # No fusectl here: a killed daemon closes /dev/fuse, which aborts the connection too.
+        killed = [pid for p in (self.started, self._daemon_proc()) if p for pid in kill_tree(p, 1.0)]
+        return f"; killed its daemon {killed[0]} (it is the plugin's)" if killed else ""
+
     def _unmount(self, steps: list[str]) -> None:
         cmd = fusermount()
         deadline = time.monotonic() + 5
         while _mounted(self.mountpoint):
-            subprocess.run([*cmd, self.mountpoint], capture_output=True, check=False)
+            try:
+                subprocess.run([*cmd, self.mountpoint], capture_output=True, check=False, timeout=10)
+            except subprocess.TimeoutExpired:
+                steps.append("unmount did not return in 10 s" + self.abort())
             if not _mounted(self.mountpoint):
                 steps.append("unmount")
                 return
@@ -233,7 +247,7 @@ class MountedFs:
                 break
             time.sleep(0.2)  # busy: a process still has a file open
         subprocess.run([cmd[0], "-uz" if cmd[0] != "umount" else "-l", self.mountpoint],
-                       capture_output=True, check=False)
+                       capture_output=True, check=False, timeout=10)
         steps.append("lazy unmount (mount was busy)")
 
     def _reap(self, steps: list[str], wait: float) -> None:

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .. import leftovers
@@ -120,6 +121,36 @@ def scale_runtime(text: str, scale: float) -> str:
     return f"{round(scaled_seconds(seconds, scale) * 1000)}ms"
 
 
+HANG_SLACK = 120.0  # s: start-up, layout and teardown on a slow mount
+SLOWEST = 2e6  # bytes/s: a job moving its bytes slower than this is taken for a hang
+
+
+def deadline(job: dict[str, str]) -> float:
+    """Seconds after which a job is taken to hang: its runtime, or else its bytes at 2 MB/s,
+    plus 2 minutes; one hour when neither can be read."""
+    kb_base = 1000 if job.get("kb_base") == "1000" else 1024
+    seconds = 0.0
+    for key in ("runtime", "ramp_time", "startdelay"):
+        m = _TIME.match(job.get(key, "").strip().lower())
+        if m:
+            seconds += float(m.group(1)) * _TIME_UNIT[m.group(2) or "s"]
+    try:
+        if "nrfiles" in job and "filesize" in job:
+            per_job = int(job["nrfiles"]) * parse_fio_size(job["filesize"], kb_base)
+        else:
+            per_job = parse_fio_size(job.get("io_size") or job.get("size", ""), kb_base)
+        moved = per_job * int(job.get("numjobs", "1")) * int(job.get("loops", "1"))
+    except ValueError:
+        moved = None
+    if seconds:  # a runtime bounds the job, time-based or not
+        return HANG_SLACK + seconds
+    return 3600.0 if moved is None else HANG_SLACK + moved / SLOWEST
+
+
+class WorkloadHung(MeasurementError):
+    """A workload ran past its deadline: the filesystem stopped answering."""
+
+
 def valid_name(name: str) -> bool:
     return bool(_NAME.match(name))
 
@@ -168,7 +199,7 @@ class FioProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.reaped = False
         self.started: Proc | None = None
-        self.entry: int | None = None
+        self.entry: leftovers.Entry = None
 
     def start(self) -> None:
         with open(self.log, "wb") as log:
@@ -182,10 +213,22 @@ class FioProcess:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
 
-    def wait(self) -> tuple[int, float]:
+    def wait(self, timeout: float | None = None,
+             on_hang: Callable[[], str] | None = None) -> tuple[int, float]:
+        """fio's exit code and CPU seconds. Past `timeout`: on_hang() (which may abort the
+        FUSE connection, so fio's waits end), fio is stopped, and WorkloadHung raised."""
         assert self.proc is not None
+        end = None if timeout is None else time.monotonic() + timeout
         try:
-            _pid, status, usage = os.wait4(self.proc.pid, 0)
+            while True:
+                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if end is not None and time.monotonic() > end:
+                    told = on_hang() if on_hang else ""
+                    raise WorkloadHung(f"fio did not finish within {timeout:g} s: the filesystem "
+                                       f"stopped answering{told}")
+                time.sleep(0.05)
         except BaseException:
             _kill_group(self.proc)
             if self.started is not None:
@@ -198,11 +241,12 @@ class FioProcess:
         return self.proc.returncode, usage.ru_utime + usage.ru_stime
 
 
-def run_fio(args: list[str], output: str) -> None:
+def run_fio(args: list[str], output: str, timeout: float | None = None,
+            on_hang: Callable[[], str] | None = None) -> None:
     """Run fio to completion, unmeasured (layout); raise MeasurementError on failure."""
     proc = FioProcess(args, output + ".log")
     proc.start()
-    code, _cpu = proc.wait()
+    code, _cpu = proc.wait(timeout, on_hang)
     check_exit(code, output)
 
 

@@ -7,7 +7,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -43,7 +42,7 @@ class S3Server:
     region: str
     proc: subprocess.Popen[bytes]
     data_dir: str
-    entries: tuple[int | None, ...] = ()  # in the session's record of what to remove
+    entries: tuple[leftovers.Entry, ...] = ()  # in the session's record of what to remove
 
     @property
     def pid(self) -> int:
@@ -102,8 +101,7 @@ def _live(endpoint: str) -> bool:
 
 
 def start_minio(binary: str, timeout: float = 30.0) -> S3Server:
-    data_dir = tempfile.mkdtemp(prefix="pytest-fsperf-minio-")
-    dir_entry = leftovers.note_dir(data_dir)
+    data_dir, dir_entry = leftovers.private_dir("pytest-fsperf-minio-")
     access_key = "fsperf" + secrets.token_hex(6)
     secret_key = secrets.token_urlsafe(24)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MINIO_")}
