@@ -45,9 +45,35 @@ def load(folder: Path, name: str, where: str) -> tuple[str, dict[str, Any]]:
             raise UsageError(f"{where}: no saved run {name!r} in {folder}"
                              + (f" (have: {', '.join(have)})" if have else ""))
     try:
-        return path.stem, json.loads(path.read_text("utf-8"))
+        doc = json.loads(path.read_text("utf-8"))
     except ValueError as exc:
         raise UsageError(f"{where}: {path} is not a saved run: {exc}") from None
+    problem = shape_problem(doc)
+    if problem:
+        raise UsageError(f"{where}: {path} is not a saved run: {problem}")
+    return path.stem, doc
+
+
+def _number(value: object) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def shape_problem(doc: object) -> str | None:
+    """What the comparison would trip over in a saved run, or None."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        return "no `results` list"
+    for i, r in enumerate(doc["results"]):
+        if not (isinstance(r, dict) and isinstance(r.get("test"), str) and isinstance(r.get("name"), str)):
+            return f"result {i} has no `test` and `name`"
+        if not isinstance(r.get("fingerprint", {}), dict) or not isinstance(r.get("total", {}), dict):
+            return f"result {i}: `fingerprint` and `total` must be objects"
+        if not all(_number(r.get("total", {}).get(k)) for k in ("bw_bytes", "ops_per_second", "io_bytes")):
+            return f"result {i}: the figures in `total` must be numbers"
+        rounds = r.get("rounds") or []
+        if not isinstance(rounds, list) or not all(
+                isinstance(x, dict) and _number(x.get("bw")) and _number(x.get("ops")) for x in rounds):
+            return f"result {i}: `rounds` must be a list of objects with numeric figures"
+    return None
 
 
 def fingerprint(scenario: str | None, options: Mapping[str, str], mount: Mapping[str, Any] | None,

@@ -38,6 +38,12 @@ def _split(text: str) -> tuple[float, str]:
     return value, match["unit"] or ""
 
 
+def _finite(value: float, text: object) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is too large")
+    return value
+
+
 def _require_text(value: object, example: str) -> str:
     if isinstance(value, bool) or not isinstance(value, str):
         raise ValueError(f"{value!r} needs a unit, e.g. {example!r}")
@@ -53,7 +59,7 @@ def parse_bytes(value: object, *, rate: bool = False) -> float:
     if unit not in BYTE_UNITS:
         units = ", ".join(BYTE_UNITS)
         raise ValueError(f"{text!r} has unknown unit {unit or '(none)'!r}; use one of {units}")
-    return number * BYTE_UNITS[unit]
+    return _finite(number * BYTE_UNITS[unit], text)
 
 
 def parse_percent(value: object) -> float:
@@ -71,7 +77,7 @@ def parse_duration_ns(value: object) -> float:
     number, unit = _split(text)
     if unit not in TIME_UNITS:
         raise ValueError(f"{text!r} has unknown time unit {unit or '(none)'!r}; use ns, us, ms or s")
-    return number * TIME_UNITS[unit]
+    return _finite(number * TIME_UNITS[unit], text)
 
 
 def parse_rate_count(value: object) -> float:
@@ -79,9 +85,13 @@ def parse_rate_count(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a number")
     if isinstance(value, int | float):
-        if not math.isfinite(value) or value < 0:
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ValueError(f"{value!r} is too large") from None
+        if not math.isfinite(number) or number < 0:
             raise ValueError(f"{value!r} is not a non-negative finite number")
-        return float(value)
+        return number
     if not isinstance(value, str):
         raise ValueError(f"{value!r} is not a number")
     number, unit = _split(value)

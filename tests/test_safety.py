@@ -521,3 +521,115 @@ def test_an_owned_mount_that_stops_answering_is_aborted_and_removed(pytester, tm
     pid = int(pidfile.read_text())
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert not [m for m in read_mounts() if "pytest-fsperf-bindfs-" in m.mount_point]
+
+
+# -- Low: bad input is one line, never a traceback ------------------------------------------
+
+@pytest.mark.parametrize("doc", ["[]", '{"results": null}', '{"results": [1]}',
+                                 '{"results": [{"test": "t", "name": "w", "total": "x"}]}',
+                                 '{"results": [{"test": "t", "name": "w", "rounds": [{"bw": "fast"}]}]}'])
+def test_a_wrong_shape_saved_run_is_one_line(pytester, doc):
+    runs_dir = pytester.path / ".fsperf" / "runs"
+    runs_dir.mkdir(parents=True)
+    (runs_dir / "base.json").write_text(doc)
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-compare=base")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--fsperf-compare=base (command line): *base.json is not a saved run: *"])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+@pytest.mark.parametrize("doc", ["[]", '{"entries": []}', '{"entries": {"x": {"bw": {"value": "1"}}}}'])
+def test_a_wrong_shape_baseline_is_one_line(pytester, doc):
+    folder = pytester.path / ".fsperf" / "baselines"
+    folder.mkdir(parents=True)
+    (folder / "mine.json").write_text(doc)
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-baseline=mine")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--fsperf-baseline=mine (command line): baseline *mine.json: *"])
+
+
+@pytest.mark.parametrize(("kw", "needle"), [
+    ('min_iops=10**400', "is too large"), ('min_bw="1e308GB/s"', "is too large"),
+    ('max_p99="1e300s"', "is too large")])
+def test_absurd_thresholds_are_usage_errors(pytester, kw, needle):
+    pytester.makepyfile(f"""
+        from pytest_fsperf import fsperf
+
+        @fsperf({kw})
+        def test_x(fsperf):
+            pass
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*usage error*{needle}*"])
+
+
+@pytest.mark.parametrize(("call", "needle"), [
+    ("fsperf.sysbench(files=-1)", "files=-1 must be a whole number from 1 to 1000000"),
+    ("fsperf.sysbench(seconds=float('nan'))", "seconds=nan must be a number of seconds"),
+    ("fsperf.sysbench(threads=0)", "threads=0 must be a whole number")])
+def test_sysbench_bounds(pytester, call, needle):
+    pytester.makepyfile(f"""
+        def test_x(fsperf):
+            {call}
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*{needle}*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(("ini", "needle"), [
+    (b"[backend x]\ncommand =\n", "`command` is empty"),
+    (b"[backend x]\ncommand = sh -c {port:>99999999999}\n", "takes no format spec"),
+    (b"[fsperf]\nbucket = caf\xe9\n", "not UTF-8 text")])
+def test_bad_backend_config_is_one_line(pytester, ini, needle):
+    cfg = pytester.path / "b.ini"
+    cfg.write_bytes(ini)
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("x")
+        def test_x(fsperf):
+            pass
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-backend-config={cfg}")
+    out = result.stdout.str() + result.stderr.str()
+    assert needle in out and "Traceback" not in out and "MemoryError" not in out
+
+
+def test_secrets_in_user_options_and_tokens_never_reach_ids_or_messages():
+    from pytest_fsperf.backends.request import option_id
+    from pytest_fsperf.report.redact import redact_text
+
+    test_id = option_id(["--sas", "https://a.blob.core.windows.net/c?sv=2021&sig=AbCdEf%3D",
+                         "--header", "Authorization: Bearer eyJsecret", "-o", "passwd=hunter2"])
+    for secret in ("AbCdEf", "eyJsecret", "hunter2"):
+        assert secret not in test_id
+    log = "error: meta redis://:pw-in-url@127.0.0.1/1 failed; passwd=hunter2 token: abc123"
+    assert not any(s in redact_text(log) for s in ("pw-in-url", "hunter2", "abc123"))
+
+
+def test_the_s3_fixture_repr_never_shows_the_secret():
+    from pytest_fsperf.store.minio import S3Server
+    server = S3Server("http://127.0.0.1:1", "b", "AK", "the-secret-value", "us-east-1",
+                      None, "/nonexistent")  # type: ignore[arg-type]
+    assert "the-secret-value" not in repr(server)
+
+
+def test_markdown_escapes_html_in_test_ids(pytester):
+    need("fio")
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.parametrize("x", ["<img src=x onerror=alert(1)>"])
+        def test_x(fsperf, x):
+            fsperf.fio(name="w", rw="write", bs="64k", size="256k")
+    """)
+    out = pytester.path / "s.md"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-markdown={out}")
+    result.assert_outcomes(passed=1)
+    text = out.read_text()
+    assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text

@@ -22,7 +22,7 @@ from ..mount.daemon import Lookup, describe, find_daemon, start_time, stat_field
 from ..mount.mountinfo import Mount, read_mounts
 from ..mount.probe import abort_connection
 from ..procs import Proc, kill_tree
-from ..report.redact import mask, redact_args
+from ..report.redact import mask, redact_args, redact_text
 from .spec import Backend, Rendered, render
 
 MOUNT_TIMEOUT = 30.0
@@ -120,7 +120,9 @@ class MountedFs:
                       os.path.join(self.private, "mnt"), self.private)
 
     def redact(self, text: str) -> str:
-        return str(mask(text, self.rendered.secrets))
+        """Configured secrets and anything that looks like one masked (the user's own
+        options and the daemon's log may hold secrets the config does not name)."""
+        return redact_text(str(mask(text, self.rendered.secrets)))
 
     def shown(self, args: tuple[str, ...]) -> list[str]:
         """Arguments as a report may show them: secret-looking and configured secrets masked."""

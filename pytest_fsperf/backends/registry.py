@@ -59,6 +59,8 @@ def _backend(name: str, section: Mapping[str, str], where: str) -> Backend:
         command = tuple(shlex.split(section["command"]))
     except ValueError as exc:
         raise UsageError(f"{where}: command: {exc}") from None
+    if not command:  # empty would mean a plain directory, silently: the built-in `local` is that
+        raise UsageError(f"{where}: `command` is empty (for a plain directory use the backend `local`)")
 
     def prefixed(prefix: str) -> dict[str, str]:
         return {k[len(prefix):]: v for k, v in section.items() if k.startswith(prefix)}
@@ -84,6 +86,8 @@ def load_config(path: str, where: str) -> BackendConfig:
             parser.read_file(f)
     except OSError as exc:
         raise UsageError(f"{where}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{where}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except configparser.Error as exc:
         raise UsageError(f"{where}: {str(exc).splitlines()[0]}") from None
     values: dict[str, str] = {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import secrets
 import socket
+import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -69,6 +70,10 @@ def free_port() -> int:
 
 def _fill(template: str, fields: Mapping[str, object], what: str) -> str:
     try:
+        for _text, name, spec, conversion in string.Formatter().parse(template):
+            if name is not None and (spec or conversion):
+                raise UsageError(f"{what}: bad template {template!r}: {{{name}}} takes no "
+                                 "format spec or conversion")
         return template.format_map(fields)
     except KeyError as exc:
         raise UsageError(f"{what}: needs {exc.args[0]!r}, which is not configured") from None

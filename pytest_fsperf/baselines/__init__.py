@@ -55,5 +55,29 @@ def load(name: str, root: Path, where: str) -> Baseline:
         data = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{where}: baseline {origin}: not JSON: {exc}") from None
+    problem = shape_problem(data)
+    if problem:
+        raise UsageError(f"{where}: baseline {origin}: {problem}")
     return Baseline(name, data, origin)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
+
+
+def shape_problem(data: object) -> str | None:
+    """What makes this not a baseline file, or None: an object whose `entries` map scenario
+    ids to objects of figures {"printed": text, "value": number}."""
+    if not isinstance(data, dict):
+        return f"not a baseline file (a JSON {type(data).__name__}, not an object)"
+    entries = data.get("entries")
+    if not isinstance(entries, dict):
+        return "not a baseline file (no `entries` object)"
+    for key, entry in entries.items():
+        if not isinstance(entry, dict):
+            return f"entry {key!r} is not an object"
+        for metric, figure in entry.items():
+            if metric in METRICS and not (isinstance(figure, dict) and _number(figure.get("value"))):
+                return f"entry {key!r}: {metric} needs a numeric `value`"
+    return None
 

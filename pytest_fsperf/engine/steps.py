@@ -83,10 +83,18 @@ def sysbench_step(fs: Fsperf, name: str | None, mode: str = "seqwr", files: int 
               where: str = "fsperf.sysbench()") -> WorkloadResult:
     if mode not in sysbench_engine.MODES:
         raise UsageError(f"{where}: mode={mode!r} is not one of {', '.join(sysbench_engine.MODES)}")
+    for key, value in (("files", files), ("threads", threads)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000:
+            raise UsageError(f"{where}: {key}={value!r} must be a whole number from 1 to 1000000")
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 < seconds <= 86400:
+        raise UsageError(f"{where}: seconds={seconds!r} must be a number of seconds, above 0 "
+                         "and at most 86400")
     try:
         block_b, total_b = int(units.parse_bytes(block)), int(units.parse_bytes(total))
     except ValueError as exc:
         raise UsageError(f"{where}: {exc}") from None
+    if block_b < 1 or total_b < 1:
+        raise UsageError(f"{where}: block and total must be at least one byte")
     total_b = max(files * block_b, int(total_b * fs.scale))
     secs = fio_engine.scaled_seconds(float(seconds), fs.scale)
     if sysbench_engine.binary() is None:

@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 from . import terminal
 
 
+def _text(text: object) -> str:
+    """Literal text in Markdown: HTML (a test id may hold some) and pipes escaped."""
+    return html.escape(str(text), quote=False).replace("|", "\\|")
+
+
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     def line(cells: tuple[str, ...]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+        return "| " + " | ".join(_text(c) for c in cells) + " |"
 
     return [line(header), "|" + "|".join("---" for _ in header) + "|", *(line(r) for r in rows)]
 
 
 def _block(lines: list[str]) -> list[str]:
-    return ["```", *lines, "```"] if lines else []
+    """A code block, fenced with more backticks than any run inside it."""
+    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, *lines, fence] if lines else []
 
 
 def document(env: dict[str, Any], results: list[dict[str, Any]], comparisons: list[dict[str, Any]],
@@ -23,16 +33,16 @@ def document(env: dict[str, Any], results: list[dict[str, Any]], comparisons: li
     m = env.get("machine", {})
     mount = env.get("mount") or {}
     out = ["## pytest-fsperf", "",
-           f"{m.get('cpus')} CPUs ({m.get('cpu_model')}), kernel {env.get('kernel')}, "
-           f"fio {env.get('fio') or '-'}, scale {env.get('scale')}"
-           + (f", {mount.get('fstype')} at {mount.get('mount_point')}" if mount else ""), ""]
+           _text(f"{m.get('cpus')} CPUs ({m.get('cpu_model')}), kernel {env.get('kernel')}, "
+                 f"fio {env.get('fio') or '-'}, scale {env.get('scale')}"
+                 + (f", {mount.get('fstype')} at {mount.get('mount_point')}" if mount else "")), ""]
     verdicts = [r.get("verdict", "-") for r in results]
     failing = sum(v in ("FAIL", "REGRESSION") for v in verdicts)
     unsure = sum(v in ("INCONCLUSIVE", "INCOMPARABLE") for v in verdicts)
     out += [f"**{len(results)} workloads**, {failing} failing, {unsure} inconclusive", ""]
     if results:
         out += [*_table(terminal.HEADER, [terminal.row(r) for r in results]), ""]
-        out += [f"- {n}" for n in terminal.footnotes(results)] + [""]
+        out += [f"- {_text(n)}" for n in terminal.footnotes(results)] + [""]
     for c in comparisons:
         out += [*_block(terminal.comparison(c)), ""]
     out += _block(terminal.baseline_checks(results, gated))

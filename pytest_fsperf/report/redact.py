@@ -14,8 +14,27 @@ _LONG_SECRET = re.compile(r"^(?!/)(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9/+=]{32,}$")  
 _KEY_PAIR = re.compile(r"^[A-Za-z0-9_-]{12,}:[A-Za-z0-9/+=_-]{12,}$")  # passwd_file content
 
 
+# Secrets inside free text: bearer tokens, signed-URL query parameters (SAS sig=, S3
+# X-Amz-Signature=, token=), and NAME=VALUE / NAME: VALUE where NAME looks secret.
+_BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s,;'\"]+")
+_QUERY = re.compile(r"(?i)([?&;](?:sig|signature|x-amz-signature|x-amz-security-token|token|"
+                    r"access_token|code)=)[^&\s'\"]+")
+_NAMED = re.compile(r"(?i)\b([\w.-]*(?:passw|secret|token|credential|api[_-]?key|access[_-]?key)"
+                    r"[\w.-]*\s*[=:]\s*)(?!\*\*\*)[^\s,;'\"]+")
+
+
+def redact_text(text: str) -> str:
+    """Mask what looks like a secret anywhere in free text (a daemon's log, an error)."""
+    text = _URL_USERINFO.sub(rf"\1{MASK}@", text)
+    text = _BEARER.sub(rf"\1{MASK}", text)
+    text = _QUERY.sub(rf"\1{MASK}", text)
+    return _NAMED.sub(rf"\1{MASK}", text)
+
+
 def _value(text: str) -> str:
     text = _URL_USERINFO.sub(rf"\1{MASK}@", text)
+    text = _BEARER.sub(rf"\1{MASK}", text)
+    text = _QUERY.sub(rf"\1{MASK}", text)
     if _LONG_SECRET.match(text) or _KEY_PAIR.match(text):
         return MASK
     return text

@@ -10,7 +10,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import leftovers
 from ..backends.spec import free_port
@@ -38,7 +38,7 @@ class S3Server:
     endpoint: str
     bucket: str
     access_key: str
-    secret_key: str
+    secret_key: str = field(repr=False)  # never in a repr (pytest -vv prints fixtures)
     region: str
     proc: subprocess.Popen[bytes]
     data_dir: str
