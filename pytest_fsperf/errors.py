@@ -18,6 +18,10 @@ class MeasurementError(Exception):
     """A fault while measuring: fio failed, the daemon died, the mount went away."""
 
 
+class WorkloadHung(MeasurementError):
+    """A workload ran past its deadline: the filesystem stopped answering."""
+
+
 def fail(message: str) -> NoReturn:
     pytest.fail(message, pytrace=False)
 

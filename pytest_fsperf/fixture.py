@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from .compare import Comparison, Workload, run_compare
 from .diskmeter import DiskMeter
 from .engine import fio as fio_engine
 from .engine import steps
-from .errors import MeasurementError, UsageError, or_fail
+from .errors import MeasurementError, UsageError, WorkloadHung, or_fail
 from .meters import DaemonExited, DaemonMeter
 from .mount.daemon import Lookup
 from .result import DaemonStats, OpStats, WorkloadResult
@@ -242,8 +243,8 @@ class Fsperf:
             proc.start()
             try:
                 code, fio_cpu = proc.wait(self._deadline(job), self._on_hang)
-            except fio_engine.WorkloadHung as exc:
-                raise fio_engine.WorkloadHung(f"{label}: {exc}") from None
+            except WorkloadHung as exc:
+                raise WorkloadHung(f"{label}: {exc}") from None
             fio_engine.check_exit(code, out + ".json")
         read, write, raw = fio_engine.parse_output(out + ".json")
         return self._record(w, name=label, kind="fio", options=job, read=read, write=write,
@@ -348,10 +349,33 @@ class Fsperf:
 
     def _engine(self, label: str, judged: bool, kind: str, options: dict[str, str],
                 run: Callable[[], OpStats]) -> WorkloadResult:
-        """Measure an in-process engine with the daemon meter, as fio is measured."""
+        """Measure an in-process engine with the daemon meter, as fio is measured. Past the
+        workload deadline (--fsperf-workload-timeout, else an hour) the hang is handled as for
+        fio: on a mount the plugin owns, the aborted connection ends the engine's waits."""
+        timeout = self._state.settings.workload_timeout or 3600.0
+        fired = threading.Event()
+        told: list[str] = []
+
+        def hang() -> None:
+            fired.set()  # before the abort, which is what wakes the engine
+            told.append(self._on_hang())
+
+        timer = threading.Timer(timeout, hang)
+        timer.daemon = True
         with self._window(label, progress.own_io) as w:
             cpu0 = _cpu()
-            ops = run()
+            timer.start()
+            try:
+                ops = run()
+            except (MeasurementError, OSError):
+                if not fired.is_set():  # failed for a reason of its own
+                    raise
+            finally:
+                timer.cancel()
+            if fired.is_set():
+                timer.join()
+                raise WorkloadHung(f"{label}: did not finish within {timeout:g} s: the filesystem "
+                                   f"stopped answering{told[0]}")
             cpu = _cpu() - cpu0
         return self._record(w, name=label, kind=kind, options=options, read=None, write=None,
                             tool_cpu_percent=100.0 * cpu / w.wall if w.wall > 0 else 0.0,
@@ -377,7 +401,7 @@ class Fsperf:
             t0 = time.monotonic()
             try:
                 yield w
-            except (DaemonExited, fio_engine.WorkloadHung):  # the cause is named already
+            except (DaemonExited, WorkloadHung):  # the cause is named already
                 raise
             except MeasurementError:
                 if meter:  # did the workload fail because the daemon died? Then say that.

@@ -633,3 +633,35 @@ def test_markdown_escapes_html_in_test_ids(pytester):
     result.assert_outcomes(passed=1)
     text = out.read_text()
     assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+
+
+@pytest.mark.integration
+def test_an_in_process_engine_stuck_on_an_owned_mount_is_freed_by_the_abort(pytester):
+    need("bindfs")
+    need("fio")
+    pytester.makepyfile("""
+        import os, signal
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("bindfs")
+        def test_stuck(fsperf):
+            pid = fsperf._target.lookup_daemon().daemon.pid
+
+            def run():
+                os.kill(pid, signal.SIGSTOP)
+                open(os.path.join(fsperf.workdir, "new"), "w")  # waits on the stopped daemon
+                raise AssertionError("the stopped daemon answered")
+
+            fsperf._engine("stuck", True, "meta", {}, run)
+
+        def test_next():
+            pass
+    """)
+    t0 = time.monotonic()
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fsperf-workload-timeout=3",
+                                           timeout=120)
+    assert time.monotonic() - t0 < 60
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*stuck: did not finish within 3 s: the filesystem stopped answering "
+                                 "(daemon PID *: stopped); killed its daemon *"])
+    assert not [m for m in read_mounts() if "pytest-fsperf-bindfs-" in m.mount_point]

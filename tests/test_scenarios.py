@@ -183,7 +183,7 @@ def test_unknown_scenario_and_engine_arguments(pytester):
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines([
         "*unknown scenario 'seq_wrte_1t' (known: *",
-        "*fio failed (exit 1): *unrecognized option '--colour=red'*",
+        "*usage error: *'colour' is not a fio job option pytest-fsperf passes on*",
         "*mode='append' must be 'read' or 'write'*"])
 
 

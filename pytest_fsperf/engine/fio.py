@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import leftovers
-from ..errors import MeasurementError, UsageError
+from ..errors import MeasurementError, UsageError, WorkloadHung
 from ..procs import Proc, kill_tree
 from ..result import IoStats
 from .fio_options import refusal
@@ -145,10 +145,6 @@ def deadline(job: dict[str, str]) -> float:
     if seconds:  # a runtime bounds the job, time-based or not
         return HANG_SLACK + seconds
     return 3600.0 if moved is None else HANG_SLACK + moved / SLOWEST
-
-
-class WorkloadHung(MeasurementError):
-    """A workload ran past its deadline: the filesystem stopped answering."""
 
 
 def valid_name(name: str) -> bool:

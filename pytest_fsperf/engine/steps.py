@@ -111,10 +111,12 @@ def sysbench_step(fs: Fsperf, name: str | None, mode: str = "seqwr", files: int 
     cwd = os.path.join(fs.workdir, "sysbench")
     os.makedirs(cwd, exist_ok=True)
     base = sysbench_engine.args(mode, files, block_b, total_b, threads, secs)
-    sysbench_engine.prepare(cwd, base)
+    deadline = (fs._state.settings.workload_timeout
+                or fio_engine.HANG_SLACK + secs + total_b / fio_engine.SLOWEST)
+    sysbench_engine.prepare(cwd, base, deadline, fs._on_hang)
     fs._recold()
     options = {"mode": mode, "files": str(files), "block": str(block_b), "total": str(total_b),
                "threads": str(threads), "seconds": f"{secs:g}"}
     label = fs._unique(name or f"sysbench_{mode}")
     return fs._engine(label, judged, "sysbench", options,
-                        lambda: sysbench_engine.run(cwd, base, mode, threads))
+                        lambda: sysbench_engine.run(cwd, base, mode, threads, deadline, fs._on_hang))

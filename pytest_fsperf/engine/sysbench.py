@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 
 from .. import leftovers
-from ..errors import MeasurementError
+from ..errors import MeasurementError, WorkloadHung
 from ..procs import Proc, kill_tree
 from ..result import LatencyStats, OpStats
 
@@ -37,14 +38,21 @@ def args(mode: str, files: int, block: int, total: int, threads: int, seconds: f
             f"--threads={threads}", f"--time={max(1, round(seconds))}", "--histogram=on"]
 
 
-def _run(argv: list[str], cwd: str) -> str:
+def _run(argv: list[str], cwd: str, timeout: float | None,
+         on_hang: Callable[[], str] | None) -> str:
     with subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           stdin=subprocess.DEVNULL, start_new_session=True) as proc:
-        entry = leftovers.note_process(Proc.of(proc.pid))
+        started = Proc.of(proc.pid)
+        entry = leftovers.note_process(started)
         try:
-            stdout, stderr = proc.communicate()
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            told = on_hang() if on_hang else ""
+            kill_tree(started or Proc(proc.pid, 0.0))
+            raise WorkloadHung(f"sysbench did not finish within {timeout:g} s: the filesystem "
+                               f"stopped answering{told}") from None
         except BaseException:
-            kill_tree(Proc.of(proc.pid) or Proc(proc.pid, 0.0))
+            kill_tree(started or Proc(proc.pid, 0.0))
             raise
         leftovers.done(entry)
     if proc.returncode != 0:
@@ -53,8 +61,9 @@ def _run(argv: list[str], cwd: str) -> str:
     return stdout
 
 
-def prepare(cwd: str, base: list[str]) -> None:
-    _run([*base, "prepare"], cwd)
+def prepare(cwd: str, base: list[str], timeout: float | None = None,
+            on_hang: Callable[[], str] | None = None) -> None:
+    _run([*base, "prepare"], cwd, timeout, on_hang)
 
 
 def _figure(text: str, label: str) -> float:
@@ -88,5 +97,6 @@ def parse(text: str, mode: str, threads: int) -> OpStats:
                    bw_bytes=mib * 2**20, threads=threads, phases=phases)
 
 
-def run(cwd: str, base: list[str], mode: str, threads: int) -> OpStats:
-    return parse(_run([*base, "run"], cwd), mode, threads)
+def run(cwd: str, base: list[str], mode: str, threads: int, timeout: float | None = None,
+        on_hang: Callable[[], str] | None = None) -> OpStats:
+    return parse(_run([*base, "run"], cwd, timeout, on_hang), mode, threads)
