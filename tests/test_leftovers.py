@@ -9,6 +9,7 @@ import glob
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -176,44 +177,92 @@ def test_minio_and_its_bucket_go_with_a_killed_session(suite_dir):
 
 CHAOS_RUNS = int(os.environ.get("FSPERF_CHAOS_RUNS", "4"))
 
+CHAOS_SUITE = """
+import os
+from pytest_fsperf import fsperf_mount
+
+def test_existing_mount(fsperf):
+    fsperf.fio(name="lay", rw="write", bs="1M", size="8M", judged=False)
+    fsperf.cold()
+    fsperf.fio(name="read", rw="read", bs="4k", size="8M", time_based=1, runtime="3s")
+
+@fsperf_mount("{backend}", options={options!r})
+def test_owned_mount(fsperf):
+    fsperf.fio(name="lay", rw="write", bs="1M", size="8M", judged=False)
+    fsperf.cold()
+    fsperf.fio(name="read", rw="read", bs="4k", size="8M", time_based=1, runtime="3s")
+"""
+
+
+def planted_tree(root: Path) -> dict[Path, bytes]:
+    made = {}
+    for name in ("keep.bin", "sub/keep2.bin"):
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(os.urandom(4096))
+        made[path] = path.read_bytes()
+    return made
+
 
 @pytest.mark.parametrize("run", range(CHAOS_RUNS))
-def test_chaos(suite_dir, run):
-    """A signal at a random moment of a session on an owned mount, then a new session:
-    nothing of the first is left, and files planted around it are byte-identical."""
+def test_chaos(suite_dir, bindfs, run, request):
+    """A session on an existing mount and an owned one (rclone with a shared --cache-dir where
+    rclone is installed, else bindfs), ended at a random moment by SIGTERM, SIGKILL, SIGKILL
+    of its watchdog too, a stopped daemon, or a full disk; then a new session. Nothing the
+    first started is left, and the files planted beside its work dir and in the shared cache
+    dir are byte-identical."""
     rng = random.Random(run)
-    planted = suite_dir / "planted"
-    planted.mkdir()
-    (planted / "keep.bin").write_bytes(os.urandom(4096))
-    before = (planted / "keep.bin").read_bytes()
-    action = rng.choice(["SIGTERM", "SIGKILL", "SIGKILL+watchdog", "SIGSTOP daemon"])
-    proc = start_suite(suite_dir)
+    action = rng.choice(["SIGTERM", "SIGKILL", "SIGKILL+watchdog", "SIGSTOP daemon", "ENOSPC"])
+    existing = bindfs(name=f"existing{run}")
+    point, backing = existing.point, existing.source
+    if action == "ENOSPC":  # the existing mount is a 4 MiB tmpfs: the 8 MiB layout fills it
+        point = backing = suite_dir / "small"
+        backing.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(point)], check=True)
+        request.addfinalizer(lambda: subprocess.run(["umount", str(point)], check=False))
+    shared = suite_dir / "shared-cache"
+    rclone = shutil.which("rclone") is not None
+    options = ["--cache-dir", str(shared)] if rclone else []
+    planted = {**planted_tree(backing / "planted"), **planted_tree(shared)}
+    (suite_dir / "test_chaos.py").write_text(CHAOS_SUITE.format(
+        backend="rclone" if rclone else "bindfs", options=options))
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                             "test_chaos.py", f"--fsperf-mount={point}",
+                             "--fsperf-workload-timeout=20"], cwd=suite_dir,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     path = None
-    deadline = time.monotonic() + rng.uniform(0.3, 6.0)
     items: list[dict] = []
+    deadline = time.monotonic() + rng.uniform(0.3, 8.0)
     while time.monotonic() < deadline and proc.poll() is None:
         path = path or record_of(proc.pid)
         if path and os.path.exists(path):
             items = entries(path)
         time.sleep(0.05)
-    if path and os.path.exists(path):
-        items = entries(path)
-    if action == "SIGSTOP daemon":
-        for e in items:
-            with contextlib.suppress(psutil.Error):
-                if e["kind"] == "process" and psutil.Process(e["pid"]).name() == "bindfs":
-                    psutil.Process(e["pid"]).suspend()
-        proc.kill()
-    elif action == "SIGKILL+watchdog":
-        for p in psutil.process_iter(["cmdline"]):
-            if path and p.info["cmdline"] and path in p.info["cmdline"]:
-                p.kill()
-        proc.kill()
-    else:
-        proc.send_signal(getattr(signal, action))
-    proc.communicate(timeout=120)
-    time.sleep(1)
+    try:
+        if action == "SIGSTOP daemon":
+            existing.proc.send_signal(signal.SIGSTOP)
+            for e in items:
+                with contextlib.suppress(psutil.Error):
+                    if e["kind"] == "process" and psutil.Process(e["pid"]).name() in ("bindfs", "rclone"):
+                        psutil.Process(e["pid"]).suspend()
+            time.sleep(rng.uniform(0.5, 3))
+            proc.kill()
+        elif action == "SIGKILL+watchdog":
+            for p in psutil.process_iter(["cmdline"]):
+                if path and p.info["cmdline"] and path in p.info["cmdline"]:
+                    p.kill()
+            proc.kill()
+        elif action in ("SIGTERM", "SIGKILL"):
+            proc.send_signal(getattr(signal, action))
+        out, _ = proc.communicate(timeout=180)
+        if action == "ENOSPC" and proc.returncode != pytest.ExitCode.INTERRUPTED:
+            assert b"No space left on device" in out or b"ENOSPC" in out, out.decode()
+            assert b"Traceback" not in out
+    finally:
+        existing.proc.send_signal(signal.SIGCONT)
     subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q",
-                    "test_suite.py"], cwd=suite_dir, capture_output=True, timeout=120, check=False)
+                    "test_chaos.py"], cwd=suite_dir, capture_output=True, timeout=120, check=False)
     assert gone_within(items, 30) == [], action
-    assert (planted / "keep.bin").read_bytes() == before
+    for planted_path, content in planted.items():
+        assert planted_path.read_bytes() == content, (action, planted_path)
+    assert not [p for p in backing.iterdir() if p.name.startswith("fsperf-work-")], action
