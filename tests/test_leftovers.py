@@ -154,12 +154,14 @@ def test_what_a_session_killed_with_its_watchdog_left_is_removed_by_the_next(sui
     items = entries(path)
     assert what_is_left(items) != []  # nobody cleaned up: the mount and daemon are still there
     (suite_dir / "test_next.py").write_text("def test_nothing(): pass\n")
-    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_next.py"],
-                         cwd=suite_dir, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_next.py",
+                          "--fsperf-json=r.json"], cwd=suite_dir, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout
     assert f"pytest-fsperf removed what an earlier session left: session {proc.pid}" in out.stdout
     mount = next(e["path"] for e in items if e["kind"] == "mount")
     assert f"unmounted {mount}" in out.stdout
+    swept = json.loads((suite_dir / "r.json").read_text())["swept"]
+    assert any(f"unmounted {mount}" in line for line in swept)
     assert what_is_left(items) == []
 
 

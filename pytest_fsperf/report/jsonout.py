@@ -20,7 +20,8 @@ def schema() -> dict[str, Any]:
 
 
 def document(environment: dict[str, Any], results: list[dict[str, Any]],
-             leftovers: list[str], comparisons: list[dict[str, Any]]) -> dict[str, Any]:
+             leftovers: list[str], comparisons: list[dict[str, Any]],
+             swept: list[str] | None = None) -> dict[str, Any]:
     return {
         "schema": SCHEMA_ID,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -28,6 +29,7 @@ def document(environment: dict[str, Any], results: list[dict[str, Any]],
         "results": results,
         "comparisons": comparisons,
         "leftovers": leftovers,
+        "swept": swept or [],
     }
 
 

@@ -103,7 +103,7 @@ class Reporter:
     def _writers(self, env: dict[str, Any]) -> list[Callable[[], object]]:
         state, s = self.state, self.state.settings
         gated = s.gate == "baseline"
-        doc = jsonout.document(env, state.results, state.leftovers, state.comparisons)
+        doc = jsonout.document(env, state.results, state.leftovers, state.comparisons, state.swept)
         todo: list[Callable[[], object]] = []
         if s.json_path is not None:
             todo.append(partial(jsonout.write, s.json_path, doc))
