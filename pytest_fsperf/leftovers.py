@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import re
 import os
 import shutil
 import stat
@@ -190,45 +191,82 @@ def _detach(point: str, minor: int) -> str:
     return f"unmounted {point} (lazily)" if point not in _mounts() else f"could not unmount {point}"
 
 
+# Run in a child with a deadline (a work dir may sit on a mount that does not answer, and
+# even lstat would then hang): prints what it did. Removes only a real directory of this
+# user, never crossing into another mount.
+_REMOVE = """
+import os, stat, subprocess, sys
+p = sys.argv[1]
+try:
+    st = os.lstat(p)
+except FileNotFoundError:
+    sys.exit(0)
+except OSError as exc:
+    print(f"could not remove {p} ({exc.strerror})")
+    sys.exit(0)
+if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or os.path.realpath(p) != p:
+    print(f"kept {p} (not a directory of this user, or reached through a symlink)")
+    sys.exit(0)
+subprocess.run(["rm", "-rf", "--one-file-system", "--", p], capture_output=True)
+print(f"removed {p}" if not os.path.lexists(p) else f"could not remove {p}")
+"""
+
+
+# The only directories a record may make the plugin delete: its private dirs and its work
+# roots, by the names it gives them. A record is the plugin's own file in a 0700 directory,
+# but a path of any other name (a bug, a tampered file) is refused, never removed.
+_OURS = re.compile(r"^(pytest-fsperf-[A-Za-z0-9_.+-]+-[0-9a-f]{12}|fsperf-work-[0-9a-f]{8})$")
+
+
+def _ours(path: str) -> bool:
+    return (os.path.isabs(path) and os.path.normpath(path) == path
+            and bool(_OURS.match(os.path.basename(path))))
+
+
 def _remove_dir(path: str) -> str | None:
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-        return f"kept {path} (not a directory of this user)"
+    if not _ours(path):
+        return f"kept {path} (not a directory the plugin makes)"
     inside = [m for m in _mounts() if m == path or m.startswith(path.rstrip("/") + "/")]
     if inside:
         return f"kept {path} (still mounted: {inside[0]})"
-    try:  # in a child with a deadline: a work dir may sit on a mount that does not answer
-        subprocess.run(["rm", "-rf", "--one-file-system", "--", path], capture_output=True,
-                       timeout=120, check=False)
+    try:
+        out = subprocess.run([sys.executable, "-I", "-S", "-c", _REMOVE, path], capture_output=True,
+                             text=True, timeout=120, check=False, start_new_session=True)
     except subprocess.TimeoutExpired:
         return f"kept {path} (removal did not finish in 120 s)"
-    return f"removed {path}" if not os.path.lexists(path) else f"could not remove {path}"
+    return out.stdout.strip() or None
 
 
 def clean(entries: list[dict[str, Any]]) -> list[str]:
-    """Remove what the entries name: mounts first, then processes, then directories."""
+    """Remove what the entries name: mounts first, then processes, then directories.
+    Never raises for one entry: what could not be removed is said instead."""
     done: list[str] = []
     mounts = _mounts()
-    for e in entries:
-        if e["kind"] == "mount" and e["path"] in mounts:
-            done.append(_detach(e["path"], mounts[e["path"]]))
-    for e in entries:
-        if e["kind"] == "process":
-            root = Proc(int(e["pid"]), float(e["started"]))
-            if root.handle() is not None:
-                pids = kill_tree(root, grace=3.0)
-                done.append(f"stopped process {e['pid']}" + (f" and {len(pids) - 1} more"
-                                                             if len(pids) > 1 else ""))
-            else:
-                kill_tree(root, grace=3.0)  # what it started may outlive it (fio's jobs)
-    for e in sorted((e for e in entries if e["kind"] == "dir"), key=lambda e: -len(e["path"])):
-        note = _remove_dir(e["path"])
+    order = {"mount": 0, "process": 1, "dir": 2}
+    ranked = sorted(entries, key=lambda e: (order.get(e.get("kind", ""), 3), -len(e.get("path", ""))))
+    for e in ranked:
+        try:
+            note = _clean_one(e, mounts)
+        except (OSError, ValueError, KeyError, TypeError, subprocess.SubprocessError) as exc:
+            note = f"could not remove {e.get('kind')} {e.get('path') or e.get('pid')} ({exc})"
         if note:
             done.append(note)
     return done
+
+
+def _clean_one(e: dict[str, Any], mounts: dict[str, int]) -> str | None:
+    if e["kind"] == "mount":
+        return _detach(e["path"], mounts[e["path"]]) if e["path"] in mounts else None
+    if e["kind"] == "process":
+        root = Proc(int(e["pid"]), float(e["started"]))
+        alive = root.handle() is not None
+        pids = kill_tree(root, grace=3.0)  # also when it is gone: what it started may not be
+        if not alive:
+            return None
+        return f"stopped process {e['pid']}" + (f" and {len(pids) - 1} more" if len(pids) > 1 else "")
+    if e["kind"] == "dir":
+        return _remove_dir(e["path"])
+    return None
 
 
 @contextlib.contextmanager
@@ -272,7 +310,7 @@ def sweep(folder: str | None = None) -> list[str]:
             continue
         try:
             owner, _ = _entries(path)
-        except OSError:
+        except (OSError, ValueError):
             continue
         if owner and Proc(int(owner["owner"]), float(owner["started"])).handle() is not None:
             continue  # a session still running

@@ -88,7 +88,7 @@ def _guard(config: pytest.Config, state: FsperfSession) -> None:
         if not hasattr(config, "workerinput"):
             state.swept = leftovers.sweep()
         record = leftovers.start()
-    except OSError as exc:
+    except Exception as exc:  # never let the clean-up of others stop this session
         state.swept = [f"cannot keep a record of what this session starts: {exc}"]
         return
     watchdog = leftovers.start_watchdog(record)

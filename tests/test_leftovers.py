@@ -268,3 +268,32 @@ def test_chaos(suite_dir, bindfs, run, request):
     for planted_path, content in planted.items():
         assert planted_path.read_bytes() == content, (action, planted_path)
     assert not [p for p in backing.iterdir() if p.name.startswith("fsperf-work-")], action
+
+
+def test_a_record_naming_what_cannot_be_touched_is_settled_without_an_error(tmp_path):
+    """A dir of a name the plugin never gives (even one this user owns), a dir on a dead
+    mount, a PID long gone, a garbled line: the sweep removes nothing of them, says what it
+    kept, forgets the record, and never raises."""
+    folder = tmp_path / "state"
+    folder.mkdir(mode=0o700)
+    precious = tmp_path / "precious"  # owned by this user, but not a name the plugin makes
+    made = {precious / "a": b"keep me"}
+    precious.mkdir()
+    (precious / "a").write_bytes(b"keep me")
+    linked = tmp_path / "pytest-fsperf-bindfs-abcdef123456"
+    linked.symlink_to(precious)
+    gone = tmp_path / "fsperf-work-0123abcd"
+    (folder / "1-dead.jsonl").write_text(
+        '{"owner": 1, "started": 1.0}\n'
+        f'{{"id": 1, "kind": "dir", "path": "{precious}"}}\n'
+        f'{{"id": 2, "kind": "dir", "path": "{linked}"}}\n'
+        f'{{"id": 3, "kind": "dir", "path": "{gone}"}}\n'
+        f'{{"id": 4, "kind": "dir", "path": "{precious}/../precious"}}\n'
+        '{"id": 5, "kind": "process", "pid": 999999, "started": 5.0}\n'
+        '{"id": 6, "kind": "mount", "pa')
+    report = leftovers.sweep(str(folder))
+    assert all(path.read_bytes() == content for path, content in made.items())
+    assert linked.is_symlink()
+    assert len(report) == 1 and f"kept {precious} (not a directory the plugin makes)" in report[0]
+    assert "reached through a symlink" in report[0]
+    assert list(folder.iterdir()) == []
