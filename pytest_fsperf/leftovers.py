@@ -17,8 +17,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import re
 import os
+import re
 import shutil
 import stat
 import subprocess
