@@ -1,13 +1,7 @@
-"""Error types: user mistakes and measurement faults are told apart."""
+"""Error types: user mistakes and measurement faults are told apart. The plugin turns
+either into a one-line test failure (plugin.py); the measuring core only raises them."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import NoReturn, TypeVar
-
-import pytest
-
-T = TypeVar("T")
 
 
 class UsageError(Exception):
@@ -22,16 +16,6 @@ class WorkloadHung(MeasurementError):
     """A workload ran past its deadline: the filesystem stopped answering."""
 
 
-def fail(message: str) -> NoReturn:
-    pytest.fail(message, pytrace=False)
-
-
-def or_fail(call: Callable[[], T]) -> T:
-    """Run call; a usage error or fault fails the test in one line, without a traceback."""
-    try:
-        return call()
-    except UsageError as exc:
-        message = f"usage error: {exc}"
-    except MeasurementError as exc:
-        message = str(exc)
-    fail(message)  # outside `except`, so pytest shows no chained exception
+def message(exc: UsageError | MeasurementError) -> str:
+    """The one line a test fails with."""
+    return f"usage error: {exc}" if isinstance(exc, UsageError) else str(exc)

@@ -19,7 +19,7 @@ from .compare import Comparison, Workload, run_compare
 from .diskmeter import DiskMeter
 from .engine import fio as fio_engine
 from .engine import steps
-from .errors import MeasurementError, UsageError, WorkloadHung, or_fail
+from .errors import MeasurementError, UsageError, WorkloadHung
 from .meters import DaemonExited, DaemonMeter
 from .mount.daemon import Lookup
 from .result import DaemonStats, OpStats, WorkloadResult
@@ -112,7 +112,7 @@ class Fsperf:
         """Make the next workload cold. On a mount the plugin owns: unmount, wipe the
         daemon's disk cache, mount again; always: sync and drop the page cache. If the
         workload must first lay out its files, this is repeated after the layout."""
-        return or_fail(self._make_cold)
+        return self._make_cold()
 
     def _make_cold(self, options: tuple[str, ...] | None = None, after: tuple[str, ...] = ()) -> str:
         """after: steps already taken for this cold start (a cold() before a layout pass)."""
@@ -203,7 +203,7 @@ class Fsperf:
         """Run one fio job in the work directory and measure it with the daemon."""
         where = f"{self.test}: fsperf.fio()"
         rw = str(options.get("rw", "read"))
-        return or_fail(lambda: self._repeat(name or rw, lambda n: self._fio(n, judged, options, where)))
+        return self._repeat(name or rw, lambda n: self._fio(n, judged, options, where))
 
     def _job(self, name: str | None, options: Mapping[str, object], where: str,
              scaled: bool = False) -> tuple[str, dict[str, str]]:
@@ -274,7 +274,7 @@ class Fsperf:
 
     def drop_page_cache(self) -> str:
         """Drop only the kernel page cache; the daemon and its cache stay as they are."""
-        return or_fail(self._drop)
+        return self._drop()
 
     def _drop(self, after: tuple[str, ...] = ()) -> str:
         self._cold = cache.make_cold(str(self.workdir), self._fuse)
@@ -298,7 +298,7 @@ class Fsperf:
         measured, judged workload, named after the scenario. `overrides` change that step's
         parameters (e.g. threads=4 for the juicefs bench rows)."""
         where = f"{self.test}: fsperf.scenario({scenario_id!r})"
-        return or_fail(lambda: run_scenario(self, scenario_id, overrides, where))
+        return run_scenario(self, scenario_id, overrides, where)
 
     # -- small files and metadata -------------------------------------------
 
@@ -309,8 +309,8 @@ class Fsperf:
         each, whole, in work dir/subdir. Reading lays the files out first, unmeasured.
         `count` is shrunk by --fsperf-scale; the file size is not, unless one file is left."""
         where = f"{self.test}: fsperf.files()"
-        return or_fail(lambda: self._repeat(name or f"files_{mode}", lambda n: self._files(
-            n, mode, count, size, threads, judged, subdir, where)))
+        return self._repeat(name or f"files_{mode}", lambda n: self._files(
+            n, mode, count, size, threads, judged, subdir, where))
 
     def _files(self, name: str | None, mode: str = "read", count: int = 100_000,
                size: object = "128KiB", threads: int = 128, judged: bool = True,
@@ -323,8 +323,8 @@ class Fsperf:
         directory of this size): op is list (ls -f), list_stat (ls -l), walk (find) or stat.
         `entries` is shrunk by --fsperf-scale."""
         where = f"{self.test}: fsperf.meta()"
-        return or_fail(lambda: self._repeat(name or f"meta_{op}", lambda n: self._meta(
-            n, op, entries, per_dir, judged, where)))
+        return self._repeat(name or f"meta_{op}", lambda n: self._meta(
+            n, op, entries, per_dir, judged, where))
 
     def _meta(self, name: str | None, op: str = "list", entries: int = 1000, per_dir: int = 0,
               judged: bool = True, where: str = "fsperf.meta()") -> WorkloadResult:
@@ -337,8 +337,8 @@ class Fsperf:
         same shape as a fio job, noted in the result. `total` and `seconds` (not below 5 s)
         shrink with --fsperf-scale."""
         where = f"{self.test}: fsperf.sysbench()"
-        return or_fail(lambda: self._repeat(name or f"sysbench_{mode}", lambda n: self._sysbench(
-            n, mode, files, block, total, threads, seconds, judged, where)))
+        return self._repeat(name or f"sysbench_{mode}", lambda n: self._sysbench(
+            n, mode, files, block, total, threads, seconds, judged, where))
 
     def _sysbench(self, name: str | None, mode: str = "seqwr", files: int = 128,
                   block: object = "16KiB", total: object = "1GiB", threads: int = 2,
@@ -442,4 +442,4 @@ class Fsperf:
                 raise UsageError(f"{where}: tolerance: {exc}") from None
             return run_compare(self, workload, a, b, rounds, name, where, tol)
 
-        return or_fail(go)
+        return go()

@@ -13,14 +13,15 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pytest
+from typing import TYPE_CHECKING, Any
 
 from . import outfile, runs
 from .backends.registry import BackendConfig, load_config
 from .errors import UsageError
 from .mount.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
+
+if TYPE_CHECKING:  # the settings are read from pytest's config; the core needs no pytest
+    import pytest
 
 
 @dataclass(frozen=True)

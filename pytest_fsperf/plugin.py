@@ -7,6 +7,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Generator, Iterator
+from typing import NoReturn
 
 import pytest
 
@@ -16,7 +17,7 @@ from .backends.registry import Registry
 from .backends.request import MARKER, MountRequest, from_marker, resolve
 from .backends.request import MARKER_HELP as MOUNT_HELP
 from .baselines.check import entry_of, key_of
-from .errors import UsageError, fail, or_fail
+from .errors import MeasurementError, UsageError, message
 from .fixture import Fsperf
 from .judging import finish
 from .keys import CHECKS, COMPARISONS, MOUNT, PLAN, PLAN_ERROR, RESULTS, RUN_CMP, STATE, VERDICTS
@@ -120,9 +121,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.stash[PLAN_ERROR] = str(exc)
 
 
-def pytest_runtest_setup(item: pytest.Item) -> None:
+FAULTS = (UsageError, MeasurementError)
+
+
+def fail(text: str) -> NoReturn:
+    pytest.fail(text, pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    """A usage error or a measuring fault in a fixture (the mount, the work dir, MinIO)
+    fails in one line, as in the test body (pytest_runtest_call)."""
     if PLAN_ERROR in item.stash:
         fail(f"usage error: {item.stash[PLAN_ERROR]}")
+    try:
+        return (yield)
+    except FAULTS as exc:
+        text = message(exc)
+    fail(text)  # outside `except`, so pytest shows no chained exception
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    try:
+        return (yield)
+    except FAULTS as exc:
+        text = message(exc)
+    fail(text)
 
 
 @pytest.fixture(scope="session")
@@ -132,7 +157,7 @@ def fsperf_s3() -> Iterator[S3Server]:
     binary = find_minio()
     if binary is None:
         pytest.skip(f"MinIO is not installed: {MINIO_INSTALL}")
-    server = or_fail(lambda: start_minio(binary))
+    server = start_minio(binary)
     try:
         yield server
     finally:
@@ -143,15 +168,15 @@ def _plan(request: pytest.FixtureRequest, req: MountRequest) -> MountPlan:
     config = request.config
     settings = config.stash[STATE].settings
     try:
-        return or_fail(lambda: resolve(req, registry(config), settings.backend_config,
-                                       request.getfixturevalue, settings.mount_timeout))
+        return resolve(req, registry(config), settings.backend_config, request.getfixturevalue,
+                       settings.mount_timeout)
     except BinaryMissing as exc:
         pytest.skip(str(exc))
 
 
 def _open(state: FsperfSession, plan: MountPlan) -> Target:
     try:
-        return or_fail(lambda: state.open_target(plan))
+        return state.open_target(plan)
     except BinaryMissing as exc:
         pytest.skip(str(exc))
 
@@ -183,7 +208,7 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
         target = shared or _open(state, _plan(request, req))
         workdir = None
         try:
-            workdir = or_fail(lambda: target.new_workdir(request.node.name))
+            workdir = target.new_workdir(request.node.name)
             state.environment(target)  # read once while the mount and daemon are up
             plan = request.node.stash.get(PLAN, None)
             s = state.settings
@@ -203,13 +228,22 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """The test's own failure first; then its measured workloads are judged, once."""
+    text = None
     try:
         outcome = yield
-    except BaseException:
-        with contextlib.suppress(UsageError):  # the test's own failure comes first
+    except BaseException as exc:
+        with contextlib.suppress(UsageError):
             finish(item)
-        raise
-    failures = or_fail(lambda: finish(item))
+        if not isinstance(exc, FAULTS):
+            raise
+        text = message(exc)
+    if text is not None:
+        fail(text)
+    try:
+        failures = finish(item)
+    except FAULTS as exc:
+        failures = [message(exc)]
     if failures:
         fail("\n".join(failures))
     return outcome

@@ -103,3 +103,16 @@ def test_format_memory_and_cpu():
     assert units.format_mb(2167e6) == "2167 MB"
     assert units.format_percent(206.6) == "207%"
     assert units.format_duration(20e6) == "20.0 ms"
+
+
+def test_the_measuring_core_imports_no_pytest():
+    """Benchmarks drive the core directly: importing it must not import pytest."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "import pytest_fsperf.fixture, pytest_fsperf.compare, pytest_fsperf.session, "
+            "pytest_fsperf.backends.mounter, pytest_fsperf.store.minio, pytest_fsperf.leftovers\n"
+            "assert 'pytest' not in sys.modules, [m for m in sys.modules if 'pytest' in m]\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert out.returncode == 0, out.stderr

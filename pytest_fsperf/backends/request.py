@@ -7,8 +7,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
-
 from ..errors import UsageError
 from ..report.redact import redact_args
 from .mounter import MountPlan, require_binary
@@ -91,6 +89,8 @@ def mount_params(backend: str, *option_sets: Sequence[str] | str,
     with readable ids. The parameter's value is the option list."""
     if ids is not None and len(ids) != len(option_sets):
         raise UsageError(f"mount_params({backend!r}): {len(ids)} ids for {len(option_sets)} option sets")
+    import pytest  # here only: the measuring core imports nothing from pytest
+
     params = []
     for n, opts in enumerate(option_sets):
         words = parse_options(opts, f"mount_params({backend!r})")

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import platform
 import socket
+from importlib import metadata
 from typing import Any
-
-import pytest
 
 from ..engine.fio import fio_version
 from ..mount.daemon import Lookup
@@ -77,7 +76,7 @@ def environment(path: str, mount: Mount | None, lookup: Lookup | None,
             "mem_total_bytes": _mem_total(),
         },
         "python": platform.python_version(),
-        "pytest": pytest.__version__,
+        "pytest": metadata.version("pytest"),
         "pytest_fsperf": __version__,
         "fio": fio_version(),
         "scale": scale,
