@@ -43,7 +43,7 @@ def trial(fs: MountedFs, a: tuple[str, ...], b: tuple[str, ...], rounds: int, se
         for opts, into in ((a, av), (b, bv)):
             fs.remount(opts, wipe=True)
             workdir = os.path.join(fs.mountpoint, workdir_name)
-            make_cold(workdir)
+            make_cold(workdir, fuse=True)
             m0 = time.monotonic()
             into.append(read_bw(workdir, seconds, out))
             measured += time.monotonic() - m0

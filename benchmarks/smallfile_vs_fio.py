@@ -60,9 +60,9 @@ def main() -> None:
         print(f"{len(paths)} files of 128 KiB, {args.threads} threads, in {work}")
         engine, fio = [], []
         for n in range(args.rounds):
-            make_cold(work)
+            make_cold(work, fuse=True)
             fio.append(fio_read_mbps(work, files, args.threads))
-            make_cold(work)
+            make_cold(work, fuse=True)
             stats = run_files(paths, write=False, threads=args.threads)
             engine.append(stats.bw_bytes / 1e6)
             print(f"round {n + 1}: fio {fio[-1]:.1f} MB/s, engine {engine[-1]:.1f} MB/s")

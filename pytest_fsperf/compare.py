@@ -5,18 +5,16 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .backends.request import parse_options
 from .engine import fio as fio_engine
 from .errors import UsageError
+from .measure.workspace import Workspace
 from .result import WorkloadResult
 from .stats import shift
 
-if TYPE_CHECKING:
-    from .fixture import Fsperf
-
-Workload = Mapping[str, object] | Callable[["Fsperf"], WorkloadResult]
+Workload = Mapping[str, object] | Callable[["Workspace"], WorkloadResult]
 
 METRICS = ("bw", "iops", "lat_p99", "daemon_cpu", "daemon_rss")
 BIGGER_IS_BETTER = frozenset({"bw", "iops"})
@@ -101,11 +99,11 @@ def _judged(metric: str, av: tuple[float | None, ...], bv: tuple[float | None, .
     return MetricComparison(metric, av, bv, am, bm, ratio, lo, hi, outcome)
 
 
-def run_compare(fs: Fsperf, workload: Workload, a: Sequence[str] | str, b: Sequence[str] | str,
+def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Sequence[str] | str,
                 rounds: int, name: str | None, where: str, tolerance: float = 0.10) -> Comparison:
     """A and B interleaved (A B A B ...) on the same mount point, each after a cold remount;
     a read job's files are laid out once first. The original options are restored."""
-    owned = fs._target.owned
+    owned = fs.target.owned
     if owned is None or not owned.backend.has_daemon:
         raise UsageError(f"{where}: needs a backend the plugin mounts (fsperf_mount marker or "
                          "--fsperf-backend), not an existing directory")
@@ -115,7 +113,7 @@ def run_compare(fs: Fsperf, workload: Workload, a: Sequence[str] | str, b: Seque
     original = owned.options
     job: dict[str, str] | None = None
     if isinstance(workload, Mapping):
-        base, job = fs._job(name, workload, where)
+        base, job = fs.job(name, workload, where)
     elif callable(workload):
         base = name or str(getattr(workload, "__name__", "workload"))
     else:
@@ -123,23 +121,22 @@ def run_compare(fs: Fsperf, workload: Workload, a: Sequence[str] | str, b: Seque
     runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
     try:
         if job is not None and fio_engine.is_reading(job):
-            fs._remount(variants["A"], wipe=False)
-            fs._layout(job, fs._output(base))
+            fs.remount(variants["A"], wipe=False)
+            fs.layout(job, fs.output(base))
         for n in range(1, rounds + 1):
             for variant, options in variants.items():
-                fs._make_cold(options)
+                fs.cold_start(options)
                 if job is not None:
-                    label = fs._unique(f"{base}[{variant}{n}]")
-                    result = fs._measure(label, False, job, layout=False)
+                    label = fs.unique(f"{base}[{variant}{n}]")
+                    result = fs.measure(label, False, job, layout=False)
                 else:
                     assert callable(workload)
                     result = workload(fs)
                 runs[variant].append(result)
     finally:
         if owned.options != original or not owned.alive():
-            fs._remount(original, wipe=False)
+            fs.remount(original, wipe=False)
     outcome = compare(fs.test, base, owned.backend.name, tuple(owned.shown(variants["A"])),
                       tuple(owned.shown(variants["B"])), runs["A"], runs["B"], "AB" * rounds,
                       tolerance)
-    fs.comparisons.append(outcome)
     return outcome

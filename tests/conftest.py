@@ -12,8 +12,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
+from pytest_fsperf.mount.daemon import find_daemon
 from pytest_fsperf.mount.mountinfo import read_mounts
 
 
@@ -95,3 +97,28 @@ def bindfs(tmp_path: Path) -> Iterator[Callable[..., BindMount]]:
         except subprocess.TimeoutExpired:
             mount.proc.kill()
             mount.proc.wait()
+
+
+def ours() -> tuple[list[str], list[str]]:
+    """Mounts and processes of the plugin's making that belong to this test process: its
+    descendants (daemons, fio, MinIO, started by in-process pytester runs), and the mounts
+    they serve or that lost their daemon. Another pytest-fsperf session on the machine does
+    not count."""
+    me = psutil.Process()
+    mine = {p.pid: p for p in me.children(recursive=True)}
+    procs = []
+    for pid, p in mine.items():
+        try:
+            cmd = " ".join(p.cmdline())
+        except psutil.Error:
+            continue
+        if "pytest-fsperf-" in cmd and "sys.stdin.buffer.read()" not in cmd:  # not a watchdog
+            procs.append(f"{pid}: {cmd}")
+    mounts = []
+    for m in read_mounts():
+        if "pytest-fsperf-" not in m.mount_point:
+            continue
+        lookup = find_daemon(m)
+        if lookup.daemon is None or lookup.daemon.pid in mine:
+            mounts.append(m.mount_point)
+    return mounts, procs

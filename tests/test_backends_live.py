@@ -7,32 +7,14 @@ no daemon or server process started for it.
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pytest
 
-from pytest_fsperf.mount.mountinfo import read_mounts
 from pytest_fsperf.store.minio import INSTALL, find_minio
-from tests.conftest import interrupt_pytest, need
+from tests.conftest import interrupt_pytest, need, ours
 
 pytestmark = pytest.mark.integration
-
-
-def ours() -> tuple[list[str], list[str]]:
-    """Mounts and processes of the plugin's own making (they name its private dirs)."""
-    mounts = [m.mount_point for m in read_mounts() if "pytest-fsperf-" in m.mount_point]
-    procs = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit() and int(pid) != os.getpid():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if "pytest-fsperf-" in cmd and "pytest" not in cmd.split(" ")[0]:
-                procs.append(f"{pid}: {cmd}")
-    return mounts, procs
 
 
 @pytest.fixture
@@ -109,7 +91,7 @@ def test_rclone_ab_bwlimit_shows_b_slower(pytester, minio, clean):
 
         @fsperf_mount("rclone", config="fsperf_s3")
         def test_ab(fsperf, fsperf_s3):
-            rendered = fsperf._target.owned.rendered
+            rendered = fsperf.target.owned.rendered
             open("secrets", "w").write(str(rendered.fields["token"]) + " " + fsperf_s3.secret_key)
             ab = fsperf.compare(dict(rw="read", bs="1M", size="32M", direct=1),
                                 a=[], b=["--bwlimit", "10M"], rounds=2)
@@ -275,7 +257,7 @@ def test_daemon_killed_mid_run_then_the_session_goes_on(pytester, minio, clean):
         @fsperf_mount("s3fs")
         def test_killed(fsperf):
             ROOTS.append(fsperf.workdir.parent.name)
-            pid = fsperf._target.owned.daemon.daemon.pid
+            pid = fsperf.target.owned.daemon.daemon.pid
             threading.Timer(2.0, os.kill, (pid, signal.SIGKILL)).start()
             fsperf.fio(name="long", rw="write", bs="1M", size="8M", direct=1, time_based=1,
                        runtime="30s")

@@ -32,8 +32,7 @@ from pytest_fsperf.engine.fio import build_job
 from pytest_fsperf.engine.fio_options import JOB, WHY
 from pytest_fsperf.errors import MeasurementError, UsageError
 from pytest_fsperf.lock import machine_lock
-from pytest_fsperf.mount.mountinfo import read_mounts
-from tests.conftest import need
+from tests.conftest import need, ours
 
 NOBODY = 65534
 SYSTEM_PYTHON = "/usr/bin/python3"  # our interpreter may live under /root, out of nobody's reach
@@ -466,7 +465,7 @@ import psutil
 from pytest_fsperf import fsperf_mount
 
 def stop_later(fsperf):
-    pid = fsperf._target.lookup_daemon().daemon.pid
+    pid = fsperf.daemon.daemon.pid
     threading.Timer(1.0, os.kill, (pid, signal.SIGSTOP)).start()
     return pid
 
@@ -520,7 +519,7 @@ def test_an_owned_mount_that_stops_answering_is_aborted_and_removed(pytester, tm
                                  "(daemon PID *: stopped); killed its daemon *"])
     pid = int(pidfile.read_text())
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    assert not [m for m in read_mounts() if "pytest-fsperf-bindfs-" in m.mount_point]
+    assert ours()[0] == []
 
 
 # -- Low: bad input is one line, never a traceback ------------------------------------------
@@ -645,14 +644,14 @@ def test_an_in_process_engine_stuck_on_an_owned_mount_is_freed_by_the_abort(pyte
 
         @fsperf_mount("bindfs")
         def test_stuck(fsperf):
-            pid = fsperf._target.lookup_daemon().daemon.pid
+            pid = fsperf.daemon.daemon.pid
 
             def run():
                 os.kill(pid, signal.SIGSTOP)
                 open(os.path.join(fsperf.workdir, "new"), "w")  # waits on the stopped daemon
                 raise AssertionError("the stopped daemon answered")
 
-            fsperf._engine("stuck", True, "meta", {}, run)
+            fsperf.measure_engine("stuck", True, "meta", {}, run)
 
         def test_next():
             pass
@@ -664,4 +663,4 @@ def test_an_in_process_engine_stuck_on_an_owned_mount_is_freed_by_the_abort(pyte
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*stuck: did not finish within 3 s: the filesystem stopped answering "
                                  "(daemon PID *: stopped); killed its daemon *"])
-    assert not [m for m in read_mounts() if "pytest-fsperf-bindfs-" in m.mount_point]
+    assert ours()[0] == []

@@ -16,10 +16,10 @@ from . import meta as meta_engine
 from . import sysbench as sysbench_engine
 
 if TYPE_CHECKING:
-    from ..fixture import Fsperf
+    from ..measure.workspace import Workspace
 
 
-def files_step(fs: Fsperf, name: str | None, mode: str = "read", count: int = 100_000,
+def files_step(fs: Workspace, name: str | None, *, mode: str = "read", count: int = 100_000,
            size: object = "128KiB", threads: int = 128, judged: bool = True,
            subdir: str = "files", where: str = "fsperf.files()") -> WorkloadResult:
     if mode not in ("read", "write"):
@@ -46,18 +46,18 @@ def files_step(fs: Fsperf, name: str | None, mode: str = "read", count: int = 10
         if listed != sorted(paths):
             files_engine.run_files([(p, nbytes) for p in paths], write=True,
                                    threads=min(threads, 16))
-            fs._recold()
+            fs.recold()
             listed = files_engine.list_files(directory)
         todo = files_engine.sized(listed)
     else:
         todo = [(p, nbytes) for p in paths]
     options = {"mode": mode, "count": str(n), "size": str(nbytes), "threads": str(threads)}
-    label = fs._unique(name or f"files_{mode}")
-    return fs._engine(label, judged, "files", options, lambda: files_engine.run_files(
+    label = fs.unique(name or f"files_{mode}")
+    return fs.measure_engine(label, judged, "files", options, lambda: files_engine.run_files(
         todo, write=mode == "write", threads=threads))
 
 
-def meta_step(fs: Fsperf, name: str | None, op: str = "list", entries: int = 1000, per_dir: int = 0,
+def meta_step(fs: Workspace, name: str | None, *, op: str = "list", entries: int = 1000, per_dir: int = 0,
           judged: bool = True, where: str = "fsperf.meta()") -> WorkloadResult:
     if op not in meta_engine.OPERATIONS:
         raise UsageError(f"{where}: op={op!r} is not one of {', '.join(meta_engine.OPERATIONS)}")
@@ -69,15 +69,15 @@ def meta_step(fs: Fsperf, name: str | None, op: str = "list", entries: int = 100
     if not os.path.isdir(root):
         os.makedirs(root)
         meta_engine.make_tree(root, n, per_dir)
-        fs._recold()
+        fs.recold()
     paths = meta_engine.tree_paths(root, n, per_dir) if op == "stat" else None
     options = {"op": op, "entries": str(n), "per_dir": str(per_dir)}
-    label = fs._unique(name or f"meta_{op}")
-    return fs._engine(label, judged, "meta", options,
+    label = fs.unique(name or f"meta_{op}")
+    return fs.measure_engine(label, judged, "meta", options,
                         lambda: meta_engine.run_meta(op, root, paths))
 
 
-def sysbench_step(fs: Fsperf, name: str | None, mode: str = "seqwr", files: int = 128,
+def sysbench_step(fs: Workspace, name: str | None, *, mode: str = "seqwr", files: int = 128,
               block: object = "16KiB", total: object = "1GiB", threads: int = 2,
               seconds: float = 120, judged: bool = True,
               where: str = "fsperf.sysbench()") -> WorkloadResult:
@@ -103,7 +103,7 @@ def sysbench_step(fs: Fsperf, name: str | None, mode: str = "seqwr", files: int 
                "size": total_b, "numjobs": threads, "thread": 1, "time_based": 1,
                "runtime": f"{secs:g}s", "file_service_type": "random"}
         # The same shape as the sysbench run: sizes and time are scaled already.
-        result = fs._fio(name or f"sysbench_{mode}", judged, job, where, scaled=True)
+        result = fs.run_fio(name or f"sysbench_{mode}", judged, job, where, scaled=True)
         note = "sysbench is not installed: run as the equivalent fio job"
         tagged = dataclasses.replace(result, notes=(*result.notes, note))
         fs.results[fs.results.index(result)] = tagged
@@ -111,12 +111,12 @@ def sysbench_step(fs: Fsperf, name: str | None, mode: str = "seqwr", files: int 
     cwd = os.path.join(fs.workdir, "sysbench")
     os.makedirs(cwd, exist_ok=True)
     base = sysbench_engine.args(mode, files, block_b, total_b, threads, secs)
-    deadline = (fs._state.settings.workload_timeout
+    deadline = (fs.settings.workload_timeout
                 or fio_engine.HANG_SLACK + secs + total_b / fio_engine.SLOWEST)
-    sysbench_engine.prepare(cwd, base, deadline, fs._on_hang)
-    fs._recold()
+    sysbench_engine.prepare(cwd, base, deadline, fs.on_hang)
+    fs.recold()
     options = {"mode": mode, "files": str(files), "block": str(block_b), "total": str(total_b),
                "threads": str(threads), "seconds": f"{secs:g}"}
-    label = fs._unique(name or f"sysbench_{mode}")
-    return fs._engine(label, judged, "sysbench", options,
-                        lambda: sysbench_engine.run(cwd, base, mode, threads, deadline, fs._on_hang))
+    label = fs.unique(name or f"sysbench_{mode}")
+    return fs.measure_engine(label, judged, "sysbench", options,
+                        lambda: sysbench_engine.run(cwd, base, mode, threads, deadline, fs.on_hang))

@@ -1,46 +1,57 @@
-"""Run a scenario's steps through the fixture: preparation unjudged, the last step judged."""
+"""Run a scenario's steps through a workspace: preparation unjudged, the last step judged."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+import inspect
+from collections.abc import Callable, Mapping
 
+from ..engine import steps
 from ..errors import UsageError
+from ..measure.workspace import Workspace
 from ..result import WorkloadResult
 from .juicefs import grade as juicefs_grade
 from .library import get
 
-if TYPE_CHECKING:
-    from ..fixture import Fsperf
+ENGINES: dict[str, Callable[..., WorkloadResult]] = {
+    "sysbench": steps.sysbench_step, "files": steps.files_step, "meta": steps.meta_step}
 
 
-def run_scenario(fs: Fsperf, scenario_id: str, overrides: Mapping[str, object],
+def _checked(engine: str, params: Mapping[str, object], where: str) -> None:
+    """A parameter the engine does not take is the user's mistake (an override): say so
+    before running, instead of reading a TypeError from inside a running engine."""
+    if engine == "fio":
+        return
+    try:
+        inspect.signature(ENGINES[engine]).bind(None, None, judged=True, where=where, **params)
+    except TypeError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+
+
+def run_scenario(fs: Workspace, scenario_id: str, overrides: Mapping[str, object],
                  where: str) -> WorkloadResult:
     sc = get(scenario_id, where)
     measured = [i for i, st in enumerate(sc.steps) if st.engine not in ("cold", "drop")]
     result: WorkloadResult | None = None
-    engines = {"sysbench": fs._sysbench, "files": fs._files, "meta": fs._meta}
     for i, step in enumerate(sc.steps):
         if step.engine == "cold":
-            fs._make_cold()
+            fs.cold_start()
             continue
         if step.engine == "drop":
-            fs._drop()
+            fs.drop_pages()
             continue
         final = i == measured[-1]
         params: dict[str, object] = {**step.params, **(overrides if final else {})}
-        name = fs._unique(sc.id if final else f"{sc.id}.prep{i}")
+        name = fs.unique(sc.id if final else f"{sc.id}.prep{i}")
+        _checked(step.engine, params, where)
+
         def once(label: str, step_engine: str = step.engine, judged: bool = final,
                  params: dict[str, object] = params) -> WorkloadResult:
             if step_engine == "fio":
-                return fs._fio(label, judged, params, where)
-            return engines[step_engine](label, judged=judged, where=where, **params)  # type: ignore[operator,no-any-return]
+                return fs.run_fio(label, judged, params, where)
+            return ENGINES[step_engine](fs, label, judged=judged, where=where, **params)
 
-        try:
-            result = fs._repeat(name, once) if final else once(name)
-        except TypeError as exc:
-            raise UsageError(f"{where}: {exc}") from None
+        result = fs.repeat(name, once) if final else once(name)
     assert result is not None
     graded = juicefs_grade(sc.id, result)
     notes = (*result.notes, graded) if graded else result.notes

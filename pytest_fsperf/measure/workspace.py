@@ -1,0 +1,362 @@
+"""A test's workspace on the filesystem under test: work dir, cold state, the measured
+window around each workload (daemon meter, cache-disk sampler, progress line), rounds."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from .. import cache, progress
+from ..diskmeter import DiskMeter
+from ..engine import fio as fio_engine
+from ..errors import MeasurementError, UsageError, WorkloadHung
+from ..meters import DaemonExited, DaemonMeter
+from ..mount.daemon import Lookup
+from ..options import Settings
+from ..result import DaemonStats, OpStats, WorkloadResult
+from ..session import FsperfSession, Target, safe_name
+
+UNKNOWN_DAEMON_CACHE = "unknown: existing mount, daemon not restarted"
+
+
+def _cpu() -> float:
+    """This process's CPU and that of its reaped children (sysbench), in seconds."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+WRITES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trimwrite"})
+FLUSHES = ("end_fsync", "fsync_on_close", "fsync", "fdatasync", "sync", "write_barrier")
+
+
+def _unflushed(job: dict[str, str], lookup: Lookup) -> tuple[str, ...]:
+    """A FUSE daemon may buffer writes and upload at close or later: say so when the job
+    did not make fio wait for it."""
+    if lookup.daemon is None or job.get("rw", "read") not in WRITES:
+        return ()
+    if any(job.get(k, "0") not in ("0", "none", "") for k in FLUSHES):
+        return ()
+    return ("writes not flushed: the figure may be the daemon's buffer, not the upload; "
+            "end_fsync=1 times it",)
+
+
+def _daemon_cache(lookup: Lookup, page: str | None, daemon_cold: str | None) -> str:
+    if lookup.daemon is None and lookup.note.startswith("no daemon"):
+        return "n/a: no daemon"
+    if page is None:
+        return "warm"
+    return daemon_cold or UNKNOWN_DAEMON_CACHE
+
+
+@dataclass
+class _Window:
+    """What a measured window saw around the workload: cache state, daemon, cache disk."""
+
+    lookup: Lookup
+    cache: str
+    daemon_cache: str
+    cold_steps: tuple[str, ...]
+    wall: float = 0.0
+    daemon: DaemonStats | None = None
+    disk_peak: int | None = None
+
+
+class Workspace:
+    """One test's measuring state on one target: its work dir, the pending cold start, the
+    measured window and rounds, and the results. The engines (engine/steps.py), scenarios
+    and A/B runner work through this public API; `Fsperf` is the test-facing face of it."""
+
+    def __init__(self, state: FsperfSession, target: Target, test: str, workdir: str,
+                 rounds: int = 1, warmup: bool = False) -> None:
+        self._state = state
+        self.target = target
+        self.test = test
+        self.workdir = Path(workdir)
+        self.results: list[WorkloadResult] = []
+        self.rounds = rounds  # each workload call runs this often; its figures are the medians
+        self.warmup = warmup  # and first once more, unjudged and discarded
+        self._cold: str | None = None  # page cache state for the next workload
+        self._daemon_cold: str | None = None
+        self._cold_steps: tuple[str, ...] = ()
+        self._cold_kind = "cold"  # or "drop": what a pending cold start re-applies
+        owned = target.owned
+        #: Directories whose peak disk use is sampled during each workload: the daemon's disk
+        #: cache of a mount the plugin owns; add your daemon's (e.g. ossfs's use_cache) here.
+        self.cache_dirs: list[str] = list(owned.rendered.cache_dirs) if owned else []
+        try:
+            self._fuse = target.mount().is_fuse
+        except (OSError, LookupError):
+            self._fuse = True  # unknown: do not call an fadvise cold
+
+    @property
+    def settings(self) -> Settings:
+        return self._state.settings
+
+    @property
+    def scale(self) -> float:
+        return self._state.settings.scale
+
+    @property
+    def mount(self) -> dict[str, object] | None:
+        """The backend the plugin mounted for this test (options redacted), or None."""
+        return self.target.describe()
+
+    # -- cold ----------------------------------------------------------------
+
+    def cold_start(self, options: tuple[str, ...] | None = None, after: tuple[str, ...] = ()) -> str:
+        """after: steps already taken for this cold start (a cold() before a layout pass)."""
+        steps = list(after)
+        owned = self.target.owned
+        self._daemon_cold = None
+        if owned is not None and owned.backend.has_daemon:
+            steps += self.remount(options, wipe=True)
+            wiped = any(s.startswith("wiped") for s in steps)
+            if owned.kept_caches:
+                self._daemon_cold = ("not cold: remounted, but its disk cache was kept: "
+                                     + "; ".join(owned.kept_caches))
+            else:
+                self._daemon_cold = "cold: remounted" + (", disk cache wiped" if wiped else "")
+        self._cold = cache.make_cold(str(self.workdir), self._fuse)
+        self._cold_steps = (*steps, self._cold.removeprefix("cold: "))
+        self._cold_kind = "cold"
+        return self._cold
+
+    def repeat(self, name: str, run: Callable[[str], WorkloadResult]) -> WorkloadResult:
+        """Run a workload `rounds` times (after an unjudged warm-up round, if asked), each
+        round after the same cold start or page-cache drop that was pending for the first.
+        The result is the median round, carrying every round's figures."""
+        if self.rounds == 1 and not self.warmup:
+            return run(name)
+        label = self.unique(name)
+        kind = self._cold_kind if self._cold is not None else None
+        runs: list[WorkloadResult] = []
+        total = self.rounds + (1 if self.warmup else 0)
+        for i in range(total):
+            if i and kind == "cold":
+                self.cold_start()
+            elif i and kind == "drop":
+                self.drop_pages()
+            warm = self.warmup and i == 0
+            runs.append(run(f"{label}.warmup" if warm else f"{label}.r{i + (0 if self.warmup else 1)}"))
+        for r in runs:
+            self.results.remove(r)
+        measured = runs[1:] if self.warmup else runs
+        key = "bw" if measured[0].io_bytes else "ops"
+        ordered = sorted(measured, key=lambda r: r.single_metrics().get(key) or 0.0)
+        base = ordered[(len(ordered) - 1) // 2]
+        notes = (f"warm-up round run first and discarded ({runs[0].name})",) if self.warmup else ()
+        result = dataclasses.replace(
+            base, name=label,
+            rounds=tuple({**r.single_metrics(), "seconds": r.wall_seconds} for r in measured),
+            notes=(*base.notes, *notes))
+        self.results.append(result)
+        return result
+
+    def remount(self, options: tuple[str, ...] | None, wipe: bool) -> list[str]:
+        owned = self.target.owned
+        assert owned is not None
+        steps = owned.remount(options, wipe=wipe)
+        # An object store keeps no empty directories: a fresh daemon may not know the work dir.
+        os.makedirs(self.workdir, exist_ok=True)
+        return steps
+
+    def _progress(self, label: str, counter: Callable[[], int]) -> progress.Progress | None:
+        terminal = self._state.progress_write
+        if terminal is None:
+            return None
+        line = progress.Progress(terminal[0], label, counter, terminal[1])
+        line.start()
+        return line
+
+    def _disk_meter(self) -> DiskMeter | None:
+        paths = [p for p in self.cache_dirs if os.path.isdir(p)]
+        if not paths:
+            return None
+        meter = DiskMeter(paths)
+        meter.start()
+        return meter
+
+    # -- fio -----------------------------------------------------------------
+
+    def unique(self, name: str) -> str:
+        taken = {r.name for r in self.results}
+        if name not in taken:
+            return name
+        n = 2
+        while f"{name}#{n}" in taken:
+            n += 1
+        return f"{name}#{n}"
+
+    def job(self, name: str | None, options: Mapping[str, object], where: str,
+             scaled: bool = False) -> tuple[str, dict[str, str]]:
+        """scaled: the options are already shrunk by --fsperf-scale (do not shrink again)."""
+        if name is not None and not fio_engine.valid_name(name):
+            raise UsageError(f"{where}: name={name!r} must be letters, digits, '_', '.', '-'")
+        job = fio_engine.build_job(dict(options), 1.0 if scaled else self.scale, where)
+        return name or job.get("rw", "read"), job
+
+    def run_fio(self, name: str | None, judged: bool, options: Mapping[str, object], where: str,
+             layout: bool = True, scaled: bool = False) -> WorkloadResult:
+        base, job = self.job(name, options, where, scaled)
+        return self.measure(self.unique(base), judged, job, layout)
+
+    def output(self, label: str) -> str:
+        return os.path.join(self._state.local_dir(), f"{safe_name(self.test)}-{safe_name(label)}")
+
+    def layout(self, job: dict[str, str], out: str) -> None:
+        """Create the files a read job needs, unmeasured; keep a pending cold() cold."""
+        spec = {**job, "create_only": "1"}
+        fio_engine.run_fio(fio_engine.command(spec, "fsperf", str(self.workdir), out + ".layout.json"),
+                           out + ".layout.json", self.deadline(job), self.on_hang)
+        self.recold()
+
+    def measure(self, label: str, judged: bool, job: dict[str, str], layout: bool) -> WorkloadResult:
+        out = self.output(label)
+        # One fio job name per test ("fsperf"): a read finds the files a write left.
+        if layout and fio_engine.is_reading(job):
+            self.layout(job, out)
+        proc = fio_engine.FioProcess(
+            fio_engine.command(job, "fsperf", str(self.workdir), out + ".json"), out + ".json.log")
+
+        def fio_io() -> int:
+            return progress.tree_io(proc.proc.pid) if proc.proc else 0
+
+        with self._window(label, fio_io, on_exit=proc.stop_now) as w:
+            proc.start()
+            try:
+                code, fio_cpu = proc.wait(self.deadline(job), self.on_hang)
+            except WorkloadHung as exc:
+                raise WorkloadHung(f"{label}: {exc}") from None
+            fio_engine.check_exit(code, out + ".json")
+        read, write, raw = fio_engine.parse_output(out + ".json")
+        return self._record(w, name=label, kind="fio", options=job, read=read, write=write,
+                            tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
+                            judged=judged, raw=raw, output_file=out + ".json",
+                            notes=_unflushed(job, w.lookup))
+
+    def deadline(self, job: dict[str, str]) -> float:
+        return self._state.settings.workload_timeout or fio_engine.deadline(job)
+
+    def on_hang(self) -> str:
+        """A workload ran past its deadline: name the daemon's state; on a mount the plugin
+        owns, abort the FUSE connection so that nothing stays stuck on it."""
+        lookup = self.target.lookup_daemon()
+        told = ""
+        if lookup.daemon is not None:
+            try:
+                told = f" (daemon PID {lookup.daemon.pid}: {psutil.Process(lookup.daemon.pid).status()})"
+            except psutil.Error:
+                told = f" (daemon PID {lookup.daemon.pid}: gone)"
+        if self.target.owned is not None:
+            told += self.target.owned.abort()
+        self.target.hung = "the filesystem stopped answering during a workload" + told
+        return told
+
+    # -- scenarios ------------------------------------------------------------
+
+    def drop_pages(self, after: tuple[str, ...] = ()) -> str:
+        self._cold = cache.make_cold(str(self.workdir), self._fuse)
+        self._daemon_cold = "kept: only the page cache was dropped"
+        self._cold_steps = (*after, self._cold.removeprefix("cold: "))
+        self._cold_kind = "drop"
+        return self._cold
+
+    def recold(self) -> None:
+        """After a layout pass: make a pending cold start (or page-cache drop) true again."""
+        if self._cold is None:
+            return
+        after = (*self._cold_steps, "layout")
+        if self._cold_kind == "drop":
+            self.drop_pages(after)
+        else:
+            self.cold_start(after=after)
+
+    # -- small files and metadata -------------------------------------------
+
+    def measure_engine(self, label: str, judged: bool, kind: str, options: dict[str, str],
+                run: Callable[[], OpStats]) -> WorkloadResult:
+        """Measure an in-process engine with the daemon meter, as fio is measured. Past the
+        workload deadline (--fsperf-workload-timeout, else an hour) the hang is handled as for
+        fio: on a mount the plugin owns, the aborted connection ends the engine's waits."""
+        timeout = self._state.settings.workload_timeout or 3600.0
+        fired = threading.Event()
+        told: list[str] = []
+
+        def hang() -> None:
+            fired.set()  # before the abort, which is what wakes the engine
+            told.append(self.on_hang())
+
+        timer = threading.Timer(timeout, hang)
+        timer.daemon = True
+        with self._window(label, progress.own_io) as w:
+            cpu0 = _cpu()
+            timer.start()
+            try:
+                ops = run()
+            except (MeasurementError, OSError):
+                if not fired.is_set():  # failed for a reason of its own
+                    raise
+            finally:
+                timer.cancel()
+            if fired.is_set():
+                timer.join()
+                raise WorkloadHung(f"{label}: did not finish within {timeout:g} s: the filesystem "
+                                   f"stopped answering{told[0]}")
+            cpu = _cpu() - cpu0
+        return self._record(w, name=label, kind=kind, options=options, read=None, write=None,
+                            tool_cpu_percent=100.0 * cpu / w.wall if w.wall > 0 else 0.0,
+                            judged=judged, ops=ops)
+
+    @contextlib.contextmanager
+    def _window(self, label: str, counter: Callable[[], int],
+                on_exit: Callable[[], None] | None = None) -> Iterator[_Window]:
+        """Take the pending cold state, then measure the body with the daemon meter, the
+        cache-disk sampler and the progress line. A failure because the daemon died is
+        reported as the daemon's death."""
+        lookup = self.target.lookup_daemon()  # after any remount
+        w = _Window(lookup, self._cold or cache.WARM,
+                    _daemon_cache(lookup, self._cold, self._daemon_cold),
+                    self._cold_steps if self._cold else ())
+        self._cold, self._daemon_cold, self._cold_steps = None, None, ()
+        meter = DaemonMeter(lookup.daemon, on_exit=on_exit) if lookup.daemon else None
+        disk = self._disk_meter()
+        shown = self._progress(label, counter)
+        try:
+            if meter:
+                meter.start()
+            t0 = time.monotonic()
+            try:
+                yield w
+            except (DaemonExited, WorkloadHung):  # the cause is named already
+                raise
+            except MeasurementError:
+                if meter:  # did the workload fail because the daemon died? Then say that.
+                    meter.stop(label)  # raises DaemonExited if it is gone
+                raise
+            w.wall = time.monotonic() - t0
+            w.daemon = meter.stop(label) if meter else None
+        finally:
+            if shown:
+                shown.stop()
+            if meter:
+                meter.abort()
+            w.disk_peak = disk.stop() if disk else None
+
+    def _record(self, w: _Window, **fields: Any) -> WorkloadResult:
+        result = WorkloadResult(
+            test=self.test, cache=w.cache, daemon_cache=w.daemon_cache, daemon=w.daemon,
+            daemon_note=w.lookup.note, wall_seconds=w.wall, mount=self.target.describe(),
+            cold_steps=w.cold_steps, cache_disk_peak_bytes=w.disk_peak, **fields)
+        self.results.append(result)
+        return result
+
+    # -- A/B -----------------------------------------------------------------
