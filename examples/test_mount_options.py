@@ -14,7 +14,7 @@ PARALLEL_UPLOAD = ["-o", "parallel_count=1", "-o", "multipart_size=5"]
 # One test per option set, with ids "defaults" and "parallel_count=1,multipart_size=5".
 # end_fsync=1: the upload happens at close; without it fio times only s3fs's local buffer.
 @pytest.mark.parametrize("options", mount_params("s3fs", [], PARALLEL_UPLOAD))
-@fsperf(min_bw="10MB/s")
+@fsperf(min_bw="1MB/s")  # a floor any machine clears; set your mount's own
 def test_s3fs_flushed_write(fsperf, options):
     fsperf.fio(name="write", rw="write", bs="1M", size="4G", direct=1, end_fsync=1)
 

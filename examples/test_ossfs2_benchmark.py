@@ -10,17 +10,17 @@ baseline; add --fsperf-gate=baseline to fail on a miss of more than 10%.
 from pytest_fsperf import fsperf
 
 
-@fsperf(min_bw="10MB/s")
+@fsperf(min_bw="1MB/s")  # a floor any machine clears; set your mount's own
 def test_seq_write(fsperf):
     fsperf.scenario("seq_write_1t")  # fio: rw=write bs=1M size=100G numjobs=1 direct=1
 
 
-@fsperf(min_bw="10MB/s")
+@fsperf(min_bw="1MB/s")  # a floor any machine clears; set your mount's own
 def test_seq_read(fsperf):
     fsperf.scenario("seq_read_1t")  # the same, read, after a cold start
 
 
-@fsperf(min_bw="10MB/s")
+@fsperf(min_bw="1MB/s")  # a floor any machine clears; set your mount's own
 def test_small_files_128_threads(fsperf):
     # The document's Go program, in-process: 128 threads, 100,000 files of 128 KiB each,
     # MB/s = bytes / 10^6 / seconds; also open, first-byte, whole-file and close latency.

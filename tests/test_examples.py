@@ -13,7 +13,18 @@ from pytest_fsperf.store.minio import find_minio
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def test_example_suite_passes_on_the_embedded_default(tmp_path):
+@pytest.fixture
+def cpu_hog():
+    """Both cores kept busy while the examples run: the README's first command must pass on
+    a loaded machine too (its assertions hold on any machine)."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    yield
+    for hog in hogs:
+        hog.kill()
+        hog.wait()
+
+
+def test_example_suite_passes_on_the_embedded_default(tmp_path, cpu_hog):
     if shutil.which("fio") is None:
         pytest.skip("fio is not installed (apt-get install fio)")
     out = subprocess.run(
