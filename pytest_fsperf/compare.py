@@ -13,11 +13,11 @@ from .errors import UsageError
 from .measure.workspace import Workspace
 from .result import WorkloadResult
 from .stats import shift
+from .vocab import METRICS as FIGURES
 
 Workload = Mapping[str, object] | Callable[["Workspace"], WorkloadResult]
 
-METRICS = ("bw", "iops", "lat_p99", "daemon_cpu", "daemon_rss")
-BIGGER_IS_BETTER = frozenset({"bw", "iops"})
+METRICS = ("bw", "iops", "lat_p99", "daemon_cpu", "daemon_rss")  # the figures an A/B compares
 
 
 def median(values: list[float | None]) -> float | None:
@@ -39,7 +39,7 @@ class MetricComparison:
 
     @property
     def bigger_is_better(self) -> bool:
-        return self.metric in BIGGER_IS_BETTER
+        return FIGURES[self.metric].bigger_is_better
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def _judged(metric: str, av: tuple[float | None, ...], bv: tuple[float | None, .
     _ratio, lo, hi, direction = shift(b, a, tolerance)
     outcome = {"same": "same", "unclear": "inconclusive"}.get(direction)
     if outcome is None:
-        better = (direction == "up") == (metric in BIGGER_IS_BETTER)
+        better = (direction == "up") == FIGURES[metric].bigger_is_better
         outcome = "B better" if better else "B worse"
     return MetricComparison(metric, av, bv, am, bm, ratio, lo, hi, outcome)
 

@@ -1,24 +1,32 @@
-"""Where the plugin keeps its state: config.stash and item.stash keys."""
+"""Where the plugin keeps its state: one config.stash key for the session, and per test
+item its plan, its mount request and its one record."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import pytest
 
-from . import runs
 from .backends.request import MountRequest
-from .baselines.check import Check
 from .compare import Comparison
+from .judge import Judgement
 from .plan import Plan
 from .result import WorkloadResult
 from .session import FsperfSession
 
+
+@dataclass
+class ItemRecord:
+    """What one test measured and how it was judged: filled by the fsperf fixture and, once,
+    by the call hook; the report rows are rendered from it."""
+
+    results: list[WorkloadResult] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)
+    judgement: Judgement | None = None
+
+
 STATE = pytest.StashKey[FsperfSession]()
 PLAN = pytest.StashKey[Plan]()
 PLAN_ERROR = pytest.StashKey[str]()
-RESULTS = pytest.StashKey[list[WorkloadResult]]()
-COMPARISONS = pytest.StashKey[list[Comparison]]()
 MOUNT = pytest.StashKey[MountRequest]()
-CHECKS = pytest.StashKey[dict[str, list[Check]]]()
-RUN_CMP = pytest.StashKey[dict[str, "runs.RunComparison"]]()
-VERDICTS = pytest.StashKey[dict[str, tuple[str, list[str]]]]()
-
+RECORD = pytest.StashKey[ItemRecord]()

@@ -8,41 +8,46 @@ measured and reported).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from . import units
 from .errors import UsageError
+from .vocab import METRICS, Metric
 
 
 @dataclass(frozen=True)
 class Keyword:
-    metric: str
+    """A marker keyword: a bound on one figure of the metric registry (vocab.METRICS)."""
+
+    figure: Metric
     bound: str  # "min" or "max"
-    label: str  # how the measured figure is named in messages
-    parse: Callable[[object], float]
-    show: Callable[[float], str]
 
+    @property
+    def metric(self) -> str:
+        return self.figure.key
 
-def _bw(value: object) -> float:
-    return units.parse_bytes(value, rate=True)
+    @property
+    def label(self) -> str:
+        return self.figure.label
+
+    def parse(self, value: object) -> float:
+        return self.figure.parse(value)
+
+    def show(self, value: float) -> str:
+        return self.figure.show(value)
 
 
 KEYWORDS: dict[str, Keyword] = {
-    "min_bw": Keyword("bw", "min", "bandwidth", _bw, units.format_rate),
-    "max_bw": Keyword("bw", "max", "bandwidth", _bw, units.format_rate),
-    "min_iops": Keyword("iops", "min", "IOPS", units.parse_rate_count, units.format_count),
-    "max_cpu": Keyword("daemon_cpu", "max", "daemon CPU", units.parse_percent,
-                       units.format_percent),
-    "max_rss": Keyword("daemon_rss", "max", "daemon peak memory", units.parse_bytes,
-                       units.format_mb),
-    "max_p99": Keyword("lat_p99", "max", "p99 latency", units.parse_duration_ns,
-                       units.format_duration),
-    "max_p50": Keyword("lat_p50", "max", "p50 latency", units.parse_duration_ns,
-                       units.format_duration),
-    "max_mean_lat": Keyword("lat_mean", "max", "mean latency", units.parse_duration_ns,
-                            units.format_duration),
-    "min_ops": Keyword("ops", "min", "ops/s", units.parse_rate_count, units.format_count),
+    "min_bw": Keyword(METRICS["bw"], "min"),
+    "max_bw": Keyword(METRICS["bw"], "max"),
+    "min_iops": Keyword(METRICS["iops"], "min"),
+    "max_cpu": Keyword(METRICS["daemon_cpu"], "max"),
+    "max_rss": Keyword(METRICS["daemon_rss"], "max"),
+    "max_p99": Keyword(METRICS["lat_p99"], "max"),
+    "max_p50": Keyword(METRICS["lat_p50"], "max"),
+    "max_mean_lat": Keyword(METRICS["lat_mean"], "max"),
+    "min_ops": Keyword(METRICS["ops"], "min"),
 }
 
 

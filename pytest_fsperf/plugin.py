@@ -6,6 +6,7 @@ import contextlib
 import signal
 import subprocess
 import threading
+import warnings
 from collections.abc import Generator, Iterator
 from typing import NoReturn
 
@@ -19,16 +20,18 @@ from .backends.request import MARKER_HELP as MOUNT_HELP
 from .baselines.check import entry_of, key_of
 from .errors import MeasurementError, UsageError, message
 from .fixture import Fsperf
-from .judging import finish
-from .keys import CHECKS, COMPARISONS, MOUNT, PLAN, PLAN_ERROR, RESULTS, RUN_CMP, STATE, VERDICTS
+from .judge import Earlier, Judgement, judge_item
+from .keys import MOUNT, PLAN, PLAN_ERROR, RECORD, STATE, ItemRecord
 from .lock import machine_lock
 from .options import add_options, read_settings
-from .plan import KEYWORDS, build_plan
+from .plan import KEYWORDS, Plan, build_plan
 from .report import benchmark_json
 from .report.reporter import Reporter, live_line
+from .result import WorkloadResult
 from .session import FsperfSession, Target
 from .store.minio import INSTALL as MINIO_INSTALL
 from .store.minio import S3Server, find_minio, start_minio
+from .vocab import Outcome
 
 MARKER_HELP = ("fsperf(**thresholds): performance thresholds for the test's measured workloads: "
                + ", ".join(KEYWORDS))
@@ -215,8 +218,7 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
             rounds = plan.rounds if plan and plan.rounds is not None else s.rounds
             warmup = plan.warmup if plan and plan.warmup is not None else s.warmup
             handle = Fsperf(state, target, request.node.nodeid, workdir, rounds, warmup)
-            request.node.stash[RESULTS] = handle.results
-            request.node.stash[COMPARISONS] = handle.comparisons
+            request.node.stash[RECORD] = ItemRecord(handle.results, handle.comparisons)
             yield handle
         finally:
             problem = target.remove(workdir) if workdir else None
@@ -234,14 +236,14 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         outcome = yield
     except BaseException as exc:
         with contextlib.suppress(UsageError):
-            finish(item)
+            _judge(item)
         if not isinstance(exc, FAULTS):
             raise
         text = message(exc)
     if text is not None:
         fail(text)
     try:
-        failures = finish(item)
+        failures = _judge(item)
     except FAULTS as exc:
         failures = [message(exc)]
     if failures:
@@ -249,29 +251,79 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     return outcome
 
 
+def _properties(item: pytest.Item, results: list[WorkloadResult]) -> None:
+    """Each figure as a JUnit XML property."""
+    for r in results:
+        figures: dict[str, object] = {"bw_bytes": r.bw_bytes, "iops": r.iops,
+                                      "lat_p99_ns": r.lat_p99_ns, "cache": r.cache}
+        if r.daemon:
+            figures.update(daemon_cpu_percent=round(r.daemon.cpu_percent, 1),
+                           daemon_peak_rss_bytes=r.daemon.peak_rss_bytes,
+                           daemon_peak_rss_method=r.daemon.peak_rss_method)
+        else:
+            figures["daemon"] = r.daemon_note
+        for key, value in figures.items():
+            item.user_properties.append((f"fsperf.{r.name}.{key}", value))
+
+
+def _judge(item: pytest.Item) -> list[str]:
+    """Judge the test's workloads once into its record; returns the lines it fails with.
+    Inconclusive lines fail it, or are warnings pointing at the test (--fsperf-inconclusive)."""
+    record = item.stash.get(RECORD, None)
+    if record is None or record.judgement is not None:
+        return []
+    state = item.config.stash[STATE]
+    s = state.settings
+    plan = item.stash.get(PLAN, Plan(item.nodeid, ()))
+    _properties(item, record.results)
+    name = plan.baseline or s.baseline
+    where = f"{item.nodeid}: fsperf marker baseline" if plan.baseline else s.baseline_where
+    baseline = state.baseline(name, where) if name is not None else None
+    earlier = Earlier(state.earlier_name, state.earlier, state.env) if state.earlier_name else None
+    j = judge_item(plan, record.results, baseline, s.gate == "baseline", earlier)
+    record.judgement = j
+    failures = list(j.failures)
+    if s.inconclusive == "fail":
+        failures += j.unsure
+    else:
+        path, line, _ = item.location
+        for text in j.unsure:
+            warnings.warn_explicit(pytest.PytestWarning(f"fsperf: {text}"), pytest.PytestWarning,
+                                   str(item.config.rootpath / path), (line or 0) + 1)
+    return failures + (j.notes if failures else [])
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.when == "call" and item.stash.get(RESULTS, None):
-        verdicts = item.stash.get(VERDICTS, {})
-        rows = []
-        checks = item.stash.get(CHECKS, {})
-        for r in item.stash[RESULTS]:
-            data = r.to_dict()
-            data["verdict"], data["failures"] = verdicts.get(r.name, ("-", []))
-            data["baseline_checks"] = [c.to_dict() for c in checks.get(r.name, [])]
-            data["baseline_key"], data["baseline_entry"] = key_of(r), entry_of(r)
-            data["fingerprint"] = runs.fingerprint(r.scenario, r.options, r.mount,
-                                                   item.config.stash[STATE].env)
-            earlier = item.stash.get(RUN_CMP, {}).get(r.name)
-            data["run_comparison"] = earlier.to_dict() if earlier else None
-            rows.append(data)
-        report.fsperf_results = rows  # type: ignore[attr-defined]  # travels through xdist
-    if report.when == "call" and item.stash.get(COMPARISONS, None):
+    record = item.stash.get(RECORD, None)
+    if report.when != "call" or record is None:
+        return report
+    if record.results:
+        report.fsperf_results = _rows(item, record)  # type: ignore[attr-defined]  # through xdist
+    if record.comparisons:
         report.fsperf_comparisons = [  # type: ignore[attr-defined]
-            c.to_dict() for c in item.stash[COMPARISONS]]
+            c.to_dict() for c in record.comparisons]
     return report
+
+
+def _rows(item: pytest.Item, record: ItemRecord) -> list[dict[str, object]]:
+    """The test's results as report rows, with the one judgement rendered into them."""
+    j = record.judgement or Judgement({})
+    env = item.config.stash[STATE].env
+    rows = []
+    for r in record.results:
+        data = r.to_dict()
+        data["verdict"] = j.outcomes.get(r.name, Outcome.NOT_JUDGED).value
+        data["failures"] = j.lines_of(r.name)
+        data["baseline_checks"] = [c.to_dict() for c in j.checks.get(r.name, [])]
+        data["baseline_key"], data["baseline_entry"] = key_of(r), entry_of(r)
+        data["fingerprint"] = runs.fingerprint(r.scenario, r.options, r.mount, env)
+        earlier = j.earlier.get(r.name)
+        data["run_comparison"] = earlier.to_dict() if earlier else None
+        rows.append(data)
+    return rows
 
 

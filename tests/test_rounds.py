@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_fsperf.judge import judge
 from pytest_fsperf.plan import build_plan
 from pytest_fsperf.result import IoStats, WorkloadResult
-from pytest_fsperf.verdict import FAIL, INCONCLUSIVE, PASS, judge
+from pytest_fsperf.vocab import Outcome
+
+FAIL, INCONCLUSIVE, PASS = Outcome.FAIL, Outcome.INCONCLUSIVE, Outcome.PASS
 
 
 def io(bw: float) -> IoStats:

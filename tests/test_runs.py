@@ -70,6 +70,9 @@ def test_save_then_compare(pytester):
                            "--fsperf-scale=0.5", "--fsperf-inconclusive=warn")
     r.assert_outcomes(passed=1, warnings=1)
     r.stdout.fnmatch_lines(["*incomparable (workload, scale differ)*"])
+    # The warning points at the test, not at the plugin's source.
+    r.stdout.fnmatch_lines(["*/test_save_then_compare.py:1: PytestWarning: fsperf: w: not compared*"])
+    assert "judging.py" not in r.stdout.str() and "plugin.py" not in r.stdout.str()
     r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-compare=nope")
     r.stderr.fnmatch_lines(["*--fsperf-compare=nope (command line): no saved run 'nope' in * (have: base)*"])
 

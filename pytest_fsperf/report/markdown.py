@@ -6,6 +6,7 @@ import html
 import re
 from typing import Any
 
+from ..vocab import Outcome
 from . import terminal
 
 
@@ -36,9 +37,9 @@ def document(env: dict[str, Any], results: list[dict[str, Any]], comparisons: li
            _text(f"{m.get('cpus')} CPUs ({m.get('cpu_model')}), kernel {env.get('kernel')}, "
                  f"fio {env.get('fio') or '-'}, scale {env.get('scale')}"
                  + (f", {mount.get('fstype')} at {mount.get('mount_point')}" if mount else "")), ""]
-    verdicts = [r.get("verdict", "-") for r in results]
-    failing = sum(v in ("FAIL", "REGRESSION") for v in verdicts)
-    unsure = sum(v in ("INCONCLUSIVE", "INCOMPARABLE") for v in verdicts)
+    verdicts = [Outcome.of(r.get("verdict")) for r in results]
+    failing = sum(v.failing for v in verdicts)
+    unsure = sum(v.unsure for v in verdicts)
     out += [f"**{len(results)} workloads**, {failing} failing, {unsure} inconclusive", ""]
     if results:
         out += [*_table(terminal.HEADER, [terminal.row(r) for r in results]), ""]

@@ -1,15 +1,14 @@
-"""Judge a test's measured workloads against its plan."""
+"""Judge a test's measured workloads against the thresholds of its plan."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import UsageError
-from .plan import Plan
-from .result import WorkloadResult
-from .stats import median_ci
-
-PASS, FAIL, NONE, UNJUDGED, INCONCLUSIVE = "pass", "FAIL", "-", "partial", "INCONCLUSIVE"
+from ..errors import UsageError
+from ..plan import Plan
+from ..result import WorkloadResult
+from ..stats import median_ci
+from ..vocab import Outcome
 
 
 @dataclass
@@ -17,7 +16,7 @@ class Verdict:
     failures: list[str] = field(default_factory=list)
     inconclusive: list[str] = field(default_factory=list)  # the rounds' spread straddles a limit
     notes: list[str] = field(default_factory=list)
-    per_workload: dict[str, str] = field(default_factory=dict)
+    per_workload: dict[str, Outcome] = field(default_factory=dict)
 
 
 def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
@@ -26,7 +25,8 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
     verdict = Verdict()
     judged = [r for r in results if r.judged]
     for r in results:
-        verdict.per_workload[r.name] = NONE if not (plan.thresholds and r.judged) else PASS
+        verdict.per_workload[r.name] = (Outcome.PASS if plan.thresholds and r.judged
+                                     else Outcome.NOT_JUDGED)
     if plan.thresholds and not judged:
         raise UsageError(f"{plan.test}: has fsperf thresholds but measured no judged workload "
                          "(use the fsperf fixture, e.g. fsperf.fio(...))")
@@ -41,8 +41,8 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
             measured = r.metrics()[metric]
             if measured is None:
                 verdict.notes.append(f"{r.name}: {threshold.keyword} not judged ({r.daemon_note})")
-                if verdict.per_workload[r.name] == PASS:
-                    verdict.per_workload[r.name] = UNJUDGED
+                if verdict.per_workload[r.name] == Outcome.PASS:
+                    verdict.per_workload[r.name] = Outcome.PARTIAL
                 continue
             values = r.values(metric)
             lo, hi = median_ci(values) if len(values) > 1 else (measured, measured)
@@ -52,12 +52,11 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
                 continue
             if not threshold.holds(lo) and not threshold.holds(hi):
                 verdict.failures.append(threshold.describe_failure(r.name, measured) + spread)
-                verdict.per_workload[r.name] = FAIL
+                verdict.per_workload[r.name] = Outcome.FAIL
             else:
                 verdict.inconclusive.append(
                     f"{r.name}: {threshold.keyword} {threshold.text} inconclusive: "
                     f"{threshold.spec.label} {threshold.spec.show(measured)}{spread}; "
                     "run more rounds (--fsperf-rounds) or steady the machine")
-                if verdict.per_workload[r.name] != FAIL:
-                    verdict.per_workload[r.name] = INCONCLUSIVE
+                verdict.per_workload[r.name] = verdict.per_workload[r.name].worst(Outcome.INCONCLUSIVE)
     return verdict

@@ -1,0 +1,78 @@
+"""A test's measured workloads judged once, as data: thresholds, baseline, saved run.
+
+Pure functions of the plan, the results and what they are compared with; the plugin stores
+the Judgement in the test's one record and every report renders it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import runs
+from ..baselines import Baseline
+from ..baselines.check import Check, check
+from ..plan import Plan
+from ..result import WorkloadResult
+from ..vocab import Outcome
+from .thresholds import Verdict, judge
+
+__all__ = ["Earlier", "Judgement", "Verdict", "judge", "judge_item"]
+
+RUN_OUTCOMES = {runs.REGRESSION: Outcome.REGRESSION, runs.INCONCLUSIVE: Outcome.INCONCLUSIVE,
+                runs.INCOMPARABLE: Outcome.INCOMPARABLE}
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """A saved run to compare with (--fsperf-compare): its name and results by TEST::WORKLOAD."""
+
+    name: str
+    results: Mapping[str, dict[str, Any]]
+    env: dict[str, Any]  # this run's environment, for the fingerprints
+
+
+@dataclass
+class Judgement:
+    outcomes: dict[str, Outcome]  # per workload
+    failures: list[str] = field(default_factory=list)  # fail the test
+    unsure: list[str] = field(default_factory=list)  # inconclusive or incomparable
+    notes: list[str] = field(default_factory=list)  # shown with failures (e.g. "not judged")
+    checks: dict[str, list[Check]] = field(default_factory=dict)  # against the baseline
+    earlier: dict[str, runs.RunComparison] = field(default_factory=dict)  # against a saved run
+
+    def lines_of(self, workload: str) -> list[str]:
+        """The failure and inconclusive lines behind one workload's outcome."""
+        return [f for f in self.failures + self.unsure if f.startswith(workload + ":")]
+
+
+def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | None = None,
+               gated: bool = False, earlier: Earlier | None = None) -> Judgement:
+    """Raises UsageError for thresholds no workload of the test can answer."""
+    verdict = judge(plan, results)
+    j = Judgement(dict(verdict.per_workload), list(verdict.failures), list(verdict.inconclusive),
+                  list(verdict.notes))
+    judged = [r for r in results if r.judged]
+    if baseline is not None:
+        for r in judged:
+            j.checks[r.name] = check(r, baseline, plan.tolerance)
+            for c in j.checks[r.name]:
+                if gated and c.ok is False:
+                    j.failures.append(c.message(r.name, plan.tolerance))
+                    j.outcomes[r.name] = Outcome.FAIL
+    if earlier is not None:
+        for r in judged:
+            old = earlier.results.get(f"{r.test}::{r.name}")
+            if old is None:
+                continue
+            new = {"total": r.total(), "rounds": list(r.rounds),
+                   "fingerprint": runs.fingerprint(r.scenario, r.options, r.mount, earlier.env)}
+            cmp = runs.compare(earlier.name, f"{r.test}::{r.name}", old, new, plan.tolerance)
+            j.earlier[r.name] = cmp
+            outcome = RUN_OUTCOMES.get(cmp.outcome)
+            if outcome is None:
+                continue
+            (j.failures if outcome.failing else j.unsure).append(cmp.message(plan.tolerance, r.name))
+            j.outcomes[r.name] = j.outcomes[r.name].worst(outcome)
+    return j

@@ -1,0 +1,73 @@
+"""The plugin's words as types: the outcome of a judgement and the figures it judges.
+
+Outcome values are what the reports print (and what travels in JSON and through xdist);
+code compares members, never text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+from . import units
+
+
+class Outcome(str, Enum):
+    """A workload's verdict, from no judgement to a failing one."""
+
+    NOT_JUDGED = "-"
+    PASS = "pass"
+    PARTIAL = "partial"  # passed all it could be judged on; a daemon figure could not be
+    INCONCLUSIVE = "INCONCLUSIVE"  # an interval straddles a limit, or a saved run cannot decide
+    INCOMPARABLE = "INCOMPARABLE"  # the saved run measured something else
+    REGRESSION = "REGRESSION"  # slower than the saved run, beyond the tolerance
+    FAIL = "FAIL"  # a threshold, or a gated baseline, missed
+
+    @property
+    def severity(self) -> int:
+        return list(Outcome).index(self)
+
+    @property
+    def failing(self) -> bool:
+        return self in (Outcome.FAIL, Outcome.REGRESSION)
+
+    @property
+    def unsure(self) -> bool:
+        return self in (Outcome.INCONCLUSIVE, Outcome.INCOMPARABLE)
+
+    def worst(self, other: Outcome) -> Outcome:
+        return self if self.severity >= other.severity else other
+
+    @classmethod
+    def of(cls, text: object) -> Outcome:
+        """A verdict as a report row carries it (a string); unknown text is not judged."""
+        try:
+            return cls(text)
+        except ValueError:
+            return cls.NOT_JUDGED
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str  # how the figure is named in messages
+    parse: Callable[[object], float]  # a threshold as the user writes it
+    show: Callable[[float], str]
+    bigger_is_better: bool
+
+
+def _bw(value: object) -> float:
+    return units.parse_bytes(value, rate=True)
+
+
+METRICS: dict[str, Metric] = {m.key: m for m in (
+    Metric("bw", "bandwidth", _bw, units.format_rate, True),
+    Metric("iops", "IOPS", units.parse_rate_count, units.format_count, True),
+    Metric("ops", "ops/s", units.parse_rate_count, units.format_count, True),
+    Metric("daemon_cpu", "daemon CPU", units.parse_percent, units.format_percent, False),
+    Metric("daemon_rss", "daemon peak memory", units.parse_bytes, units.format_mb, False),
+    Metric("lat_p99", "p99 latency", units.parse_duration_ns, units.format_duration, False),
+    Metric("lat_p50", "p50 latency", units.parse_duration_ns, units.format_duration, False),
+    Metric("lat_mean", "mean latency", units.parse_duration_ns, units.format_duration, False),
+)}
