@@ -19,6 +19,30 @@ from pytest_fsperf.mount.daemon import find_daemon
 from pytest_fsperf.mount.mountinfo import read_mounts
 
 
+# Test tiers, by what a test needs (pytest -m unit: the quick tier, no fio, no mounts):
+#   unit  pure logic; no fio, no mounts, no servers
+#   fio   runs fio or the engines through pytester on the embedded default
+#   fuse  real FUSE mounts (bindfs, rclone over a local dir), as root
+#   s3    MinIO with s3fs or rclone over it
+S3_FIXTURES = {"minio", "fsperf_s3"}
+FUSE_FIXTURES = {"bindfs", "bindfs_mount"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        marks = {m.name for m in item.iter_markers()}
+        if fixtures & S3_FIXTURES or "s3" in marks:
+            tier = "s3"
+        elif fixtures & FUSE_FIXTURES or marks & {"integration", "fuse"}:
+            tier = "fuse"
+        elif "pytester" in fixtures or "fio" in marks:
+            tier = "fio"
+        else:
+            tier = "unit"
+        item.add_marker(getattr(pytest.mark, tier))
+
+
 def need(binary: str) -> str:
     path = shutil.which(binary)
     if path is None:

@@ -36,6 +36,7 @@ def test_bad_options(kw, needle):
     assert needle in str(exc.value) and str(exc.value).startswith("t::test_x: fsperf.fio()")
 
 
+@pytest.mark.fio  # names fio's path
 def test_command_owns_directory_output_and_grouping():
     args = command({"rw": "read", "thread": "1"}, "fsperf", "/mnt/w", "/tmp/o.json")
     assert args[1:] == ["--name=fsperf", "--directory=/mnt/w", "--group_reporting",
