@@ -1,0 +1,65 @@
+"""Every renderer over one canned results file (a real run: fio, rounds, the small-file
+engine, a scenario against a baseline, an A/B on bindfs, a failing threshold), compared
+with golden output. FSPERF_UPDATE_GOLDEN=1 rewrites the golden files after a deliberate
+change; read the diff before committing it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from pytest_fsperf.report import benchmark_json, html, jsonout, markdown, terminal
+
+DATA = Path(__file__).parent / "data"
+GOLDEN = DATA / "golden"
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((DATA / "canned-results.json").read_text())
+    return data
+
+
+def golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("FSPERF_UPDATE_GOLDEN") == "1":
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} differs from its golden file"
+
+
+def test_the_canned_file_matches_the_schema(doc):
+    jsonschema.validate(doc, jsonout.schema())
+
+
+def test_terminal(doc):
+    results = doc["results"]
+    lines = [*terminal.table(results), *terminal.footnotes(results)]
+    for c in doc["comparisons"]:
+        lines += terminal.comparison(c)
+    lines += terminal.baseline_checks(results, False) + terminal.run_comparisons(results)
+    golden("terminal.txt", "\n".join(lines) + "\n")
+
+
+def test_markdown(doc):
+    golden("summary.md", markdown.document(doc["environment"], doc["results"], doc["comparisons"],
+                                           False))
+
+
+def test_html(doc):
+    page = html.document(doc["environment"], doc["results"], doc["comparisons"], False)
+    golden("report.html", page)
+
+
+def test_benchmark_files(doc):
+    bigger, smaller = markdown.benchmark_action(doc["results"])
+    golden("benchmark-action.json", json.dumps({"bigger": bigger, "smaller": smaller}, indent=1,
+                                                sort_keys=True) + "\n")
+    pb = benchmark_json.document(doc["results"], doc["environment"])
+    for bench in pb["benchmarks"]:
+        bench.pop("fullname", None)
+    golden("pytest-benchmark.json", json.dumps(pb["benchmarks"], indent=1, sort_keys=True) + "\n")
