@@ -18,7 +18,6 @@ import pytest
 from pytest_fsperf.mount.daemon import find_daemon
 from pytest_fsperf.mount.mountinfo import read_mounts
 
-
 # Test tiers, by what a test needs (pytest -m unit: the quick tier, no fio, no mounts):
 #   unit  pure logic; no fio, no mounts, no servers
 #   fio   runs fio or the engines through pytester on the embedded default
