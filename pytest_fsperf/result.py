@@ -11,6 +11,12 @@ from .stats import mad, median_ci
 SHORT_WINDOW = 0.5  # s: daemon CPU over a shorter window (10 ms clock ticks) says little
 
 
+def countable_cpu(wall_seconds: float, cpu_percent: float) -> float | None:
+    """The daemon's CPU% where its window was long enough for CPU time counted in 10 ms
+    ticks to mean something; None (shown '-', not judged) otherwise. The one such rule."""
+    return cpu_percent if wall_seconds >= SHORT_WINDOW else None
+
+
 @dataclass(frozen=True)
 class IoStats:
     """One direction (read or write) of a fio job, as fio reported it."""
@@ -143,9 +149,8 @@ class WorkloadResult:
             "lat_mean": self._worst("lat_mean_ns"),
             "lat_p50": self._worst("lat_p50_ns"),
             "lat_p99": self.lat_p99_ns,
-            # CPU time counts in 10 ms ticks: a shorter window cannot be judged.
-            "daemon_cpu": self.daemon.cpu_percent
-            if self.daemon and self.daemon.wall_seconds >= SHORT_WINDOW else None,
+            "daemon_cpu": countable_cpu(self.daemon.wall_seconds, self.daemon.cpu_percent)
+            if self.daemon else None,
             "daemon_rss": float(self.daemon.peak_rss_bytes) if self.daemon else None,
         }
         return {k: v for k, v in figures.items() if v is not None or k.startswith("daemon_")}

@@ -12,6 +12,8 @@ from pytest_fsperf.store.minio import find_minio
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
+pytestmark = pytest.mark.fio
+
 
 @pytest.fixture
 def cpu_hog():

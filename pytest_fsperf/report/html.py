@@ -9,6 +9,7 @@ import html
 from typing import Any
 
 from .. import units
+from ..result import countable_cpu
 from ..stats import median
 from . import terminal
 
@@ -85,8 +86,8 @@ def document(env: dict[str, Any], results: list[dict[str, Any]], comparisons: li
               if not r.get("rounds") and r["total"].get("io_bytes")]
     body.append("<h2>Bandwidth</h2>" + bar_chart("bandwidth per workload and round", per_round + single,
                                                   units.format_rate))
-    cpu = [(_label(r), r["daemon"]["cpu_percent"], "#e07b39") for r in results
-           if r.get("daemon") and r["daemon"]["wall_seconds"] >= terminal.SHORT_WINDOW]
+    cpu = [(_label(r), shown, "#e07b39") for r in results if r.get("daemon") and
+           (shown := countable_cpu(r["daemon"]["wall_seconds"], r["daemon"]["cpu_percent"])) is not None]
     mem = [(_label(r), r["daemon"]["peak_rss_bytes"], "#8e44ad") for r in results if r.get("daemon")]
     if cpu or mem:
         body.append("<h2>FUSE daemon</h2>" + bar_chart("daemon CPU (100% = one core)", cpu,

@@ -6,6 +6,7 @@ import html
 import re
 from typing import Any
 
+from ..result import countable_cpu
 from ..vocab import Outcome
 from . import terminal
 
@@ -71,6 +72,7 @@ def benchmark_action(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]
         if d:
             smaller.append({"name": f"{name} daemon peak memory", "unit": "MB",
                             "value": d["peak_rss_bytes"] / 1e6})
-            if d["wall_seconds"] >= terminal.SHORT_WINDOW:
-                smaller.append({"name": f"{name} daemon CPU", "unit": "%", "value": d["cpu_percent"]})
+            cpu = countable_cpu(d["wall_seconds"], d["cpu_percent"])
+            if cpu is not None:
+                smaller.append({"name": f"{name} daemon CPU", "unit": "%", "value": cpu})
     return bigger, smaller

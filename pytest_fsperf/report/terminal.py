@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import units
 from ..baselines.check import SHOW as BASELINE_SHOW
-from ..result import SHORT_WINDOW as SHORT_WINDOW
+from ..result import SHORT_WINDOW, countable_cpu
 
 HEADER = ("test", "workload", "bandwidth", "IOPS or ops", "p99 lat", "daemon CPU", "daemon peak mem",
           "cache", "verdict")
@@ -34,12 +34,13 @@ def _daemon_cells(r: dict[str, Any]) -> tuple[str, str]:
         note = r.get("daemon_note", "")
         short = "no daemon" if note.startswith("no daemon") else "not found"
         return short, short
-    if d["wall_seconds"] < SHORT_WINDOW:
+    cpu = countable_cpu(d["wall_seconds"], d["cpu_percent"])
+    if cpu is None:
         return "-", units.format_mb(d["peak_rss_bytes"])
     mem = units.format_mb(d["peak_rss_bytes"])
     if d["peak_rss_method"] != "VmHWM":
         mem += " (sampled)"
-    return units.format_percent(d["cpu_percent"]), mem
+    return units.format_percent(cpu), mem
 
 
 def cache_cell(r: dict[str, Any]) -> str:
@@ -102,7 +103,8 @@ def footnotes(results: list[dict[str, Any]]) -> list[str]:
     if any(r.get("daemon") and r["daemon"]["peak_rss_method"] != "VmHWM" for r in results):
         notes.append("(sampled): the kernel refused to reset VmHWM; peak memory is the highest "
                      "RSS sampled every 0.25 s and may miss short peaks")
-    if any(r.get("daemon") and r["daemon"]["wall_seconds"] < SHORT_WINDOW for r in results):
+    if any(r.get("daemon") and countable_cpu(r["daemon"]["wall_seconds"], 0.0) is None
+           for r in results):
         notes.append(f"daemon CPU '-': the workload took under {SHORT_WINDOW:g} s, too short for CPU "
                      "time counted in 10 ms ticks")
     notes += [f"{short_test(r)} {r['name']}: {n}" for r in results for n in r.get("notes", [])]
