@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import units
-from .compare import Comparison, Workload, run_compare
+from .ab import Comparison, Workload, run_compare
 from .engine import steps
 from .errors import UsageError
 from .measure.workspace import Workspace

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from .ab import Comparison
 from .backends.request import MountRequest
-from .compare import Comparison
 from .judge import Judgement
 from .plan import Plan
 from .result import WorkloadResult

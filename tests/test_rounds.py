@@ -101,7 +101,7 @@ def test_rounds_and_warmup_on_a_real_run(pytester):
 
 
 def test_ab_outcomes_follow_the_direction_of_each_figure():
-    from pytest_fsperf.compare import compare
+    from pytest_fsperf.ab import compare
 
     def r(bw: float, cpu: float) -> WorkloadResult:
         base = result(bw)

@@ -1,4 +1,5 @@
-"""A/B comparison of two mount-option sets: per-round figures, medians and B/A ratios."""
+"""A/B of two mount-option sets in one session (fsperf.compare): interleaved rounds, each after
+a cold remount, per-round figures, medians and B/A ratios. (Saved runs are runs.py.)"""
 
 from __future__ import annotations
 
