@@ -129,7 +129,7 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
                 fs.cold_start(options)
                 if job is not None:
                     label = fs.unique(f"{base}[{variant}{n}]")
-                    result = fs.measure(label, False, job, layout=False)
+                    result = fs.keep(fs.measure(label, False, job, layout=False))
                 else:
                     assert callable(workload)
                     result = workload(fs)

@@ -105,9 +105,7 @@ def sysbench_step(fs: Workspace, name: str | None, *, mode: str = "seqwr", files
         # The same shape as the sysbench run: sizes and time are scaled already.
         result = fs.run_fio(name or f"sysbench_{mode}", judged, job, where, scaled=True)
         note = "sysbench is not installed: run as the equivalent fio job"
-        tagged = dataclasses.replace(result, notes=(*result.notes, note))
-        fs.results[fs.results.index(result)] = tagged
-        return tagged
+        return dataclasses.replace(result, notes=(*result.notes, note))
     cwd = os.path.join(fs.workdir, "sysbench")
     os.makedirs(cwd, exist_ok=True)
     base = sysbench_engine.args(mode, files, block_b, total_b, threads, secs)

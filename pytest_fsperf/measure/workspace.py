@@ -130,25 +130,37 @@ class Workspace:
         self._cold_kind = "cold"
         return self._cold
 
-    def repeat(self, name: str, run: Callable[[str], WorkloadResult]) -> WorkloadResult:
+    def keep(self, result: WorkloadResult) -> WorkloadResult:
+        """Add a finished result to the test's results (the measuring calls return theirs
+        without keeping them, so nothing kept is ever patched in place)."""
+        self.results.append(result)
+        return result
+
+    def repeat(self, name: str, run: Callable[[str], WorkloadResult],
+               tag: Callable[[WorkloadResult], WorkloadResult] | None = None) -> WorkloadResult:
         """Run a workload `rounds` times (after an unjudged warm-up round, if asked), each
         round after the same cold start or page-cache drop that was pending for the first.
-        The result is the median round, carrying every round's figures."""
+        The result is the median round, carrying every round's figures; `tag` finishes it
+        (a scenario's id and notes) before it is kept."""
+        finish = tag or (lambda r: r)
         if self.rounds == 1 and not self.warmup:
-            return run(name)
+            return self.keep(finish(run(name)))
         label = self.unique(name)
         kind = self._cold_kind if self._cold is not None else None
         runs: list[WorkloadResult] = []
         total = self.rounds + (1 if self.warmup else 0)
-        for i in range(total):
-            if i and kind == "cold":
-                self.cold_start()
-            elif i and kind == "drop":
-                self.drop_pages()
-            warm = self.warmup and i == 0
-            runs.append(run(f"{label}.warmup" if warm else f"{label}.r{i + (0 if self.warmup else 1)}"))
-        for r in runs:
-            self.results.remove(r)
+        try:
+            for i in range(total):
+                if i and kind == "cold":
+                    self.cold_start()
+                elif i and kind == "drop":
+                    self.drop_pages()
+                warm = self.warmup and i == 0
+                runs.append(run(f"{label}.warmup" if warm else f"{label}.r{i + (0 if self.warmup else 1)}"))
+        except BaseException:
+            for r in runs:  # the rounds measured before the fault are still reported
+                self.keep(r)
+            raise
         measured = runs[1:] if self.warmup else runs
         key = "bw" if measured[0].io_bytes else "ops"
         ordered = sorted(measured, key=lambda r: r.single_metrics().get(key) or 0.0)
@@ -158,8 +170,7 @@ class Workspace:
             base, name=label,
             rounds=tuple({**r.single_metrics(), "seconds": r.wall_seconds} for r in measured),
             notes=(*base.notes, *notes))
-        self.results.append(result)
-        return result
+        return self.keep(finish(result))
 
     def remount(self, options: tuple[str, ...] | None, wipe: bool) -> list[str]:
         owned = self.target.owned
@@ -356,7 +367,6 @@ class Workspace:
             test=self.test, cache=w.cache, daemon_cache=w.daemon_cache, daemon=w.daemon,
             daemon_note=w.lookup.note, wall_seconds=w.wall, mount=self.target.describe(),
             cold_steps=w.cold_steps, cache_disk_peak_bytes=w.disk_peak, **fields)
-        self.results.append(result)
         return result
 
     # -- A/B -----------------------------------------------------------------

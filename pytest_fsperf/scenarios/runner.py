@@ -51,10 +51,13 @@ def run_scenario(fs: Workspace, scenario_id: str, overrides: Mapping[str, object
                 return fs.run_fio(label, judged, params, where)
             return ENGINES[step_engine](fs, label, judged=judged, where=where, **params)
 
-        result = fs.repeat(name, once) if final else once(name)
+        result = fs.repeat(name, once, tag=lambda r: _tag(sc.id, r)) if final else fs.keep(once(name))
     assert result is not None
-    graded = juicefs_grade(sc.id, result)
+    return result
+
+
+def _tag(scenario_id: str, result: WorkloadResult) -> WorkloadResult:
+    """The measured step as the scenario's result: its id, and a juicefs bench grade."""
+    graded = juicefs_grade(scenario_id, result)
     notes = (*result.notes, graded) if graded else result.notes
-    tagged = dataclasses.replace(result, scenario=sc.id, notes=notes)
-    fs.results[fs.results.index(result)] = tagged
-    return tagged
+    return dataclasses.replace(result, scenario=scenario_id, notes=notes)
