@@ -11,13 +11,54 @@ from __future__ import annotations
 
 import os
 
+from .vocab import Text
+
 DROP_CACHES = "/proc/sys/vm/drop_caches"
-COLD_DROP = "cold: drop_caches"
-COLD_FADVISE = "cold: fadvise"
-# On FUSE, fadvise drops the FUSE file's page cache, not that of what the daemon reads from
-# (bindfs over a local disk read at warm speed, 2.53 vs 2.41 GB/s): not cold.
-FADVISE_FUSE = "not cold: fadvise on FUSE (the daemon's backing files stay cached; needs root)"
-WARM = "warm"
+
+
+class PageCache(Text):
+    """The kernel page cache before a workload; the value is what results and reports say."""
+
+    DROPPED = "cold: drop_caches"
+    FADVISED = "cold: fadvise"
+    # On FUSE, fadvise drops the FUSE file's page cache, not that of what the daemon reads from
+    # (bindfs over a local disk read at warm speed, 2.53 vs 2.41 GB/s): not cold.
+    FADVISED_FUSE = "not cold: fadvise on FUSE (the daemon's backing files stay cached; needs root)"
+    WARM = "warm"
+
+    @property
+    def cold(self) -> bool:
+        return self in (PageCache.DROPPED, PageCache.FADVISED)
+
+    @property
+    def method(self) -> str:
+        """As a cold step: drop_caches, fadvise."""
+        return {PageCache.DROPPED: "drop_caches", PageCache.FADVISED: "fadvise",
+                PageCache.FADVISED_FUSE: "fadvise (FUSE: not cold)"}.get(self, "warm")
+
+
+class DaemonCache(Text):
+    """The FUSE daemon's own cache before a workload."""
+
+    WIPED = "cold: remounted, disk cache wiped"
+    REMOUNTED = "cold: remounted"  # a daemon with no disk cache to wipe
+    KEPT = "not cold: remounted, but its disk cache was kept"  # a dir the user named (cold_steps)
+    PAGE_ONLY = "kept: only the page cache was dropped"
+    UNKNOWN = "unknown: existing mount, daemon not restarted"
+    WARM = "warm"
+    NO_DAEMON = "n/a: no daemon"
+
+    @classmethod
+    def of(cls, text: object) -> DaemonCache | None:
+        """A daemon cache state as a report row carries it (a string)."""
+        try:
+            return cls(text)
+        except ValueError:
+            return None
+
+
+COLD_DROP, COLD_FADVISE, FADVISE_FUSE, WARM = (PageCache.DROPPED, PageCache.FADVISED,
+                                               PageCache.FADVISED_FUSE, PageCache.WARM)
 
 
 def drop_caches(path: str = DROP_CACHES) -> bool:
@@ -46,7 +87,7 @@ def fadvise_tree(root: str) -> int:
     return count
 
 
-def make_cold(workdir: str, fuse: bool, drop_path: str = DROP_CACHES) -> str:
+def make_cold(workdir: str, fuse: bool, drop_path: str = DROP_CACHES) -> PageCache:
     """Sync, drop the page cache; returns which method was used, and whether it was enough."""
     os.sync()
     if drop_caches(drop_path):

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from statistics import median
 from typing import Any
 
+from .cache import DaemonCache, PageCache
 from .stats import mad, median_ci
 
 SHORT_WINDOW = 0.5  # s: daemon CPU over a shorter window (10 ms clock ticks) says little
@@ -75,8 +76,8 @@ class WorkloadResult:
     name: str
     kind: str  # "fio", "files" (small-file engine) or "meta" (metadata engine)
     options: dict[str, str]  # effective options after scaling
-    cache: str  # "cold: drop_caches", "cold: fadvise", cache.FADVISE_FUSE or "warm"
-    daemon_cache: str
+    cache: PageCache  # a str: "cold: drop_caches", "cold: fadvise", ..., "warm"
+    daemon_cache: DaemonCache  # a str, e.g. "cold: remounted, disk cache wiped"
     read: IoStats | None
     write: IoStats | None
     daemon: DaemonStats | None

@@ -121,7 +121,9 @@ class Target:
                 leftovers.done(self._root_entry)
             self._root = None
         if self.owned is not None:
-            left += [s for s in self.owned.close() if s.startswith("still mounted")]
+            self.owned.close()
+            if self.owned.left:
+                left.append(self.owned.left)
         elif self._temp:
             shutil.rmtree(self.path, ignore_errors=True)
             leftovers.done(self._path_entry)

@@ -13,7 +13,15 @@ from enum import Enum
 from . import units
 
 
-class Outcome(str, Enum):
+class Text(str, Enum):
+    """An enum whose members are the words reports print: str() is the value (as StrEnum in
+    Python 3.11+), and JSON carries the value."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class Outcome(Text):
     """A workload's verdict, from no judgement to a failing one."""
 
     NOT_JUDGED = "-"

@@ -113,7 +113,9 @@ class MountedFs:
         self.proc: subprocess.Popen[bytes] | None = None
         self.daemon: Lookup | None = None
         self.started: Proc | None = None  # the process the plugin started
-        self.kept_caches: tuple[str, ...] = ()  # cache dirs the last cold start did not wipe
+        self.left: str | None = None  # what close() had to leave behind, and why
+        self.wiped_caches: tuple[str, ...] = ()  # cache dirs the last cold start emptied
+        self.kept_caches: tuple[str, ...] = ()  # those it did not wipe, with the reason
 
     def _render(self, options: tuple[str, ...]) -> Rendered:
         return render(self.backend, self.plan.config, options,
@@ -285,15 +287,15 @@ class MountedFs:
     def wipe_cache(self) -> list[str]:
         """Empty the daemon's disk cache directories (only while unmounted), where they are
         provably this mount's own; the others are kept and named in `self.kept_caches`."""
-        steps, kept = [], []
+        wiped, kept = [], []
         for path in self.rendered.cache_dirs:
             why = self._not_ours(path)
             if why:
                 kept.append(f"{path} ({why})")
             elif _empty_dir(path):
-                steps.append(f"wiped {path}")
-        self.kept_caches = tuple(kept)
-        return steps + [f"kept {k}" for k in kept]
+                wiped.append(path)
+        self.wiped_caches, self.kept_caches = tuple(wiped), tuple(kept)
+        return [f"wiped {w}" for w in wiped] + [f"kept {k}" for k in kept]
 
     def _not_ours(self, path: str) -> str:
         """Why the plugin may not empty this cache directory, or "" if it may."""
@@ -318,9 +320,11 @@ class MountedFs:
         return steps
 
     def close(self) -> list[str]:
+        """Unmount for good and remove the private dir; what could not be is in `left`."""
         steps = self.stop()
         if _mounted(self.mountpoint):  # never delete through a mount that is still there
-            steps.append(f"still mounted; left {self.private} in place")
+            self.left = f"still mounted; left {self.private} in place"
+            steps.append(self.left)
         else:
             shutil.rmtree(self.private, ignore_errors=True)
             leftovers.done(self._dir_entry)

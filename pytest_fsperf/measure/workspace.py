@@ -16,6 +16,7 @@ from typing import Any
 import psutil
 
 from .. import cache, progress
+from ..cache import DaemonCache, PageCache
 from ..diskmeter import DiskMeter
 from ..engine import fio as fio_engine
 from ..errors import MeasurementError, UsageError, WorkloadHung
@@ -24,8 +25,6 @@ from ..mount.daemon import Lookup
 from ..options import Settings
 from ..result import DaemonStats, OpStats, WorkloadResult
 from ..session import FsperfSession, Target, safe_name
-
-UNKNOWN_DAEMON_CACHE = "unknown: existing mount, daemon not restarted"
 
 
 def _cpu() -> float:
@@ -49,12 +48,13 @@ def _unflushed(job: dict[str, str], lookup: Lookup) -> tuple[str, ...]:
             "end_fsync=1 times it",)
 
 
-def _daemon_cache(lookup: Lookup, page: str | None, daemon_cold: str | None) -> str:
+def _daemon_cache(lookup: Lookup, page: PageCache | None,
+                  daemon_cold: DaemonCache | None) -> DaemonCache:
     if lookup.daemon is None and lookup.note.startswith("no daemon"):
-        return "n/a: no daemon"
+        return DaemonCache.NO_DAEMON
     if page is None:
-        return "warm"
-    return daemon_cold or UNKNOWN_DAEMON_CACHE
+        return DaemonCache.WARM
+    return daemon_cold or DaemonCache.UNKNOWN
 
 
 @dataclass
@@ -62,8 +62,8 @@ class _Window:
     """What a measured window saw around the workload: cache state, daemon, cache disk."""
 
     lookup: Lookup
-    cache: str
-    daemon_cache: str
+    cache: PageCache
+    daemon_cache: DaemonCache
     cold_steps: tuple[str, ...]
     wall: float = 0.0
     daemon: DaemonStats | None = None
@@ -84,8 +84,8 @@ class Workspace:
         self.results: list[WorkloadResult] = []
         self.rounds = rounds  # each workload call runs this often; its figures are the medians
         self.warmup = warmup  # and first once more, unjudged and discarded
-        self._cold: str | None = None  # page cache state for the next workload
-        self._daemon_cold: str | None = None
+        self._cold: PageCache | None = None  # page cache state for the next workload
+        self._daemon_cold: DaemonCache | None = None
         self._cold_steps: tuple[str, ...] = ()
         self._cold_kind = "cold"  # or "drop": what a pending cold start re-applies
         owned = target.owned
@@ -112,21 +112,20 @@ class Workspace:
 
     # -- cold ----------------------------------------------------------------
 
-    def cold_start(self, options: tuple[str, ...] | None = None, after: tuple[str, ...] = ()) -> str:
+    def cold_start(self, options: tuple[str, ...] | None = None,
+                   after: tuple[str, ...] = ()) -> PageCache:
         """after: steps already taken for this cold start (a cold() before a layout pass)."""
         steps = list(after)
         owned = self.target.owned
+        earlier = self._daemon_cold if after else None  # this cold start's first pass, if any
         self._daemon_cold = None
         if owned is not None and owned.backend.has_daemon:
             steps += self.remount(options, wipe=True)
-            wiped = any(s.startswith("wiped") for s in steps)
-            if owned.kept_caches:
-                self._daemon_cold = ("not cold: remounted, but its disk cache was kept: "
-                                     + "; ".join(owned.kept_caches))
-            else:
-                self._daemon_cold = "cold: remounted" + (", disk cache wiped" if wiped else "")
+            wiped = owned.wiped_caches or earlier == DaemonCache.WIPED
+            self._daemon_cold = (DaemonCache.KEPT if owned.kept_caches else
+                                 DaemonCache.WIPED if wiped else DaemonCache.REMOUNTED)
         self._cold = cache.make_cold(str(self.workdir), self._fuse)
-        self._cold_steps = (*steps, self._cold.removeprefix("cold: "))
+        self._cold_steps = (*steps, self._cold.method)
         self._cold_kind = "cold"
         return self._cold
 
@@ -274,10 +273,10 @@ class Workspace:
 
     # -- scenarios ------------------------------------------------------------
 
-    def drop_pages(self, after: tuple[str, ...] = ()) -> str:
+    def drop_pages(self, after: tuple[str, ...] = ()) -> PageCache:
         self._cold = cache.make_cold(str(self.workdir), self._fuse)
-        self._daemon_cold = "kept: only the page cache was dropped"
-        self._cold_steps = (*after, self._cold.removeprefix("cold: "))
+        self._daemon_cold = DaemonCache.PAGE_ONLY
+        self._cold_steps = (*after, self._cold.method)
         self._cold_kind = "drop"
         return self._cold
 
@@ -334,7 +333,7 @@ class Workspace:
         cache-disk sampler and the progress line. A failure because the daemon died is
         reported as the daemon's death."""
         lookup = self.target.lookup_daemon()  # after any remount
-        w = _Window(lookup, self._cold or cache.WARM,
+        w = _Window(lookup, self._cold or PageCache.WARM,
                     _daemon_cache(lookup, self._cold, self._daemon_cold),
                     self._cold_steps if self._cold else ())
         self._cold, self._daemon_cold, self._cold_steps = None, None, ()

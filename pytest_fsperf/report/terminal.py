@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import units
 from ..baselines.check import SHOW as BASELINE_SHOW
+from ..cache import DaemonCache, PageCache
 from ..result import SHORT_WINDOW, countable_cpu
 
 HEADER = ("test", "workload", "bandwidth", "IOPS or ops", "p99 lat", "daemon CPU", "daemon peak mem",
@@ -46,12 +47,13 @@ def _daemon_cells(r: dict[str, Any]) -> tuple[str, str]:
 def cache_cell(r: dict[str, Any]) -> str:
     """'cold: drop_caches', or with a remount: 'cold: remount+wipe+drop_caches'."""
     page = str(r["cache"])
-    daemon = str(r.get("daemon_cache", ""))
-    if daemon.startswith("not cold"):
+    daemon = DaemonCache.of(r.get("daemon_cache"))
+    if daemon == DaemonCache.KEPT:
         return "not cold: daemon disk cache kept"
-    if not page.startswith("cold") or not daemon.startswith("cold: remounted"):
+    if page not in (PageCache.DROPPED, PageCache.FADVISED) or daemon not in (DaemonCache.WIPED,
+                                                                           DaemonCache.REMOUNTED):
         return page
-    return "cold: remount+" + ("wipe+" if "wiped" in daemon else "") + page.removeprefix("cold: ")
+    return "cold: remount+" + ("wipe+" if daemon == DaemonCache.WIPED else "") + PageCache(page).method
 
 
 def _spread(r: dict[str, Any], key: str) -> str:
