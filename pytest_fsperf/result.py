@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from statistics import median
 from typing import Any
 
 from .cache import DaemonCache, PageCache
 from .stats import mad, median_ci
+
+
+def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {k: v.value if isinstance(v, Enum) else v for k, v in items}
+
 
 SHORT_WINDOW = 0.5  # s: daemon CPU over a shorter window (10 ms clock ticks) says little
 
@@ -171,7 +177,8 @@ class WorkloadResult:
                 "lat_p99_ns": m.get("lat_p99")}
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        """Plain data (the enums as their words): it travels through xdist and into JSON."""
+        data = asdict(self, dict_factory=_plain_dict)
         del data["output_file"]
         data["total"] = self.total()
         data["stats"] = summary(self)
