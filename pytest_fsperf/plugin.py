@@ -255,7 +255,7 @@ def _properties(item: pytest.Item, results: list[WorkloadResult]) -> None:
     """Each figure as a JUnit XML property."""
     for r in results:
         figures: dict[str, object] = {"bw_bytes": r.bw_bytes, "iops": r.iops,
-                                      "lat_p99_ns": r.lat_p99_ns, "cache": r.cache.value}
+                                      "lat_p99_ns": r.lat_p99_ns, "cache": str(r.cache)}
         if r.daemon:
             figures.update(daemon_cpu_percent=round(r.daemon.cpu_percent, 1),
                            daemon_peak_rss_bytes=r.daemon.peak_rss_bytes,

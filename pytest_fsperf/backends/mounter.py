@@ -140,7 +140,7 @@ class MountedFs:
         """Mount; on any failure nothing is left mounted or running."""
         if not self.backend.has_daemon:
             os.makedirs(self.mountpoint, exist_ok=True)
-            self.daemon = Lookup(None, "no daemon: backend 'local' is a plain directory")
+            self.daemon = Lookup(None, "no daemon: backend 'local' is a plain directory", fuse=False)
             return
         if _mounted(self.mountpoint):
             raise MountError(f"{self.mountpoint} is already mounted")

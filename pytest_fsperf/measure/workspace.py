@@ -50,7 +50,7 @@ def _unflushed(job: dict[str, str], lookup: Lookup) -> tuple[str, ...]:
 
 def _daemon_cache(lookup: Lookup, page: PageCache | None,
                   daemon_cold: DaemonCache | None) -> DaemonCache:
-    if lookup.daemon is None and lookup.note.startswith("no daemon"):
+    if not lookup.fuse:
         return DaemonCache.NO_DAEMON
     if page is None:
         return DaemonCache.WARM

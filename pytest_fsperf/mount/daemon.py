@@ -27,6 +27,7 @@ class Daemon:
 class Lookup:
     daemon: Daemon | None
     note: str  # how it was found, or why there is none
+    fuse: bool = True  # False: not a FUSE mount, so there is no daemon to find
 
 
 def _read(path: str) -> str | None:
@@ -123,7 +124,7 @@ def describe(pid: int, found_by: str, proc: str = "/proc") -> Lookup:
 
 def find_daemon(mount: Mount, proc: str = "/proc") -> Lookup:
     if not mount.is_fuse:
-        return Lookup(None, f"no daemon: {mount.fstype} is not a FUSE filesystem")
+        return Lookup(None, f"no daemon: {mount.fstype} is not a FUSE filesystem", fuse=False)
     holders = fuse_holders(proc)
     if not holders:
         return Lookup(None, "daemon not found: no readable /dev/fuse holder (run as root?)")

@@ -32,8 +32,8 @@ def align(rows: Sequence[tuple[str, ...]], right: Iterable[int] = (), indent: st
 def _daemon_cells(r: dict[str, Any]) -> tuple[str, str]:
     d = r.get("daemon")
     if not d:
-        note = r.get("daemon_note", "")
-        short = "no daemon" if note.startswith("no daemon") else "not found"
+        short = ("no daemon" if DaemonCache.of(r.get("daemon_cache")) == DaemonCache.NO_DAEMON
+                 else "not found")
         return short, short
     cpu = countable_cpu(d["wall_seconds"], d["cpu_percent"])
     if cpu is None:
