@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from ..result import countable_cpu
-from ..vocab import Outcome
+from ..vocab import METRICS, Outcome
 from . import terminal
 
 
@@ -54,25 +54,31 @@ def document(env: dict[str, Any], results: list[dict[str, Any]], comparisons: li
 
 def benchmark_action(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """github-action-benchmark's custom format: [{name, unit, value}], split into figures
-    where bigger is better and figures where smaller is better."""
+    where bigger is better and figures where smaller is better (by the metric registry)."""
     bigger: list[dict[str, Any]] = []
     smaller: list[dict[str, Any]] = []
     for r in results:
         if not r.get("judged", True):
             continue
-        name = f"{r['test']}::{r['name']}"
-        total = r["total"]
-        if total.get("io_bytes"):
-            bigger.append({"name": f"{name} bandwidth", "unit": "MB/s", "value": total["bw_bytes"] / 1e6})
-        if total.get("ops_per_second") is not None:
-            bigger.append({"name": f"{name} ops", "unit": "ops/s", "value": total["ops_per_second"]})
-        if total.get("lat_p99_ns") is not None:
-            smaller.append({"name": f"{name} p99 latency", "unit": "ms", "value": total["lat_p99_ns"] / 1e6})
-        d = r.get("daemon")
-        if d:
-            smaller.append({"name": f"{name} daemon peak memory", "unit": "MB",
-                            "value": d["peak_rss_bytes"] / 1e6})
-            cpu = countable_cpu(d["wall_seconds"], d["cpu_percent"])
-            if cpu is not None:
-                smaller.append({"name": f"{name} daemon CPU", "unit": "%", "value": cpu})
+        for metric, label, unit, value in _action_figures(r):
+            into = bigger if METRICS[metric].bigger_is_better else smaller
+            into.append({"name": f"{r['test']}::{r['name']} {label}", "unit": unit, "value": value})
     return bigger, smaller
+
+
+def _action_figures(r: dict[str, Any]) -> list[tuple[str, str, str, float]]:
+    """(metric, label, unit, value) of one result row, in the units the files use."""
+    total, d = r["total"], r.get("daemon")
+    figures = []
+    if total.get("io_bytes"):
+        figures.append(("bw", "bandwidth", "MB/s", total["bw_bytes"] / 1e6))
+    if total.get("ops_per_second") is not None:
+        figures.append(("ops", "ops", "ops/s", total["ops_per_second"]))
+    if total.get("lat_p99_ns") is not None:
+        figures.append(("lat_p99", "p99 latency", "ms", total["lat_p99_ns"] / 1e6))
+    if d:
+        figures.append(("daemon_rss", "daemon peak memory", "MB", d["peak_rss_bytes"] / 1e6))
+        cpu = countable_cpu(d["wall_seconds"], d["cpu_percent"])
+        if cpu is not None:
+            figures.append(("daemon_cpu", "daemon CPU", "%", cpu))
+    return figures
