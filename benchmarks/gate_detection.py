@@ -16,9 +16,9 @@ import argparse
 import time
 
 from pytest_fsperf.ab import run_compare
-from pytest_fsperf.backends.mounter import MountPlan
-from pytest_fsperf.backends.registry import Registry
 from pytest_fsperf.measure.workspace import Workspace
+from pytest_fsperf.mounts.mounter import MountPlan
+from pytest_fsperf.mounts.registry import Registry
 from pytest_fsperf.options import Settings
 from pytest_fsperf.session import FsperfSession, Target
 from pytest_fsperf.stats import median

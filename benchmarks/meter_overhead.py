@@ -14,7 +14,7 @@ import sys
 import time
 
 from pytest_fsperf import meters
-from pytest_fsperf.mount.daemon import describe
+from pytest_fsperf.mounts.daemon import describe
 
 
 def measure(seconds: float, sampled: bool) -> float:

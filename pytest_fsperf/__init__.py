@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .backends.request import mount_params, option_id
-from .backends.spec import Backend
+from .mounts.request import mount_params, option_id
+from .mounts.spec import Backend
 
 __version__ = "0.1.0"
 

@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .backends.request import parse_options
 from .engine import fio as fio_engine
 from .errors import UsageError
 from .measure.workspace import Workspace
+from .mounts.request import parse_options
 from .result import WorkloadResult
 from .stats import shift
 from .vocab import METRICS as FIGURES

@@ -9,7 +9,7 @@ from .ab import Comparison, Workload, run_compare
 from .engine import steps
 from .errors import UsageError
 from .measure.workspace import Workspace
-from .mount.daemon import Lookup
+from .mounts.daemon import Lookup
 from .result import WorkloadResult
 from .scenarios.runner import run_scenario
 from .session import FsperfSession, Target

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from .backends.spec import Backend
+from .mounts.spec import Backend
 
 
 @pytest.hookspec

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from .ab import Comparison
-from .backends.request import MountRequest
 from .judge import Judgement
+from .mounts.request import MountRequest
 from .plan import Plan
 from .result import WorkloadResult
 from .session import FsperfSession

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .mount.mountinfo import read_mounts
+from .mounts.mountinfo import read_mounts
 from .procs import Proc, kill_tree
 
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from .errors import MeasurementError
-from .mount.daemon import Daemon, start_time, stat_fields
+from .mounts.daemon import Daemon, start_time, stat_fields
 from .result import DaemonStats
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import outfile, runs
-from .backends.registry import BackendConfig, load_config
 from .errors import UsageError
-from .mount.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
+from .mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
+from .mounts.registry import BackendConfig, load_config
 
 if TYPE_CHECKING:  # the settings are read from pytest's config; the core needs no pytest
     import pytest

@@ -13,16 +13,16 @@ from typing import NoReturn
 import pytest
 
 from . import hooks, leftovers, runs
-from .backends.mounter import BinaryMissing, MountPlan
-from .backends.registry import Registry
-from .backends.request import MARKER, MountRequest, from_marker, resolve
-from .backends.request import MARKER_HELP as MOUNT_HELP
 from .baselines.check import entry_of, key_of
 from .errors import MeasurementError, UsageError, message
 from .fixture import Fsperf
 from .judge import Earlier, Judgement, judge_item
 from .keys import MOUNT, PLAN, PLAN_ERROR, RECORD, STATE, ItemRecord
 from .lock import machine_lock
+from .mounts.mounter import BinaryMissing, MountPlan
+from .mounts.registry import Registry
+from .mounts.request import MARKER, MountRequest, from_marker, resolve
+from .mounts.request import MARKER_HELP as MOUNT_HELP
 from .options import add_options, read_settings
 from .plan import KEYWORDS, Plan, build_plan
 from .report import benchmark_json

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from .meters import io_counters
-from .mount.daemon import stat_fields
+from .mounts.daemon import stat_fields
 
 START_AFTER = 3.0  # s: a shorter workload never shows the line
 INTERVAL = 1.0

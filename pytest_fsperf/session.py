@@ -10,12 +10,12 @@ from collections.abc import Callable
 from typing import Any
 
 from . import baselines, leftovers, runs
-from .backends.mounter import MountedFs, MountPlan
 from .baselines import Baseline
 from .errors import MeasurementError
-from .mount.daemon import Lookup, describe, find_daemon
-from .mount.mountinfo import Mount, find_mount, read_mounts
-from .mount.probe import NoAnswer, probe
+from .mounts.daemon import Lookup, describe, find_daemon
+from .mounts.mounter import MountedFs, MountPlan
+from .mounts.mountinfo import Mount, find_mount, read_mounts
+from .mounts.probe import NoAnswer, probe
 from .options import Settings
 from .report import jsonout
 from .report.environment import environment

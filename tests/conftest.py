@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_fsperf.mount.daemon import find_daemon
-from pytest_fsperf.mount.mountinfo import read_mounts
+from pytest_fsperf.mounts.daemon import find_daemon
+from pytest_fsperf.mounts.mountinfo import read_mounts
 
 # Test tiers, by what a test needs (pytest -m unit: the quick tier, no fio, no mounts):
 #   unit  pure logic; no fio, no mounts, no servers

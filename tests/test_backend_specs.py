@@ -6,12 +6,12 @@ import os
 
 import pytest
 
-from pytest_fsperf.backends.builtin import BUILTIN
-from pytest_fsperf.backends.mounter import BinaryMissing, MountedFs, MountError, MountPlan
-from pytest_fsperf.backends.registry import Registry, load_config
-from pytest_fsperf.backends.request import from_marker, mount_params, option_id
-from pytest_fsperf.backends.spec import Backend, render
 from pytest_fsperf.errors import UsageError
+from pytest_fsperf.mounts.builtin import BUILTIN
+from pytest_fsperf.mounts.mounter import BinaryMissing, MountedFs, MountError, MountPlan
+from pytest_fsperf.mounts.registry import Registry, load_config
+from pytest_fsperf.mounts.request import from_marker, mount_params, option_id
+from pytest_fsperf.mounts.spec import Backend, render
 
 S3 = {"endpoint": "http://127.0.0.1:9000", "bucket": "bench", "access_key": "AKIDEXAMPLE",
       "secret_key": "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"}

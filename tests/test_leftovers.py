@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from pytest_fsperf import leftovers
-from pytest_fsperf.mount.mountinfo import read_mounts
+from pytest_fsperf.mounts.mountinfo import read_mounts
 from pytest_fsperf.store.minio import find_minio
 from tests.conftest import need
 

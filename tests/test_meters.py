@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from pytest_fsperf import meters
-from pytest_fsperf.mount.daemon import describe
+from pytest_fsperf.mounts.daemon import describe
 
 GROW = """
 import sys, time

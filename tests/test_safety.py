@@ -24,14 +24,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_fsperf import outfile
-from pytest_fsperf.backends.builtin import BUILTIN
-from pytest_fsperf.backends.mounter import MountedFs, MountPlan
-from pytest_fsperf.backends.registry import Registry
-from pytest_fsperf.backends.spec import Backend, render
 from pytest_fsperf.engine.fio import build_job
 from pytest_fsperf.engine.fio_options import JOB, WHY
 from pytest_fsperf.errors import MeasurementError, UsageError
 from pytest_fsperf.lock import machine_lock
+from pytest_fsperf.mounts.builtin import BUILTIN
+from pytest_fsperf.mounts.mounter import MountedFs, MountPlan
+from pytest_fsperf.mounts.registry import Registry
+from pytest_fsperf.mounts.spec import Backend, render
 from tests.conftest import need, ours
 
 NOBODY = 65534
@@ -600,7 +600,7 @@ def test_bad_backend_config_is_one_line(pytester, ini, needle):
 
 
 def test_secrets_in_user_options_and_tokens_never_reach_ids_or_messages():
-    from pytest_fsperf.backends.request import option_id
+    from pytest_fsperf.mounts.request import option_id
     from pytest_fsperf.report.redact import redact_text
 
     test_id = option_id(["--sas", "https://a.blob.core.windows.net/c?sv=2021&sig=AbCdEf%3D",

@@ -112,7 +112,7 @@ def test_the_measuring_core_imports_no_pytest():
 
     code = ("import sys\n"
             "import pytest_fsperf.fixture, pytest_fsperf.ab, pytest_fsperf.session, "
-            "pytest_fsperf.backends.mounter, pytest_fsperf.store.minio, pytest_fsperf.leftovers\n"
+            "pytest_fsperf.mounts.mounter, pytest_fsperf.store.minio, pytest_fsperf.leftovers\n"
             "assert 'pytest' not in sys.modules, [m for m in sys.modules if 'pytest' in m]\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
     assert out.returncode == 0, out.stderr

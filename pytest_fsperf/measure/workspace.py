@@ -21,7 +21,7 @@ from ..diskmeter import DiskMeter
 from ..engine import fio as fio_engine
 from ..errors import MeasurementError, UsageError, WorkloadHung
 from ..meters import DaemonExited, DaemonMeter
-from ..mount.daemon import Lookup
+from ..mounts.daemon import Lookup
 from ..options import Settings
 from ..result import DaemonStats, OpStats, WorkloadResult
 from ..session import FsperfSession, Target, safe_name

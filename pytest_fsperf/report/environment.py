@@ -9,8 +9,8 @@ from importlib import metadata
 from typing import Any
 
 from ..engine.fio import fio_version
-from ..mount.daemon import Lookup
-from ..mount.mountinfo import Mount
+from ..mounts.daemon import Lookup
+from ..mounts.mountinfo import Mount
 from .redact import redact_args, redact_options
 
 

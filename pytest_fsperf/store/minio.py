@@ -13,9 +13,9 @@ import urllib.request
 from dataclasses import dataclass, field
 
 from .. import leftovers
-from ..backends.spec import free_port
 from ..errors import MeasurementError
 from ..meters import io_counters
+from ..mounts.spec import free_port
 from ..procs import Proc
 from .sigv4 import signed_request
 

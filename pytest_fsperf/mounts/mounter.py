@@ -18,11 +18,11 @@ from typing import Any
 
 from .. import leftovers
 from ..errors import MeasurementError
-from ..mount.daemon import Lookup, describe, find_daemon, start_time, stat_fields
-from ..mount.mountinfo import Mount, read_mounts
-from ..mount.probe import abort_connection
 from ..procs import Proc, kill_tree
 from ..report.redact import mask, redact_args, redact_text
+from .daemon import Lookup, describe, find_daemon, start_time, stat_fields
+from .mountinfo import Mount, read_mounts
+from .probe import abort_connection
 from .spec import Backend, Rendered, render
 
 MOUNT_TIMEOUT = 30.0

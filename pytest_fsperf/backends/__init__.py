@@ -1,1 +1,0 @@
-"""Filesystems the plugin mounts itself: descriptions, registry, mount lifecycle."""

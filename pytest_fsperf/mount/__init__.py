@@ -1,1 +1,0 @@
-"""Where the filesystem under test is, and which process serves it."""
