@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .mounts.mountinfo import read_mounts
+from .mounts.probe import abort_connection
 from .procs import Proc, kill_tree
 
 
@@ -182,10 +183,7 @@ def _detach(point: str, minor: int) -> str:
         pass
     if point not in _mounts():
         return f"unmounted {point}"
-    # a daemon that does not answer: fail its requests
-    with contextlib.suppress(OSError), open(f"/sys/fs/fuse/connections/{minor}/abort", "w",
-                                            encoding="ascii") as f:
-        f.write("1")
+    abort_connection(minor)  # a daemon that does not answer: fail its requests
     subprocess.run([helper, "-uz", point] if helper else ["umount", "-l", point],
                    capture_output=True, timeout=10, check=False)
     return f"unmounted {point} (lazily)" if point not in _mounts() else f"could not unmount {point}"
