@@ -8,8 +8,9 @@ lists. At start, a session removes what the record of any dead session still lis
 watchdog may have died with it) and names each thing it removed.
 
 Removal never goes beyond the record: a process only while its PID still has the recorded
-start time; a directory only if it is a real directory of this user with no mount inside;
-a mount is detached (lazily, after aborting a connection that does not answer).
+start time; a directory only if it has a name the plugin gives (pytest-fsperf-KIND-<hex>,
+fsperf-work-<hex>) and is a real directory of this user with no mount inside; a mount is
+detached (lazily, after aborting a connection that does not answer).
 """
 
 from __future__ import annotations
@@ -89,22 +90,18 @@ class Record:
 # The records of this process, innermost last: a pytest session (pytester runs one inside
 # another) or a benchmark keeps one; the core notes into the innermost.
 _records: list[Record] = []
-_current: Record | None = None
 
 
 def start(folder: str | None = None) -> Record:
-    global _current
-    _current = Record.create(folder)
-    _records.append(_current)
-    return _current
+    record = Record.create(folder)
+    _records.append(record)
+    return record
 
 
 def stop(record: Record) -> None:
-    global _current
     record.close()
     if record in _records:
         _records.remove(record)
-    _current = _records[-1] if _records else None
 
 
 # An entry of a record: marked done in the record that holds it, also after a nested
@@ -113,7 +110,7 @@ Entry = tuple[Record, int] | None
 
 
 def _note(kind: str, **data: Any) -> Entry:
-    return (_current, _current.add(kind, **data)) if _current is not None else None
+    return (_records[-1], _records[-1].add(kind, **data)) if _records else None
 
 
 def note_process(proc: Proc | None) -> Entry:
