@@ -57,10 +57,6 @@ class DaemonCache(Text):
             return None
 
 
-COLD_DROP, COLD_FADVISE, FADVISE_FUSE, WARM = (PageCache.DROPPED, PageCache.FADVISED,
-                                               PageCache.FADVISED_FUSE, PageCache.WARM)
-
-
 def drop_caches(path: str = DROP_CACHES) -> bool:
     try:
         with open(path, "w", encoding="ascii") as f:
@@ -91,6 +87,6 @@ def make_cold(workdir: str, fuse: bool, drop_path: str = DROP_CACHES) -> PageCac
     """Sync, drop the page cache; returns which method was used, and whether it was enough."""
     os.sync()
     if drop_caches(drop_path):
-        return COLD_DROP
+        return PageCache.DROPPED
     fadvise_tree(workdir)
-    return FADVISE_FUSE if fuse else COLD_FADVISE
+    return PageCache.FADVISED_FUSE if fuse else PageCache.FADVISED

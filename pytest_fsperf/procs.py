@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import time
 from dataclasses import dataclass
 
 import psutil
@@ -73,12 +72,3 @@ def kill_tree(root: Proc, grace: float = 5.0) -> list[int]:
             p.kill()
     psutil.wait_procs(alive, timeout=grace)
     return [p.pid for p in procs]
-
-
-def wait_gone(procs: list[Proc], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while any(p.handle() is not None for p in procs):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True

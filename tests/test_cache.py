@@ -16,7 +16,7 @@ def test_falls_back_to_fadvise_where_drop_caches_is_refused(tmp_path):
     (tmp_path / "sub" / "g").write_bytes(b"y" * 4096)
     os.symlink("/etc/hostname", tmp_path / "link")  # not followed out of the work dir
     assert cache.fadvise_tree(str(tmp_path)) == 4
-    assert cache.make_cold(str(tmp_path), False, drop_path=str(tmp_path / "no" / "such")) == cache.COLD_FADVISE
+    assert cache.make_cold(str(tmp_path), False, drop_path=str(tmp_path / "no" / "such")) == cache.PageCache.FADVISED
 
 
 def resident_pages(path):
@@ -44,7 +44,7 @@ def test_fadvise_really_evicts(tmp_path):
     path.read_bytes()
     assert resident_pages(path) > 0
     refused = str(tmp_path / "no" / "drop_caches")
-    assert cache.make_cold(str(tmp_path), False, drop_path=refused) == cache.COLD_FADVISE
+    assert cache.make_cold(str(tmp_path), False, drop_path=refused) == cache.PageCache.FADVISED
     assert resident_pages(path) == 0
 
 
@@ -58,5 +58,5 @@ def test_fadvise_on_fuse_leaves_the_backing_file_cached_so_it_is_not_called_cold
     data.read_bytes()
     refused = str(mount.source / "no" / "drop_caches")
     state = cache.make_cold(str(mount.point), True, drop_path=refused)
-    assert state == cache.FADVISE_FUSE and not state.startswith("cold")
+    assert state == cache.PageCache.FADVISED_FUSE and not state.startswith("cold")
     assert resident_pages(mount.source / "data") > 0  # why: the backing file is still cached

@@ -442,16 +442,21 @@ def test_a_mount_path_with_a_colon_works(pytester, tmp_path):
 
 # -- 7. a mount that stops answering --------------------------------------------------------
 
+def ends_within(seconds: float, pytester, *args: str):
+    """Run pytest in a subprocess; it must end (not hang in the kernel) within `seconds`."""
+    t0 = time.monotonic()
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args, timeout=2 * seconds)
+    assert time.monotonic() - t0 < seconds
+    return result
+
+
 @pytest.mark.integration
 def test_an_existing_mount_whose_daemon_is_stopped_is_a_usage_error_not_a_hang(pytester, bindfs):
     mount = bindfs()
     pytester.makepyfile("def test_x(fsperf): pass")
     mount.proc.send_signal(signal.SIGSTOP)
     try:
-        t0 = time.monotonic()
-        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--fsperf-mount={mount.point}",
-                                               "--fsperf-mount-timeout=2", timeout=60)
-        assert time.monotonic() - t0 < 30
+        result = ends_within(30, pytester, f"--fsperf-mount={mount.point}", "--fsperf-mount-timeout=2")
     finally:
         mount.proc.send_signal(signal.SIGCONT)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -489,11 +494,8 @@ def test_a_daemon_stopped_mid_workload_fails_that_test_naming_the_hang(pytester,
     pidfile = tmp_path / "pid"
     pytester.makepyfile(STOP_MID_RUN.format(marker="", pidfile=str(pidfile)))
     try:
-        t0 = time.monotonic()
-        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--fsperf-mount={mount.point}",
-                                               "--fsperf-workload-timeout=4", "--fsperf-mount-timeout=2",
-                                               timeout=120)
-        assert time.monotonic() - t0 < 60
+        result = ends_within(60, pytester, f"--fsperf-mount={mount.point}",
+                             "--fsperf-workload-timeout=4", "--fsperf-mount-timeout=2")
     finally:
         mount.proc.send_signal(signal.SIGCONT)
     result.assert_outcomes(passed=1, failed=1)
@@ -510,10 +512,7 @@ def test_an_owned_mount_that_stops_answering_is_aborted_and_removed(pytester, tm
     need("fio")
     pidfile = tmp_path / "pid"
     pytester.makepyfile(STOP_MID_RUN.format(marker='@fsperf_mount("bindfs")', pidfile=str(pidfile)))
-    t0 = time.monotonic()
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fsperf-workload-timeout=4",
-                                           timeout=120)
-    assert time.monotonic() - t0 < 60
+    result = ends_within(60, pytester, "--fsperf-workload-timeout=4")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*read: fio did not finish within 4 s: the filesystem stopped answering "
                                  "(daemon PID *: stopped); killed its daemon *"])
@@ -524,29 +523,30 @@ def test_an_owned_mount_that_stops_answering_is_aborted_and_removed(pytester, tm
 
 # -- Low: bad input is one line, never a traceback ------------------------------------------
 
+def refused_in_one_line(pytester, folder: str, name: str, doc: str, flag: str, says: str) -> None:
+    """A file of the wrong shape where the plugin reads saved data: a usage error naming the
+    flag and the file, no traceback."""
+    where = pytester.path / ".fsperf" / folder
+    where.mkdir(parents=True)
+    (where / f"{name}.json").write_text(doc)
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"{flag}={name}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{flag}={name} (command line): {says}"])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
 @pytest.mark.parametrize("doc", ["[]", '{"results": null}', '{"results": [1]}',
                                  '{"results": [{"test": "t", "name": "w", "total": "x"}]}',
                                  '{"results": [{"test": "t", "name": "w", "rounds": [{"bw": "fast"}]}]}'])
 def test_a_wrong_shape_saved_run_is_one_line(pytester, doc):
-    runs_dir = pytester.path / ".fsperf" / "runs"
-    runs_dir.mkdir(parents=True)
-    (runs_dir / "base.json").write_text(doc)
-    pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-compare=base")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--fsperf-compare=base (command line): *base.json is not a saved run: *"])
-    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    refused_in_one_line(pytester, "runs", "base", doc, "--fsperf-compare",
+                        "*base.json is not a saved run: *")
 
 
 @pytest.mark.parametrize("doc", ["[]", '{"entries": []}', '{"entries": {"x": {"bw": {"value": "1"}}}}'])
 def test_a_wrong_shape_baseline_is_one_line(pytester, doc):
-    folder = pytester.path / ".fsperf" / "baselines"
-    folder.mkdir(parents=True)
-    (folder / "mine.json").write_text(doc)
-    pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-baseline=mine")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--fsperf-baseline=mine (command line): baseline *mine.json: *"])
+    refused_in_one_line(pytester, "baselines", "mine", doc, "--fsperf-baseline", "baseline *mine.json: *")
 
 
 @pytest.mark.parametrize(("kw", "needle"), [
@@ -656,10 +656,7 @@ def test_an_in_process_engine_stuck_on_an_owned_mount_is_freed_by_the_abort(pyte
         def test_next():
             pass
     """)
-    t0 = time.monotonic()
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fsperf-workload-timeout=3",
-                                           timeout=120)
-    assert time.monotonic() - t0 < 60
+    result = ends_within(60, pytester, "--fsperf-workload-timeout=3")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*stuck: did not finish within 3 s: the filesystem stopped answering "
                                  "(daemon PID *: stopped); killed its daemon *"])
