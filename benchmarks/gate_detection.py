@@ -16,10 +16,10 @@ import argparse
 import time
 
 from pytest_fsperf.ab import run_compare
+from pytest_fsperf.config import Settings
 from pytest_fsperf.measure.workspace import Workspace
 from pytest_fsperf.mounts.mounter import MountPlan
 from pytest_fsperf.mounts.registry import Registry
-from pytest_fsperf.options import Settings
 from pytest_fsperf.session import FsperfSession, Target
 from pytest_fsperf.stats import median
 from pytest_fsperf.store.minio import find_minio, start_minio
@@ -54,7 +54,7 @@ def main() -> None:
     a = ("--bwlimit", f"{limit_mib:g}M")
     b = ("--bwlimit", f"{0.9 * limit_mib:g}M")
     server = start_minio(binary)
-    session = FsperfSession(Settings(mount=None, daemon_pid=None, scale=1.0, json_path=None))
+    session = FsperfSession(Settings())
     try:
         target = session.open_target(MountPlan(Registry().get("rclone", "bench"), a, server.config()))
         results: dict[str, list[tuple[str, float, float]]] = {"A/B (B 10% slower)": [], "A/A": []}

@@ -45,36 +45,35 @@ class Fsperf(Workspace):
         rw = str(options.get("rw", "read"))
         return self.repeat(name or rw, lambda n: self.run_fio(n, judged, options, where))
 
-    def files(self, name: str | None = None, *, mode: str = "read", count: int = 100_000,
-              size: object = "128KiB", threads: int = 128, judged: bool = True,
-              subdir: str = "files") -> WorkloadResult:
-        """The small-file engine: `threads` threads read (or write) `count` files of `size`
-        each, whole, in work dir/subdir. Reading lays the files out first, unmeasured.
-        `count` is shrunk by --fsperf-scale; the file size is not, unless one file is left."""
+    def files(self, name: str | None = None, *, judged: bool = True,
+              **params: object) -> WorkloadResult:
+        """The small-file engine; parameters and defaults: `engine.steps.FilesJob` (mode, count,
+        size, threads, subdir). Reading lays the files out first, unmeasured. `count` is
+        shrunk by --fsperf-scale; the file size is not, unless one file is left."""
         where = f"{self.test}: fsperf.files()"
-        return self.repeat(name or f"files_{mode}", lambda n: steps.files_step(
-            self, n, mode=mode, count=count, size=size, threads=threads, judged=judged,
-            subdir=subdir, where=where))
+        job = steps.job(steps.FilesJob, params, where)
+        return self.repeat(name or f"files_{job.mode}",
+                           lambda n: steps.files_step(self, n, job, judged, where))
 
-    def meta(self, name: str | None = None, *, op: str = "list", entries: int = 1000,
-             per_dir: int = 0, judged: bool = True) -> WorkloadResult:
-        """The metadata engine over `entries` files (laid out first, unmeasured, in a
-        directory of this size): op is list (ls -f), list_stat (ls -l), walk (find) or stat.
-        `entries` is shrunk by --fsperf-scale."""
+    def meta(self, name: str | None = None, *, judged: bool = True,
+             **params: object) -> WorkloadResult:
+        """The metadata engine; parameters and defaults: `engine.steps.MetaJob` (op, entries,
+        per_dir). The files are laid out first, unmeasured; `entries` is shrunk by --fsperf-scale."""
         where = f"{self.test}: fsperf.meta()"
-        return self.repeat(name or f"meta_{op}", lambda n: steps.meta_step(
-            self, n, op=op, entries=entries, per_dir=per_dir, judged=judged, where=where))
+        job = steps.job(steps.MetaJob, params, where)
+        return self.repeat(name or f"meta_{job.op}",
+                           lambda n: steps.meta_step(self, n, job, judged, where))
 
-    def sysbench(self, name: str | None = None, *, mode: str = "seqwr", files: int = 128,
-                 block: object = "16KiB", total: object = "1GiB", threads: int = 2,
-                 seconds: float = 120, judged: bool = True) -> WorkloadResult:
-        """sysbench fileio (prepare unmeasured, then run); without sysbench installed, the
-        same shape as a fio job, noted in the result. `total` and `seconds` (not below 5 s)
-        shrink with --fsperf-scale."""
+    def sysbench(self, name: str | None = None, *, judged: bool = True,
+                 **params: object) -> WorkloadResult:
+        """sysbench fileio (prepare unmeasured, then run); parameters and defaults:
+        `engine.steps.SysbenchJob` (mode, files, block, total, threads, seconds). Without
+        sysbench installed, the same shape as a fio job, noted in the result. `total` and
+        `seconds` (not below 5 s) shrink with --fsperf-scale."""
         where = f"{self.test}: fsperf.sysbench()"
-        return self.repeat(name or f"sysbench_{mode}", lambda n: steps.sysbench_step(
-            self, n, mode=mode, files=files, block=block, total=total, threads=threads,
-            seconds=seconds, judged=judged, where=where))
+        job = steps.job(steps.SysbenchJob, params, where)
+        return self.repeat(name or f"sysbench_{job.mode}",
+                           lambda n: steps.sysbench_step(self, n, job, judged, where))
 
     def scenario(self, scenario_id: str, **overrides: object) -> WorkloadResult:
         """Run a built-in scenario (pytest_fsperf.scenarios) by id; its last step is the

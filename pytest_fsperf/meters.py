@@ -1,10 +1,13 @@
 """Meters that read the FUSE daemon from /proc while a workload runs.
 
-CPU: utime+stime of /proc/PID/stat (includes exited threads) over the wall time of
-the window; 100% = one core. Peak memory: VmHWM after `echo 5 > clear_refs` reset
-it to the current RSS at the start; where the reset is refused, the highest VmRSS
-seen by a sampler, marked "sampled". A light watcher thread notices a daemon that
-exits and calls back (the engine then stops the load at once).
+CPU: utime+stime of /proc/PID/stat (includes exited threads), sampled every 50 ms beside
+the bytes the workload has moved; CPU% is taken over the time I/O ran (from the last sample
+before the first 0.5% of the bytes moved to the first sample after the last 0.5%), not
+over the tool's start-up and teardown; 100% = one core. Without a byte counter, or when
+nothing moved, over the whole window (and the stats say so).
+Peak memory: VmHWM after `echo 5 > clear_refs` reset it to the current RSS at the start;
+where the reset is refused, the highest VmRSS seen by a sampler, marked "sampled".
+A light watcher thread notices a daemon that exits and calls back (the engine then stops the load at once).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from .result import DaemonStats
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 WATCH_INTERVAL = 0.25  # seconds between liveness / RSS samples
+TICK = 0.05  # seconds between CPU and bytes-moved samples
+EDGE = 0.005  # the share of the bytes moved before I/O counts as started (and after it ended)
 
 
 class DaemonExited(MeasurementError):
@@ -68,7 +73,8 @@ class DaemonMeter:
     """Brackets one workload. start() ... stop() -> DaemonStats, or DaemonExited."""
 
     def __init__(self, daemon: Daemon, on_exit: Callable[[], None] | None = None,
-                 proc: str = "/proc", interval: float = WATCH_INTERVAL) -> None:
+                 proc: str = "/proc", interval: float = WATCH_INTERVAL,
+                 moved: Callable[[], int] | None = None, tick: float = TICK) -> None:
         self.daemon = daemon
         self._proc = proc
         self._interval = interval
@@ -81,6 +87,9 @@ class DaemonMeter:
         self._t0 = 0.0
         self._cpu0 = 0
         self._io0: tuple[int, int] | None = None
+        self._moved = moved  # bytes the workload has moved so far (fio's tree, the engine)
+        self._tick = min(tick, interval)
+        self.timeline: list[tuple[float, int, int]] = []  # (monotonic s, CPU ticks, bytes moved)
 
     def _alive(self) -> bool:
         return start_time(self.daemon.pid, self._proc) == self.daemon.start_time
@@ -90,8 +99,21 @@ class DaemonMeter:
         if rss is not None:
             self._sampled_peak_kib = max(self._sampled_peak_kib, rss)
 
+    def _point(self) -> None:
+        if self._moved is None:
+            return
+        ticks = cpu_ticks(self.daemon.pid, self._proc)
+        if ticks is not None:
+            self.timeline.append((time.monotonic(), ticks, self._moved()))
+
     def _watch(self) -> None:
-        while not self._stop.wait(self._interval):
+        every = max(1, round(self._interval / self._tick))
+        n = 0
+        while not self._stop.wait(self._tick):
+            self._point()
+            n += 1
+            if n % every:
+                continue
             if not self._alive():
                 self._exited.set()
                 if self._on_exit:
@@ -110,11 +132,13 @@ class DaemonMeter:
         self._io0 = io_counters(pid, self._proc)
         self._cpu0 = cpu0
         self._t0 = time.monotonic()
+        self._point()
         self._thread = threading.Thread(target=self._watch, name="fsperf-daemon-meter", daemon=True)
         self._thread.start()
 
     def stop(self, workload: str) -> DaemonStats:
         pid = self.daemon.pid
+        self._point()
         cpu1 = cpu_ticks(pid, self._proc)
         wall = time.monotonic() - self._t0
         io1 = io_counters(pid, self._proc)
@@ -129,11 +153,19 @@ class DaemonMeter:
             self._sample()
         cpu_seconds = (cpu1 - self._cpu0) / CLK_TCK
         io = (io1[0] - self._io0[0], io1[1] - self._io0[1]) if io1 and self._io0 else None
+        span = io_window(self.timeline)
+        if span is not None:
+            seconds, ticks = span
+            window, window_cpu = "I/O", ticks / CLK_TCK
+        else:
+            seconds, window, window_cpu = wall, "whole run", cpu_seconds
         return DaemonStats(
             pid=pid,
             wall_seconds=wall,
             cpu_seconds=cpu_seconds,
-            cpu_percent=100.0 * cpu_seconds / wall if wall > 0 else 0.0,
+            cpu_percent=100.0 * window_cpu / seconds if seconds > 0 else 0.0,
+            cpu_window=window,
+            cpu_window_seconds=seconds,
             peak_rss_bytes=1024 * (hwm if self._exact else self._sampled_peak_kib),
             peak_rss_method="VmHWM" if self._exact else "sampled",
             read_bytes=io[0] if io else None,
@@ -144,3 +176,19 @@ class DaemonMeter:
         self._stop.set()
         if self._thread:
             self._thread.join()
+
+
+def io_window(timeline: list[tuple[float, int, int]]) -> tuple[float, int] | None:
+    """(seconds, CPU ticks) from the last sample before I/O started to the first after it
+    ended, by the bytes moved; None when nothing moved or too few samples were taken."""
+    if len(timeline) < 3:
+        return None
+    moved0, total = timeline[0][2], timeline[-1][2] - timeline[0][2]
+    if total <= 0:
+        return None
+    low, high = moved0 + EDGE * total, moved0 + (1 - EDGE) * total
+    start = max((p for p in timeline if p[2] <= low), key=lambda p: p[0])
+    end = min((p for p in timeline if p[2] >= high), key=lambda p: p[0])
+    if end[0] <= start[0]:
+        return None
+    return end[0] - start[0], end[1] - start[1]

@@ -14,6 +14,7 @@ import pytest
 
 from . import hooks, leftovers, runs
 from .baselines.check import entry_of, key_of
+from .config import RULE, add_options, for_item, read_settings
 from .errors import MeasurementError, UsageError, message
 from .fixture import Fsperf
 from .judge import Earlier, Judgement, judge_item
@@ -23,7 +24,6 @@ from .mounts.mounter import BinaryMissing, MountPlan
 from .mounts.registry import Registry
 from .mounts.request import MARKER, MountRequest, from_marker, resolve
 from .mounts.request import MARKER_HELP as MOUNT_HELP
-from .options import add_options, read_settings
 from .plan import KEYWORDS, Plan, build_plan
 from .report import benchmark_json
 from .report.reporter import Reporter, live_line
@@ -60,9 +60,9 @@ def pytest_configure(config: pytest.Config) -> None:
         state = FsperfSession(settings)
         config.stash[STATE] = state
         if settings.backend is not None:
-            registry(config).get(settings.backend, settings.backend_where)
+            registry(config).get(settings.backend, settings.where("backend"))
         if settings.baseline is not None:
-            state.baseline(settings.baseline, settings.baseline_where)
+            state.baseline(settings.baseline, settings.where("baseline"))
         state.load_earlier()
     except UsageError as exc:
         raise pytest.UsageError(f"pytest-fsperf: {exc}") from None
@@ -71,6 +71,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(Reporter(state, config), "fsperf-reporter")
     if config.pluginmanager.hasplugin("benchmark"):
         config.pluginmanager.register(benchmark_json.BenchmarkJsonHook(state.results), "fsperf-benchmark")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The settings given and where each came from, under the one precedence rule."""
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return []
+    given = state.settings.given
+    lines = [f"fsperf: precedence {RULE}"]
+    lines += [f"fsperf: {raw.where}" + (f", over {raw.over}" if raw.over else "")
+              for raw in given.values()]
+    return lines
 
 
 def _on_term(signum: int, _frame: object) -> None:
@@ -193,7 +205,7 @@ def fsperf_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     if s.backend is None:
         yield state.default_target()
         return
-    req = MountRequest(s.backend, s.mount_options, None, s.backend_where)
+    req = MountRequest(s.backend, s.mount_options, None, s.where("backend"))
     target = _open(state, _plan(request, req))
     try:
         yield target
@@ -215,9 +227,14 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
             state.environment(target)  # read once while the mount and daemon are up
             plan = request.node.stash.get(PLAN, None)
             s = state.settings
-            rounds = plan.rounds if plan and plan.rounds is not None else s.rounds
-            warmup = plan.warmup if plan and plan.warmup is not None else s.warmup
-            handle = Fsperf(state, target, request.node.nodeid, workdir, rounds, warmup)
+            rounds = for_item(s, "rounds", plan and plan.rounds,
+                              f"fsperf marker rounds={plan and plan.rounds}")
+            warmup = for_item(s, "warmup", plan and plan.warmup,
+                              f"fsperf marker warmup={plan and plan.warmup}")
+            handle = Fsperf(state, target, request.node.nodeid, workdir, rounds.value,
+                            warmup.value)
+            handle.notes = tuple(f"{c.describe(n)} ({RULE})" for n, c in
+                                 (("rounds", rounds), ("warmup", warmup)) if c.over)
             request.node.stash[RECORD] = ItemRecord(handle.results, handle.comparisons)
             yield handle
         finally:
@@ -276,9 +293,8 @@ def _judge(item: pytest.Item) -> list[str]:
     s = state.settings
     plan = item.stash.get(PLAN, Plan(item.nodeid, ()))
     _properties(item, record.results)
-    name = plan.baseline or s.baseline
-    where = f"{item.nodeid}: fsperf marker baseline" if plan.baseline else s.baseline_where
-    baseline = state.baseline(name, where) if name is not None else None
+    chosen = for_item(s, "baseline", plan.baseline, f"{item.nodeid}: fsperf marker baseline")
+    baseline = state.baseline(chosen.value, chosen.where) if chosen.value is not None else None
     earlier = Earlier(state.earlier_name, state.earlier, state.env) if state.earlier_name else None
     j = judge_item(plan, record.results, baseline, s.gate == "baseline", earlier)
     record.judgement = j

@@ -24,6 +24,10 @@ INTERVAL = 1.0
 def tree_io(root: int, proc: str = "/proc") -> int:
     """rchar + wchar of a process and all its descendants (fio's job processes call setsid,
     so they are not in its process group)."""
+    return sum(sum(io) for pid in _tree(root, proc) if (io := io_counters(pid, proc)))
+
+
+def _tree(root: int, proc: str) -> set[int]:
     parent: dict[int, int] = {}
     for name in os.listdir(proc):
         if name.isdigit() and (fields := stat_fields(int(name), proc)):
@@ -32,7 +36,33 @@ def tree_io(root: int, proc: str = "/proc") -> int:
     while changed:
         grown = {pid for pid, pp in parent.items() if pp in tree} | tree
         changed, tree = grown != tree, grown
-    return sum(sum(io) for pid in tree if (io := io_counters(pid, proc)))
+    return tree
+
+
+class TreeIo:
+    """tree_io, read often: the process tree is found again at most every `refresh` s (a
+    scan of /proc), the counters of the processes known are read on every call. A process
+    that exited takes its bytes with it, so the most seen for each is kept."""
+
+    def __init__(self, root: Callable[[], int | None], refresh: float = 0.5,
+                 proc: str = "/proc") -> None:
+        self._root, self._refresh, self._proc = root, refresh, proc
+        self._pids: set[int] = set()
+        self._found = -1e9
+        self._seen: dict[int, int] = {}
+
+    def __call__(self) -> int:
+        root = self._root()
+        if root is None:
+            return 0
+        now = time.monotonic()
+        if now - self._found >= self._refresh:
+            self._pids, self._found = _tree(root, self._proc), now
+        for pid in list(self._pids):
+            io = io_counters(pid, self._proc)
+            if io is not None:
+                self._seen[pid] = max(self._seen.get(pid, 0), sum(io))
+        return sum(self._seen.values())
 
 
 def own_io() -> int:

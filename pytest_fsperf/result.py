@@ -18,10 +18,15 @@ def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:
 SHORT_WINDOW = 0.5  # s: daemon CPU over a shorter window (10 ms clock ticks) says little
 
 
-def countable_cpu(wall_seconds: float, cpu_percent: float) -> float | None:
-    """The daemon's CPU% where its window was long enough for CPU time counted in 10 ms
-    ticks to mean something; None (shown '-', not judged) otherwise. The one such rule."""
-    return cpu_percent if wall_seconds >= SHORT_WINDOW else None
+def countable_cpu(seconds: float, cpu_percent: float) -> float | None:
+    """The daemon's CPU% where the window it is over was long enough for CPU time counted in
+    10 ms ticks to mean something; None (shown '-', not judged) otherwise. The one such rule."""
+    return cpu_percent if seconds >= SHORT_WINDOW else None
+
+
+def cpu_seconds_of(daemon: dict[str, Any]) -> float:
+    """The window a daemon row's CPU% is over (rows from before it was kept: the whole run)."""
+    return float(daemon.get("cpu_window_seconds") or daemon["wall_seconds"])
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,12 @@ class DaemonStats:
     peak_rss_method: str  # "VmHWM" (exact) or "sampled"
     read_bytes: int | None  # rchar delta: all syscall reads (backend files, sockets, /dev/fuse)
     write_bytes: int | None  # wchar delta: all syscall writes (incl. replies to the kernel)
+    cpu_window: str = "whole run"  # what cpu_percent is over: "I/O" (the time I/O ran) or "whole run"
+    cpu_window_seconds: float = 0.0  # its length
+
+    @property
+    def countable_cpu(self) -> float | None:
+        return countable_cpu(self.cpu_window_seconds or self.wall_seconds, self.cpu_percent)
 
 
 @dataclass(frozen=True)
@@ -156,11 +167,21 @@ class WorkloadResult:
             "lat_mean": self._worst("lat_mean_ns"),
             "lat_p50": self._worst("lat_p50_ns"),
             "lat_p99": self.lat_p99_ns,
-            "daemon_cpu": countable_cpu(self.daemon.wall_seconds, self.daemon.cpu_percent)
-            if self.daemon else None,
+            "daemon_cpu": self.daemon.countable_cpu if self.daemon else None,
+            "daemon_cpu_per_gb": self.cpu_per_gb,
             "daemon_rss": float(self.daemon.peak_rss_bytes) if self.daemon else None,
         }
+        if not self.io_bytes:
+            del figures["daemon_cpu_per_gb"]  # nothing moved: no such figure
         return {k: v for k, v in figures.items() if v is not None or k.startswith("daemon_")}
+
+    @property
+    def cpu_per_gb(self) -> float | None:
+        """The daemon's CPU-seconds per GB the workload moved, over its whole window: the work
+        per byte, which does not depend on how long the window was."""
+        if self.daemon is None or not self.io_bytes:
+            return None
+        return self.daemon.cpu_seconds / (self.io_bytes / 1e9)
 
     def values(self, metric: str) -> list[float]:
         """A figure of every round (one value without rounds)."""

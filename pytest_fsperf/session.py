@@ -11,12 +11,12 @@ from typing import Any
 
 from . import baselines, leftovers, runs
 from .baselines import Baseline
+from .config import Settings
 from .errors import MeasurementError
 from .mounts.daemon import Lookup, describe, find_daemon
 from .mounts.mounter import MountedFs, MountPlan
 from .mounts.mountinfo import Mount, find_mount, read_mounts
 from .mounts.probe import NoAnswer, probe
-from .options import Settings
 from .report import jsonout
 from .report.environment import environment
 from .report.redact import mask
@@ -155,7 +155,7 @@ class FsperfSession:
         if s.compare is None:
             return
         folder = runs.storage(s.root, s.storage)
-        self.earlier_name, doc = runs.load(folder, s.compare, s.compare_where)
+        self.earlier_name, doc = runs.load(folder, s.compare, s.where("compare"))
         self.earlier = {f"{r['test']}::{r['name']}": r for r in doc.get("results", [])}
 
     @property

@@ -59,10 +59,25 @@ class Outcome(Text):
 @dataclass(frozen=True)
 class Metric:
     key: str
-    label: str  # how the figure is named in messages
+    label: str  # how the figure is named in messages and tables
     parse: Callable[[object], float]  # a threshold as the user writes it
     show: Callable[[float], str]
     bigger_is_better: bool
+    unit: str  # in files for other tools (github-action-benchmark): value / scale in unit
+    scale: float = 1.0
+    series: str = ""  # the name of its series there; stable, as users' history is kept by it
+
+    def __post_init__(self) -> None:
+        if not self.series:
+            object.__setattr__(self, "series", self.label)
+
+
+def _number(value: object) -> float:
+    return float(str(value))
+
+
+def _cpu_s(value: float) -> str:
+    return f"{value:.3g} CPU-s/GB"
 
 
 def _bw(value: object) -> float:
@@ -70,12 +85,13 @@ def _bw(value: object) -> float:
 
 
 METRICS: dict[str, Metric] = {m.key: m for m in (
-    Metric("bw", "bandwidth", _bw, units.format_rate, True),
-    Metric("iops", "IOPS", units.parse_rate_count, units.format_count, True),
-    Metric("ops", "ops/s", units.parse_rate_count, units.format_count, True),
-    Metric("daemon_cpu", "daemon CPU", units.parse_percent, units.format_percent, False),
-    Metric("daemon_rss", "daemon peak memory", units.parse_bytes, units.format_mb, False),
-    Metric("lat_p99", "p99 latency", units.parse_duration_ns, units.format_duration, False),
-    Metric("lat_p50", "p50 latency", units.parse_duration_ns, units.format_duration, False),
-    Metric("lat_mean", "mean latency", units.parse_duration_ns, units.format_duration, False),
+    Metric("bw", "bandwidth", _bw, units.format_rate, True, "MB/s", 1e6),
+    Metric("iops", "IOPS", units.parse_rate_count, units.format_count, True, "IOPS"),
+    Metric("ops", "ops/s", units.parse_rate_count, units.format_count, True, "ops/s", series="ops"),
+    Metric("daemon_cpu", "daemon CPU", units.parse_percent, units.format_percent, False, "%"),
+    Metric("daemon_cpu_per_gb", "daemon CPU-s/GB", _number, _cpu_s, False, "CPU-s/GB"),
+    Metric("daemon_rss", "daemon peak memory", units.parse_bytes, units.format_mb, False, "MB", 1e6),
+    Metric("lat_p99", "p99 latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6),
+    Metric("lat_p50", "p50 latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6),
+    Metric("lat_mean", "mean latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6),
 )}

@@ -36,7 +36,7 @@ def test_daemon_found_among_two_mounts_and_measured(pytester, bindfs):
             fsperf.fio(name="write", rw="write", bs="1M", size="64M", direct=1)
             r = fsperf.fio(name="read", rw="read", bs="1M", size="64M", direct=1)
             assert r.daemon.pid == {second.pid}
-            assert r.daemon.cpu_percent > 0
+            assert r.daemon.cpu_seconds > 0
             assert r.daemon.peak_rss_method == "VmHWM"
             assert r.daemon.peak_rss_bytes == vm_hwm({second.pid})
             assert r.daemon.read_bytes >= 64 * 2**20  # the daemon read the bytes from its source
@@ -77,6 +77,30 @@ def test_cold_reaches_the_daemon_warm_does_not(pytester, bindfs):
     result.assert_outcomes(passed=1)
     cold = doc["results"][2]
     assert cold["daemon_cache"] == "unknown: existing mount, daemon not restarted"
+
+
+def test_daemon_cpu_is_over_the_time_io_ran(pytester, bindfs):
+    """fio's start-up (here a 2 s startdelay) is not in the daemon's CPU%: before, an idle
+    start diluted every CPU figure and every max_cpu verdict."""
+    mount = bindfs()
+    pytester.makepyfile("""
+        def test_window(fsperf):
+            job = dict(rw="read", bs="16k", size="512M", direct=1)
+            fsperf.fio(name="lay", **{**job, "rw": "write"}, judged=False)
+            now = fsperf.fio(name="now", **job)
+            later = fsperf.fio(name="later", **job, startdelay="2")
+            for r in (now, later):
+                runtime = r.read.runtime_ms / 1000
+                assert r.daemon.cpu_window == "I/O", r.daemon
+                assert abs(r.daemon.cpu_window_seconds - runtime) < 0.2 + 0.2 * runtime, (r.daemon, runtime)
+            assert later.daemon.wall_seconds > later.daemon.cpu_window_seconds + 1.5
+            assert later.daemon.cpu_percent > 0.6 * now.daemon.cpu_percent, (now.daemon, later.daemon)
+            whole = 100 * later.daemon.cpu_seconds / later.daemon.wall_seconds
+            assert whole < 0.75 * later.daemon.cpu_percent, later.daemon
+    """)
+    result, doc = run(pytester, mount)
+    result.assert_outcomes(passed=1)
+    assert doc["results"][2]["daemon"]["cpu_window"] == "I/O"
 
 
 def test_daemon_death_fails_that_test_and_the_session_goes_on(pytester, bindfs):

@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from pytest_fsperf.report import benchmark_json, html, jsonout, markdown, terminal
+from pytest_fsperf.report import benchmark_json, html, jsonout, markdown, terminal, view
 
 DATA = Path(__file__).parent / "data"
 GOLDEN = DATA / "golden"
@@ -36,23 +36,20 @@ def test_the_canned_file_matches_the_schema(doc):
     jsonschema.validate(doc, jsonout.schema())
 
 
+def the_view(doc: dict[str, Any]) -> view.View:
+    return view.build(doc["environment"], doc["results"], doc["comparisons"], False)
+
+
 def test_terminal(doc):
-    results = doc["results"]
-    lines = [*terminal.table(results), *terminal.footnotes(results)]
-    for c in doc["comparisons"]:
-        lines += terminal.comparison(c)
-    lines += terminal.baseline_checks(results, False) + terminal.run_comparisons(results)
-    golden("terminal.txt", "\n".join(lines) + "\n")
+    golden("terminal.txt", "\n".join(terminal.render(the_view(doc))) + "\n")
 
 
 def test_markdown(doc):
-    golden("summary.md", markdown.document(doc["environment"], doc["results"], doc["comparisons"],
-                                           False))
+    golden("summary.md", markdown.document(the_view(doc)))
 
 
 def test_html(doc):
-    page = html.document(doc["environment"], doc["results"], doc["comparisons"], False)
-    golden("report.html", page)
+    golden("report.html", html.document(the_view(doc)))
 
 
 def test_benchmark_files(doc):

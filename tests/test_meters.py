@@ -92,3 +92,17 @@ def test_exit_during_window_is_reported(child):
     with pytest.raises(meters.DaemonExited, match=rf"FUSE daemon PID {child.pid} exited during w1"):
         meter.stop("w1")
     assert called == [1]
+
+
+def test_io_window_spans_the_bytes_moved_not_the_idle_ends():
+    # 1 s idle start (fio's set-up), 2 s of I/O at 100 ticks/s, 1 s idle teardown
+    timeline = [(t / 10, 0, 0) for t in range(10)]
+    timeline += [(1 + t / 10, 10 * t, 50 * t) for t in range(21)]
+    timeline += [(3 + t / 10, 200, 1000) for t in range(1, 11)]
+    seconds, ticks = meters.io_window(timeline)
+    assert abs(seconds - 2.0) < 0.11 and 190 <= ticks <= 210
+
+
+def test_io_window_is_none_when_nothing_moved():
+    assert meters.io_window([(t / 10, t, 7) for t in range(20)]) is None
+    assert meters.io_window([(0.0, 0, 0), (1.0, 5, 9)]) is None

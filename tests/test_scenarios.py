@@ -178,13 +178,17 @@ def test_unknown_scenario_and_engine_arguments(pytester):
 
         def test_bad_files(fsperf):
             fsperf.files(mode="append")
+
+        def test_bad_meta(fsperf):
+            fsperf.meta(colour="red")
     """)
     result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-scale=0.0005")
-    result.assert_outcomes(failed=3)
+    result.assert_outcomes(failed=4)
     result.stdout.fnmatch_lines([
         "*unknown scenario 'seq_wrte_1t' (known: *",
         "*usage error: *'colour' is not a fio job option pytest-fsperf passes on*",
-        "*mode='append' must be 'read' or 'write'*"])
+        "*mode='append' must be 'read' or 'write'*",
+        "*fsperf.meta(): unknown parameter 'colour' (takes op, entries, per_dir)*"])
 
 
 SYSBENCH_OUT = """

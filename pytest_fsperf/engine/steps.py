@@ -1,11 +1,14 @@
-"""The small-file, metadata and sysbench workloads as the fixture runs them: checked
-arguments, an unmeasured layout (then the pending cold start again), a measured run."""
+"""The small-file, metadata and sysbench workloads: each engine's parameters and defaults
+written once (a frozen job), checked, then an unmeasured layout (then the pending cold start
+again) and a measured run."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import scenarios, units
 from ..errors import UsageError
@@ -19,9 +22,52 @@ if TYPE_CHECKING:
     from ..measure.workspace import Workspace
 
 
-def files_step(fs: Workspace, name: str | None, *, mode: str = "read", count: int = 100_000,
-           size: object = "128KiB", threads: int = 128, judged: bool = True,
-           subdir: str = "files", where: str = "fsperf.files()") -> WorkloadResult:
+@dataclass(frozen=True)
+class FilesJob:
+    """`threads` threads read (or write) `count` files of `size` each, whole, in work dir/subdir."""
+
+    mode: str = "read"
+    count: int = 100_000
+    size: object = "128KiB"
+    threads: int = 128
+    subdir: str = "files"
+
+
+@dataclass(frozen=True)
+class MetaJob:
+    """An operation over `entries` files: list (ls -f), list_stat (ls -l), walk (find) or stat."""
+
+    op: str = "list"
+    entries: int = 1000
+    per_dir: int = 0
+
+
+@dataclass(frozen=True)
+class SysbenchJob:
+    """sysbench fileio: prepare `files` files of `total` bytes in all, then run `mode`."""
+
+    mode: str = "seqwr"
+    files: int = 128
+    block: object = "16KiB"
+    total: object = "1GiB"
+    threads: int = 2
+    seconds: float = 120
+
+
+Job = TypeVar("Job", FilesJob, MetaJob, SysbenchJob)
+
+
+def job(kind: type[Job], params: Mapping[str, object], where: str) -> Job:
+    """The engine's job from keyword parameters; one it does not take is the user's mistake."""
+    known = [f.name for f in dataclasses.fields(kind)]
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise UsageError(f"{where}: unknown parameter {unknown[0]!r} (takes {', '.join(known)})")
+    return kind(**params)  # type: ignore[arg-type]  # each step checks the values
+
+
+def files_step(fs: Workspace, name: str | None, j: FilesJob, judged: bool, where: str) -> WorkloadResult:
+    mode, count, size, threads, subdir = j.mode, j.count, j.size, j.threads, j.subdir
     if mode not in ("read", "write"):
         raise UsageError(f"{where}: mode={mode!r} must be 'read' or 'write'")
     for key, value in (("count", count), ("threads", threads)):
@@ -57,8 +103,8 @@ def files_step(fs: Workspace, name: str | None, *, mode: str = "read", count: in
         todo, write=mode == "write", threads=threads))
 
 
-def meta_step(fs: Workspace, name: str | None, *, op: str = "list", entries: int = 1000, per_dir: int = 0,
-          judged: bool = True, where: str = "fsperf.meta()") -> WorkloadResult:
+def meta_step(fs: Workspace, name: str | None, j: MetaJob, judged: bool, where: str) -> WorkloadResult:
+    op, entries, per_dir = j.op, j.entries, j.per_dir
     if op not in meta_engine.OPERATIONS:
         raise UsageError(f"{where}: op={op!r} is not one of {', '.join(meta_engine.OPERATIONS)}")
     for key, value, least in (("entries", entries, 1), ("per_dir", per_dir, 0)):
@@ -77,10 +123,9 @@ def meta_step(fs: Workspace, name: str | None, *, op: str = "list", entries: int
                         lambda: meta_engine.run_meta(op, root, paths))
 
 
-def sysbench_step(fs: Workspace, name: str | None, *, mode: str = "seqwr", files: int = 128,
-              block: object = "16KiB", total: object = "1GiB", threads: int = 2,
-              seconds: float = 120, judged: bool = True,
-              where: str = "fsperf.sysbench()") -> WorkloadResult:
+def sysbench_step(fs: Workspace, name: str | None, j: SysbenchJob, judged: bool,
+                  where: str) -> WorkloadResult:
+    mode, files, block, total, threads, seconds = j.mode, j.files, j.block, j.total, j.threads, j.seconds
     if mode not in sysbench_engine.MODES:
         raise UsageError(f"{where}: mode={mode!r} is not one of {', '.join(sysbench_engine.MODES)}")
     for key, value in (("files", files), ("threads", threads)):
@@ -118,3 +163,19 @@ def sysbench_step(fs: Workspace, name: str | None, *, mode: str = "seqwr", files
     label = fs.unique(name or f"sysbench_{mode}")
     return fs.measure_engine(label, judged, "sysbench", options,
                         lambda: sysbench_engine.run(cwd, base, mode, threads, deadline, fs.on_hang))
+
+
+
+@dataclass(frozen=True)
+class Engine:
+    """An engine as scenarios name it: its job type and its step."""
+
+    kind: type[Any]
+    step: Callable[[Workspace, str | None, Any, bool, str], WorkloadResult]
+
+    def check(self, params: Mapping[str, object], where: str) -> Any:
+        return job(self.kind, params, where)
+
+
+ENGINES = {"files": Engine(FilesJob, files_step), "meta": Engine(MetaJob, meta_step),
+           "sysbench": Engine(SysbenchJob, sysbench_step)}

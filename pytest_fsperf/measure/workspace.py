@@ -17,12 +17,12 @@ import psutil
 
 from .. import cache, progress
 from ..cache import DaemonCache, PageCache
+from ..config import Settings
 from ..diskmeter import DiskMeter
 from ..engine import fio as fio_engine
 from ..errors import MeasurementError, UsageError, WorkloadHung
 from ..meters import DaemonExited, DaemonMeter
 from ..mounts.daemon import Lookup
-from ..options import Settings
 from ..result import DaemonStats, OpStats, WorkloadResult
 from ..session import FsperfSession, Target, safe_name
 
@@ -82,6 +82,7 @@ class Workspace:
         self.test = test
         self.workdir = Path(workdir)
         self.results: list[WorkloadResult] = []
+        self.notes: tuple[str, ...] = ()  # added to every result kept (e.g. an overridden setting)
         self.rounds = rounds  # each workload call runs this often; its figures are the medians
         self.warmup = warmup  # and first once more, unjudged and discarded
         self._cold: PageCache | None = None  # page cache state for the next workload
@@ -132,6 +133,8 @@ class Workspace:
     def keep(self, result: WorkloadResult) -> WorkloadResult:
         """Add a finished result to the test's results (the measuring calls return theirs
         without keeping them, so nothing kept is ever patched in place)."""
+        if self.notes:
+            result = dataclasses.replace(result, notes=(*result.notes, *self.notes))
         self.results.append(result)
         return result
 
@@ -237,10 +240,8 @@ class Workspace:
         proc = fio_engine.FioProcess(
             fio_engine.command(job, "fsperf", str(self.workdir), out + ".json"), out + ".json.log")
 
-        def fio_io() -> int:
-            return progress.tree_io(proc.proc.pid) if proc.proc else 0
-
-        with self._window(label, fio_io, on_exit=proc.stop_now) as w:
+        fio_io = progress.TreeIo(lambda: proc.proc.pid if proc.proc else None)
+        with self._window(label, fio_io, on_exit=proc.stop_now, timed_io=True) as w:
             proc.start()
             try:
                 code, fio_cpu = proc.wait(self.deadline(job), self.on_hang)
@@ -328,16 +329,20 @@ class Workspace:
 
     @contextlib.contextmanager
     def _window(self, label: str, counter: Callable[[], int],
-                on_exit: Callable[[], None] | None = None) -> Iterator[_Window]:
+                on_exit: Callable[[], None] | None = None,
+                timed_io: bool = False) -> Iterator[_Window]:
         """Take the pending cold state, then measure the body with the daemon meter, the
         cache-disk sampler and the progress line. A failure because the daemon died is
-        reported as the daemon's death."""
+        reported as the daemon's death. timed_io: the counter counts the workload's bytes
+        and nothing else (fio's processes), so the daemon's CPU% is taken over the time
+        they moved; an in-process engine's run is its window already."""
         lookup = self.target.lookup_daemon()  # after any remount
         w = _Window(lookup, self._cold or PageCache.WARM,
                     _daemon_cache(lookup, self._cold, self._daemon_cold),
                     self._cold_steps if self._cold else ())
         self._cold, self._daemon_cold, self._cold_steps = None, None, ()
-        meter = DaemonMeter(lookup.daemon, on_exit=on_exit) if lookup.daemon else None
+        meter = (DaemonMeter(lookup.daemon, on_exit=on_exit, moved=counter if timed_io else None)
+                 if lookup.daemon else None)
         disk = self._disk_meter()
         shown = self._progress(label, counter)
         try:

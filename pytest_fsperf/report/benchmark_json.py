@@ -9,7 +9,7 @@ import platform
 from typing import Any
 
 from ..errors import UsageError
-from . import terminal
+from .view import short_test
 
 INSTALL = "pip install pytest-benchmark"
 
@@ -39,7 +39,7 @@ def entries(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         total = r["total"]
         d = r.get("daemon") or {}
         out.append({
-            "group": "fsperf", "name": f"{terminal.short_test(r)}::{r['name']}",
+            "group": "fsperf", "name": f"{short_test(r)}::{r['name']}",
             "fullname": f"{r['test']}::{r['name']}", "params": None, "param": None,
             "extra_info": {"fsperf": True, "kind": r["kind"], "bw_bytes": total.get("bw_bytes"),
                            "iops": total.get("iops"), "ops_per_second": total.get("ops_per_second"),

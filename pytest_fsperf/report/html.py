@@ -6,12 +6,8 @@ laid out (data-drawn), so a test can tell the charts were drawn."""
 from __future__ import annotations
 
 import html
-from typing import Any
 
-from .. import units
-from ..result import countable_cpu
-from ..stats import median
-from . import terminal
+from .view import Chart, Section, Table, View
 
 W, BAR_H, GAP, LABEL_W = 720, 16, 6, 260
 
@@ -38,84 +34,56 @@ def _esc(text: object) -> str:
     return html.escape(str(text))
 
 
-def bar_chart(title: str, bars: list[tuple[str, float, str]], show: Any) -> str:
-    """Horizontal bars: (label, value, colour)."""
-    if not bars:
+COLOURS = {"now": "#3a7bd5", "a": "#3a7bd5", "b": "#d53a3a", "saved": "#999999"}
+FIGURE_COLOURS = {"daemon_cpu": "#e07b39", "daemon_rss": "#8e44ad"}
+
+
+def bar_chart(chart: Chart | None) -> str:
+    if chart is None or not chart.bars:
         return ""
-    top = max(v for _l, v, _c in bars) or 1.0
-    height = len(bars) * (BAR_H + GAP) + 24
+    title, show = chart.title, chart.metric.show
+    top = max(b.value for b in chart.bars) or 1.0
+    height = len(chart.bars) * (BAR_H + GAP) + 24
     parts = [f'<svg class="chart" width="{W}" height="{height}" role="img" aria-label="{_esc(title)}">',
              f'<text x="0" y="14" font-weight="bold">{_esc(title)}</text>']
-    for i, (label, value, colour) in enumerate(bars):
+    for i, bar in enumerate(chart.bars):
+        colour = FIGURE_COLOURS.get(chart.metric.key, COLOURS[bar.side])
         y = 24 + i * (BAR_H + GAP)
-        width = max(1.0, (W - LABEL_W - 90) * value / top)
-        parts.append(f'<text x="0" y="{y + 12}">{_esc(label[:40])}</text>')
+        width = max(1.0, (W - LABEL_W - 90) * bar.value / top)
+        parts.append(f'<text x="0" y="{y + 12}">{_esc(bar.label[:40])}</text>')
         parts.append(f'<rect class="mark" x="{LABEL_W}" y="{y}" width="{width:.1f}" height="{BAR_H}" '
-                     f'fill="{colour}"><title>{_esc(label)}: {_esc(show(value))}</title></rect>')
-        parts.append(f'<text x="{LABEL_W + width + 6:.1f}" y="{y + 12}">{_esc(show(value))}</text>')
+                     f'fill="{colour}"><title>{_esc(bar.label)}: {_esc(show(bar.value))}</title></rect>')
+        parts.append(f'<text x="{LABEL_W + width + 6:.1f}" y="{y + 12}">{_esc(show(bar.value))}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _results_table(results: list[dict[str, Any]]) -> str:
-    head = "".join(f"<th>{_esc(h)}</th>" for h in terminal.HEADER)
+def _table(t: Table, verdict_column: bool = False) -> str:
+    head = "".join(f"<th>{_esc(h)}</th>" for h in t.header)
     rows = []
-    for r in results:
-        cells = terminal.row(r)
-        verdict = cells[-1]
-        tds = "".join(f"<td>{_esc(c)}</td>" for c in cells[:-1])
-        rows.append(f'<tr>{tds}<td class="{_esc(verdict)}">{_esc(verdict)}</td></tr>')
+    for cells in t.rows:
+        tds = "".join(f"<td>{_esc(c)}</td>" for c in (cells[:-1] if verdict_column else cells))
+        if verdict_column:
+            tds += f'<td class="{_esc(cells[-1])}">{_esc(cells[-1])}</td>'
+        rows.append(f"<tr>{tds}</tr>")
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
-def _label(r: dict[str, Any]) -> str:
-    return f"{terminal.short_test(r)} {r['name']}"
+def _section(s: Section) -> str:
+    lines = "<br>".join(_esc(line) for line in s.lines)
+    return (f"<h2>{_esc(s.title)}</h2>" + (f"<p>{lines}</p>" if lines else "")
+            + (_table(s.table) if s.table else "") + bar_chart(s.chart))
 
 
-def document(env: dict[str, Any], results: list[dict[str, Any]], comparisons: list[dict[str, Any]],
-             gated: bool) -> str:
-    m = env.get("machine", {})
-    body = [f"<h1>pytest-fsperf</h1><p>{_esc(m.get('cpus'))} CPUs ({_esc(m.get('cpu_model'))}), "
-            f"kernel {_esc(env.get('kernel'))}, fio {_esc(env.get('fio') or '-')}, "
-            f"scale {_esc(env.get('scale'))}</p>",
-            _results_table(results),
-            "<ul>" + "".join(f"<li>{_esc(n)}</li>" for n in terminal.footnotes(results)) + "</ul>"]
-    per_round = [(f"{_label(r)} #{i + 1}", rnd["bw"], "#3a7bd5") for r in results
-                 for i, rnd in enumerate(r.get("rounds") or []) if rnd.get("bw")]
-    single = [(_label(r), r["total"]["bw_bytes"], "#3a7bd5") for r in results
-              if not r.get("rounds") and r["total"].get("io_bytes")]
-    body.append("<h2>Bandwidth</h2>" + bar_chart("bandwidth per workload and round", per_round + single,
-                                                  units.format_rate))
-    cpu = [(_label(r), shown, "#e07b39") for r in results if r.get("daemon") and
-           (shown := countable_cpu(r["daemon"]["wall_seconds"], r["daemon"]["cpu_percent"])) is not None]
-    mem = [(_label(r), r["daemon"]["peak_rss_bytes"], "#8e44ad") for r in results if r.get("daemon")]
-    if cpu or mem:
-        body.append("<h2>FUSE daemon</h2>" + bar_chart("daemon CPU (100% = one core)", cpu,
-                                                        units.format_percent)
-                    + bar_chart("daemon peak memory", mem, units.format_mb))
-    for c in comparisons:
-        bw = c["metrics"].get("bw")
-        if bw:
-            bars = [(f"A #{i + 1}", v, "#3a7bd5") for i, v in enumerate(bw["a"]) if v] + [
-                (f"B #{i + 1}", v, "#d53a3a") for i, v in enumerate(bw["b"]) if v]
-            body.append(f"<h2>A/B: {_esc(c['name'])} on {_esc(c['backend'])}</h2>"
-                        f"<p>A: {_esc(' '.join(c['a_options']) or '(defaults)')}<br>"
-                        f"B: {_esc(' '.join(c['b_options']) or '(defaults)')}<br>"
-                        f"B/A {bw['ratio']:.3f}, {_esc(bw.get('outcome', '-'))}</p>"
-                        + bar_chart("bandwidth, A against B, per round", bars, units.format_rate))
-    earlier = [(r, r["run_comparison"]) for r in results if r.get("run_comparison")]
-    if earlier:
-        bars = []
-        for r, c in earlier:
-            if c["ratio"] is not None:
-                bars.append((f"{_label(r)} saved", median(c["old"]), "#999999"))
-                bars.append((f"{_label(r)} now ({c['outcome']})", median(c["new"]), "#3a7bd5"))
-        body.append(f"<h2>Against saved run {_esc(earlier[0][1]['run'])}</h2>"
-                    + bar_chart("median, saved against now", bars, units.format_rate))
-    checks = terminal.baseline_checks(results, gated)
-    if checks:
-        body.append("<h2>Baselines</h2><pre>" + _esc("\n".join(checks)) + "</pre>")
+def document(view: View) -> str:
+    bw, cpu, mem = view.charts or (None, None, None)
+    body = [f"<h1>pytest-fsperf</h1><p>{_esc(view.machine)}</p>",
+            _table(view.results, verdict_column=True),
+            "<ul>" + "".join(f"<li>{_esc(n)}</li>" for n in view.notes) + "</ul>",
+            "<h2>Bandwidth</h2>" + bar_chart(bw)]
+    if (cpu and cpu.bars) or (mem and mem.bars):
+        body.append("<h2>FUSE daemon</h2>" + bar_chart(cpu) + bar_chart(mem))
+    body += [_section(s) for s in view.sections]
     return ("<!doctype html><html><head><meta charset=\"utf-8\"><title>pytest-fsperf</title>"
             f"<style>{STYLE}</style></head><body>{''.join(body)}"
             f"<script>{SCRIPT}</script></body></html>\n")
-

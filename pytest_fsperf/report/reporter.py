@@ -11,7 +11,7 @@ import pytest
 
 from .. import outfile, runs
 from ..session import FsperfSession
-from . import benchmark_json, html, jsonout, markdown, terminal
+from . import benchmark_json, html, jsonout, markdown, terminal, view
 
 
 def live_line(config: pytest.Config) -> tuple[Callable[[str], None], Callable[[], int]] | None:
@@ -58,17 +58,7 @@ class Reporter:
         if not state.results and not state.leftovers:
             return
         terminalreporter.write_sep("=", "fsperf")
-        if state.results:
-            for line in terminal.table(state.results):
-                terminalreporter.write_line(line)
-            for note in terminal.footnotes(state.results):
-                terminalreporter.write_line(note)
-        for c in state.comparisons:
-            for line in terminal.comparison(c):
-                terminalreporter.write_line(line)
-        for line in terminal.baseline_checks(state.results, state.settings.gate == "baseline"):
-            terminalreporter.write_line(line)
-        for line in terminal.run_comparisons(state.results):
+        for line in terminal.render(self.view()):
             terminalreporter.write_line(line)
         if state.saved_run is not None:
             terminalreporter.write_line(f"fsperf run saved: {state.saved_run}")
@@ -102,7 +92,6 @@ class Reporter:
 
     def _writers(self, env: dict[str, Any]) -> list[Callable[[], object]]:
         state, s = self.state, self.state.settings
-        gated = s.gate == "baseline"
         doc = jsonout.document(env, state.results, state.leftovers, state.comparisons, state.swept)
         todo: list[Callable[[], object]] = []
         if s.json_path is not None:
@@ -112,11 +101,9 @@ class Reporter:
         if s.save_baseline is not None:
             todo.append(partial(state.save_baseline, env))
         if s.markdown_path is not None:
-            todo.append(partial(outfile.write, s.markdown_path, markdown.document(
-                env, state.results, state.comparisons, gated)))
+            todo.append(partial(outfile.write, s.markdown_path, markdown.document(self.view(env))))
         if s.html_path is not None:
-            todo.append(partial(outfile.write, s.html_path, html.document(
-                env, state.results, state.comparisons, gated)))
+            todo.append(partial(outfile.write, s.html_path, html.document(self.view(env))))
         if s.benchmark_json is not None:
             todo.append(partial(jsonout.write, s.benchmark_json,
                                 benchmark_json.document(state.results, env)))
@@ -126,6 +113,11 @@ class Reporter:
                 out = s.action_prefix.with_name(f"{s.action_prefix.name}-{suffix}.json")
                 todo.append(partial(jsonout.write, out, data))
         return todo
+
+    def view(self, env: dict[str, Any] | None = None) -> view.View:
+        state = self.state
+        return view.build(env or {}, state.results, state.comparisons,
+                          state.settings.gate == "baseline")
 
     def _save_run(self, name: str, doc: dict[str, Any]) -> None:
         s = self.state.settings

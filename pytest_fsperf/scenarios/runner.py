@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
-from ..engine import steps
-from ..errors import UsageError
+from ..engine.steps import ENGINES, Engine
 from ..measure.workspace import Workspace
 from ..result import WorkloadResult
 from .juicefs import grade as juicefs_grade
 from .library import get
-
-ENGINES: dict[str, Callable[..., WorkloadResult]] = {
-    "sysbench": steps.sysbench_step, "files": steps.files_step, "meta": steps.meta_step}
-
-
-def _checked(engine: str, params: Mapping[str, object], where: str) -> None:
-    """A parameter the engine does not take is the user's mistake (an override): say so
-    before running, instead of reading a TypeError from inside a running engine."""
-    if engine == "fio":
-        return
-    try:
-        inspect.signature(ENGINES[engine]).bind(None, None, judged=True, where=where, **params)
-    except TypeError as exc:
-        raise UsageError(f"{where}: {exc}") from None
 
 
 def run_scenario(fs: Workspace, scenario_id: str, overrides: Mapping[str, object],
@@ -43,13 +27,14 @@ def run_scenario(fs: Workspace, scenario_id: str, overrides: Mapping[str, object
         final = i == measured[-1]
         params: dict[str, object] = {**step.params, **(overrides if final else {})}
         name = fs.unique(sc.id if final else f"{sc.id}.prep{i}")
-        _checked(step.engine, params, where)
+        engine = ENGINES.get(step.engine)
+        job = engine.check(params, where) if engine else None  # before anything runs
 
-        def once(label: str, step_engine: str = step.engine, judged: bool = final,
-                 params: dict[str, object] = params) -> WorkloadResult:
-            if step_engine == "fio":
+        def once(label: str, engine: Engine | None = engine, judged: bool = final,
+                 params: dict[str, object] = params, job: object = job) -> WorkloadResult:
+            if engine is None:
                 return fs.run_fio(label, judged, params, where)
-            return ENGINES[step_engine](fs, label, judged=judged, where=where, **params)
+            return engine.step(fs, label, job, judged, where)
 
         result = fs.repeat(name, once, tag=lambda r: _tag(sc.id, r)) if final else fs.keep(once(name))
     assert result is not None

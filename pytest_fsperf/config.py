@@ -1,0 +1,363 @@
+"""Command-line flags and ini keys: one row each, validated into frozen Settings.
+
+Each option is a flag (--fsperf-x) and an ini key (fsperf_x). One precedence rule holds
+for every setting, also where a marker can set it (rounds, warmup, baseline):
+command line, then marker, then ini file, then the default. Every error names the value
+and where it came from, as pytest-timeout does.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from . import outfile, runs
+from .errors import UsageError
+from .mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
+from .mounts.registry import BackendConfig, load_config
+from .vocab import Text
+
+if TYPE_CHECKING:  # the settings are read from pytest's config; the core needs no pytest
+    import pytest
+
+T = TypeVar("T")
+
+
+class Source(Text):
+    """Where a setting's value came from, strongest first."""
+
+    COMMAND_LINE = "command line"
+    MARKER = "marker"
+    INI = "ini file"
+    DEFAULT = "default"
+
+    @property
+    def rank(self) -> int:
+        return list(Source).index(self)
+
+
+RULE = "command line > marker > ini file > default"
+
+
+@dataclass(frozen=True)
+class Chosen(Generic[T]):
+    """A setting's value, where it came from, and what it overrode."""
+
+    value: T
+    source: Source
+    where: str = ""  # e.g. "--fsperf-rounds=5 (command line)"
+    over: tuple[str, ...] = ()  # the weaker values it beat
+
+    def describe(self, name: str) -> str:
+        text = f"{name}={self.value!s} from {self.where or 'the default'}"
+        return text + "".join(f"; over {o}" for o in self.over)
+
+
+def choose(*candidates: Chosen[T] | None) -> Chosen[T]:
+    """The one precedence rule: the strongest source wins; the others are noted as overridden."""
+    given = sorted((c for c in candidates if c is not None), key=lambda c: c.source.rank)
+    best = given[0]
+    beaten = tuple(c.where for c in given[1:] if c.source != Source.DEFAULT and c.value != best.value)
+    beaten += tuple(o for c in given for o in c.over)
+    return Chosen(best.value, best.source, best.where, beaten)
+
+
+@dataclass(frozen=True)
+class Raw:
+    text: str
+    where: str
+    base: Path  # relative paths resolve against this
+    source: Source = Source.COMMAND_LINE
+    over: str = ""  # the weaker value it beat (an ini key under a flag)
+
+    @property
+    def path(self) -> Path:
+        path = Path(os.path.expanduser(self.text))
+        return path if path.is_absolute() else self.base / path
+
+
+def _mount(raw: Raw, timeout: float) -> Path:
+    """Checked from a helper process: a mount whose daemon never answers must not hang pytest."""
+    try:
+        state, real = probe(str(raw.path), timeout)
+    except NoAnswer as exc:
+        raise UsageError(f"{raw.where}: {exc}") from None
+    problem = {MISSING: "no such directory", NOT_DIR: "not a directory",
+               READ_ONLY: "not writable (read-only mount or no permission)"}.get(state)
+    if problem:
+        raise UsageError(f"{raw.where}: {problem}")
+    return Path(real)
+
+
+def _pid(raw: Raw) -> int:
+    try:
+        pid = int(raw.text)
+    except ValueError:
+        raise UsageError(f"{raw.where}: not a process ID") from None
+    if pid <= 0 or not os.path.exists(f"/proc/{pid}"):
+        raise UsageError(f"{raw.where}: no such process")
+    return pid
+
+
+def _positive(raw: Raw) -> float:
+    try:
+        value = float(raw.text)
+    except ValueError:
+        raise UsageError(f"{raw.where}: not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(f"{raw.where}: must be a positive number")
+    return value
+
+
+def _out_file(raw: Raw) -> Path:
+    path = raw.path
+    if path.is_dir():
+        raise UsageError(f"{raw.where}: is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise UsageError(f"{raw.where}: directory {path.parent} does not exist")
+    try:
+        outfile.check(path)
+    except outfile.OutputError as exc:
+        raise UsageError(f"{raw.where}: {exc}") from None
+    return path
+
+
+def _words(raw: Raw) -> tuple[str, ...]:
+    try:
+        return tuple(shlex.split(raw.text))
+    except ValueError as exc:
+        raise UsageError(f"{raw.where}: {exc}") from None
+
+
+def _backend_config(raw: Raw) -> BackendConfig:
+    return load_config(str(raw.path), raw.where)
+
+
+def _timeout(raw: Raw) -> float:
+    value = _positive(raw)
+    if value > 3600:
+        raise UsageError(f"{raw.where}: at most 3600 seconds")
+    return value
+
+
+def _name(raw: Raw) -> str:
+    name = raw.text.strip()
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", name):
+        raise UsageError(f"{raw.where}: a name of letters, digits, '.', '_', '+', '-'")
+    return name
+
+
+def _rounds(raw: Raw) -> int:
+    try:
+        n = int(raw.text)
+    except ValueError:
+        raise UsageError(f"{raw.where}: not a whole number") from None
+    if not 1 <= n <= 1000:
+        raise UsageError(f"{raw.where}: must be from 1 to 1000")
+    return n
+
+
+def _flag(raw: Raw) -> bool:
+    text = raw.text.strip().lower()
+    if text not in ("0", "1", "true", "false", "yes", "no"):
+        raise UsageError(f"{raw.where}: must be 1 or 0")
+    return text in ("1", "true", "yes")
+
+
+def _choice(*allowed: str) -> Callable[[Raw], str]:
+    def convert(raw: Raw) -> str:
+        if raw.text.strip() not in allowed:
+            raise UsageError(f"{raw.where}: must be " + " or ".join(f"'{a}'" for a in allowed))
+        return raw.text.strip()
+
+    return convert
+
+
+def _storage(raw: Raw) -> Path:
+    path = raw.path
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{raw.where}: not a directory")
+    return path
+
+
+def _compare(raw: Raw) -> str:
+    return "latest" if raw.text.strip() == "latest" else _name(raw)
+
+
+def _text(raw: Raw) -> str:
+    return raw.text.strip()
+
+
+@dataclass(frozen=True)
+class Option:
+    """One row: ini key (the flag is --fsperf-... with dashes), Settings field, converter,
+    default, help."""
+
+    name: str
+    field: str
+    convert: Callable[[Raw], Any]
+    default: Any
+    metavar: str
+    help: str
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+OPTIONS = (
+    Option("fsperf_mount", "mount", _text, None, "PATH", "filesystem under test (a mounted "
+           "directory); default: a fresh directory under the system temp dir"),
+    Option("fsperf_daemon_pid", "daemon_pid", _pid, None, "PID",
+           "PID of the FUSE daemon; default: found from the mount"),
+    Option("fsperf_scale", "scale", _positive, 1.0, "FACTOR",
+           "multiply every workload size and file count (default 1)"),
+    Option("fsperf_json", "json_path", _out_file, None, "PATH",
+           "write every result, with the environment, as JSON to PATH"),
+    Option("fsperf_backend", "backend", _text, None, "NAME", "mount this backend for the session "
+           "(local, bindfs, rclone, s3fs, ossfs, ossfs2, goofys, juicefs, mountpoint-s3, or one you "
+           "define)"),
+    Option("fsperf_mount_options", "mount_options", _words, (), "OPTIONS",
+           "options for --fsperf-backend, as on its command line"),
+    Option("fsperf_backend_config", "backend_config", _backend_config, BackendConfig(), "FILE",
+           "INI file: [fsperf] endpoint, bucket, credentials ...; [backend NAME] sections define "
+           "backends"),
+    Option("fsperf_mount_timeout", "mount_timeout", _timeout, 30.0, "SECONDS", "seconds a backend "
+           "may take to mount, and an existing mount to answer its first touch (default 30)"),
+    Option("fsperf_workload_timeout", "workload_timeout", _positive, None, "SECONDS",
+           "seconds after which a workload is taken to hang (default: its runtime, or its bytes "
+           "at 2 MB/s, plus 2 minutes)"),
+    Option("fsperf_baseline", "baseline", _name, None, "NAME", "compare each scenario with this "
+           "baseline (shipped, e.g. ossfs-2.0.4, or saved with --fsperf-save-baseline)"),
+    Option("fsperf_gate", "gate", _choice("none", "baseline"), "none", "WHAT",
+           "'baseline': fail a scenario that misses its baseline by more than the tolerance; "
+           "default 'none': only report measured / documented"),
+    Option("fsperf_rounds", "rounds", _rounds, 1, "N",
+           "run every workload N times and judge the medians (default 1)"),
+    Option("fsperf_warmup", "warmup", _flag, False, "0|1",
+           "1: run one unjudged, discarded warm-up round before the rounds"),
+    Option("fsperf_inconclusive", "inconclusive", _choice("fail", "warn"), "fail", "fail|warn",
+           "when the rounds' spread is too wide to decide a threshold: 'fail' (default) or 'warn'"),
+    Option("fsperf_save", "save", _name, None, "NAME",
+           "save this run (every round's figures, the environment) as NAME in the storage directory"),
+    Option("fsperf_autosave", "autosave", _flag, False, "0|1",
+           "1: save every run, named by its start time"),
+    Option("fsperf_storage", "storage", _storage, None, "DIR",
+           "where runs are saved (default .fsperf/runs under the rootdir)"),
+    Option("fsperf_compare", "compare", _compare, None, "NAME", "compare with a saved run (NAME or "
+           "'latest'): regression, improvement, pass or inconclusive per workload"),
+    Option("fsperf_markdown", "markdown_path", _out_file, None, "PATH",
+           "write a Markdown summary to PATH (e.g. $GITHUB_STEP_SUMMARY)"),
+    Option("fsperf_benchmark_json", "benchmark_json", _out_file, None, "PATH",
+           "write every workload in pytest-benchmark's JSON format to PATH (needs pytest-benchmark)"),
+    Option("fsperf_html", "html_path", _out_file, None, "PATH",
+           "write a self-contained HTML report with charts to PATH"),
+    Option("fsperf_benchmark_action", "action_prefix", _out_file, None, "PREFIX",
+           "write github-action-benchmark files PREFIX-bigger.json and PREFIX-smaller.json"),
+    Option("fsperf_save_baseline", "save_baseline", _name, None, "NAME",
+           "save this run's figures as baseline NAME in .fsperf/baselines/"),
+)
+BY_NAME = {opt.name: opt for opt in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    mount: Path | None = None  # None: the embedded default, a fresh temp directory
+    daemon_pid: int | None = None
+    scale: float = 1.0
+    json_path: Path | None = None
+    backend: str | None = None
+    mount_options: tuple[str, ...] = ()
+    backend_config: BackendConfig = field(default_factory=BackendConfig)
+    mount_timeout: float = 30.0
+    workload_timeout: float | None = None  # None: derived from each workload
+    baseline: str | None = None
+    gate: str = "none"
+    save_baseline: str | None = None
+    rounds: int = 1
+    warmup: bool = False
+    inconclusive: str = "fail"
+    save: str | None = None
+    autosave: bool = False
+    storage: Path | None = None
+    compare: str | None = None
+    markdown_path: Path | None = None
+    html_path: Path | None = None
+    benchmark_json: Path | None = None
+    action_prefix: Path | None = None
+    root: Path = Path(".")  # rootdir: .fsperf/ lives here
+    given: Mapping[str, Raw] = field(default_factory=dict)  # by Settings field: what the user wrote
+
+    def where(self, name: str) -> str:
+        """Where a setting was given ('--fsperf-baseline=x (command line)'), or ''."""
+        raw = self.given.get(name)
+        return raw.where if raw is not None else ""
+
+    def chosen(self, name: str) -> Chosen[Any]:
+        """A setting as a candidate for the precedence rule."""
+        raw = self.given.get(name)
+        value = getattr(self, name)
+        if raw is None:
+            return Chosen(value, Source.DEFAULT)
+        return Chosen(value, raw.source, raw.where, (raw.over,) if raw.over else ())
+
+
+def marker_value(value: T | None, where: str) -> Chosen[T] | None:
+    """A marker's keyword as a candidate for the precedence rule (None: not given)."""
+    return None if value is None else Chosen(value, Source.MARKER, where)
+
+
+def for_item(settings: Settings, name: str, marker: T | None, where: str) -> Chosen[Any]:
+    """A setting a marker may also give, resolved by the one rule."""
+    return choose(settings.chosen(name), marker_value(marker, where))
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("fsperf", "filesystem performance (pytest-fsperf); precedence: " + RULE)
+    for opt in OPTIONS:
+        group.addoption(opt.flag, dest=opt.name, metavar=opt.metavar, default=None, help=opt.help)
+        parser.addini(opt.name, opt.help, default="")
+
+
+def _raw(config: pytest.Config, opt: Option) -> Raw | None:
+    """The strongest of flag and ini key; where the flag beat the ini key, it says so."""
+    ini_raw = None
+    ini = str(config.getini(opt.name)).strip()
+    if ini:
+        inipath = config.inipath
+        name = str(inipath) if inipath else "ini file"
+        base = inipath.parent if inipath else config.rootpath
+        ini_raw = Raw(ini, f"{opt.name} = {ini} (ini file {name})", base, Source.INI)
+    value: Any = config.getoption(opt.name)
+    if value is None:
+        return ini_raw
+    return Raw(str(value), f"{opt.flag}={value} (command line)", Path.cwd(), Source.COMMAND_LINE,
+               ini_raw.where if ini_raw else "")
+
+
+def read_settings(config: pytest.Config) -> Settings:
+    given = {opt.field: raw for opt in OPTIONS if (raw := _raw(config, opt)) is not None}
+    return settings_from(given, config.rootpath)
+
+
+def settings_from(given: Mapping[str, Raw], root: Path) -> Settings:
+    """Every row converted (its default where not given), then the rules across rows."""
+    backend, mount, options = given.get("backend"), given.get("mount"), given.get("mount_options")
+    if backend is not None and mount is not None:
+        raise UsageError(f"{backend.where}: conflicts with {mount.where}; "
+                         "give an existing mount or a backend to mount, not both")
+    if options is not None and backend is None:
+        raise UsageError(f"{options.where}: needs --fsperf-backend (options of which backend?)")
+    values = {opt.field: opt.convert(given[opt.field]) if opt.field in given else opt.default
+              for opt in OPTIONS if opt.field != "mount"}
+    if mount is not None:  # probed with the timeout the user gave
+        values["mount"] = _mount(mount, values["mount_timeout"])
+    if values["save"] is None and values["autosave"]:
+        values["save"] = runs.autosave_name()
+    return Settings(**values, root=root, given=dict(given))

@@ -1,0 +1,285 @@
+"""The one view of a session's results that every renderer draws: tables of cells, notes,
+charts of figures. Figures are named, formatted and directed by the metric registry; the
+terminal, Markdown and HTML renderers only lay this out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import units
+from ..baselines.check import SHOW as BASELINE_SHOW
+from ..cache import DaemonCache, PageCache
+from ..result import SHORT_WINDOW, countable_cpu, cpu_seconds_of
+from ..stats import median
+from ..vocab import METRICS, Metric, Outcome
+
+HEADER = ("test", "workload", "bandwidth", "IOPS or ops", "p99 lat", "daemon CPU", "daemon peak mem",
+          "cache", "verdict")
+
+Row = dict[str, Any]  # one result as the JSON document holds it
+
+
+@dataclass(frozen=True)
+class Table:
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    right: frozenset[int] = frozenset()  # right-aligned columns (figures)
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    value: float
+    side: str = "now"  # now, a, b, saved: how the chart colours it
+
+
+@dataclass(frozen=True)
+class Chart:
+    title: str
+    metric: Metric
+    bars: tuple[Bar, ...]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A comparison or check: a heading, lines under it, a table, a chart."""
+
+    title: str
+    lines: tuple[str, ...] = ()
+    table: Table | None = None
+    chart: Chart | None = None
+
+
+@dataclass(frozen=True)
+class Figure:
+    metric: Metric
+    value: float
+
+
+@dataclass(frozen=True)
+class View:
+    machine: str
+    results: Table
+    verdicts: tuple[Outcome, ...]
+    notes: tuple[str, ...]
+    charts: tuple[Chart, ...] = ()
+    sections: tuple[Section, ...] = field(default_factory=tuple)
+
+    @property
+    def failing(self) -> int:
+        return sum(v.failing for v in self.verdicts)
+
+    @property
+    def unsure(self) -> int:
+        return sum(v.unsure for v in self.verdicts)
+
+
+def short_test(r: Mapping[str, Any]) -> str:
+    """The test's name without its file: 'test_seq_read[4k]'."""
+    return str(r["test"]).rsplit("::", 1)[-1]
+
+
+def label(r: Row) -> str:
+    return f"{short_test(r)} {r['name']}"
+
+
+def figures(r: Row) -> tuple[Figure, ...]:
+    """The figures a result has, in registry terms (daemon CPU only over a countable window)."""
+    total, d = r["total"], r.get("daemon")
+    out = []
+    if total.get("io_bytes"):
+        out.append(Figure(METRICS["bw"], total["bw_bytes"]))
+    if total.get("ops_per_second") is not None:
+        out.append(Figure(METRICS["ops"], total["ops_per_second"]))
+    if total.get("lat_p99_ns") is not None:
+        out.append(Figure(METRICS["lat_p99"], total["lat_p99_ns"]))
+    if d:
+        out.append(Figure(METRICS["daemon_rss"], d["peak_rss_bytes"]))
+        cpu = countable_cpu(cpu_seconds_of(d), d["cpu_percent"])
+        if cpu is not None:
+            out.append(Figure(METRICS["daemon_cpu"], cpu))
+    return tuple(out)
+
+
+def _daemon_cells(r: Row) -> tuple[str, str]:
+    d = r.get("daemon")
+    if not d:
+        short = ("no daemon" if DaemonCache.of(r.get("daemon_cache")) == DaemonCache.NO_DAEMON
+                 else "not found")
+        return short, short
+    cpu = countable_cpu(cpu_seconds_of(d), d["cpu_percent"])
+    mem = units.format_mb(d["peak_rss_bytes"])
+    if cpu is None:
+        return "-", mem
+    if d["peak_rss_method"] != "VmHWM":
+        mem += " (sampled)"
+    return units.format_percent(cpu), mem
+
+
+def cache_cell(r: Row) -> str:
+    """'cold: drop_caches', or with a remount: 'cold: remount+wipe+drop_caches'."""
+    page = str(r["cache"])
+    daemon = DaemonCache.of(r.get("daemon_cache"))
+    if daemon == DaemonCache.KEPT:
+        return "not cold: daemon disk cache kept"
+    if page not in (PageCache.DROPPED, PageCache.FADVISED) or daemon not in (DaemonCache.WIPED,
+                                                                           DaemonCache.REMOUNTED):
+        return page
+    return "cold: remount+" + ("wipe+" if daemon == DaemonCache.WIPED else "") + PageCache(page).method
+
+
+def _spread(r: Row, key: str) -> str:
+    """' ±7%' over several rounds: the median absolute deviation, relative to the median."""
+    st = r.get("stats", {}).get(key)
+    if not r.get("rounds") or not st or not st["median"]:
+        return ""
+    return f" ±{100 * st['mad'] / st['median']:.0f}%"
+
+
+def _rate_cells(r: Row) -> tuple[str, str]:
+    total = r["total"]
+    per_s = total.get("ops_per_second")
+    if per_s is None:
+        return (units.format_rate(total["bw_bytes"]) + _spread(r, "bw"),
+                units.format_count(total["iops"]))
+    bw = units.format_rate(total["bw_bytes"]) if total["io_bytes"] else "-"
+    return bw, (units.format_count(per_s) + (" files/s" if r["kind"] == "files" else " ops/s")
+                + _spread(r, "ops"))
+
+
+def row(r: Row) -> tuple[str, ...]:
+    p99 = r["total"].get("lat_p99_ns")
+    cpu, mem = _daemon_cells(r)
+    bw, rate = _rate_cells(r)
+    return (short_test(r), r["name"], bw, rate, units.format_duration(p99) if p99 is not None else "-",
+            cpu, mem, cache_cell(r), r.get("verdict", "-"))
+
+
+def notes(results: list[Row]) -> list[str]:
+    out = []
+    if any(not r.get("daemon") for r in results):
+        seen = sorted({r.get("daemon_note", "") for r in results if not r.get("daemon")})
+        out += [f"daemon figures missing: {n}" for n in seen]
+    if any(r.get("daemon") and r["daemon"]["peak_rss_method"] != "VmHWM" for r in results):
+        out.append("(sampled): the kernel refused to reset VmHWM; peak memory is the highest "
+                   "RSS sampled every 0.25 s and may miss short peaks")
+    if any(r.get("daemon") and countable_cpu(cpu_seconds_of(r["daemon"]), 0.0) is None
+           for r in results):
+        out.append(f"daemon CPU '-': I/O ran under {SHORT_WINDOW:g} s, too short for CPU "
+                   "time counted in 10 ms ticks")
+    if any(r.get("daemon", {}) and r["daemon"].get("cpu_window") == "I/O" for r in results):
+        out.append("daemon CPU: over the time I/O ran, not the tool's start-up and teardown")
+    out += [f"{label(r)}: {n}" for r in results for n in r.get("notes", [])]
+    out += [f"{label(r)}: daemon cache disk peak {units.format_mb(r['cache_disk_peak_bytes'])}"
+            for r in results if r.get("cache_disk_peak_bytes") is not None]
+    rounds = sorted({len(r["rounds"]) for r in results if r.get("rounds")})
+    if rounds:
+        out.append(f"over {', '.join(map(str, rounds))} rounds: figures are medians; ±: median "
+                   "absolute deviation / median")
+    out.append("CPU: 100% = one fully busy core; bandwidth and memory in powers of 1000")
+    return out
+
+
+def _figure(metric: str, value: float | None) -> str:
+    return METRICS[metric].show(value) if value is not None else "-"
+
+
+def _name(metric: str) -> str:
+    return METRICS[metric].label if metric in METRICS else metric
+
+
+def comparison(c: Mapping[str, Any]) -> Section:
+    """One A/B comparison: medians side by side, B/A, and the rounds behind them."""
+    a = " ".join(c["a_options"]) or "(defaults)"
+    b = " ".join(c["b_options"]) or "(defaults)"
+    rows = []
+    for metric, m in c["metrics"].items():
+        ratio = f"{m['ratio']:.2f}" if m["ratio"] is not None else "-"
+        band = f"{m['ci_low']:.2f}-{m['ci_high']:.2f}" if m.get("ci_low") is not None else "-"
+        rows.append((_name(metric), _figure(metric, m["a_median"]), _figure(metric, m["b_median"]),
+                     ratio, band, m.get("outcome", "-"),
+                     ", ".join(_figure(metric, v) for v in m["a"]),
+                     ", ".join(_figure(metric, v) for v in m["b"])))
+    table = Table(("metric", "A median", "B median", "B/A", "95% interval", "outcome", "A rounds",
+                   "B rounds"), tuple(rows), frozenset((1, 2, 3)))
+    bw = c["metrics"].get("bw")
+    chart = None
+    if bw:
+        bars = [Bar(f"A #{i + 1}", v, "a") for i, v in enumerate(bw["a"]) if v] + [
+            Bar(f"B #{i + 1}", v, "b") for i, v in enumerate(bw["b"]) if v]
+        chart = Chart("bandwidth, A against B, per round", METRICS["bw"], tuple(bars))
+    return Section(f"A/B {short_test(c)} {c['name']} on {c['backend']}: {c['rounds']} rounds, "
+                   f"order {c['order']}, cold remount before each", (f"A: {a}", f"B: {b}"),
+                   table, chart)
+
+
+def baseline_checks(results: list[Row], gated: bool) -> Section | None:
+    """Measured / documented per scenario and figure, for every baseline a test named."""
+    found = [(r, c) for r in results for c in r.get("baseline_checks", [])]
+    if not found:
+        return None
+    names = sorted({c["baseline"] for _r, c in found})
+    how = "gated (--fsperf-gate=baseline)" if gated else "shown, not gated (--fsperf-gate=baseline gates)"
+    rows = []
+    for r, c in found:
+        measured = BASELINE_SHOW[c["metric"]](c["measured"]) if c["measured"] is not None else "-"
+        ratio = f"{c['ratio']:.2f}" if c["ratio"] is not None else "-"
+        mark = {True: "ok", False: "below" if c["metric"] == "bw" else "above", None: "-"}[c["ok"]]
+        rows.append((short_test(r), c["key"], c["metric"], measured, c["printed"], ratio, mark))
+    table = Table(("test", "scenario", "figure", "measured", "documented", "ratio", ""), tuple(rows),
+                  frozenset((3, 4, 5)))
+    return Section(f"baseline {', '.join(names)}: measured / documented, {how}", (), table)
+
+
+def run_comparisons(results: list[Row]) -> Section | None:
+    """This run against a saved one, per workload: the outcome and the ratio behind it."""
+    found = [(r, r["run_comparison"]) for r in results if r.get("run_comparison")]
+    if not found:
+        return None
+    rows, bars = [], []
+    for r, c in found:
+        ratio = f"{c['ratio']:.3f}" if c["ratio"] is not None else "-"
+        band = (f"{c['ci_low']:.3f}-{c['ci_high']:.3f}" if c["ci_low"] is not None else "-")
+        outcome = c["outcome"] + (f" ({', '.join(c['differs'])} differ)" if c["differs"] else "")
+        rows.append((short_test(r), r["name"], c["metric"], ratio, band,
+                     f"{len(c['new'])} vs {len(c['old'])}", outcome))
+        if c["ratio"] is not None:
+            bars += [Bar(f"{label(r)} saved", median(c["old"]), "saved"),
+                     Bar(f"{label(r)} now ({c['outcome']})", median(c["new"]), "now")]
+    table = Table(("test", "workload", "figure", "ratio", "interval", "rounds", "outcome"), tuple(rows))
+    return Section(f"against saved run {found[0][1]['run']!r} (median ratio this / saved, 95% interval)",
+                   (), table, Chart("median, saved against now", METRICS["bw"], tuple(bars)))
+
+
+def _charts(results: list[Row]) -> tuple[Chart, ...]:
+    per_round = [Bar(f"{label(r)} #{i + 1}", rnd["bw"]) for r in results
+                 for i, rnd in enumerate(r.get("rounds") or []) if rnd.get("bw")]
+    single = [Bar(label(r), r["total"]["bw_bytes"]) for r in results
+              if not r.get("rounds") and r["total"].get("io_bytes")]
+    by_metric: dict[str, list[Bar]] = {"daemon_cpu": [], "daemon_rss": []}
+    for r in results:
+        for f in figures(r):
+            if f.metric.key in by_metric:
+                by_metric[f.metric.key].append(Bar(label(r), f.value))
+    return (Chart("bandwidth per workload and round", METRICS["bw"], tuple(per_round + single)),
+            Chart("daemon CPU (100% = one core)", METRICS["daemon_cpu"], tuple(by_metric["daemon_cpu"])),
+            Chart("daemon peak memory", METRICS["daemon_rss"], tuple(by_metric["daemon_rss"])))
+
+
+def machine(env: Mapping[str, Any]) -> str:
+    m = env.get("machine", {})
+    mount = env.get("mount") or {}
+    return (f"{m.get('cpus')} CPUs ({m.get('cpu_model')}), kernel {env.get('kernel')}, "
+            f"fio {env.get('fio') or '-'}, scale {env.get('scale')}"
+            + (f", {mount.get('fstype')} at {mount.get('mount_point')}" if mount else ""))
+
+
+def build(env: Mapping[str, Any], results: list[Row], comparisons: Iterable[Mapping[str, Any]],
+          gated: bool) -> View:
+    sections = [comparison(c) for c in comparisons]
+    sections += [s for s in (baseline_checks(results, gated), run_comparisons(results)) if s]
+    return View(machine(env), Table(HEADER, tuple(row(r) for r in results), frozenset(range(2, 7))),
+                tuple(Outcome.of(r.get("verdict")) for r in results),
+                tuple(notes(results)) if results else (), _charts(results), tuple(sections))

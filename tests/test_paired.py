@@ -1,0 +1,123 @@
+"""Paired statistics of interleaved A/B pairs, and the rule that stops adding pairs."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_fsperf.paired import (
+    Budget,
+    log_ratios,
+    order,
+    paired,
+    should_stop,
+    t_cdf,
+    t_quantile,
+)
+
+
+@pytest.mark.parametrize(("df", "q975"), [(1, 12.706), (2, 4.303), (3, 3.182), (5, 2.571),
+                                          (10, 2.228), (30, 2.042)])
+def test_t_quantiles_match_the_tables(df, q975):
+    assert t_quantile(0.975, df) == pytest.approx(q975, abs=1e-3)
+    assert t_cdf(t_quantile(0.9, df), df) == pytest.approx(0.9, abs=1e-9)
+    assert t_quantile(0.025, df) == pytest.approx(-q975, abs=1e-3)
+
+
+def drifting(n: int, true: float, drift: float, noise: float, rng: random.Random):
+    """A machine getting slower by `drift` per pair (a neighbour's load building up), and
+    B `true` times A inside each pair."""
+    a, b = [], []
+    for i in range(n):
+        machine = math.exp(-drift * i)
+        a.append(100 * machine * math.exp(rng.gauss(0, noise)))
+        b.append(100 * machine * true * math.exp(rng.gauss(0, noise)))
+    return a, b
+
+
+@settings(max_examples=60, deadline=None)
+@given(drift=st.floats(0.0, 0.15), seed=st.integers(0, 10**6))
+def test_drift_of_the_machine_cancels_within_pairs(drift, seed):
+    """The machine slows by up to 15% per pair (up to 3x over the run); the pairs still see
+    B = A, so no difference may be flagged, and the estimate stays near 1."""
+    a, b = drifting(8, 1.0, drift, 0.02, random.Random(seed))
+    r = paired(a, b, 0.05, Budget().looks)
+    assert r.direction in ("same", "unclear")
+    assert 0.95 < r.ratio < 1.05
+
+
+@settings(max_examples=60, deadline=None)
+@given(drift=st.floats(0.0, 0.15), seed=st.integers(0, 10**6))
+def test_a_real_slowdown_is_found_through_the_drift(drift, seed):
+    a, b = drifting(10, 0.85, drift, 0.02, random.Random(seed))
+    r = paired(a, b, 0.05, Budget().looks)
+    assert r.direction == "down"
+    assert r.low < 0.85 * 1.05 and r.high > 0.85 * 0.95
+
+
+def test_unpaired_statistics_would_have_been_fooled():
+    """The same drifting data judged as two unpaired samples (median ratio) says nothing;
+    paired, it is decisive."""
+    from pytest_fsperf.stats import shift
+
+    a, b = drifting(8, 0.85, 0.1, 0.02, random.Random(3))
+    assert shift(b, a, 0.05)[3] == "unclear"
+    assert paired(a, b, 0.05, Budget().looks).direction == "down"
+
+
+@settings(max_examples=40, deadline=None)
+@given(values=st.lists(st.floats(1.0, 1e9), min_size=2, max_size=20))
+def test_interval_holds_the_estimate_and_a_identical_pair_is_same(values):
+    r = paired(values, values, 0.05)
+    assert r.direction == "same" and r.ratio == pytest.approx(1.0)
+    doubled = paired(values, [2 * v for v in values], 0.05)
+    assert doubled.direction == "up" and doubled.ratio == pytest.approx(2.0)
+
+
+def test_missing_figures_are_left_out_pairwise():
+    assert log_ratios([1.0, None, 2.0, 0.0], [1.0, 5.0, None, 3.0]) == [0.0]
+    assert paired([None], [1.0], 0.05).n == 0
+    assert paired([1.0], [1.0], 0.05).direction == "unclear"
+
+
+def run_sequential(true: float, noise: float, rng: random.Random, budget: Budget) -> tuple[str, int]:
+    a: list[float] = []
+    b: list[float] = []
+    for n in range(1, budget.max_pairs + 1):
+        a.append(1.0)
+        b.append(true * math.exp(rng.gauss(0, noise)))
+        r = paired(a, b, 0.05, budget.looks)
+        if should_stop(r, budget, n, 0.0):
+            return r.direction, n
+    raise AssertionError("the budget must stop it")
+
+
+def test_stopping_early_keeps_false_alarms_rare_and_catches_slowdowns():
+    """Looked at after every pair: over 1000 A/A comparisons at 6% per-pair noise at most
+    1% flag a difference; 10% slowdowns are caught at least 95% of the time."""
+    rng = random.Random(7)
+    budget = Budget(min_pairs=3, max_pairs=16, seconds=1e9)
+    aa = [run_sequential(1.0, 0.06, rng, budget) for _ in range(1000)]
+    slow = [run_sequential(0.9, 0.06, rng, budget) for _ in range(300)]
+    assert sum(d in ("up", "down") for d, _n in aa) <= 10
+    assert sum(d == "down" for d, _n in slow) >= 0.95 * len(slow)
+    assert all(n >= budget.min_pairs for _d, n in aa + slow)
+
+
+def test_the_budget_stops_an_undecided_comparison():
+    budget = Budget(min_pairs=3, max_pairs=5, seconds=60)
+    undecided = paired([1.0, 1.0, 1.0], [0.8, 1.2, 1.0], 0.05, budget.looks)
+    assert undecided.direction == "unclear"
+    assert not should_stop(undecided, budget, 3, 10.0)
+    assert should_stop(undecided, budget, 5, 10.0)
+    assert should_stop(undecided, budget, 3, 61.0)
+    decided = paired([1.0, 1.0], [1.0, 1.0], 0.05)
+    assert not should_stop(decided, budget, 2, 0.0)  # never before min_pairs
+
+
+def test_order_alternates_so_neither_side_always_runs_first():
+    assert "".join(order(i) for i in range(4)) == "ABBAABBA"
