@@ -1,117 +1,110 @@
-"""A/B of two mount-option sets in one session (fsperf.compare): interleaved rounds, each after
-a cold remount, per-round figures, medians and B/A ratios. (Saved runs are runs.py.)"""
+"""A/B in one session: two mount-option sets (fsperf.compare) or two builds of the daemon
+(--fsperf-reference, release gating), run as interleaved pairs, each run after a cold start,
+judged on the per-pair ratios (paired.py) and stopped when decisive or out of budget.
+(Saved runs are runs.py.)"""
 
 from __future__ import annotations
 
-import statistics
+import dataclasses
+import os
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
+from .comparison import Comparison, compare, primary
 from .engine import fio as fio_engine
 from .errors import UsageError
 from .measure.workspace import Workspace
 from .mounts.request import parse_options
+from .paired import Budget, order, paired, should_stop
 from .result import WorkloadResult
-from .stats import shift
-from .vocab import METRICS as FIGURES
 
 Workload = Mapping[str, object] | Callable[["Workspace"], WorkloadResult]
 
-METRICS = ("bw", "iops", "lat_p99", "daemon_cpu", "daemon_rss")  # the figures an A/B compares
-
-
-def median(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return statistics.median(known) if known else None
+__all__ = ["Comparison", "Workload", "check_build", "gate", "interleave", "run_compare"]
 
 
 @dataclass(frozen=True)
-class MetricComparison:
-    metric: str
-    a: tuple[float | None, ...]  # one figure per round
-    b: tuple[float | None, ...]
-    a_median: float | None
-    b_median: float | None
-    ratio: float | None  # b_median / a_median
-    ci_low: float | None = None  # 95% bootstrap interval of the ratio (2+ rounds each)
-    ci_high: float | None = None
-    outcome: str = "inconclusive"  # "B better", "B worse", "same" or "inconclusive"
+class Side:
+    """One side of an A/B: what it is (as shown) and how to make it current and cold."""
 
-    @property
-    def bigger_is_better(self) -> bool:
-        return FIGURES[self.metric].bigger_is_better
+    name: str  # "A" or "B"
+    shown: tuple[str, ...]
+    enter: Callable[[], object]
 
 
 @dataclass(frozen=True)
-class Comparison:
-    test: str
-    name: str
-    backend: str
-    a_options: tuple[str, ...]  # redacted
-    b_options: tuple[str, ...]
-    rounds: int
-    order: str  # how the rounds ran, e.g. "ABABAB", each after a cold remount
-    a_results: tuple[str, ...]  # names of the WorkloadResults behind the figures
-    b_results: tuple[str, ...]
-    metrics: dict[str, MetricComparison]
-
-    def ratio(self, metric: str = "bw") -> float:
-        """B's median over A's, e.g. ratio('bw') == 0.5: B has half A's bandwidth."""
-        m = self.metrics.get(metric)
-        if m is None or m.ratio is None:
-            raise LookupError(f"{self.name}: no {metric!r} figures to compare")
-        return m.ratio
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+class Pairs:
+    a: list[WorkloadResult]
+    b: list[WorkloadResult]
+    order: str
+    stopped: str
+    seconds: float
 
 
-def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
-            b_options: tuple[str, ...], a: list[WorkloadResult], b: list[WorkloadResult],
-            order: str, tolerance: float = 0.10) -> Comparison:
-    metrics = {}
-    for metric in METRICS:
-        av = tuple(r.metrics().get(metric) for r in a)
-        bv = tuple(r.metrics().get(metric) for r in b)
-        am, bm = median(list(av)), median(list(bv))
-        if am is None and bm is None:
-            continue
-        ratio = bm / am if am and bm is not None else None
-        metrics[metric] = _judged(metric, av, bv, am, bm, ratio, tolerance)
-    return Comparison(test, name, backend, a_options, b_options, len(a), order,
-                      tuple(r.name for r in a), tuple(r.name for r in b), metrics)
+def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResult],
+               budget: Budget, tolerance: float) -> Pairs:
+    """Pairs A B, B A, ... (each run after its side's enter(): a cold start) until the
+    deciding figure is decisive or the budget is spent."""
+    by_name = {s.name: s for s in sides}
+    runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
+    ran = ""
+    t0 = time.monotonic()
+    stopped = ""
+    pair = 0
+    while True:
+        for name in order(pair):
+            by_name[name].enter()
+            runs[name].append(run(name, pair + 1))
+            ran += name
+        pair += 1
+        metric = primary(runs["B"][0])
+        p = paired([r.single_metrics().get(metric) for r in runs["A"]],
+                   [r.single_metrics().get(metric) for r in runs["B"]], tolerance, budget.looks)
+        elapsed = time.monotonic() - t0
+        if should_stop(p, budget, pair, elapsed):
+            if p.direction != "unclear":
+                stopped = f"decided after {pair} pairs"
+            elif pair >= budget.max_pairs:
+                stopped = f"budget spent: {pair} pairs"
+            else:
+                stopped = f"budget spent: {elapsed:.0f} s"
+            return Pairs(runs["A"], runs["B"], ran, stopped, elapsed)
 
 
-def _judged(metric: str, av: tuple[float | None, ...], bv: tuple[float | None, ...],
-            am: float | None, bm: float | None, ratio: float | None,
-            tolerance: float) -> MetricComparison:
-    """The saved-run rule (stats.shift), for 2+ rounds on each side; with fewer, no
-    outcome can be claimed."""
-    a = [v for v in av if v is not None]
-    b = [v for v in bv if v is not None]
-    if ratio is None or len(a) < 2 or len(b) < 2:
-        return MetricComparison(metric, av, bv, am, bm, ratio)
-    _ratio, lo, hi, direction = shift(b, a, tolerance)
-    outcome = {"same": "same", "unclear": "inconclusive"}.get(direction)
-    if outcome is None:
-        better = (direction == "up") == FIGURES[metric].bigger_is_better
-        outcome = "B better" if better else "B worse"
-    return MetricComparison(metric, av, bv, am, bm, ratio, lo, hi, outcome)
+def _rounds(rounds: int, max_rounds: int | None, seconds: float | None, settings_budget: Budget,
+            where: str) -> Budget:
+    for key, value, low in (("rounds", rounds, 1), ("max_rounds", max_rounds, 1)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not low <= value <= 100):
+            raise UsageError(f"{where}: {key}={value!r} must be a whole number from 1 to 100")
+    most = max_rounds if max_rounds is not None else max(rounds, settings_budget.max_pairs)
+    if most < rounds:
+        raise UsageError(f"{where}: max_rounds={most} is below rounds={rounds}")
+    return Budget(rounds, most, seconds if seconds is not None else settings_budget.seconds)
 
 
 def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Sequence[str] | str,
-                rounds: int, name: str | None, where: str, tolerance: float = 0.10) -> Comparison:
-    """A and B interleaved (A B A B ...) on the same mount point, each after a cold remount;
-    a read job's files are laid out once first. The original options are restored."""
+                rounds: int, name: str | None, where: str, tolerance: float = 0.10,
+                max_rounds: int | None = None, seconds: float | None = None,
+                a_build: str | None = None, b_build: str | None = None) -> Comparison:
+    """A and B interleaved on the same mount point, each run after a cold remount with its
+    options (and build); a read job's files are laid out once first. At least `rounds`
+    pairs, more while undecided, up to `max_rounds` pairs or `seconds`. The original
+    options and build are restored."""
     owned = fs.target.owned
     if owned is None or not owned.backend.has_daemon:
         raise UsageError(f"{where}: needs a backend the plugin mounts (fsperf_mount marker or "
                          "--fsperf-backend), not an existing directory")
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 100:
-        raise UsageError(f"{where}: rounds={rounds!r} must be a whole number from 1 to 100")
-    variants = {"A": parse_options(a, f"{where} a"), "B": parse_options(b, f"{where} b")}
-    original = owned.options
+    budget = _rounds(rounds, max_rounds, seconds, fs.budget(), where)
+    options = {"A": parse_options(a, f"{where} a"), "B": parse_options(b, f"{where} b")}
+    original, original_build = owned.options, owned.build
+    builds = {"A": check_build(a_build, f"{where} a_build") or original_build,
+              "B": check_build(b_build, f"{where} b_build") or original_build}
+    if a_build or b_build:
+        why = owned.can_build()
+        if why:
+            raise UsageError(f"{where}: {why}")
     job: dict[str, str] | None = None
     if isinstance(workload, Mapping):
         base, job = fs.job(name, workload, where)
@@ -119,25 +112,69 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
         base = name or str(getattr(workload, "__name__", "workload"))
     else:
         raise UsageError(f"{where}: workload must be fio options (a dict) or a function")
-    runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
+
+    def run(side: str, pair: int) -> WorkloadResult:
+        if job is not None:
+            return fs.keep(fs.measure(fs.unique(f"{base}[{side}{pair}]"), False, job, layout=False))
+        assert callable(workload)
+        return workload(fs)
+
+    def side(name: str) -> Side:
+        shown = tuple(owned.shown(options[name]))
+        if builds[name] != original_build or a_build or b_build:
+            shown += (f"build {builds[name]}",)
+        return Side(name, shown, lambda: fs.cold_start(options[name], build=builds[name]))
+
     try:
         if job is not None and fio_engine.is_reading(job):
-            fs.remount(variants["A"], wipe=False)
+            fs.remount(options["A"], wipe=False, build=builds["A"])
             fs.layout(job, fs.output(base))
-        for n in range(1, rounds + 1):
-            for variant, options in variants.items():
-                fs.cold_start(options)
-                if job is not None:
-                    label = fs.unique(f"{base}[{variant}{n}]")
-                    result = fs.keep(fs.measure(label, False, job, layout=False))
-                else:
-                    assert callable(workload)
-                    result = workload(fs)
-                runs[variant].append(result)
+        pairs = interleave((side("A"), side("B")), run, budget, tolerance)
     finally:
-        if owned.options != original or not owned.alive():
-            fs.remount(original, wipe=False)
-    outcome = compare(fs.test, base, owned.backend.name, tuple(owned.shown(variants["A"])),
-                      tuple(owned.shown(variants["B"])), runs["A"], runs["B"], "AB" * rounds,
-                      tolerance)
-    return outcome
+        if owned.options != original or owned.build != original_build or not owned.alive():
+            fs.remount(original, wipe=False, build=original_build)
+    return compare(fs.test, base, owned.backend.name, side("A").shown, side("B").shown,
+                   pairs.a, pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
+                   "builds" if a_build or b_build else "options")
+
+
+def check_build(path: str | None, where: str) -> str | None:
+    """A build of the daemon: an executable file, used in place of the backend's binary."""
+    if path is None or path == "":
+        return None
+    if not os.path.isfile(path) or not os.access(path, os.X_OK):
+        raise UsageError(f"{where}: {path!r} is not an executable file")
+    return os.path.realpath(path)
+
+
+def gate(fs: Workspace, label: str, run: Callable[[str], WorkloadResult], reference: str,
+         candidate: str, budget: Budget, tolerance: float) -> tuple[Comparison, WorkloadResult,
+                                                                    WorkloadResult]:
+    """One workload of a release gate: reference build (A) against candidate (B), in pairs
+    ABBA..., each run after a cold remount with its build. Returns the comparison and the
+    median run of each side (B's carries every pair's figures as its rounds)."""
+    owned = fs.target.owned
+    assert owned is not None
+    builds = {"A": reference, "B": candidate}
+
+    def side(name: str) -> Side:
+        return Side(name, (builds[name],), lambda: fs.cold_start(build=builds[name]))
+
+    try:
+        pairs = interleave((side("A"), side("B")),
+                           lambda s, n: run(f"{label}.{s}{n}"), budget, tolerance)
+    finally:
+        if owned.build != candidate or not owned.alive():
+            fs.remount(None, wipe=False, build=candidate)
+    c = compare(fs.test, label, owned.backend.name, (reference,), (candidate,), pairs.a, pairs.b,
+                pairs.order, tolerance, budget, pairs.stopped, pairs.seconds, "gate")
+    return c, _median_run(pairs.b, label), _median_run(pairs.a, f"{label}[reference]", judged=False)
+
+
+def _median_run(runs: list[WorkloadResult], name: str, judged: bool = True) -> WorkloadResult:
+    key = primary(runs[0])
+    ordered = sorted(runs, key=lambda r: r.single_metrics().get(key) or 0.0)
+    base = ordered[(len(ordered) - 1) // 2]
+    return dataclasses.replace(
+        base, name=name, judged=judged and base.judged,
+        rounds=tuple({**r.single_metrics(), "seconds": r.wall_seconds} for r in runs))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from . import outfile, runs
+from . import outfile, runs, units
 from .errors import UsageError
 from .mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 from .mounts.registry import BackendConfig, load_config
@@ -190,6 +190,30 @@ def _compare(raw: Raw) -> str:
     return "latest" if raw.text.strip() == "latest" else _name(raw)
 
 
+def _executable(raw: Raw) -> str:
+    path = raw.path
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise UsageError(f"{raw.where}: not an executable file")
+    return str(path.resolve())
+
+
+def _tolerance(raw: Raw) -> float:
+    try:
+        value = units.parse_percent(raw.text) / 100
+    except ValueError as exc:
+        raise UsageError(f"{raw.where}: {exc}") from None
+    if not 0 <= value < 1:
+        raise UsageError(f"{raw.where}: must be from 0% to below 100%")
+    return value
+
+
+def _pairs(raw: Raw) -> int:
+    n = _rounds(raw)
+    if not 3 <= n <= 100:
+        raise UsageError(f"{raw.where}: must be from 3 to 100")
+    return n
+
+
 def _text(raw: Raw) -> str:
     return raw.text.strip()
 
@@ -262,6 +286,18 @@ OPTIONS = (
            "write github-action-benchmark files PREFIX-bigger.json and PREFIX-smaller.json"),
     Option("fsperf_save_baseline", "save_baseline", _name, None, "NAME",
            "save this run's figures as baseline NAME in .fsperf/baselines/"),
+    Option("fsperf_reference", "reference", _executable, None, "BINARY",
+           "release gate: run every workload on this build of --fsperf-backend's daemon (A) and "
+           "on the candidate (B), interleaved, each run after a cold remount; B worse fails"),
+    Option("fsperf_candidate", "candidate", _executable, None, "BINARY",
+           "the candidate build for --fsperf-reference (default: the backend's binary on PATH)"),
+    Option("fsperf_tolerance", "tolerance", _tolerance, 0.10, "PERCENT",
+           "how far B may be from A (or this run from a saved one, or from a baseline) and still "
+           "be the same (default 10%; marker tolerance=)"),
+    Option("fsperf_ab_max_rounds", "ab_max_rounds", _pairs, 16, "N",
+           "an interleaved A/B adds pairs until decisive, up to N pairs (default 16)"),
+    Option("fsperf_ab_seconds", "ab_seconds", _timeout, 300.0, "SECONDS",
+           "... or until this many seconds are spent (default 300)"),
 )
 BY_NAME = {opt.name: opt for opt in OPTIONS}
 
@@ -291,6 +327,11 @@ class Settings:
     html_path: Path | None = None
     benchmark_json: Path | None = None
     action_prefix: Path | None = None
+    reference: str | None = None  # release gate: the reference build's binary
+    candidate: str | None = None
+    tolerance: float = 0.10
+    ab_max_rounds: int = 16
+    ab_seconds: float = 300.0
     root: Path = Path(".")  # rootdir: .fsperf/ lives here
     given: Mapping[str, Raw] = field(default_factory=dict)  # by Settings field: what the user wrote
 
@@ -354,6 +395,12 @@ def settings_from(given: Mapping[str, Raw], root: Path) -> Settings:
                          "give an existing mount or a backend to mount, not both")
     if options is not None and backend is None:
         raise UsageError(f"{options.where}: needs --fsperf-backend (options of which backend?)")
+    reference, candidate = given.get("reference"), given.get("candidate")
+    if reference is not None and backend is None:
+        raise UsageError(f"{reference.where}: needs --fsperf-backend (a build of which backend's "
+                         "daemon?)")
+    if candidate is not None and reference is None:
+        raise UsageError(f"{candidate.where}: needs --fsperf-reference (the build to compare with)")
     values = {opt.field: opt.convert(given[opt.field]) if opt.field in given else opt.default
               for opt in OPTIONS if opt.field != "mount"}
     if mount is not None:  # probed with the timeout the user gave

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from . import units
-from .ab import Comparison, Workload, run_compare
+from .ab import Workload, gate, run_compare
+from .comparison import Comparison
 from .engine import steps
 from .errors import UsageError
 from .measure.workspace import Workspace
@@ -22,6 +23,8 @@ class Fsperf(Workspace):
                  rounds: int = 1, warmup: bool = False) -> None:
         super().__init__(state, target, test, workdir, rounds, warmup)
         self.comparisons: list[Comparison] = []
+        self.tolerance = 0.10  # by the one precedence rule (config.py), set by the plugin
+        self.release: tuple[str, str] | None = None  # (reference, candidate) builds under a gate
 
     @property
     def daemon(self) -> Lookup:
@@ -83,17 +86,39 @@ class Fsperf(Workspace):
         return run_scenario(self, scenario_id, overrides, where)
 
     def compare(self, workload: Workload, a: Sequence[str] | str = (), b: Sequence[str] | str = (),
-                rounds: int = 3, name: str | None = None, tolerance: object = "10%") -> Comparison:
-        """Run the same workload with mount options A and B, interleaved A B A B ..., each
-        round after a cold remount; returns per-round figures, medians, B/A ratios with
-        their 95% interval, and per figure "B better", "B worse", "same" or "inconclusive"
-        (a difference must pass `tolerance` and be significant).
-        `workload` is fio options (a dict) or a function taking this fixture."""
+                rounds: int = 3, name: str | None = None, tolerance: object = None,
+                max_rounds: int | None = None, seconds: float | None = None,
+                a_build: str | None = None, b_build: str | None = None) -> Comparison:
+        """Run the same workload with mount options (or builds of the daemon) A and B in
+        interleaved pairs, A B then B A, each run after a cold remount; at least `rounds`
+        pairs, more while the outcome is undecided, up to `max_rounds` pairs or `seconds`
+        (--fsperf-ab-max-rounds, --fsperf-ab-seconds). Returns per-pair figures, medians,
+        B/A (geometric mean of the pairs) with its interval, and per figure "B better",
+        "B worse", "same" or "inconclusive" (paired.py says how). `workload` is fio options
+        (a dict) or a function taking this fixture; `a_build`/`b_build` an executable used
+        in place of the backend's binary. `tolerance` (default --fsperf-tolerance, 10%)."""
         where = f"{self.test}: fsperf.compare()"
-        try:
-            tol = units.parse_percent(tolerance) / 100
-        except ValueError as exc:
-            raise UsageError(f"{where}: tolerance: {exc}") from None
-        outcome = run_compare(self, workload, a, b, rounds, name, where, tol)
+        tol = self.tolerance
+        if tolerance is not None:
+            try:
+                tol = units.parse_percent(tolerance) / 100
+            except ValueError as exc:
+                raise UsageError(f"{where}: tolerance: {exc}") from None
+        outcome = run_compare(self, workload, a, b, rounds, name, where, tol, max_rounds, seconds,
+                              a_build, b_build)
         self.comparisons.append(outcome)
         return outcome
+
+    def repeat(self, name: str, run: Callable[[str], WorkloadResult],
+               tag: Callable[[WorkloadResult], WorkloadResult] | None = None) -> WorkloadResult:
+        """Under a release gate (--fsperf-reference), every workload runs on the reference
+        and the candidate build in interleaved pairs instead of rounds."""
+        if self.release is None:
+            return super().repeat(name, run, tag)
+        label = self.unique(name)
+        reference, candidate = self.release
+        comparison, mine, theirs = gate(self, label, run, reference, candidate, self.budget(),
+                                        self.tolerance)
+        self.comparisons.append(comparison)
+        self.keep(theirs)
+        return self.keep((tag or (lambda r: r))(mine))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from .ab import Comparison
+from .comparison import Comparison
 from .judge import Judgement
 from .mounts.request import MountRequest
 from .plan import Plan

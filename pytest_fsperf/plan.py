@@ -77,7 +77,7 @@ class Plan:
     test: str
     thresholds: tuple[Threshold, ...]
     baseline: str | None = None  # compare with this baseline's figure for each scenario
-    tolerance: float = 0.10
+    tolerance: float | None = None  # None: --fsperf-tolerance (the marker's beats the ini's)
     rounds: int | None = None  # None: --fsperf-rounds
     warmup: bool | None = None
 
@@ -96,7 +96,7 @@ def build_plan(test: str, markers: Iterable[tuple[tuple[object, ...], Mapping[st
     baseline = merged.pop("baseline", None)
     if baseline is not None and (not isinstance(baseline, str) or not baseline):
         raise UsageError(f"{test}: fsperf marker baseline={baseline!r} must be a baseline name")
-    tolerance = 0.10
+    tolerance = None
     if "tolerance" in merged:
         try:
             tolerance = units.parse_percent(merged.pop("tolerance")) / 100

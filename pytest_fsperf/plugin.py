@@ -233,8 +233,16 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
                               f"fsperf marker warmup={plan and plan.warmup}")
             handle = Fsperf(state, target, request.node.nodeid, workdir, rounds.value,
                             warmup.value)
+            tolerance = for_item(s, "tolerance", plan and plan.tolerance,
+                                 f"fsperf marker tolerance={plan and plan.tolerance}")
+            handle.tolerance = tolerance.value
             handle.notes = tuple(f"{c.describe(n)} ({RULE})" for n, c in
-                                 (("rounds", rounds), ("warmup", warmup)) if c.over)
+                                 (("rounds", rounds), ("warmup", warmup), ("tolerance", tolerance))
+                                 if c.over)
+            if s.reference is not None:
+                owned = target.owned
+                assert owned is not None  # --fsperf-reference needs --fsperf-backend
+                handle.release = (s.reference, s.candidate or owned.build)
             request.node.stash[RECORD] = ItemRecord(handle.results, handle.comparisons)
             yield handle
         finally:
@@ -296,7 +304,9 @@ def _judge(item: pytest.Item) -> list[str]:
     chosen = for_item(s, "baseline", plan.baseline, f"{item.nodeid}: fsperf marker baseline")
     baseline = state.baseline(chosen.value, chosen.where) if chosen.value is not None else None
     earlier = Earlier(state.earlier_name, state.earlier, state.env) if state.earlier_name else None
-    j = judge_item(plan, record.results, baseline, s.gate == "baseline", earlier)
+    tolerance = for_item(s, "tolerance", plan.tolerance, "fsperf marker tolerance").value
+    builds = [c for c in record.comparisons if c.kind == "gate"]
+    j = judge_item(plan, record.results, baseline, s.gate == "baseline", earlier, tolerance, builds)
     record.judgement = j
     failures = list(j.failures)
     if s.inconclusive == "fail":

@@ -56,6 +56,15 @@ class Outcome(Text):
             return cls.NOT_JUDGED
 
 
+class Difference(Text):
+    """What an A/B found for one figure, B against A."""
+
+    B_BETTER = "B better"
+    B_WORSE = "B worse"
+    SAME = "same"
+    INCONCLUSIVE = "inconclusive"
+
+
 @dataclass(frozen=True)
 class Metric:
     key: str

@@ -94,13 +94,13 @@ def test_rclone_ab_bwlimit_shows_b_slower(pytester, minio, clean):
             rendered = fsperf.target.owned.rendered
             open("secrets", "w").write(str(rendered.fields["token"]) + " " + fsperf_s3.secret_key)
             ab = fsperf.compare(dict(rw="read", bs="1M", size="32M", direct=1),
-                                a=[], b=["--bwlimit", "10M"], rounds=2)
+                                a=[], b=["--bwlimit", "10M"], rounds=2, max_rounds=6)
             m = ab.metrics["bw"]
-            assert len(m.a) == len(m.b) == 2
+            assert 2 <= len(m.a) == len(m.b) <= 6
             assert ab.ratio("bw") < 0.5, ab        # 10 MiB/s against an unthrottled rclone
             assert m.outcome == "B worse" and m.ci_high < 0.5
             assert all(10e6 < b < 12e6 for b in m.b), m.b
-            assert ab.order == "ABAB"
+            assert ab.order.startswith("ABBA") and ab.stopped.startswith("decided after")
     """)
     result, doc, texts = run(pytester)
     result.assert_outcomes(passed=1)
@@ -110,11 +110,11 @@ def test_rclone_ab_bwlimit_shows_b_slower(pytester, minio, clean):
     (c,) = doc["comparisons"]
     assert c["b_options"] == ["--bwlimit", "10M"] and c["backend"] == "rclone"
     names = [r["name"] for r in doc["results"]]
-    assert names == ["read[A1]", "read[B1]", "read[A2]", "read[B2]"]
+    assert names[:4] == ["read[A1]", "read[B1]", "read[B2]", "read[A2]"]
     assert all(r["daemon_cache"].startswith("cold: remounted") for r in doc["results"])
     b_rounds = [r for r in doc["results"] if "[B" in r["name"]]
     assert all("--bwlimit" in r["mount"]["options"] for r in b_rounds)
-    result.stdout.fnmatch_lines(["A/B test_ab read on rclone: 2 rounds, order ABAB*",
+    result.stdout.fnmatch_lines(["A/B test_ab read on rclone: * pairs, order ABBA*",
                                  "  B: --bwlimit 10M", "*bandwidth*"])
 
 

@@ -74,7 +74,7 @@ def test_inconclusive_fails_or_warns(pytester, mode):
     else:
         r.assert_outcomes(passed=1, warnings=1)
         r.stdout.fnmatch_lines(["*PytestWarning: fsperf: read: min_bw 150MB/s inconclusive*"])
-    r.stdout.re_match_lines([r"\S+\s+read\s+200 MB/s ±50%.*INCONCLUSIVE"])
+    r.stdout.re_match_lines([r"\S+\s+read\s+200 MB/s \[100-300 MB/s\].*INCONCLUSIVE"])
 
 
 def test_rounds_and_warmup_on_a_real_run(pytester):
@@ -101,16 +101,16 @@ def test_rounds_and_warmup_on_a_real_run(pytester):
 
 
 def test_ab_outcomes_follow_the_direction_of_each_figure():
-    from pytest_fsperf.ab import compare
+    from pytest_fsperf.comparison import compare, judge_metric
+    from pytest_fsperf.vocab import Difference
 
-    def r(bw: float, cpu: float) -> WorkloadResult:
-        base = result(bw)
-        return WorkloadResult(**{**base.__dict__, "rounds": ({"bw": bw, "daemon_cpu": cpu},)})
-
-    a = [r(100e6, 50.0), r(101e6, 51.0), r(99e6, 49.0)]
-    b = [r(50e6, 80.0), r(51e6, 81.0), r(49e6, 79.0)]
-    c = compare("t", "read", "rclone", (), ("--bwlimit", "50M"), a, b, "ABABAB", 0.10)
-    assert c.metrics["bw"].outcome == "B worse" and c.metrics["bw"].ci_high < 1
-    assert c.metrics["daemon_cpu"].outcome == "B worse"  # more CPU is worse
-    same = compare("t", "read", "rclone", (), (), a, a, "ABABAB", 0.10)
-    assert same.metrics["bw"].outcome == "same"
+    a = [result(100e6), result(101e6), result(99e6)]
+    b = [result(50e6), result(51e6), result(49e6)]
+    c = compare("t", "read", "rclone", (), ("--bwlimit", "50M"), a, b, "ABBAAB", 0.10)
+    assert c.metrics["bw"].outcome == Difference.B_WORSE and c.metrics["bw"].ci_high < 1
+    assert c.decided_by == "bw" and c.outcome == Difference.B_WORSE
+    cpu = judge_metric("daemon_cpu_per_gb", [5.0, 5.1, 4.9], [8.0, 8.1, 7.9], 0.10)
+    assert cpu.outcome == Difference.B_WORSE  # more CPU per GB is worse
+    same = compare("t", "read", "rclone", (), (), a, a, "ABBAAB", 0.10)
+    assert same.metrics["bw"].outcome == Difference.SAME
+    assert same.to_dict()["metrics"]["bw"]["outcome"] == "same"  # plain words in JSON

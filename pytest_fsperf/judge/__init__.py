@@ -6,20 +6,22 @@ the Judgement in the test's one record and every report renders it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import runs
 from ..baselines import Baseline
 from ..baselines.check import Check, check
+from ..comparison import Comparison
 from ..plan import Plan
 from ..result import WorkloadResult
-from ..vocab import Outcome
+from ..vocab import Difference, Outcome
 from .thresholds import Verdict, judge
 
 __all__ = ["Earlier", "Judgement", "Verdict", "judge", "judge_item"]
 
+BUILD_OUTCOMES = {Difference.B_WORSE: Outcome.REGRESSION, Difference.INCONCLUSIVE: Outcome.INCONCLUSIVE}
 RUN_OUTCOMES = {runs.REGRESSION: Outcome.REGRESSION, runs.INCONCLUSIVE: Outcome.INCONCLUSIVE,
                 runs.INCOMPARABLE: Outcome.INCOMPARABLE}
 
@@ -48,18 +50,20 @@ class Judgement:
 
 
 def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | None = None,
-               gated: bool = False, earlier: Earlier | None = None) -> Judgement:
-    """Raises UsageError for thresholds no workload of the test can answer."""
+               gated: bool = False, earlier: Earlier | None = None,
+               tolerance: float = 0.10, builds: Sequence[Comparison] = ()) -> Judgement:
+    """Raises UsageError for thresholds no workload of the test can answer. `builds`: the
+    release gate's comparisons of the candidate build against the reference."""
     verdict = judge(plan, results)
     j = Judgement(dict(verdict.per_workload), list(verdict.failures), list(verdict.inconclusive),
                   list(verdict.notes))
     judged = [r for r in results if r.judged]
     if baseline is not None:
         for r in judged:
-            j.checks[r.name] = check(r, baseline, plan.tolerance)
+            j.checks[r.name] = check(r, baseline, tolerance)
             for c in j.checks[r.name]:
                 if gated and c.ok is False:
-                    j.failures.append(c.message(r.name, plan.tolerance))
+                    j.failures.append(c.message(r.name, tolerance))
                     j.outcomes[r.name] = Outcome.FAIL
     if earlier is not None:
         for r in judged:
@@ -68,11 +72,17 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
                 continue
             new = {"total": r.total(), "rounds": list(r.rounds),
                    "fingerprint": runs.fingerprint(r.scenario, r.options, r.mount, earlier.env)}
-            cmp = runs.compare(earlier.name, f"{r.test}::{r.name}", old, new, plan.tolerance)
+            cmp = runs.compare(earlier.name, f"{r.test}::{r.name}", old, new, tolerance)
             j.earlier[r.name] = cmp
             outcome = RUN_OUTCOMES.get(cmp.outcome)
             if outcome is None:
                 continue
-            (j.failures if outcome.failing else j.unsure).append(cmp.message(plan.tolerance, r.name))
+            (j.failures if outcome.failing else j.unsure).append(cmp.message(tolerance, r.name))
             j.outcomes[r.name] = j.outcomes[r.name].worst(outcome)
+    for gate in builds:
+        outcome = BUILD_OUTCOMES.get(gate.outcome)
+        if outcome is None:
+            continue
+        (j.failures if outcome.failing else j.unsure).append(gate.message(tolerance))
+        j.outcomes[gate.name] = j.outcomes.get(gate.name, Outcome.NOT_JUDGED).worst(outcome)
     return j

@@ -23,6 +23,7 @@ from ..engine import fio as fio_engine
 from ..errors import MeasurementError, UsageError, WorkloadHung
 from ..meters import DaemonExited, DaemonMeter
 from ..mounts.daemon import Lookup
+from ..paired import Budget
 from ..result import DaemonStats, OpStats, WorkloadResult
 from ..session import FsperfSession, Target, safe_name
 
@@ -98,6 +99,11 @@ class Workspace:
         except (OSError, LookupError):
             self._fuse = True  # unknown: do not call an fadvise cold
 
+    def budget(self) -> Budget:
+        """How long an interleaved A/B may go on (--fsperf-ab-max-rounds, --fsperf-ab-seconds)."""
+        s = self._state.settings
+        return Budget(min(3, s.ab_max_rounds), s.ab_max_rounds, s.ab_seconds)
+
     @property
     def settings(self) -> Settings:
         return self._state.settings
@@ -114,14 +120,14 @@ class Workspace:
     # -- cold ----------------------------------------------------------------
 
     def cold_start(self, options: tuple[str, ...] | None = None,
-                   after: tuple[str, ...] = ()) -> PageCache:
+                   after: tuple[str, ...] = (), build: str | None = None) -> PageCache:
         """after: steps already taken for this cold start (a cold() before a layout pass)."""
         steps = list(after)
         owned = self.target.owned
         earlier = self._daemon_cold if after else None  # this cold start's first pass, if any
         self._daemon_cold = None
         if owned is not None and owned.backend.has_daemon:
-            steps += self.remount(options, wipe=True)
+            steps += self.remount(options, wipe=True, build=build)
             wiped = owned.wiped_caches or earlier == DaemonCache.WIPED
             self._daemon_cold = (DaemonCache.KEPT if owned.kept_caches else
                                  DaemonCache.WIPED if wiped else DaemonCache.REMOUNTED)
@@ -174,10 +180,11 @@ class Workspace:
             notes=(*base.notes, *notes))
         return self.keep(finish(result))
 
-    def remount(self, options: tuple[str, ...] | None, wipe: bool) -> list[str]:
+    def remount(self, options: tuple[str, ...] | None, wipe: bool,
+                build: str | None = None) -> list[str]:
         owned = self.target.owned
         assert owned is not None
-        steps = owned.remount(options, wipe=wipe)
+        steps = owned.remount(options, wipe=wipe, build=build)
         # An object store keeps no empty directories: a fresh daemon may not know the work dir.
         os.makedirs(self.workdir, exist_ok=True)
         return steps

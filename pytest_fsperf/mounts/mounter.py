@@ -8,6 +8,7 @@ unmount, then the daemon is killed: a session never leaves a stale mount behind.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -98,6 +99,7 @@ class MountedFs:
         self.options = plan.options
         self.backend = plan.backend
         require_binary(self.backend)
+        self.build = self.backend.binary  # the daemon's binary: on PATH, or a build's path
         self.private, self._dir_entry = leftovers.private_dir(f"pytest-fsperf-{self.backend.name}-")
         self._run_entries: list[leftovers.Entry] = []  # this mount's daemon and mount point
         try:
@@ -118,8 +120,20 @@ class MountedFs:
         self.kept_caches: tuple[str, ...] = ()  # those it did not wipe, with the reason
 
     def _render(self, options: tuple[str, ...]) -> Rendered:
-        return render(self.backend, self.plan.config, options,
-                      os.path.join(self.private, "mnt"), self.private)
+        rendered = render(self.backend, self.plan.config, options,
+                          os.path.join(self.private, "mnt"), self.private)
+        if self.build == self.backend.binary:
+            return rendered
+        return dataclasses.replace(rendered, argv=(self.build, *rendered.argv[1:]))
+
+    def can_build(self) -> str:
+        """Why another build of the daemon cannot be mounted here, or ""."""
+        if not self.backend.has_daemon:
+            return f"backend {self.backend.name!r} has no daemon"
+        if not self.backend.command or self.backend.command[0] != self.backend.binary:
+            return (f"backend {self.backend.name!r}: its command does not start with its binary "
+                    f"({self.backend.binary}), so a build cannot take its place")
+        return ""
 
     def redact(self, text: str) -> str:
         """Configured secrets and anything that looks like one masked (the user's own
@@ -307,14 +321,19 @@ class MountedFs:
             return ""  # the daemon's own part of a shared directory, by its layout
         return "a directory you named: the plugin deletes only what it created"
 
-    def remount(self, options: tuple[str, ...] | None = None, wipe: bool = True) -> list[str]:
-        """Unmount, wipe the daemon's cache, mount again (with other options, if given)."""
+    def remount(self, options: tuple[str, ...] | None = None, wipe: bool = True,
+                build: str | None = None) -> list[str]:
+        """Unmount, wipe the daemon's cache, mount again (with other options, or another
+        build of the daemon, if given)."""
         steps = self.stop()
         if wipe:
             steps += self.wipe_cache()
-        if options is not None and options != self.options:
-            self.options = options
-            self.rendered = self._render(options)
+        changed = options is not None and options != self.options
+        if build is not None and build != self.build:
+            self.build, changed = build, True
+        if changed:
+            self.options = self.options if options is None else options
+            self.rendered = self._render(self.options)
         self.start()
         steps.append("mount")
         return steps

@@ -131,11 +131,15 @@ def cache_cell(r: Row) -> str:
 
 
 def _spread(r: Row, key: str) -> str:
-    """' ±7%' over several rounds: the median absolute deviation, relative to the median."""
+    """' [159-189]' over several rounds: the 95% interval of the median, the spread the
+    threshold verdict uses, in the figure's own units."""
     st = r.get("stats", {}).get(key)
-    if not r.get("rounds") or not st or not st["median"]:
+    if not r.get("rounds") or not st or st.get("ci_low") is None:
         return ""
-    return f" ±{100 * st['mad'] / st['median']:.0f}%"
+    low, high = (METRICS[key].show(st[k]).partition(" ") for k in ("ci_low", "ci_high"))
+    if low[2] == high[2]:  # one unit for both: "159-189 MB/s"
+        return f" [{low[0]}-{''.join(high)}]"
+    return f" [{''.join(low)}-{''.join(high)}]"
 
 
 def _rate_cells(r: Row) -> tuple[str, str]:
@@ -176,8 +180,8 @@ def notes(results: list[Row]) -> list[str]:
             for r in results if r.get("cache_disk_peak_bytes") is not None]
     rounds = sorted({len(r["rounds"]) for r in results if r.get("rounds")})
     if rounds:
-        out.append(f"over {', '.join(map(str, rounds))} rounds: figures are medians; ±: median "
-                   "absolute deviation / median")
+        out.append(f"over {', '.join(map(str, rounds))} rounds: figures are medians; [low-high]: "
+                   "the 95% interval of the median, which threshold verdicts use")
     out.append("CPU: 100% = one fully busy core; bandwidth and memory in powers of 1000")
     return out
 
@@ -191,28 +195,37 @@ def _name(metric: str) -> str:
 
 
 def comparison(c: Mapping[str, Any]) -> Section:
-    """One A/B comparison: medians side by side, B/A, and the rounds behind them."""
+    """One A/B comparison: medians side by side, B/A over the pairs, and the runs behind them."""
     a = " ".join(c["a_options"]) or "(defaults)"
     b = " ".join(c["b_options"]) or "(defaults)"
     rows = []
     for metric, m in c["metrics"].items():
         ratio = f"{m['ratio']:.2f}" if m["ratio"] is not None else "-"
-        band = f"{m['ci_low']:.2f}-{m['ci_high']:.2f}" if m.get("ci_low") is not None else "-"
+        band = "-"
+        if m.get("ci_low") is not None:
+            level = f"{100 * m['level']:.4g}%: " if m.get("level") else ""
+            band = f"{level}{m['ci_low']:.2f}-{m['ci_high']:.2f}"
         rows.append((_name(metric), _figure(metric, m["a_median"]), _figure(metric, m["b_median"]),
-                     ratio, band, m.get("outcome", "-"),
+                     ratio, band, str(m.get("outcome", "-")),
                      ", ".join(_figure(metric, v) for v in m["a"]),
                      ", ".join(_figure(metric, v) for v in m["b"])))
-    table = Table(("metric", "A median", "B median", "B/A", "95% interval", "outcome", "A rounds",
-                   "B rounds"), tuple(rows), frozenset((1, 2, 3)))
+    table = Table(("metric", "A median", "B median", "B/A", "interval", "outcome", "A runs",
+                   "B runs"), tuple(rows), frozenset((1, 2, 3)))
     bw = c["metrics"].get("bw")
     chart = None
     if bw:
         bars = [Bar(f"A #{i + 1}", v, "a") for i, v in enumerate(bw["a"]) if v] + [
             Bar(f"B #{i + 1}", v, "b") for i, v in enumerate(bw["b"]) if v]
-        chart = Chart("bandwidth, A against B, per round", METRICS["bw"], tuple(bars))
-    return Section(f"A/B {short_test(c)} {c['name']} on {c['backend']}: {c['rounds']} rounds, "
-                   f"order {c['order']}, cold remount before each", (f"A: {a}", f"B: {b}"),
-                   table, chart)
+        chart = Chart("bandwidth, A against B, per pair", METRICS["bw"], tuple(bars))
+    what = "release gate" if c.get("kind") == "gate" else "A/B"
+    how = f"{c['rounds']} pairs, order {c['order']}, cold remount before each run"
+    if c.get("stopped"):
+        how += f"; {c['stopped']} ({c.get('seconds', 0):.0f} s)"
+    lines: tuple[str, ...] = (f"A: {a}", f"B: {b}")
+    if c.get("decided_by"):
+        lines += (f"decided on {_name(c['decided_by'])}: B/A is the geometric mean of the pairs' "
+                  "ratios; interval: paired t on their logs (flags widened for early stopping)",)
+    return Section(f"{what} {short_test(c)} {c['name']} on {c['backend']}: {how}", lines, table, chart)
 
 
 def baseline_checks(results: list[Row], gated: bool) -> Section | None:

@@ -1,0 +1,130 @@
+"""An A/B comparison as data: per figure, both sides' runs, B/A over the pairs with its
+interval, and what it found. Pure: judged by paired.py, rendered by the reports, judged
+into a test's verdict by judge/; run by ab.py."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .paired import Budget, Paired, paired
+from .result import WorkloadResult
+from .vocab import METRICS as FIGURES
+from .vocab import Difference
+
+# The figures an A/B compares. Daemon CPU is compared per GB moved: a throttled side uses
+# less CPU per second only because it moves less, and must not look "better" for it.
+METRICS = ("bw", "ops", "iops", "lat_p99", "daemon_cpu_per_gb", "daemon_rss")
+
+
+def median(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    metric: str
+    a: tuple[float | None, ...]  # one figure per pair, in pair order
+    b: tuple[float | None, ...]
+    a_median: float | None
+    b_median: float | None
+    ratio: float | None  # geometric mean of the pairs' B/A
+    ci_low: float | None = None  # its interval (paired t on the log ratios) at `level`
+    ci_high: float | None = None
+    level: float = 0.0
+    outcome: Difference = Difference.INCONCLUSIVE
+
+    @property
+    def bigger_is_better(self) -> bool:
+        return FIGURES[self.metric].bigger_is_better
+
+
+@dataclass(frozen=True)
+class Comparison:
+    test: str
+    name: str
+    backend: str
+    a_options: tuple[str, ...]  # what A is: options (redacted) or a build
+    b_options: tuple[str, ...]
+    rounds: int  # pairs run
+    order: str  # how the runs went, e.g. "ABBAAB", each after a cold start
+    a_results: tuple[str, ...]  # names of the WorkloadResults behind the figures
+    b_results: tuple[str, ...]
+    metrics: dict[str, MetricComparison]
+    decided_by: str = ""  # the figure the stopping rule watched
+    stopped: str = ""  # why no more pairs were run
+    seconds: float = 0.0  # wall time of the comparison, cold starts included
+    kind: str = "options"  # fsperf.compare of "options" or "builds"; "gate": --fsperf-reference
+
+    def ratio(self, metric: str = "bw") -> float:
+        """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's bandwidth."""
+        m = self.metrics.get(metric)
+        if m is None or m.ratio is None:
+            raise LookupError(f"{self.name}: no {metric!r} figures to compare")
+        return m.ratio
+
+    @property
+    def outcome(self) -> Difference:
+        m = self.metrics.get(self.decided_by)
+        return m.outcome if m else Difference.INCONCLUSIVE
+
+    def message(self, tolerance: float) -> str:
+        """One line for a test's failure or warning: what was found, on which figure, by what."""
+        m = self.metrics.get(self.decided_by)
+        if m is None or m.ratio is None:
+            return f"{self.name}: no {self.decided_by} figures on both sides to compare"
+        band = (f", {100 * m.level:.4g}% interval {m.ci_low:.3f} to {m.ci_high:.3f}"
+                if m.ci_low is not None and m.ci_high is not None else "")
+        what = {Difference.B_WORSE: "regression against the reference build",
+                Difference.INCONCLUSIVE: "inconclusive against the reference build"}.get(
+                    m.outcome, f"{m.outcome} than the reference build")
+        return (f"{self.name}: {what}: {FIGURES[m.metric].label} {m.ratio:.3f}x "
+                f"({self.rounds} pairs{band}; tolerance {100 * tolerance:g}%; {self.stopped})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self, dict_factory=lambda items: {
+            k: str(v) if isinstance(v, Difference) else v for k, v in items})
+
+
+def _outcome(metric: str, p: Paired) -> Difference:
+    if p.direction == "same":
+        return Difference.SAME
+    if p.direction in ("up", "down"):
+        better = (p.direction == "up") == FIGURES[metric].bigger_is_better
+        return Difference.B_BETTER if better else Difference.B_WORSE
+    return Difference.INCONCLUSIVE
+
+
+def judge_metric(metric: str, av: Sequence[float | None], bv: Sequence[float | None],
+                 tolerance: float, looks: int = 1) -> MetricComparison:
+    p = paired(av, bv, tolerance, looks)
+    return MetricComparison(metric, tuple(av), tuple(bv), median(av), median(bv), p.ratio,
+                            p.low, p.high, p.level, _outcome(metric, p))
+
+
+def primary(result: WorkloadResult) -> str:
+    """The figure that decides: bandwidth where bytes moved, else operations per second."""
+    return "bw" if result.io_bytes else "ops"
+
+
+def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
+            b_options: tuple[str, ...], a: list[WorkloadResult], b: list[WorkloadResult],
+            order_run: str, tolerance: float = 0.10, budget: Budget | None = None,
+            stopped: str = "", seconds: float = 0.0, kind: str = "options") -> Comparison:
+    """Every figure of the pairs judged; the deciding figure with the stopping rule's looks."""
+    decided_by = primary(b[0]) if b else "bw"
+    looks = budget.looks if budget else 1
+    metrics = {}
+    for metric in METRICS:
+        av = tuple(r.single_metrics().get(metric) for r in a)
+        bv = tuple(r.single_metrics().get(metric) for r in b)
+        if all(v is None for v in av + bv):
+            continue
+        metrics[metric] = judge_metric(metric, av, bv, tolerance,
+                                       looks if metric == decided_by else 1)
+    return Comparison(test, name, backend, a_options, b_options, len(b), order_run,
+                      tuple(r.name for r in a), tuple(r.name for r in b), metrics, decided_by,
+                      stopped, seconds, kind)

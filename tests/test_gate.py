@@ -1,0 +1,81 @@
+"""Release gating: every workload on the reference build and on the candidate, interleaved
+in one session, each run after a cold remount, judged on the pairs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import need, ours
+
+pytestmark = pytest.mark.integration
+
+READ = """
+    def test_read(fsperf):
+        fsperf.fio(rw="read", bs="1M", size="24M", direct=1)
+"""
+
+
+def slower_build(where: Path, limit: str) -> Path:
+    """A candidate build of rclone that is slower: the same binary held to `limit`."""
+    path = where / "rclone-candidate"
+    path.write_text(f'#!/bin/sh\nexec {shutil.which("rclone")} "$@" --bwlimit {limit}\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def run(pytester, *args: str):
+    out = pytester.path / "fsperf.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-backend=rclone",
+                                f"--fsperf-json={out}", "--fsperf-ab-max-rounds=6", *args)
+    return result, json.loads(out.read_text()) if out.exists() else None
+
+
+def test_a_slower_candidate_fails_the_gate(pytester, tmp_path):
+    need("rclone")
+    need("fio")
+    pytester.makepyfile(READ)
+    rclone = shutil.which("rclone")
+    result, doc = run(pytester, f"--fsperf-reference={rclone}",
+                      f"--fsperf-candidate={slower_build(tmp_path, '8M')}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*read: regression against the reference build: bandwidth 0.*x "
+                                 "(* pairs, *% interval * to *; tolerance 10%; decided after * pairs)*"])
+    (c,) = doc["comparisons"]
+    assert c["kind"] == "gate" and c["order"].startswith("ABBA")
+    assert c["metrics"]["bw"]["outcome"] == "B worse" and c["metrics"]["bw"]["ci_high"] < 0.5
+    assert c["a_options"] == [rclone]
+    reads = {r["name"]: r for r in doc["results"]}
+    assert set(reads) == {"read", "read[reference]"}
+    assert reads["read[reference]"]["judged"] is False
+    assert len(reads["read"]["rounds"]) == c["rounds"] >= 3
+    assert all(r["daemon_cache"].startswith("cold: remounted") for r in reads.values())
+    assert ours() == ([], [])
+
+
+def test_the_same_build_passes_the_gate(pytester):
+    need("rclone")
+    need("fio")
+    pytester.makepyfile(READ)
+    result, doc = run(pytester, f"--fsperf-reference={shutil.which('rclone')}",
+                      "--fsperf-tolerance=30%", "--fsperf-inconclusive=warn")
+    assert "regression" not in result.stdout.str()
+    result.assert_outcomes(passed=1)
+    (c,) = doc["comparisons"]
+    assert c["metrics"]["bw"]["outcome"] in ("same", "inconclusive")
+    result.stdout.fnmatch_lines(["*release gate test_read read on rclone: * pairs, order ABBA*"])
+
+
+def test_gate_flags_are_checked_where_they_are_given(pytester, tmp_path):
+    pytester.makepyfile(READ)
+    r = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-reference={shutil.which('true')}")
+    r.stderr.fnmatch_lines(["*--fsperf-reference=* (command line): needs --fsperf-backend*"])
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-backend=rclone",
+                           f"--fsperf-reference={tmp_path}")
+    r.stderr.fnmatch_lines(["*--fsperf-reference=* (command line): not an executable file*"])
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-ab-max-rounds=2")
+    r.stderr.fnmatch_lines(["*--fsperf-ab-max-rounds=2 (command line): must be from 3 to 100*"])
