@@ -1,20 +1,43 @@
-"""How well does the gate catch a real 10% slowdown, and how often does it cry wolf?
+"""How well does release gating catch a real 10% slower daemon, and how often does it cry wolf?
 
-A real throttle is injected with rclone over a local MinIO: A mounts with --bwlimit LIMIT,
-B with --bwlimit 0.9 x LIMIT (the same workload 10% slower), and A/A runs mount A twice.
-Each trial is fsperf.compare itself (ab.run_compare on a Workspace, no pytest): ROUNDS
-interleaved rounds (A B A B ..., each after a cold remount) of a time-based fio read, judged
-by the A/B rule (B/A past the tolerance and its 95% bootstrap interval excluding 1). Prints
-detection rate, false-alarm rate and the seconds of measurement per trial.
+A real slower build is injected: two "builds" of bindfs (over a tmpfs), each a wrapper that
+puts the daemon into a cgroup with a CPU quota before exec'ing bindfs. Reference A: 20% of a
+core; candidate B: 18% (the same daemon, 10% less CPU: about 10% less bandwidth on 128 KiB
+direct reads of 3 s). A/A trials give B its own cgroup with A's 20%. Or, with
+`--injection bwlimit`, rclone over a local directory with --bwlimit 40M against 36M.
 
-    python3 benchmarks/gate_detection.py [--trials 5] [--rounds 3] [--limit 40M] [--seconds 2]
+Each trial is the plugin's own build A/B (ab.run_compare with a_build/b_build, no pytest):
+interleaved pairs ABBA..., each run after a cold remount, judged on the paired ratios,
+stopped when decisive or when the budget (pairs, seconds) is spent. Trials cycle through the
+background loads the benchmark starts and stops itself: none, cpu (one busy process), disk
+(a loop of 64 MiB direct writes to the local disk).
+
+`--mode saved` measures the saved-run comparison instead: a saved run of ROUNDS rounds of A
+with no load, then a run of ROUNDS rounds of A (A/A) or B under the trial's load, compared
+with the machine canary as --fsperf-compare does.
+
+    python3 benchmarks/gate_detection.py [--mode builds|saved] [--trials 20] [--aa-trials 100]
+        [--injection quota|bwlimit] [--seconds 3] [--max-pairs 16]
+
+Prints every trial and then detection rate, false-alarm rate and time to a decision.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
+from pytest_fsperf import canary, runs
 from pytest_fsperf.ab import run_compare
 from pytest_fsperf.config import Settings
 from pytest_fsperf.measure.workspace import Workspace
@@ -22,58 +45,178 @@ from pytest_fsperf.mounts.mounter import MountPlan
 from pytest_fsperf.mounts.registry import Registry
 from pytest_fsperf.session import FsperfSession, Target
 from pytest_fsperf.stats import median
-from pytest_fsperf.store.minio import find_minio, start_minio
+from pytest_fsperf.vocab import Difference
 
 TOLERANCE = 0.05
+CGROUP = Path("/sys/fs/cgroup/cpu")
+LOADS = ("none", "cpu", "disk")
 
 
-def trial(session: FsperfSession, target: Target, a: tuple[str, ...], b: tuple[str, ...],
-          rounds: int, seconds: float, n: int) -> tuple[str, float, float]:
-    """One A/B by the plugin's own runner (fsperf.compare without pytest): returns the
-    bandwidth outcome, seconds of measurement and wall seconds."""
+def cgroup(name: str, percent: float) -> Path:
+    path = CGROUP / name
+    path.mkdir(exist_ok=True)
+    (path / "cpu.cfs_period_us").write_text("100000")
+    (path / "cpu.cfs_quota_us").write_text(str(int(percent * 1000)))
+    return path
+
+
+def wrapper(where: Path, name: str, binary: str, group: Path | None, extra: str = "") -> str:
+    """A 'build': a script that joins its cgroup, then execs the real daemon."""
+    path = where / name
+    join = f"echo $$ > {group}/cgroup.procs\n" if group else ""
+    path.write_text(f"#!/bin/sh\n{join}exec {binary} \"$@\"{extra}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+@contextmanager
+def load(kind: str, scratch: Path) -> Iterator[None]:
+    """Background load the benchmark starts and stops: none, cpu or disk."""
+    procs: list[subprocess.Popen[bytes]] = []
+    if kind == "cpu":
+        procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                                      start_new_session=True))
+    elif kind == "disk":
+        target = scratch / "disk-load"
+        procs.append(subprocess.Popen(
+            ["sh", "-c", f"while true; do dd if=/dev/zero of={target} bs=1M count=64 "
+                         "oflag=direct status=none; done"], start_new_session=True))
+    try:
+        yield
+    finally:
+        for p in procs:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        (scratch / "disk-load").unlink(missing_ok=True)
+
+
+def job(seconds: float) -> dict[str, object]:
+    return {"rw": "read", "bs": "128k", "size": "256M", "direct": 1, "time_based": 1,
+            "runtime": f"{seconds:g}s"}
+
+
+def build_trial(session: FsperfSession, target: Target, n: int, a: str, b: str,
+                seconds: float) -> tuple[Difference, int, float, float]:
+    """One build A/B; returns the bandwidth outcome, pairs, seconds of measurement, wall s."""
     ws = Workspace(session, target, f"gate::trial{n}", target.new_workdir(f"trial{n}"))
-    job = {"rw": "read", "bs": "1M", "size": "64M", "direct": 1, "time_based": 1,
-           "runtime": f"{seconds:g}s"}
     t0 = time.monotonic()
-    c = run_compare(ws, job, a, b, rounds, "read", "gate_detection", TOLERANCE)
+    c = run_compare(ws, job(seconds), (), (), 3, "read", "gate_detection", TOLERANCE,
+                    a_build=a, b_build=b)
     measured = sum(r.wall_seconds for r in ws.results)
-    return c.metrics["bw"].outcome, measured, time.monotonic() - t0
+    target.remove(str(ws.workdir))
+    return c.metrics["bw"].outcome, c.rounds, measured, time.monotonic() - t0
+
+
+def _side(ws: Workspace, build: str, rounds: int, seconds: float, local: str,
+          ) -> dict[str, object]:
+    values, readings = [], []
+    base, spec = ws.job("read", job(seconds), "gate_detection")
+    for i in range(rounds):
+        readings.append(canary.measure(local).score)
+        ws.cold_start(build=build)
+        values.append(ws.measure(ws.unique(f"{base}.{i}"), True, spec, layout=i == 0).bw_bytes)
+    readings.append(canary.measure(local).score)
+    return {"total": {"io_bytes": 1}, "rounds": [{"bw": v} for v in values],
+            "fingerprint": {}, "canary": readings}
+
+
+def saved_trial(session: FsperfSession, target: Target, n: int, a: str, b: str, seconds: float,
+                rounds: int, kind: str, scratch: Path) -> tuple[str, float]:
+    """A saved run of A without load, then a run of `b` under `kind`: the saved-run outcome."""
+    ws = Workspace(session, target, f"gate::saved{n}", target.new_workdir(f"saved{n}"))
+    local = session.local_dir()
+    old = _side(ws, a, rounds, seconds, local)
+    with load(kind, scratch):
+        new = _side(ws, b, rounds, seconds, local)
+    target.remove(str(ws.workdir))
+    c = runs.compare("saved", "read", old, new, TOLERANCE)
+    return c.outcome, c.canary or 0.0
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--trials", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--limit", default="40M")
-    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--mode", choices=("builds", "saved"), default="builds")
+    ap.add_argument("--trials", type=int, default=20, help="slowdown trials")
+    ap.add_argument("--aa-trials", type=int, default=100)
+    ap.add_argument("--injection", choices=("quota", "bwlimit"), default="quota")
+    ap.add_argument("--seconds", type=float, default=3.0, help="each fio read")
+    ap.add_argument("--max-pairs", type=int, default=16)
+    ap.add_argument("--rounds", type=int, default=5, help="saved mode: rounds per run")
     args = ap.parse_args()
-    binary = find_minio()
-    if binary is None:
-        raise SystemExit("MinIO is not installed (see README: fsperf_s3)")
-    limit_mib = float(args.limit.rstrip("M"))
-    a = ("--bwlimit", f"{limit_mib:g}M")
-    b = ("--bwlimit", f"{0.9 * limit_mib:g}M")
-    server = start_minio(binary)
-    session = FsperfSession(Settings())
+    scratch = Path(tempfile.mkdtemp(prefix="fsperf-gate-"))
+    source = scratch / "source"
+    source.mkdir()
+    session = FsperfSession(Settings(ab_max_rounds=args.max_pairs, ab_seconds=600.0))
     try:
-        target = session.open_target(MountPlan(Registry().get("rclone", "bench"), a, server.config()))
-        results: dict[str, list[tuple[str, float, float]]] = {"A/B (B 10% slower)": [], "A/A": []}
-        for n in range(args.trials):
-            for kind, other in (("A/B (B 10% slower)", b), ("A/A", a)):
-                results[kind].append(trial(session, target, a, other, args.rounds, args.seconds, n))
-                print(kind, results[kind][-1])
-        ab, aa = results["A/B (B 10% slower)"], results["A/A"]
-        detected = sum(o == "B worse" for o, _m, _w in ab) / len(ab)
-        false_alarms = sum(o in ("B worse", "B better") for o, _m, _w in aa) / len(aa)
-        print(f"{args.trials} trials each, {args.rounds} rounds of {args.seconds:g} s reads, "
-              f"A --bwlimit {a[1]}, B --bwlimit {b[1]}, tolerance {100 * TOLERANCE:g}%")
-        print(f"detection of the 10% slowdown: {100 * detected:.0f}%  (target >= 95%)")
-        print(f"false alarms on A/A: {100 * false_alarms:.0f}%  (target <= 1%)")
-        print(f"measurement per trial: {median([m for _o, m, _w in ab + aa]):.1f} s "
-              f"(wall with remounts {median([w for _o, _m, w in ab + aa]):.1f} s; target <= 120 s)")
+        if args.injection == "quota":
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "tmpfs", str(source)], check=True)
+            bindfs = shutil.which("bindfs") or "bindfs"
+            a = wrapper(scratch, "bindfs-a", bindfs, cgroup("fsperf-gate-a", 20))
+            slow = wrapper(scratch, "bindfs-b", bindfs, cgroup("fsperf-gate-b", 18))
+            same = wrapper(scratch, "bindfs-aa", bindfs, cgroup("fsperf-gate-aa", 20))
+            plan = MountPlan(Registry().get("bindfs", "bench"), (), {"source": str(source)})
+        else:
+            rclone = shutil.which("rclone") or "rclone"
+            a = wrapper(scratch, "rclone-a", rclone, None, " --bwlimit 40M")
+            slow = wrapper(scratch, "rclone-b", rclone, None, " --bwlimit 36M")
+            same = wrapper(scratch, "rclone-aa", rclone, None, " --bwlimit 40M")
+            plan = MountPlan(Registry().get("rclone", "bench"), (), {"source": str(source)})
+        target = session.open_target(plan)
+        loads = itertools.cycle(LOADS)
+        kinds = [("slow", slow)] * args.trials + [("A/A", same)] * args.aa_trials
+        order = [k for pair in itertools.zip_longest(kinds[:args.trials], kinds[args.trials:])
+                 for k in pair if k]  # interleave slow and A/A trials
+        found: dict[str, list[tuple[object, ...]]] = {"slow": [], "A/A": []}
+        for n, (kind, b) in enumerate(order):
+            bg = next(loads)
+            if args.mode == "builds":
+                with load(bg, scratch):
+                    row: tuple[object, ...] = (*build_trial(session, target, n, a, b, args.seconds), bg)
+            else:
+                row = (*saved_trial(session, target, n, a, b, args.seconds, args.rounds, bg, scratch), bg)
+            found[kind].append(row)
+            print(kind, *row, flush=True)
+        summary(args, found)
     finally:
         session.close()
-        server.stop()
+        if args.injection == "quota":
+            subprocess.run(["umount", "-l", str(source)], check=False)
+            for name in ("fsperf-gate-a", "fsperf-gate-b", "fsperf-gate-aa"):
+                with_retry_rmdir(CGROUP / name)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def with_retry_rmdir(path: Path) -> None:
+    for _ in range(50):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+def summary(args: argparse.Namespace, found: dict[str, list[tuple[object, ...]]]) -> None:
+    slow, aa = found["slow"], found["A/A"]
+    print(f"mode {args.mode}, injection {args.injection}, {args.seconds:g} s reads, "
+          f"tolerance {100 * TOLERANCE:g}%, loads cycled {'/'.join(LOADS)}")
+    if args.mode == "builds":
+        caught = sum(r[0] == Difference.B_WORSE for r in slow)
+        flagged = sum(r[0] in (Difference.B_WORSE, Difference.B_BETTER) for r in aa)
+        times = [float(r[3]) for r in slow + aa]  # type: ignore[arg-type]
+        measured = [float(r[2]) for r in slow + aa]  # type: ignore[arg-type]
+        print(f"10% slower caught: {caught}/{len(slow)}  (target >= 95%)")
+        print(f"A/A flagged: {flagged}/{len(aa)}  (target <= 1%, over >= 100 trials)")
+        print(f"time to a decision: median {median(times):.0f} s wall, {median(measured):.0f} s "
+              f"measuring; pairs: median {median([float(r[1]) for r in slow + aa]):.0f}")  # type: ignore[arg-type]
+    else:
+        caught = sum(r[0] == runs.REGRESSION for r in slow)
+        flagged = sum(r[0] in (runs.REGRESSION, runs.IMPROVEMENT) for r in aa)
+        machine = sum(r[0] == runs.MACHINE_CHANGED for r in aa)
+        print(f"saved run, 10% slower caught: {caught}/{len(slow)}")
+        print(f"saved run, A/A flagged: {flagged}/{len(aa)} (target <= 5% under injected load); "
+              f"'machine changed' instead: {machine}")
 
 
 if __name__ == "__main__":

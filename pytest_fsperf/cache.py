@@ -37,6 +37,17 @@ class PageCache(Text):
                 PageCache.FADVISED_FUSE: "fadvise (FUSE: not cold)"}.get(self, "warm")
 
 
+class ColdRead(Text):
+    """Whether a cold read was served by the daemon, by what it sent through /dev/fuse."""
+
+    UNCHECKED = "-"  # not a cold read, no daemon, or no counter to tell
+    VERIFIED = "verified"  # the daemon sent at least 0.75x the bytes read
+    NOT_COLD = "NOT cold"  # less: the rest came from the page cache
+
+
+SERVED_SHARE = 0.75  # a cold read must have pulled at least this share of its bytes through the daemon
+
+
 class DaemonCache(Text):
     """The FUSE daemon's own cache before a workload."""
 

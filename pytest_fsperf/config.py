@@ -272,6 +272,9 @@ OPTIONS = (
            "save this run (every round's figures, the environment) as NAME in the storage directory"),
     Option("fsperf_autosave", "autosave", _flag, False, "0|1",
            "1: save every run, named by its start time"),
+    Option("fsperf_compare_last", "compare_last", _rounds, 1, "N",
+           "with --fsperf-compare=latest: compare with the last N saved runs whose fingerprint "
+           "matches (their run-to-run spread), not only the newest"),
     Option("fsperf_storage", "storage", _storage, None, "DIR",
            "where runs are saved (default .fsperf/runs under the rootdir)"),
     Option("fsperf_compare", "compare", _compare, None, "NAME", "compare with a saved run (NAME or "
@@ -323,6 +326,7 @@ class Settings:
     autosave: bool = False
     storage: Path | None = None
     compare: str | None = None
+    compare_last: int = 1
     markdown_path: Path | None = None
     html_path: Path | None = None
     benchmark_json: Path | None = None
@@ -399,6 +403,9 @@ def settings_from(given: Mapping[str, Raw], root: Path) -> Settings:
     if reference is not None and backend is None:
         raise UsageError(f"{reference.where}: needs --fsperf-backend (a build of which backend's "
                          "daemon?)")
+    last = given.get("compare_last")
+    if last is not None and (given.get("compare") is None or given["compare"].text.strip() != "latest"):
+        raise UsageError(f"{last.where}: needs --fsperf-compare=latest (the runs to choose from)")
     if candidate is not None and reference is None:
         raise UsageError(f"{candidate.where}: needs --fsperf-reference (the build to compare with)")
     values = {opt.field: opt.convert(given[opt.field]) if opt.field in given else opt.default

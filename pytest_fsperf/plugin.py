@@ -303,7 +303,8 @@ def _judge(item: pytest.Item) -> list[str]:
     _properties(item, record.results)
     chosen = for_item(s, "baseline", plan.baseline, f"{item.nodeid}: fsperf marker baseline")
     baseline = state.baseline(chosen.value, chosen.where) if chosen.value is not None else None
-    earlier = Earlier(state.earlier_name, state.earlier, state.env) if state.earlier_name else None
+    earlier = (Earlier(state.earlier_name, state.earlier, state.env, s.compare_last)
+               if state.earlier_name else None)
     tolerance = for_item(s, "tolerance", plan.tolerance, "fsperf marker tolerance").value
     builds = [c for c in record.comparisons if c.kind == "gate"]
     j = judge_item(plan, record.results, baseline, s.gate == "baseline", earlier, tolerance, builds)

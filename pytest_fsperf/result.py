@@ -7,7 +7,7 @@ from enum import Enum
 from statistics import median
 from typing import Any
 
-from .cache import DaemonCache, PageCache
+from .cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
 from .stats import mad, median_ci
 
 
@@ -111,6 +111,9 @@ class WorkloadResult:
     rounds: tuple[dict[str, float | None], ...] = ()  # every round's figures (--fsperf-rounds)
     mount: dict[str, Any] | None = None  # the backend the plugin mounted: name, options (redacted)
     cold_steps: tuple[str, ...] = ()  # what cold() did: unmount, wiped DIR, mount, drop_caches
+    canary: tuple[float, ...] = ()  # machine canary scores around its rounds (saved/compared runs)
+    cold_read: ColdRead = ColdRead.UNCHECKED  # was a cold read served by the daemon?
+    cold_evidence: str = ""  # the bytes behind that, in words
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     output_file: str = field(default="", compare=False)  # fio's JSON; lives for the session
 
@@ -176,6 +179,15 @@ class WorkloadResult:
         return {k: v for k, v in figures.items() if v is not None or k.startswith("daemon_")}
 
     @property
+    def read_only_bytes(self) -> int:
+        """Bytes read by a workload that only reads (0 for one that also writes)."""
+        if self.ops is not None:
+            return self.ops.io_bytes if self.ops.operation == "read files" else 0
+        if self.write is not None and self.write.total_ios > 0:
+            return 0
+        return self.read.io_bytes if self.read is not None else 0
+
+    @property
     def cpu_per_gb(self) -> float | None:
         """The daemon's CPU-seconds per GB the workload moved, over its whole window: the work
         per byte, which does not depend on how long the window was."""
@@ -216,3 +228,16 @@ def summary(r: WorkloadResult) -> dict[str, dict[str, float | int]]:
             out[key] = {"n": len(values), "median": median(values), "mad": mad(values),
                         "ci_low": lo, "ci_high": hi}
     return out
+
+
+def check_cold(cache: PageCache, daemon: DaemonStats | None, read_bytes: int) -> tuple[ColdRead, str]:
+    """A read that started cold must have been served by the daemon: what the kernel took from
+    its page cache never reaches it. The daemon's replies through /dev/fuse carry the data, so
+    its written bytes (wchar) over the window tell how much it served."""
+    if not cache.cold or daemon is None or daemon.write_bytes is None or read_bytes <= 0:
+        return ColdRead.UNCHECKED, ""
+    served = daemon.write_bytes
+    said = f"the daemon sent {served / 1e6:.1f} MB through FUSE for {read_bytes / 1e6:.1f} MB read"
+    if served < SERVED_SHARE * read_bytes:
+        return ColdRead.NOT_COLD, said + "; the rest came from the page cache"
+    return ColdRead.VERIFIED, said

@@ -1,26 +1,34 @@
-"""Saved runs (.fsperf/runs/NAME.json) and the comparison of this run with one of them.
+"""Saved runs (.fsperf/runs/NAME.json) and the comparison of this run with them.
 
 A workload is compared only with the same workload of a run whose fingerprint matches:
 the workload (scenario or options), scale, fs type, mount options, kernel and machine.
 Regression = the median ratio is past the tolerance AND its 95% bootstrap interval lies
-wholly below 1 (both runs need 2 or more rounds for that); improvement likewise above.
+wholly below 1 (both sides need 2 or more values for that); improvement likewise above.
+Against the last N matching runs, the old side is each run's median, so the verdict sees
+how much the filesystem varied from run to run, not only within one. Before any of that,
+the machine canary (canary.py) of both runs is compared: when it moved by more than half
+the tolerance, the outcome is "machine changed", not a verdict on the filesystem.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import statistics
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import canary
 from .errors import UsageError
 from .stats import shift
 
-PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE, INCOMPARABLE = (
-    "pass", "regression", "improvement", "inconclusive", "incomparable")
+PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE, INCOMPARABLE, MACHINE_CHANGED = (
+    "pass", "regression", "improvement", "inconclusive", "incomparable", "machine changed")
+Z_975, Z_80 = 1.96, 0.8416  # a two-sided 5% test with 80% power
 
 
 def storage(root: Path, configured: Path | None) -> Path:
@@ -31,27 +39,31 @@ def autosave_name() -> str:
     return time.strftime("%Y%m%d-%H%M%S")
 
 
-def load(folder: Path, name: str, where: str) -> tuple[str, dict[str, Any]]:
-    """NAME, or 'latest' (the newest saved run)."""
+def load(folder: Path, name: str, where: str) -> list[tuple[str, dict[str, Any]]]:
+    """NAME: that run; 'latest': every saved run, newest first (each workload is then compared
+    with the newest runs whose fingerprint matches its own)."""
     if name == "latest":
         found = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
         if not found:
             raise UsageError(f"{where}: no saved run in {folder}")
-        path = found[-1]
-    else:
-        path = folder / f"{name}.json"
-        if not path.is_file():
-            have = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
-            raise UsageError(f"{where}: no saved run {name!r} in {folder}"
-                             + (f" (have: {', '.join(have)})" if have else ""))
+        return [(path.stem, _read(path, where)) for path in reversed(found)]
+    path = folder / f"{name}.json"
+    if not path.is_file():
+        have = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+        raise UsageError(f"{where}: no saved run {name!r} in {folder}"
+                         + (f" (have: {', '.join(have)})" if have else ""))
+    return [(path.stem, _read(path, where))]
+
+
+def _read(path: Path, where: str) -> dict[str, Any]:
     try:
-        doc = json.loads(path.read_text("utf-8"))
+        doc: dict[str, Any] = json.loads(path.read_text("utf-8"))
     except ValueError as exc:
         raise UsageError(f"{where}: {path} is not a saved run: {exc}") from None
     problem = shape_problem(doc)
     if problem:
         raise UsageError(f"{where}: {path} is not a saved run: {problem}")
-    return path.stem, doc
+    return doc
 
 
 def _number(value: object) -> bool:
@@ -96,29 +108,40 @@ def fingerprint(scenario: str | None, options: Mapping[str, str], mount: Mapping
 
 @dataclass(frozen=True)
 class RunComparison:
-    run: str  # the saved run's name
+    run: str  # the saved run's name (the newest, against several)
     key: str  # TEST::WORKLOAD
     metric: str  # bw or ops
     outcome: str
-    old: list[float]
+    old: list[float]  # its rounds; against several runs, each run's median
     new: list[float]
     ratio: float | None  # median(new) / median(old)
     ci_low: float | None
     ci_high: float | None
     differs: list[str]  # fingerprint fields that differ (incomparable)
+    runs: list[str] = field(default_factory=list)  # every run compared with
+    canary: float | None = None  # the machine now / then, by the canary
+    note: str = ""  # what the comparison cannot show, and what would
 
     def message(self, tolerance: float, who: str | None = None) -> str:
         """One line, starting with `who` (default: TEST::WORKLOAD)."""
         who = who or self.key
+        against = (f"run {self.run!r}" if len(self.runs) <= 1
+                   else f"the last {len(self.runs)} matching runs ({', '.join(self.runs)})")
         if self.outcome == INCOMPARABLE:
             return (f"{who}: not compared with run {self.run!r}: the "
                     f"{', '.join(self.differs)} differ")
+        if self.outcome == MACHINE_CHANGED:
+            return (f"{who}: the machine changed since {against}: its canary ran "
+                    f"{self.canary:.3f}x as fast (more than half the tolerance, "
+                    f"{50 * tolerance:g}%); not judged against the filesystem")
         shown = f"{self.ratio:.3f}" if self.ratio is not None else "-"
         band = (f", 95% interval {self.ci_low:.3f} to {self.ci_high:.3f}"
                 if self.ci_low is not None and self.ci_high is not None else "")
-        return (f"{who}: {self.outcome} against run {self.run!r}: {self.metric} "
-                f"{shown}x ({len(self.new)} vs {len(self.old)} rounds{band}; "
-                f"tolerance {100 * tolerance:g}%)")
+        sides = (f"{len(self.new)} rounds vs {len(self.old)} run medians" if len(self.runs) > 1
+                 else f"{len(self.new)} vs {len(self.old)} rounds")
+        note = f"; {self.note}" if self.note else ""
+        return (f"{who}: {self.outcome} against {against}: {self.metric} "
+                f"{shown}x ({sides}{band}; tolerance {100 * tolerance:g}%){note}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,16 +155,52 @@ def values(result: dict[str, Any], metric: str) -> list[float]:
     return [float(v)] if v else []
 
 
+def rounds_needed(spread: float, tolerance: float) -> int:
+    """Rounds on each side for a two-sided 5% test to see a change of `tolerance` 80% of the
+    time, where one round varies by `spread` (relative standard deviation)."""
+    effect = math.log(1 + tolerance)
+    return max(2, math.ceil(2 * ((Z_975 + Z_80) * spread / effect) ** 2))
+
+
+def _spread(*sides: list[float]) -> float | None:
+    found = [statistics.stdev(v) / statistics.fmean(v) for v in sides if len(v) > 1 and statistics.fmean(v)]
+    return max(found) if found else None
+
+
+def _one_round_note(a: list[float], b: list[float], tolerance: float) -> str:
+    spread = _spread(a, b)
+    needed = rounds_needed(spread if spread is not None else 0.10, tolerance)
+    seen = (f"at the spread seen here ({100 * spread:.0f}% per round)" if spread is not None
+            else "at a 10% spread per round (none seen: one round each)")
+    return (f"one round cannot show a difference: it has no spread to judge it by; "
+            f"{seen}, about {needed} rounds on each side would tell a {100 * tolerance:g}% change "
+            f"(--fsperf-rounds={needed})")
+
+
 def compare(run: str, key: str, old: dict[str, Any], new: dict[str, Any], tolerance: float,
-            ) -> RunComparison:
+            history: list[tuple[str, dict[str, Any]]] | None = None) -> RunComparison:
+    """This run's workload against a saved one (`old`), or against the last matching runs
+    (`history`, newest first, `old` among them): machine canary first, then the shift rule."""
     metric = "bw" if new.get("total", {}).get("io_bytes") else "ops"
     differs = [k for k, v in new["fingerprint"].items() if old.get("fingerprint", {}).get(k) != v]
-    a, b = values(old, metric), values(new, metric)
+    history = history or [(run, old)]
+    names = [name for name, _r in history]
+    if len(history) > 1:
+        a = [statistics.median(v) for _n, r in history if (v := values(r, metric))]
+    else:
+        a = values(old, metric)
+    b = values(new, metric)
     if differs or not a or not b:
         return RunComparison(run, key, metric, INCOMPARABLE, a, b, None, None, None,
-                             differs or ["figures"])
+                             differs or ["figures"], names)
+    now, then = new.get("canary") or [], [x for _n, r in history for x in r.get("canary") or []]
+    machine = canary.moved(now, then)
+    if canary.changed(now, then, tolerance):
+        return RunComparison(run, key, metric, MACHINE_CHANGED, a, b, None, None, None, [], names,
+                             machine)
     ratio, lo, hi, direction = shift(b, a, tolerance)
     outcome = {"up": IMPROVEMENT, "down": REGRESSION, "same": PASS}.get(direction, INCONCLUSIVE)
     if outcome == INCONCLUSIVE and lo is not None and lo >= 1 - tolerance:
         outcome = PASS  # no slowdown beyond tolerance is possible; a speed-up is not proven
-    return RunComparison(run, key, metric, outcome, a, b, ratio, lo, hi, [])
+    note = _one_round_note(a, b, tolerance) if min(len(a), len(b)) < 2 else ""
+    return RunComparison(run, key, metric, outcome, a, b, ratio, lo, hi, [], names, machine, note)

@@ -9,7 +9,7 @@ import shutil
 from collections.abc import Callable
 from typing import Any
 
-from . import baselines, leftovers, runs
+from . import baselines, canary, leftovers, runs
 from .baselines import Baseline
 from .config import Settings
 from .errors import MeasurementError
@@ -145,8 +145,10 @@ class FsperfSession:
         self._baselines: dict[str, Baseline] = {}
         self.saved_baseline: str | None = None  # where --fsperf-save-baseline wrote
         self.saved_run: str | None = None  # where --fsperf-save wrote
-        self.earlier: dict[str, dict[str, Any]] = {}  # --fsperf-compare: TEST::WORKLOAD -> result
+        # --fsperf-compare: TEST::WORKLOAD -> [(run, its result)], newest run first
+        self.earlier: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         self.earlier_name = ""
+        self.canary: list[float] = []  # machine canary scores, this session (canary.py)
         # a live line, on a terminal: (write, pytest's cursor column)
         self.progress_write: tuple[Callable[[str], None], Callable[[], int]] | None = None
 
@@ -155,8 +157,22 @@ class FsperfSession:
         if s.compare is None:
             return
         folder = runs.storage(s.root, s.storage)
-        self.earlier_name, doc = runs.load(folder, s.compare, s.where("compare"))
-        self.earlier = {f"{r['test']}::{r['name']}": r for r in doc.get("results", [])}
+        found = runs.load(folder, s.compare, s.where("compare"))
+        self.earlier_name = found[0][0] if s.compare != "latest" else "latest"
+        for name, doc in found:
+            for r in doc.get("results", []):
+                self.earlier.setdefault(f"{r['test']}::{r['name']}", []).append((name, r))
+
+    @property
+    def canary_wanted(self) -> bool:
+        """A run that is saved or compared carries machine canary readings."""
+        s = self.settings
+        return s.save is not None or s.compare is not None
+
+    def read_canary(self) -> float:
+        score = canary.measure(self.local_dir()).score
+        self.canary.append(score)
+        return score
 
     @property
     def env(self) -> dict[str, Any]:
@@ -236,7 +252,8 @@ class FsperfSession:
         return self._env
 
     def final_environment(self) -> dict[str, Any]:
-        return self._env if self._env is not None else self.environment(self.default_target())
+        env = self._env if self._env is not None else self.environment(self.default_target())
+        return {**env, "canary": list(self.canary)} if self.canary else env
 
     def local_dir(self) -> str:
         """A private local directory for fio's output files (never on the mount)."""

@@ -29,6 +29,7 @@ class Outcome(Text):
     PARTIAL = "partial"  # passed all it could be judged on; a daemon figure could not be
     INCONCLUSIVE = "INCONCLUSIVE"  # an interval straddles a limit, or a saved run cannot decide
     INCOMPARABLE = "INCOMPARABLE"  # the saved run measured something else
+    MACHINE_CHANGED = "MACHINE CHANGED"  # the canary moved: not judged against the filesystem
     REGRESSION = "REGRESSION"  # slower than the saved run, beyond the tolerance
     FAIL = "FAIL"  # a threshold, or a gated baseline, missed
 
@@ -42,7 +43,7 @@ class Outcome(Text):
 
     @property
     def unsure(self) -> bool:
-        return self in (Outcome.INCONCLUSIVE, Outcome.INCOMPARABLE)
+        return self in (Outcome.INCONCLUSIVE, Outcome.INCOMPARABLE, Outcome.MACHINE_CHANGED)
 
     def worst(self, other: Outcome) -> Outcome:
         return self if self.severity >= other.severity else other

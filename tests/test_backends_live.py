@@ -71,6 +71,7 @@ def test_s3fs_write_read_and_remount_cold_is_really_cold(pytester, minio, clean)
                        for s in cold.cold_steps)
             assert cold.mount["backend"] == "s3fs"
             assert cold.daemon.pid != warm.daemon.pid  # a new daemon served the cold read
+            assert cold.cold_read == "verified", cold.cold_evidence  # s3fs replies with write(2)
             assert cold.cache_disk_peak_bytes >= 32 * 2**20  # s3fs staged the file in use_cache
             assert warm.cache_disk_peak_bytes >= 32 * 2**20
     """)

@@ -143,3 +143,31 @@ def test_read_only_mount_is_a_usage_error(pytester, bindfs):
     result = pytester.runpytest(f"--fsperf-mount={mount.point}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "(command line): not writable (read-only mount or no permission)" in result.stderr.str()
+
+
+def test_a_cold_read_served_from_the_page_cache_says_so(pytester, bindfs):
+    """cold() was done, but the job reads its file three times over (loops=3, buffered, not
+    invalidated): the daemon serves the first pass only, the page cache the rest. The read is
+    not cold, and the verdict is not a pass."""
+    mount = bindfs("-o", "kernel_cache")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf
+
+        @fsperf(min_bw="1MB/s")
+        def test_cold(fsperf):
+            job = dict(rw="read", bs="1M", size="32M", invalidate=0)
+            fsperf.fio(name="lay", **job, judged=False)
+            fsperf.cold()
+            real = fsperf.fio(name="real", **job)
+            assert real.cold_read == "verified", real.cold_evidence
+            fsperf.cold()
+            fsperf.fio(name="fake", **job, loops=3)
+    """)
+    result, doc = run(pytester, mount)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*fake: a cold read that was not cold: the daemon sent * MB through "
+                                 "FUSE for 100.7 MB read; the rest came from the page cache*"])
+    rows = {r["name"]: r for r in doc["results"]}
+    assert rows["real"]["cold_read"] == "verified" and rows["fake"]["cold_read"] == "NOT cold"
+    assert rows["fake"]["verdict"] == "INCONCLUSIVE"
+    result.stdout.re_match_lines([r"test_cold\s+fake\s+.*NOT cold: page cache served it\s+INCONCLUSIVE"])

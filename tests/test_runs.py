@@ -44,6 +44,57 @@ def test_a_changed_fingerprint_is_refused():
     assert c.message(0.05) == "t::w: not compared with run 'base': the mount_options, kernel differ"
 
 
+def test_a_changed_machine_is_named_not_blamed_on_the_filesystem():
+    old = {**res(OLD), "canary": [100.0, 101.0, 99.0]}
+    slower = [89.0, 90.0, 91.0, 90.5, 89.5]
+    busy = runs.compare("base", "t::w", old, {**res(slower), "canary": [80.0, 81.0]}, 0.05)
+    assert busy.outcome == runs.MACHINE_CHANGED and busy.canary == pytest.approx(80.5 / 100)
+    assert "the machine changed since run 'base': its canary ran 0.805x as fast" in busy.message(0.05)
+    steady = runs.compare("base", "t::w", old, {**res(slower), "canary": [99.0, 100.5]}, 0.05)
+    assert steady.outcome == runs.REGRESSION  # the machine is the same: the filesystem is slower
+
+
+def test_against_several_runs_their_run_to_run_spread_counts():
+    new = res([94.0, 94.5, 95.0, 94.2, 94.8])
+    newest = ("r3", res([100.0, 100.2, 99.8]))
+    alone = runs.compare("r3", "t::w", newest[1], new, 0.03)
+    assert alone.outcome == runs.REGRESSION  # one tight run: a 5% drop is significant
+    history = [newest, ("r2", res([91.0, 91.2, 90.8])), ("r1", res([104.0, 104.3, 103.9]))]
+    spread = runs.compare("r3", "t::w", newest[1], new, 0.03, history)
+    assert spread.outcome == runs.INCONCLUSIVE and spread.old == [100.0, 91.0, 104.0]
+    assert "against the last 3 matching runs (r3, r2, r1)" in spread.message(0.03)
+
+
+def test_one_round_says_what_it_cannot_show_and_what_would():
+    c = runs.compare("base", "t::w", res([100.0]), res([50.0]), 0.05)
+    assert "one round cannot show a difference" in c.note
+    assert f"--fsperf-rounds={runs.rounds_needed(0.10, 0.05)}" in c.message(0.05)
+    c = runs.compare("base", "t::w", res([100.0]), res([90.0, 110.0, 100.0]), 0.05)
+    assert "at the spread seen here (10% per round)" in c.note
+    assert runs.rounds_needed(0.10, 0.05) > runs.rounds_needed(0.02, 0.05) >= 2
+
+
+def test_latest_is_the_newest_run_whose_fingerprint_matches(pytester):
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    pytester.makepyfile("""
+        def test_w(fsperf):
+            fsperf.fio(name="w", rw="write", bs="64k", size="1M")
+    """)
+    args = ("-p", "no:cacheprovider", "--fsperf-rounds=2")
+    pytester.runpytest(*args, "--fsperf-save=full").assert_outcomes(passed=1)
+    pytester.runpytest(*args, "--fsperf-save=half", "--fsperf-scale=0.5").assert_outcomes(passed=1)
+    out = pytester.path / "r.json"
+    r = pytester.runpytest(*args, "--fsperf-compare=latest", "--fsperf-inconclusive=warn",
+                           f"--fsperf-json={out}")
+    r.assert_outcomes(passed=1)
+    (row,) = json.loads(out.read_text())["results"]
+    assert row["run_comparison"]["run"] == "full" and row["run_comparison"]["outcome"] != "incomparable"
+    assert len(row["canary"]) == 3  # the machine, read before each round and after the last
+    r = pytester.runpytest(*args, "--fsperf-compare=full", "--fsperf-compare-last=2")
+    r.stderr.fnmatch_lines(["*--fsperf-compare-last=2 (command line): needs --fsperf-compare=latest*"])
+
+
 def test_save_then_compare(pytester):
     if shutil.which("fio") is None:
         pytest.skip("fio is not installed")

@@ -23,16 +23,18 @@ __all__ = ["Earlier", "Judgement", "Verdict", "judge", "judge_item"]
 
 BUILD_OUTCOMES = {Difference.B_WORSE: Outcome.REGRESSION, Difference.INCONCLUSIVE: Outcome.INCONCLUSIVE}
 RUN_OUTCOMES = {runs.REGRESSION: Outcome.REGRESSION, runs.INCONCLUSIVE: Outcome.INCONCLUSIVE,
-                runs.INCOMPARABLE: Outcome.INCOMPARABLE}
+                runs.INCOMPARABLE: Outcome.INCOMPARABLE, runs.MACHINE_CHANGED: Outcome.MACHINE_CHANGED}
 
 
 @dataclass(frozen=True)
 class Earlier:
-    """A saved run to compare with (--fsperf-compare): its name and results by TEST::WORKLOAD."""
+    """Saved runs to compare with (--fsperf-compare): by TEST::WORKLOAD, each run's result,
+    newest run first."""
 
     name: str
-    results: Mapping[str, dict[str, Any]]
+    results: Mapping[str, Sequence[tuple[str, dict[str, Any]]]]
     env: dict[str, Any]  # this run's environment, for the fingerprints
+    last: int = 1  # compare with the last N runs whose fingerprint matches
 
 
 @dataclass
@@ -67,12 +69,15 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
                     j.outcomes[r.name] = Outcome.FAIL
     if earlier is not None:
         for r in judged:
-            old = earlier.results.get(f"{r.test}::{r.name}")
-            if old is None:
+            saved = earlier.results.get(f"{r.test}::{r.name}")
+            if not saved:
                 continue
-            new = {"total": r.total(), "rounds": list(r.rounds),
+            new = {"total": r.total(), "rounds": list(r.rounds), "canary": list(r.canary),
                    "fingerprint": runs.fingerprint(r.scenario, r.options, r.mount, earlier.env)}
-            cmp = runs.compare(earlier.name, f"{r.test}::{r.name}", old, new, tolerance)
+            matching = [(n, old) for n, old in saved if old.get("fingerprint") == new["fingerprint"]]
+            history = matching[:earlier.last] or list(saved[:1])  # none: says what differs
+            cmp = runs.compare(history[0][0], f"{r.test}::{r.name}", history[0][1], new, tolerance,
+                               history)
             j.earlier[r.name] = cmp
             outcome = RUN_OUTCOMES.get(cmp.outcome)
             if outcome is None:

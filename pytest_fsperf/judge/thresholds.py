@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..cache import ColdRead
 from ..errors import UsageError
 from ..plan import Plan
 from ..result import WorkloadResult
@@ -27,6 +28,10 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
     for r in results:
         verdict.per_workload[r.name] = (Outcome.PASS if plan.thresholds and r.judged
                                      else Outcome.NOT_JUDGED)
+    for r in judged if plan.thresholds else ():
+        if r.cold_read == ColdRead.NOT_COLD:  # its figures are not those of a cold read
+            verdict.inconclusive.append(f"{r.name}: a cold read that was not cold: {r.cold_evidence}")
+            verdict.per_workload[r.name] = verdict.per_workload[r.name].worst(Outcome.INCONCLUSIVE)
     if plan.thresholds and not judged:
         raise UsageError(f"{plan.test}: has fsperf thresholds but measured no judged workload "
                          "(use the fsperf fixture, e.g. fsperf.fio(...))")

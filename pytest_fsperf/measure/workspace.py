@@ -24,7 +24,7 @@ from ..errors import MeasurementError, UsageError, WorkloadHung
 from ..meters import DaemonExited, DaemonMeter
 from ..mounts.daemon import Lookup
 from ..paired import Budget
-from ..result import DaemonStats, OpStats, WorkloadResult
+from ..result import DaemonStats, OpStats, WorkloadResult, check_cold
 from ..session import FsperfSession, Target, safe_name
 
 
@@ -151,7 +151,13 @@ class Workspace:
         The result is the median round, carrying every round's figures; `tag` finishes it
         (a scenario's id and notes) before it is kept."""
         finish = tag or (lambda r: r)
+        readings: list[float] = []
+        if self._state.canary_wanted:  # the machine, read between rounds (canary.py)
+            original, finish = finish, lambda r: original(dataclasses.replace(
+                r, canary=(*readings, self._state.read_canary())))
         if self.rounds == 1 and not self.warmup:
+            if self._state.canary_wanted:
+                readings.append(self._state.read_canary())
             return self.keep(finish(run(name)))
         label = self.unique(name)
         kind = self._cold_kind if self._cold is not None else None
@@ -164,6 +170,8 @@ class Workspace:
                 elif i and kind == "drop":
                     self.drop_pages()
                 warm = self.warmup and i == 0
+                if self._state.canary_wanted and not warm:
+                    readings.append(self._state.read_canary())
                 runs.append(run(f"{label}.warmup" if warm else f"{label}.r{i + (0 if self.warmup else 1)}"))
         except BaseException:
             for r in runs:  # the rounds measured before the fault are still reported
@@ -378,6 +386,7 @@ class Workspace:
             test=self.test, cache=w.cache, daemon_cache=w.daemon_cache, daemon=w.daemon,
             daemon_note=w.lookup.note, wall_seconds=w.wall, mount=self.target.describe(),
             cold_steps=w.cold_steps, cache_disk_peak_bytes=w.disk_peak, **fields)
-        return result
+        cold, evidence = check_cold(w.cache, w.daemon, result.read_only_bytes)
+        return dataclasses.replace(result, cold_read=cold, cold_evidence=evidence)
 
     # -- A/B -----------------------------------------------------------------

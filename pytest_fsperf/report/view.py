@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import units
 from ..baselines.check import SHOW as BASELINE_SHOW
-from ..cache import DaemonCache, PageCache
+from ..cache import ColdRead, DaemonCache, PageCache
 from ..result import SHORT_WINDOW, countable_cpu, cpu_seconds_of
 from ..stats import median
 from ..vocab import METRICS, Metric, Outcome
@@ -122,6 +122,8 @@ def cache_cell(r: Row) -> str:
     """'cold: drop_caches', or with a remount: 'cold: remount+wipe+drop_caches'."""
     page = str(r["cache"])
     daemon = DaemonCache.of(r.get("daemon_cache"))
+    if r.get("cold_read") == ColdRead.NOT_COLD:
+        return "NOT cold: page cache served it"
     if daemon == DaemonCache.KEPT:
         return "not cold: daemon disk cache kept"
     if page not in (PageCache.DROPPED, PageCache.FADVISED) or daemon not in (DaemonCache.WIPED,
