@@ -49,14 +49,16 @@ from pytest_fsperf.vocab import Difference
 
 TOLERANCE = 0.05
 CGROUP = Path("/sys/fs/cgroup/cpu")
+PERIOD_US = 10_000
 LOADS = ("none", "cpu", "disk")
 
 
 def cgroup(name: str, percent: float) -> Path:
     path = CGROUP / name
     path.mkdir(exist_ok=True)
-    (path / "cpu.cfs_period_us").write_text("100000")
-    (path / "cpu.cfs_quota_us").write_text(str(int(percent * 1000)))
+    # A 10 ms period: the quota is spread finely over each read, not in 100 ms lumps.
+    (path / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+    (path / "cpu.cfs_quota_us").write_text(str(int(percent / 100 * PERIOD_US)))
     return path
 
 
@@ -104,7 +106,11 @@ def build_trial(session: FsperfSession, target: Target, n: int, a: str, b: str,
                     a_build=a, b_build=b)
     measured = sum(r.wall_seconds for r in ws.results)
     target.remove(str(ws.workdir))
-    return c.metrics["bw"].outcome, c.rounds, measured, time.monotonic() - t0
+    bw = c.metrics["bw"]
+    ratios = [f"{y / x:.3f}" for x, y in zip(bw.a, bw.b, strict=True) if x and y]
+    print(f"  pairs B/A {' '.join(ratios)}; B/A {bw.ratio:.3f} [{bw.ci_low or 0:.3f}, "
+          f"{bw.ci_high or 0:.3f}]", flush=True)
+    return bw.outcome, c.rounds, measured, time.monotonic() - t0
 
 
 def _side(ws: Workspace, build: str, rounds: int, seconds: float, local: str,
