@@ -139,7 +139,12 @@ def saved_trial(session: FsperfSession, target: Target, n: int, a: str, b: str, 
     return c.outcome, c.canary or 0.0
 
 
+def _on_term(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)  # unmount and clean up in `finally`
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _on_term)
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=("builds", "saved"), default="builds")
     ap.add_argument("--trials", type=int, default=20, help="slowdown trials")
