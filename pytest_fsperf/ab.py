@@ -17,7 +17,7 @@ from .errors import UsageError
 from .measure.workspace import Workspace
 from .mounts.request import parse_options
 from .paired import Budget, order, paired, should_stop
-from .result import WorkloadResult
+from .result import WorkloadResult, median_round
 
 Workload = Mapping[str, object] | Callable[["Workspace"], WorkloadResult]
 
@@ -168,13 +168,5 @@ def gate(fs: Workspace, label: str, run: Callable[[str], WorkloadResult], refere
             fs.remount(None, wipe=False, build=candidate)
     c = compare(fs.test, label, owned.backend.name, (reference,), (candidate,), pairs.a, pairs.b,
                 pairs.order, tolerance, budget, pairs.stopped, pairs.seconds, "gate")
-    return c, _median_run(pairs.b, label), _median_run(pairs.a, f"{label}[reference]", judged=False)
-
-
-def _median_run(runs: list[WorkloadResult], name: str, judged: bool = True) -> WorkloadResult:
-    key = primary(runs[0])
-    ordered = sorted(runs, key=lambda r: r.single_metrics().get(key) or 0.0)
-    base = ordered[(len(ordered) - 1) // 2]
-    return dataclasses.replace(
-        base, name=name, judged=judged and base.judged,
-        rounds=tuple({**r.single_metrics(), "seconds": r.wall_seconds} for r in runs))
+    reference_run = median_round(pairs.a, f"{label}[reference]")
+    return c, median_round(pairs.b, label), dataclasses.replace(reference_run, judged=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from statistics import median
 from typing import Any
@@ -216,6 +216,15 @@ class WorkloadResult:
         data["total"] = self.total()
         data["stats"] = summary(self)
         return data
+
+
+def median_round(runs: list[WorkloadResult], name: str) -> WorkloadResult:
+    """The median run (by bandwidth, or ops/s where no bytes moved), renamed, carrying every
+    run's figures as its rounds: for an odd count its figures are one real run's."""
+    key = "bw" if runs[0].io_bytes else "ops"
+    ordered = sorted(runs, key=lambda r: r.single_metrics().get(key) or 0.0)
+    return replace(ordered[(len(ordered) - 1) // 2], name=name, rounds=tuple(
+        {**r.single_metrics(), "seconds": r.wall_seconds} for r in runs))
 
 
 def summary(r: WorkloadResult) -> dict[str, dict[str, float | int]]:

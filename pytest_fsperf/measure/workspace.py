@@ -24,7 +24,7 @@ from ..errors import MeasurementError, UsageError, WorkloadHung
 from ..meters import DaemonExited, DaemonMeter
 from ..mounts.daemon import Lookup
 from ..paired import Budget
-from ..result import DaemonStats, OpStats, WorkloadResult, check_cold
+from ..result import DaemonStats, OpStats, WorkloadResult, check_cold, median_round
 from ..session import FsperfSession, Target, safe_name
 
 
@@ -178,14 +178,10 @@ class Workspace:
                 self.keep(r)
             raise
         measured = runs[1:] if self.warmup else runs
-        key = "bw" if measured[0].io_bytes else "ops"
-        ordered = sorted(measured, key=lambda r: r.single_metrics().get(key) or 0.0)
-        base = ordered[(len(ordered) - 1) // 2]
-        notes = (f"warm-up round run first and discarded ({runs[0].name})",) if self.warmup else ()
-        result = dataclasses.replace(
-            base, name=label,
-            rounds=tuple({**r.single_metrics(), "seconds": r.wall_seconds} for r in measured),
-            notes=(*base.notes, *notes))
+        result = median_round(measured, label)
+        if self.warmup:
+            result = dataclasses.replace(result, notes=(
+                *result.notes, f"warm-up round run first and discarded ({runs[0].name})"))
         return self.keep(finish(result))
 
     def remount(self, options: tuple[str, ...] | None, wipe: bool,
