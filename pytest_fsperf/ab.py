@@ -18,10 +18,12 @@ from .measure.workspace import Workspace
 from .mounts.request import parse_options
 from .paired import Budget, order, paired, should_stop
 from .result import WorkloadResult, median_round
+from .session import Target
+from .vocab import CompareKind
 
 Workload = Mapping[str, object] | Callable[["Workspace"], WorkloadResult]
 
-__all__ = ["Comparison", "Workload", "check_build", "gate", "interleave", "run_compare"]
+__all__ = ["Comparison", "Release", "Workload", "check_build", "gate", "interleave", "run_compare"]
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,7 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
             fs.remount(original, wipe=False, build=original_build)
     return compare(fs.test, base, owned.backend.name, side("A").shown, side("B").shown,
                    pairs.a, pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
-                   "builds" if a_build or b_build else "options")
+                   CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS)
 
 
 def check_build(path: str | None, where: str) -> str | None:
@@ -147,26 +149,47 @@ def check_build(path: str | None, where: str) -> str | None:
     return os.path.realpath(path)
 
 
-def gate(fs: Workspace, label: str, run: Callable[[str], WorkloadResult], reference: str,
-         candidate: str, budget: Budget, tolerance: float) -> tuple[Comparison, WorkloadResult,
-                                                                    WorkloadResult]:
-    """One workload of a release gate: reference build (A) against candidate (B), in pairs
-    ABBA..., each run after a cold remount with its build. Returns the comparison and the
-    median run of each side (B's carries every pair's figures as its rounds)."""
+@dataclass(frozen=True)
+class Release:
+    """A release gate: reference (A) against candidate (B). Two builds of the owned mount's
+    daemon (`reference_place` None: each run after a cold remount with its build), or two
+    existing mounts of the same bucket (A measured at `reference_place`: its target and a
+    work dir of this test's own there; each run after a page-cache drop)."""
+
+    reference: str  # as shown: the build's binary or the mount point
+    candidate: str
+    reference_place: tuple[Target, str] | None = None
+
+
+def gate(fs: Workspace, label: str, run: Callable[[str], WorkloadResult], release: Release,
+         budget: Budget, tolerance: float) -> tuple[Comparison, WorkloadResult, WorkloadResult]:
+    """One workload of a release gate, in pairs ABBA..., each run after a cold start on its
+    side. Returns the comparison and the median run of each side (B's carries every pair's
+    figures as its rounds)."""
     owned = fs.target.owned
-    assert owned is not None
-    builds = {"A": reference, "B": candidate}
+    home = (fs.target, str(fs.workdir))
+    builds = {"A": release.reference, "B": release.candidate}
+    places = {"A": release.reference_place or home, "B": home}
+
+    def enter(name: str) -> object:
+        if release.reference_place is None:
+            return fs.cold_start(build=builds[name])
+        fs.place(*places[name])
+        return fs.cold_start()
 
     def side(name: str) -> Side:
-        return Side(name, (builds[name],), lambda: fs.cold_start(build=builds[name]))
+        return Side(name, (builds[name],), lambda: enter(name))
 
     try:
         pairs = interleave((side("A"), side("B")),
                            lambda s, n: run(f"{label}.{s}{n}"), budget, tolerance)
     finally:
-        if owned.build != candidate or not owned.alive():
-            fs.remount(None, wipe=False, build=candidate)
-    c = compare(fs.test, label, owned.backend.name, (reference,), (candidate,), pairs.a, pairs.b,
-                pairs.order, tolerance, budget, pairs.stopped, pairs.seconds, "gate")
+        fs.place(*home)
+        if owned is not None and (owned.build != release.candidate or not owned.alive()):
+            fs.remount(None, wipe=False, build=release.candidate)
+    backend = owned.backend.name if owned is not None else (fs.target.mount().fstype or "mount")
+    c = compare(fs.test, label, backend, (release.reference,), (release.candidate,), pairs.a,
+                pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
+                CompareKind.MOUNT_GATE if release.reference_place else CompareKind.GATE)
     reference_run = median_round(pairs.a, f"{label}[reference]")
     return c, median_round(pairs.b, label), dataclasses.replace(reference_run, judged=False)

@@ -12,7 +12,7 @@ from typing import Any
 from .paired import Budget, Paired, paired
 from .result import WorkloadResult
 from .vocab import METRICS as FIGURES
-from .vocab import Difference
+from .vocab import CompareKind, Difference, Text
 
 # The figures an A/B compares. Daemon CPU is compared per GB moved: a throttled side uses
 # less CPU per second only because it moves less, and must not look "better" for it.
@@ -57,7 +57,7 @@ class Comparison:
     decided_by: str = ""  # the figure the stopping rule watched
     stopped: str = ""  # why no more pairs were run
     seconds: float = 0.0  # wall time of the comparison, cold starts included
-    kind: str = "options"  # fsperf.compare of "options" or "builds"; "gate": --fsperf-reference
+    kind: CompareKind = CompareKind.OPTIONS
 
     def ratio(self, metric: str = "bw") -> float:
         """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's bandwidth."""
@@ -78,15 +78,16 @@ class Comparison:
             return f"{self.name}: no {self.decided_by} figures on both sides to compare"
         band = (f", {100 * m.level:.4g}% interval {m.ci_low:.3f} to {m.ci_high:.3f}"
                 if m.ci_low is not None and m.ci_high is not None else "")
-        what = {Difference.B_WORSE: "regression against the reference build",
-                Difference.INCONCLUSIVE: "inconclusive against the reference build"}.get(
-                    m.outcome, f"{m.outcome} than the reference build")
+        ref = "the reference mount" if self.kind == CompareKind.MOUNT_GATE else "the reference build"
+        what = {Difference.B_WORSE: f"regression against {ref}",
+                Difference.INCONCLUSIVE: f"inconclusive against {ref}"}.get(
+                    m.outcome, f"{m.outcome} than {ref}")
         return (f"{self.name}: {what}: {FIGURES[m.metric].label} {m.ratio:.3f}x "
                 f"({self.rounds} pairs{band}; tolerance {100 * tolerance:g}%; {self.stopped})")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self, dict_factory=lambda items: {
-            k: str(v) if isinstance(v, Difference) else v for k, v in items})
+            k: str(v) if isinstance(v, Text) else v for k, v in items})
 
 
 def _outcome(metric: str, p: Paired) -> Difference:
@@ -113,7 +114,8 @@ def primary(result: WorkloadResult) -> str:
 def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
             b_options: tuple[str, ...], a: list[WorkloadResult], b: list[WorkloadResult],
             order_run: str, tolerance: float = 0.10, budget: Budget | None = None,
-            stopped: str = "", seconds: float = 0.0, kind: str = "options") -> Comparison:
+            stopped: str = "", seconds: float = 0.0,
+            kind: CompareKind = CompareKind.OPTIONS) -> Comparison:
     """Every figure of the pairs judged; the deciding figure with the stopping rule's looks."""
     decided_by = primary(b[0]) if b else "bw"
     looks = budget.looks if budget else 1

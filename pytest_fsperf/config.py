@@ -294,6 +294,10 @@ OPTIONS = (
            "on the candidate (B), interleaved, each run after a cold remount; B worse fails"),
     Option("fsperf_candidate", "candidate", _executable, None, "BINARY",
            "the candidate build for --fsperf-reference (default: the backend's binary on PATH)"),
+    Option("fsperf_reference_mount", "reference_mount", _text, None, "DIR",
+           "release gate between two existing mounts (of the same bucket): the reference (A) "
+           "mounted at DIR, the candidate (B) at --fsperf-mount; every workload on both, "
+           "interleaved, each after a page-cache drop; B worse fails"),
     Option("fsperf_tolerance", "tolerance", _tolerance, 0.10, "PERCENT",
            "how far B may be from A (or this run from a saved one, or from a baseline) and still "
            "be the same (default 10%; marker tolerance=)"),
@@ -333,6 +337,7 @@ class Settings:
     action_prefix: Path | None = None
     reference: str | None = None  # release gate: the reference build's binary
     candidate: str | None = None
+    reference_mount: Path | None = None  # release gate between two existing mounts
     tolerance: float = 0.10
     ab_max_rounds: int = 16
     ab_seconds: float = 300.0
@@ -403,15 +408,26 @@ def settings_from(given: Mapping[str, Raw], root: Path) -> Settings:
     if reference is not None and backend is None:
         raise UsageError(f"{reference.where}: needs --fsperf-backend (a build of which backend's "
                          "daemon?)")
+    ref_mount = given.get("reference_mount")
+    if ref_mount is not None and mount is None:
+        raise UsageError(f"{ref_mount.where}: needs --fsperf-mount (the candidate's mount)")
+    if ref_mount is not None and reference is not None:
+        raise UsageError(f"{ref_mount.where}: conflicts with {reference.where}; gate two builds "
+                         "of a backend or two existing mounts, not both")
     last = given.get("compare_last")
     if last is not None and (given.get("compare") is None or given["compare"].text.strip() != "latest"):
         raise UsageError(f"{last.where}: needs --fsperf-compare=latest (the runs to choose from)")
     if candidate is not None and reference is None:
         raise UsageError(f"{candidate.where}: needs --fsperf-reference (the build to compare with)")
     values = {opt.field: opt.convert(given[opt.field]) if opt.field in given else opt.default
-              for opt in OPTIONS if opt.field != "mount"}
+              for opt in OPTIONS if opt.field not in ("mount", "reference_mount")}
     if mount is not None:  # probed with the timeout the user gave
         values["mount"] = _mount(mount, values["mount_timeout"])
+    if ref_mount is not None:
+        values["reference_mount"] = _mount(ref_mount, values["mount_timeout"])
+        if values["reference_mount"] == values["mount"]:
+            raise UsageError(f"{ref_mount.where}: is the candidate's mount itself "
+                             f"({mount.where if mount else ''})")
     if values["save"] is None and values["autosave"]:
         values["save"] = runs.autosave_name()
     return Settings(**values, root=root, given=dict(given))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from . import units
-from .ab import Workload, gate, run_compare
+from .ab import Release, Workload, gate, run_compare
 from .comparison import Comparison
 from .engine import steps
 from .errors import UsageError
@@ -24,7 +24,7 @@ class Fsperf(Workspace):
         super().__init__(state, target, test, workdir, rounds, warmup)
         self.comparisons: list[Comparison] = []
         self.tolerance = 0.10  # by the one precedence rule (config.py), set by the plugin
-        self.release: tuple[str, str] | None = None  # (reference, candidate) builds under a gate
+        self.release: Release | None = None  # under a release gate
 
     @property
     def daemon(self) -> Lookup:
@@ -111,13 +111,12 @@ class Fsperf(Workspace):
 
     def repeat(self, name: str, run: Callable[[str], WorkloadResult],
                tag: Callable[[WorkloadResult], WorkloadResult] | None = None) -> WorkloadResult:
-        """Under a release gate (--fsperf-reference), every workload runs on the reference
-        and the candidate build in interleaved pairs instead of rounds."""
+        """Under a release gate (--fsperf-reference, --fsperf-reference-mount), every workload
+        runs on the reference and the candidate in interleaved pairs instead of rounds."""
         if self.release is None:
             return super().repeat(name, run, tag)
         label = self.unique(name)
-        reference, candidate = self.release
-        comparison, mine, theirs = gate(self, label, run, reference, candidate, self.budget(),
+        comparison, mine, theirs = gate(self, label, run, self.release, self.budget(),
                                         self.tolerance)
         self.comparisons.append(comparison)
         self.keep(theirs)

@@ -13,6 +13,7 @@ from typing import NoReturn
 import pytest
 
 from . import hooks, leftovers, runs
+from .ab import Release
 from .baselines.check import entry_of, key_of
 from .config import RULE, add_options, for_item, read_settings
 from .errors import MeasurementError, UsageError, message
@@ -221,7 +222,7 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
     shared = request.getfixturevalue("fsperf_target") if req is None else None
     with machine_lock():
         target = shared or _open(state, _plan(request, req))
-        workdir = None
+        workdir = ref_workdir = None
         try:
             workdir = target.new_workdir(request.node.name)
             state.environment(target)  # read once while the mount and daemon are up
@@ -242,13 +243,21 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
             if s.reference is not None:
                 owned = target.owned
                 assert owned is not None  # --fsperf-reference needs --fsperf-backend
-                handle.release = (s.reference, s.candidate or owned.build)
+                handle.release = Release(s.reference, s.candidate or owned.build)
+            elif s.reference_mount is not None and shared is not None:
+                reference = state.reference_target()
+                ref_workdir = reference.new_workdir(request.node.name)
+                handle.release = Release(reference.path, target.path, (reference, ref_workdir))
             request.node.stash[RECORD] = ItemRecord(handle.results, handle.comparisons)
             yield handle
         finally:
             problem = target.remove(workdir) if workdir else None
             if problem:
                 state.leftovers.append(problem)
+            if ref_workdir:
+                problem = state.reference_target().remove(ref_workdir)
+                if problem:
+                    state.leftovers.append(problem)
             if shared is None:
                 state.close_target(target)
 
@@ -306,7 +315,7 @@ def _judge(item: pytest.Item) -> list[str]:
     earlier = (Earlier(state.earlier_name, state.earlier, state.env, s.compare_last)
                if state.earlier_name else None)
     tolerance = for_item(s, "tolerance", plan.tolerance, "fsperf marker tolerance").value
-    builds = [c for c in record.comparisons if c.kind == "gate"]
+    builds = [c for c in record.comparisons if c.kind.is_gate]
     j = judge_item(plan, record.results, baseline, s.gate == "baseline", earlier, tolerance, builds)
     record.judgement = j
     failures = list(j.failures)

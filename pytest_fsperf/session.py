@@ -138,6 +138,7 @@ class FsperfSession:
         self.leftovers: list[str] = []  # work dirs or mounts that could not be removed
         self.swept: list[str] = []  # what earlier, killed sessions left, removed at the start
         self._default: Target | None = None
+        self._reference: Target | None = None
         self._targets: list[Target] = []
         self._local: str | None = None
         self._local_entry: leftovers.Entry = None
@@ -220,6 +221,15 @@ class FsperfSession:
             self._targets.append(self._default)
         return self._default
 
+    def reference_target(self) -> Target:
+        """--fsperf-reference-mount: the reference side of a gate between two mounts."""
+        if self._reference is None:
+            s = self.settings
+            assert s.reference_mount is not None
+            self._reference = Target(str(s.reference_mount), timeout=s.mount_timeout)
+            self._targets.append(self._reference)
+        return self._reference
+
     def open_target(self, plan: MountPlan) -> Target:
         """Mount a backend; it stays until close_target (or the session's end)."""
         owned = MountedFs(plan)
@@ -264,7 +274,7 @@ class FsperfSession:
     def close(self) -> None:
         for target in list(reversed(self._targets)):
             self.close_target(target)
-        self._default = None
+        self._default = self._reference = None
         if self._local is not None:
             shutil.rmtree(self._local, ignore_errors=True)
             leftovers.done(self._local_entry)

@@ -66,6 +66,19 @@ class Difference(Text):
     INCONCLUSIVE = "inconclusive"
 
 
+class CompareKind(Text):
+    """What an interleaved A/B compared."""
+
+    OPTIONS = "options"  # fsperf.compare of mount options
+    BUILDS = "builds"  # fsperf.compare with a_build/b_build
+    GATE = "gate"  # --fsperf-reference: two builds of the backend's daemon
+    MOUNT_GATE = "mount gate"  # --fsperf-reference-mount: two existing mounts
+
+    @property
+    def is_gate(self) -> bool:
+        return self in (CompareKind.GATE, CompareKind.MOUNT_GATE)
+
+
 @dataclass(frozen=True)
 class Metric:
     key: str

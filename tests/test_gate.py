@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import time
 import stat
 from pathlib import Path
 
@@ -79,3 +81,86 @@ def test_gate_flags_are_checked_where_they_are_given(pytester, tmp_path):
     r.stderr.fnmatch_lines(["*--fsperf-reference=* (command line): not an executable file*"])
     r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-ab-max-rounds=2")
     r.stderr.fnmatch_lines(["*--fsperf-ab-max-rounds=2 (command line): must be from 3 to 100*"])
+
+
+@pytest.fixture
+def rclone_mount(tmp_path: Path):
+    """A slower 'candidate mount' of a directory: rclone mount held to a bandwidth limit."""
+    from tests.conftest import _mounted, _unmount
+    procs: list[tuple[Path, subprocess.Popen]] = []
+
+    def start(source: Path, limit: str) -> Path:
+        point = tmp_path / "candidate"
+        point.mkdir()
+        proc = subprocess.Popen([need("rclone"), "mount", str(source), str(point), "--bwlimit",
+                                 limit, "--config", "/dev/null", "--vfs-cache-mode", "writes",
+                                 "--cache-dir", str(tmp_path / "rclone-cache")],
+                                stderr=subprocess.DEVNULL)
+        procs.append((point, proc))
+        deadline = time.monotonic() + 15
+        while not _mounted(point):
+            assert proc.poll() is None and time.monotonic() < deadline, "rclone did not mount"
+            time.sleep(0.05)
+        return point
+
+    yield start
+    for point, proc in procs:
+        _unmount(point)
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def mount_gate(pytester, candidate: Path, reference: Path, *args: str):
+    out = pytester.path / "fsperf.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={candidate}",
+                                f"--fsperf-reference-mount={reference}", f"--fsperf-json={out}",
+                                "--fsperf-ab-max-rounds=6", *args)
+    return result, json.loads(out.read_text()) if out.exists() else None
+
+
+def test_a_slower_candidate_mount_fails_the_gate(pytester, bindfs, rclone_mount):
+    """Two existing mounts of the same directory: bindfs (reference) and rclone held to 8 MB/s."""
+    need("fio")
+    reference = bindfs(name="reference")
+    candidate = rclone_mount(reference.source, "8M")
+    pytester.makepyfile(READ)
+    result, doc = mount_gate(pytester, candidate, reference.point)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*read: regression against the reference mount: bandwidth 0.*x*"])
+    (c,) = doc["comparisons"]
+    assert c["kind"] == "mount gate" and c["order"].startswith("ABBA")
+    assert c["a_options"] == [str(reference.point)] and c["b_options"] == [str(candidate)]
+    assert c["metrics"]["bw"]["outcome"] == "B worse" and c["metrics"]["bw"]["ratio"] < 0.6
+    reads = {r["name"]: r for r in doc["results"]}
+    assert set(reads) == {"read", "read[reference]"}
+    # each side measured its own daemon, in its own work dir, both removed afterwards
+    assert reads["read[reference]"]["daemon"]["pid"] == reference.pid
+    assert reads["read"]["daemon"]["pid"] != reference.pid
+    assert list(reference.source.iterdir()) == []
+    result.stdout.fnmatch_lines(["*release gate test_read read on *: * pairs, order ABBA*, "
+                                 "page-cache drop before each run*"])
+
+
+def test_two_mounts_of_the_same_daemon_build_pass_the_gate(pytester, bindfs):
+    need("fio")
+    reference, candidate = bindfs(name="reference"), bindfs(name="candidate")
+    pytester.makepyfile(READ)
+    result, doc = mount_gate(pytester, candidate.point, reference.point, "--fsperf-tolerance=30%",
+                             "--fsperf-inconclusive=warn")
+    assert "regression" not in result.stdout.str()
+    result.assert_outcomes(passed=1)
+    (c,) = doc["comparisons"]
+    assert c["metrics"]["bw"]["outcome"] in ("same", "inconclusive")
+    assert list(reference.source.iterdir()) == list(candidate.source.iterdir()) == []
+
+
+def test_mount_gate_flags_are_checked_where_they_are_given(pytester, tmp_path):
+    pytester.makepyfile(READ)
+    r = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-reference-mount={tmp_path}")
+    r.stderr.fnmatch_lines(["*--fsperf-reference-mount=* (command line): needs --fsperf-mount*"])
+    r = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={tmp_path}",
+                           f"--fsperf-reference-mount={tmp_path}")
+    r.stderr.fnmatch_lines(["*--fsperf-reference-mount=* (command line): is the candidate's mount itself*"])
+    r = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={tmp_path}",
+                           f"--fsperf-reference-mount={tmp_path / 'nope'}")
+    r.stderr.fnmatch_lines(["*--fsperf-reference-mount=* (command line): no such directory*"])

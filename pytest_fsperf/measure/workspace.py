@@ -90,10 +90,18 @@ class Workspace:
         self._daemon_cold: DaemonCache | None = None
         self._cold_steps: tuple[str, ...] = ()
         self._cold_kind = "cold"  # or "drop": what a pending cold start re-applies
-        owned = target.owned
         #: Directories whose peak disk use is sampled during each workload: the daemon's disk
         #: cache of a mount the plugin owns; add your daemon's (e.g. ossfs's use_cache) here.
-        self.cache_dirs: list[str] = list(owned.rendered.cache_dirs) if owned else []
+        self.cache_dirs: list[str] = []
+        self._fuse = True
+        self.place(target, workdir)
+
+    def place(self, target: Target, workdir: str) -> None:
+        """Measure on `target`, in `workdir`, from now on (a gate between two mounts moves
+        between the reference's and the candidate's)."""
+        self.target, self.workdir = target, Path(workdir)
+        owned = target.owned
+        self.cache_dirs = list(owned.rendered.cache_dirs) if owned else []
         try:
             self._fuse = target.mount().is_fuse
         except (OSError, LookupError):

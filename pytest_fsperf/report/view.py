@@ -13,7 +13,7 @@ from ..baselines.check import SHOW as BASELINE_SHOW
 from ..cache import ColdRead, DaemonCache, PageCache
 from ..result import SHORT_WINDOW, countable_cpu, cpu_seconds_of
 from ..stats import median
-from ..vocab import METRICS, Metric, Outcome
+from ..vocab import METRICS, CompareKind, Metric, Outcome
 
 HEADER = ("test", "workload", "bandwidth", "IOPS or ops", "p99 lat", "daemon CPU", "daemon peak mem",
           "cache", "verdict")
@@ -219,8 +219,10 @@ def comparison(c: Mapping[str, Any]) -> Section:
         bars = [Bar(f"A #{i + 1}", v, "a") for i, v in enumerate(bw["a"]) if v] + [
             Bar(f"B #{i + 1}", v, "b") for i, v in enumerate(bw["b"]) if v]
         chart = Chart("bandwidth, A against B, per pair", METRICS["bw"], tuple(bars))
-    what = "release gate" if c.get("kind") == "gate" else "A/B"
-    how = f"{c['rounds']} pairs, order {c['order']}, cold remount before each run"
+    kind = CompareKind(c.get("kind") or "options")
+    what = "release gate" if kind.is_gate else "A/B"
+    cold = "page-cache drop" if kind == CompareKind.MOUNT_GATE else "cold remount"
+    how = f"{c['rounds']} pairs, order {c['order']}, {cold} before each run"
     if c.get("stopped"):
         how += f"; {c['stopped']} ({c.get('seconds', 0):.0f} s)"
     lines: tuple[str, ...] = (f"A: {a}", f"B: {b}")
