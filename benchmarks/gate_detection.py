@@ -12,9 +12,11 @@ stopped when decisive or when the budget (pairs, seconds) is spent. Trials cycle
 background loads the benchmark starts and stops itself: none, cpu (one busy process), disk
 (a loop of 64 MiB direct writes to the local disk).
 
-`--mode saved` measures the saved-run comparison instead: a saved run of ROUNDS rounds of A
-with no load, then a run of ROUNDS rounds of A (A/A) or B under the trial's load, compared
-with the machine canary as --fsperf-compare does.
+`--mode saved` measures the saved-run comparison instead: three saved runs of ROUNDS rounds
+of A with no load start the history; each trial is a run of ROUNDS rounds of A (A/A) or B
+under the trial's load, compared as `--fsperf-compare=latest --fsperf-compare-last=3` does
+(machine canary first, then the last three runs' medians); each A/A run joins the history,
+as CI would save each run of the reference.
 
     python3 benchmarks/gate_detection.py [--mode builds|saved] [--trials 20] [--aa-trials 100]
         [--injection quota|bwlimit] [--seconds 3] [--max-pairs 16]
@@ -126,17 +128,30 @@ def _side(ws: Workspace, build: str, rounds: int, seconds: float, local: str,
             "fingerprint": {}, "canary": readings}
 
 
-def saved_trial(session: FsperfSession, target: Target, n: int, a: str, b: str, seconds: float,
-                rounds: int, kind: str, scratch: Path) -> tuple[str, float]:
-    """A saved run of A without load, then a run of `b` under `kind`: the saved-run outcome."""
+HISTORY = 3  # saved-run mode: compared with the last N matching runs (--fsperf-compare-last)
+
+
+def saved_trial(session: FsperfSession, target: Target, n: int, b: str, seconds: float,
+                rounds: int, kind: str, scratch: Path, history: list[dict[str, object]],
+                ) -> tuple[str, float, dict[str, object]]:
+    """A run of `b` under `kind`, compared as --fsperf-compare=latest --fsperf-compare-last=N
+    does: with the last N saved runs of A (the history), machine canary first."""
     ws = Workspace(session, target, f"gate::saved{n}", target.new_workdir(f"saved{n}"))
-    local = session.local_dir()
-    old = _side(ws, a, rounds, seconds, local)
     with load(kind, scratch):
-        new = _side(ws, b, rounds, seconds, local)
+        new = _side(ws, b, rounds, seconds, session.local_dir())
     target.remove(str(ws.workdir))
-    c = runs.compare("saved", "read", old, new, TOLERANCE)
-    return c.outcome, c.canary or 0.0
+    recent = [(f"run{i}", r) for i, r in enumerate(reversed(history[-HISTORY:]))]
+    c = runs.compare(recent[0][0], "read", recent[0][1], new, TOLERANCE, recent)
+    return c.outcome, c.canary or 0.0, new
+
+
+def saved_history(session: FsperfSession, target: Target, a: str, seconds: float,
+                  rounds: int) -> list[dict[str, object]]:
+    """The saved runs of the reference before the trials: HISTORY runs of A, no load."""
+    ws = Workspace(session, target, "gate::history", target.new_workdir("history"))
+    found = [_side(ws, a, rounds, seconds, session.local_dir()) for _ in range(HISTORY)]
+    target.remove(str(ws.workdir))
+    return found
 
 
 def _on_term(signum: int, _frame: object) -> None:
@@ -178,13 +193,19 @@ def main() -> None:
         order = [k for pair in itertools.zip_longest(kinds[:args.trials], kinds[args.trials:])
                  for k in pair if k]  # interleave slow and A/A trials
         found: dict[str, list[tuple[object, ...]]] = {"slow": [], "A/A": []}
+        history = (saved_history(session, target, a, args.seconds, args.rounds)
+                   if args.mode == "saved" else [])
         for n, (kind, b) in enumerate(order):
             bg = next(loads)
             if args.mode == "builds":
                 with load(bg, scratch):
                     row: tuple[object, ...] = (*build_trial(session, target, n, a, b, args.seconds), bg)
             else:
-                row = (*saved_trial(session, target, n, a, b, args.seconds, args.rounds, bg, scratch), bg)
+                outcome, moved, run = saved_trial(session, target, n, b, args.seconds, args.rounds,
+                                                  bg, scratch, history)
+                if kind == "A/A":
+                    history.append(run)  # as CI saves each run of the reference
+                row = (outcome, f"canary {moved:.3f}", bg)
             found[kind].append(row)
             print(kind, *row, flush=True)
         summary(args, found)
@@ -225,7 +246,10 @@ def summary(args: argparse.Namespace, found: dict[str, list[tuple[object, ...]]]
         caught = sum(r[0] == runs.REGRESSION for r in slow)
         flagged = sum(r[0] in (runs.REGRESSION, runs.IMPROVEMENT) for r in aa)
         machine = sum(r[0] == runs.MACHINE_CHANGED for r in aa)
-        print(f"saved run, 10% slower caught: {caught}/{len(slow)}")
+        passed = sum(r[0] == runs.PASS for r in aa)
+        print(f"saved run, 10% slower caught: {caught}/{len(slow)}; 'machine changed' instead: "
+              f"{sum(r[0] == runs.MACHINE_CHANGED for r in slow)}")
+        print(f"saved run, A/A passed: {passed}/{len(aa)}")
         print(f"saved run, A/A flagged: {flagged}/{len(aa)} (target <= 5% under injected load); "
               f"'machine changed' instead: {machine}")
 
