@@ -49,7 +49,7 @@ def test_a_slower_candidate_fails_the_gate(pytester, tmp_path):
                                  "(* pairs, *% interval * to *; tolerance 10%; decided after * pairs)*"])
     (c,) = doc["comparisons"]
     assert c["kind"] == "gate" and c["order"].startswith("ABBA")
-    assert c["metrics"]["bw"]["outcome"] == "B worse" and c["metrics"]["bw"]["ci_high"] < 0.5
+    assert c["metrics"]["bw"]["outcome"] == "B worse" and c["metrics"]["bw"]["ratio"] < 0.5
     assert c["a_options"] == [rclone]
     reads = {r["name"]: r for r in doc["results"]}
     assert set(reads) == {"read", "read[reference]"}
