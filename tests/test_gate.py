@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import stat
 import subprocess
 import time
-import stat
 from pathlib import Path
 
 import pytest
