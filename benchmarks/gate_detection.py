@@ -6,9 +6,10 @@ core; candidate B: 18% (the same daemon, 10% less CPU: about 10% less bandwidth 
 direct reads of 3 s). A/A trials give B its own cgroup with A's 20%. Or, with
 `--injection bwlimit`, rclone over a local directory with --bwlimit 40M against 36M.
 
-Each trial is the plugin's own build A/B (ab.run_compare with a_build/b_build, no pytest):
-interleaved pairs ABBA..., each run after a cold remount, judged on the paired ratios,
-stopped when decisive or when the budget (pairs, seconds) is spent. Trials cycle through the
+Each trial is the plugin's own release gate (ab.gate, as --fsperf-reference runs it, no
+pytest): interleaved pairs ABBA..., each run after a cold remount with its build, judged on
+the paired ratios, stopped when decisive (worse, better, same or not worse) or when the
+budget (pairs, seconds) is spent. Trials cycle through the
 background loads the benchmark starts and stops itself: none, cpu (one busy process), disk
 (a loop of 64 MiB direct writes to the local disk).
 
@@ -40,7 +41,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pytest_fsperf import canary, runs
-from pytest_fsperf.ab import run_compare
+from pytest_fsperf.ab import Release, gate
 from pytest_fsperf.config import Settings
 from pytest_fsperf.measure.workspace import Workspace
 from pytest_fsperf.mounts.mounter import MountPlan
@@ -101,11 +102,12 @@ def job(seconds: float) -> dict[str, object]:
 
 def build_trial(session: FsperfSession, target: Target, n: int, a: str, b: str,
                 seconds: float) -> tuple[Difference, int, float, float]:
-    """One build A/B; returns the bandwidth outcome, pairs, seconds of measurement, wall s."""
+    """One release gate; returns the bandwidth outcome, pairs, seconds of measurement, wall s."""
     ws = Workspace(session, target, f"gate::trial{n}", target.new_workdir(f"trial{n}"))
     t0 = time.monotonic()
-    c = run_compare(ws, job(seconds), (), (), 3, "read", "gate_detection", TOLERANCE,
-                    a_build=a, b_build=b)
+    _base, spec = ws.job("read", job(seconds), "gate_detection")
+    c, _b, _a = gate(ws, "read", lambda label: ws.keep(ws.measure(label, True, spec, layout=True)),
+                     Release(a, b), ws.budget(), TOLERANCE)
     measured = sum(r.wall_seconds for r in ws.results)
     target.remove(str(ws.workdir))
     bw = c.metrics["bw"]

@@ -11,15 +11,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .comparison import Comparison, compare, primary
+from .comparison import Comparison, compare, judge_metric, primary
 from .engine import fio as fio_engine
 from .errors import UsageError
 from .measure.workspace import Workspace
 from .mounts.request import parse_options
-from .paired import Budget, order, paired, should_stop
+from .paired import Budget, order, should_stop
 from .result import WorkloadResult, median_round
 from .session import Target
-from .vocab import CompareKind
+from .vocab import CompareKind, Difference
 
 Workload = Mapping[str, object] | Callable[["Workspace"], WorkloadResult]
 
@@ -45,9 +45,9 @@ class Pairs:
 
 
 def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResult],
-               budget: Budget, tolerance: float) -> Pairs:
+               budget: Budget, tolerance: float, gate: bool = False) -> Pairs:
     """Pairs A B, B A, ... (each run after its side's enter(): a cold start) until the
-    deciding figure is decisive or the budget is spent."""
+    deciding figure is decisive or the budget is spent. gate: "not worse" decides too."""
     by_name = {s.name: s for s in sides}
     runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
     ran = ""
@@ -61,11 +61,13 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
             ran += name
         pair += 1
         metric = primary(runs["B"][0])
-        p = paired([r.single_metrics().get(metric) for r in runs["A"]],
-                   [r.single_metrics().get(metric) for r in runs["B"]], tolerance, budget.looks)
+        m = judge_metric(metric, [r.single_metrics().get(metric) for r in runs["A"]],
+                         [r.single_metrics().get(metric) for r in runs["B"]], tolerance,
+                         budget.looks, gate)
+        decided = m.outcome != Difference.INCONCLUSIVE
         elapsed = time.monotonic() - t0
-        if should_stop(p, budget, pair, elapsed):
-            if p.direction != "unclear":
+        if should_stop(decided, budget, pair, elapsed):
+            if decided:
                 stopped = f"decided after {pair} pairs"
             elif pair >= budget.max_pairs:
                 stopped = f"budget spent: {pair} pairs"
@@ -182,7 +184,7 @@ def gate(fs: Workspace, label: str, run: Callable[[str], WorkloadResult], releas
 
     try:
         pairs = interleave((side("A"), side("B")),
-                           lambda s, n: run(f"{label}.{s}{n}"), budget, tolerance)
+                           lambda s, n: run(f"{label}.{s}{n}"), budget, tolerance, gate=True)
     finally:
         fs.place(*home)
         if owned is not None and (owned.build != release.candidate or not owned.alive()):

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .paired import Budget, Paired, paired
+from .paired import Budget, Direction, Paired, paired
 from .result import WorkloadResult
 from .vocab import METRICS as FIGURES
 from .vocab import CompareKind, Difference, Text
@@ -80,8 +80,8 @@ class Comparison:
                 if m.ci_low is not None and m.ci_high is not None else "")
         ref = "the reference mount" if self.kind == CompareKind.MOUNT_GATE else "the reference build"
         what = {Difference.B_WORSE: f"regression against {ref}",
-                Difference.INCONCLUSIVE: f"inconclusive against {ref}"}.get(
-                    m.outcome, f"{m.outcome} than {ref}")
+                Difference.INCONCLUSIVE: f"inconclusive against {ref}",
+                Difference.SAME: f"same as {ref}"}.get(m.outcome, f"{m.outcome} than {ref}")
         return (f"{self.name}: {what}: {FIGURES[m.metric].label} {m.ratio:.3f}x "
                 f"({self.rounds} pairs{band}; tolerance {100 * tolerance:g}%; {self.stopped})")
 
@@ -90,20 +90,24 @@ class Comparison:
             k: str(v) if isinstance(v, Text) else v for k, v in items})
 
 
-def _outcome(metric: str, p: Paired) -> Difference:
-    if p.direction == "same":
+def _outcome(metric: str, p: Paired, gate: bool) -> Difference:
+    bigger_is_better = FIGURES[metric].bigger_is_better
+    if p.direction == Direction.SAME:
         return Difference.SAME
-    if p.direction in ("up", "down"):
-        better = (p.direction == "up") == FIGURES[metric].bigger_is_better
+    if p.direction in (Direction.UP, Direction.DOWN):
+        better = (p.direction == Direction.UP) == bigger_is_better
         return Difference.B_BETTER if better else Difference.B_WORSE
+    if gate and (p.not_down if bigger_is_better else p.not_up):
+        return Difference.NOT_WORSE
     return Difference.INCONCLUSIVE
 
 
 def judge_metric(metric: str, av: Sequence[float | None], bv: Sequence[float | None],
-                 tolerance: float, looks: int = 1) -> MetricComparison:
+                 tolerance: float, looks: int = 1, gate: bool = False) -> MetricComparison:
+    """gate: a release gate's one-sided question; "not worse" decides (paired.py)."""
     p = paired(av, bv, tolerance, looks)
     return MetricComparison(metric, tuple(av), tuple(bv), median(av), median(bv), p.ratio,
-                            p.low, p.high, p.level, _outcome(metric, p))
+                            p.low, p.high, p.level, _outcome(metric, p, gate))
 
 
 def primary(result: WorkloadResult) -> str:
@@ -126,7 +130,7 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
         if all(v is None for v in av + bv):
             continue
         metrics[metric] = judge_metric(metric, av, bv, tolerance,
-                                       looks if metric == decided_by else 1)
+                                       looks if metric == decided_by else 1, kind.is_gate)
     return Comparison(test, name, backend, a_options, b_options, len(b), order_run,
                       tuple(r.name for r in a), tuple(r.name for r in b), metrics, decided_by,
                       stopped, seconds, kind)

@@ -63,6 +63,7 @@ class Difference(Text):
     B_BETTER = "B better"
     B_WORSE = "B worse"
     SAME = "same"
+    NOT_WORSE = "not worse"  # a release gate's pass: B is not worse beyond the tolerance
     INCONCLUSIVE = "inconclusive"
 
 

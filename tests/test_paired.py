@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_fsperf.comparison import judge_metric
 from pytest_fsperf.paired import (
     Budget,
     log_ratios,
@@ -18,6 +19,7 @@ from pytest_fsperf.paired import (
     t_cdf,
     t_quantile,
 )
+from pytest_fsperf.vocab import Difference
 
 
 @pytest.mark.parametrize(("df", "q975"), [(1, 12.706), (2, 4.303), (3, 3.182), (5, 2.571),
@@ -84,39 +86,73 @@ def test_missing_figures_are_left_out_pairwise():
     assert paired([1.0], [1.0], 0.05).direction == "unclear"
 
 
-def run_sequential(true: float, noise: float, rng: random.Random, budget: Budget) -> tuple[str, int]:
-    a: list[float] = []
-    b: list[float] = []
+def run_sequential(true: float, noise: float, rng: random.Random, budget: Budget,
+                   gate: bool = False) -> tuple[Difference, int]:
+    """Pairs added one by one and looked at after each, as ab.interleave does."""
+    a: list[float | None] = []
+    b: list[float | None] = []
     for n in range(1, budget.max_pairs + 1):
         a.append(1.0)
         b.append(true * math.exp(rng.gauss(0, noise)))
-        r = paired(a, b, 0.05, budget.looks)
-        if should_stop(r, budget, n, 0.0):
-            return r.direction, n
+        m = judge_metric("bw", a, b, 0.05, budget.looks, gate)
+        if should_stop(m.outcome != Difference.INCONCLUSIVE, budget, n, 0.0):
+            return m.outcome, n
     raise AssertionError("the budget must stop it")
 
 
-def test_stopping_early_keeps_false_alarms_rare_and_catches_slowdowns():
+FLAGS = (Difference.B_BETTER, Difference.B_WORSE)
+
+
+@pytest.mark.parametrize("gate", [False, True], ids=["two-sided", "gate"])
+def test_stopping_early_keeps_false_alarms_rare_and_catches_slowdowns(gate):
     """Looked at after every pair: over 1000 A/A comparisons at 6% per-pair noise at most
     1% flag a difference; 10% slowdowns are caught at least 95% of the time."""
     rng = random.Random(7)
     budget = Budget(min_pairs=3, max_pairs=16, seconds=1e9)
-    aa = [run_sequential(1.0, 0.06, rng, budget) for _ in range(1000)]
-    slow = [run_sequential(0.9, 0.06, rng, budget) for _ in range(300)]
-    assert sum(d in ("up", "down") for d, _n in aa) <= 10
-    assert sum(d == "down" for d, _n in slow) >= 0.95 * len(slow)
+    aa = [run_sequential(1.0, 0.06, rng, budget, gate) for _ in range(1000)]
+    slow = [run_sequential(0.9, 0.06, rng, budget, gate) for _ in range(300)]
+    assert sum(d in FLAGS for d, _n in aa) <= 10
+    assert sum(d == Difference.B_WORSE for d, _n in slow) >= 0.95 * len(slow)
     assert all(n >= budget.min_pairs for _d, n in aa + slow)
+
+
+def test_a_gate_passes_a_good_candidate_in_about_half_the_pairs():
+    """The gate's one-sided 'not worse' stops A/A comparisons far sooner than waiting for
+    'same', and almost never lets a 10% slower candidate through."""
+    budget = Budget(min_pairs=3, max_pairs=16, seconds=1e9)
+
+    def pairs(gate: bool) -> list[int]:
+        rng = random.Random(11)
+        return sorted(n for _d, n in (run_sequential(1.0, 0.06, rng, budget, gate)
+                                      for _ in range(400)))
+
+    two_sided, one_sided = pairs(False), pairs(True)
+    assert one_sided[200] <= 0.7 * two_sided[200]
+    rng = random.Random(5)
+    slow = [run_sequential(0.9, 0.06, rng, budget, gate=True)[0] for _ in range(400)]
+    assert sum(d in (Difference.NOT_WORSE, Difference.SAME) for d in slow) <= 4
+    at_limit = [run_sequential(0.95, 0.06, rng, budget, gate=True)[0] for _ in range(400)]
+    passed = sum(d in (Difference.NOT_WORSE, Difference.SAME) for d in at_limit) / 400
+    assert passed < 0.25  # the false-pass rate at exactly the tolerance, stated in the README
+
+
+def test_not_worse_is_the_gates_word_only():
+    a, b = [1.0] * 6, [1.02, 0.99, 1.08, 1.0, 1.06, 0.97]  # low end inside 5%, high end not
+    assert judge_metric("bw", a, b, 0.05).outcome == Difference.INCONCLUSIVE
+    assert judge_metric("bw", a, b, 0.05, gate=True).outcome == Difference.NOT_WORSE
+    # for a figure where less is better the worse end is the high one
+    assert judge_metric("lat_p99", a, b, 0.05, gate=True).outcome == Difference.INCONCLUSIVE
 
 
 def test_the_budget_stops_an_undecided_comparison():
     budget = Budget(min_pairs=3, max_pairs=5, seconds=60)
     undecided = paired([1.0, 1.0, 1.0], [0.8, 1.2, 1.0], 0.05, budget.looks)
     assert undecided.direction == "unclear"
-    assert not should_stop(undecided, budget, 3, 10.0)
-    assert should_stop(undecided, budget, 5, 10.0)
-    assert should_stop(undecided, budget, 3, 61.0)
-    decided = paired([1.0, 1.0], [1.0, 1.0], 0.05)
-    assert not should_stop(decided, budget, 2, 0.0)  # never before min_pairs
+    assert not should_stop(False, budget, 3, 10.0)
+    assert should_stop(False, budget, 5, 10.0)
+    assert should_stop(False, budget, 3, 61.0)
+    assert paired([1.0, 1.0], [1.0, 1.0], 0.05).direction == "same"
+    assert not should_stop(True, budget, 2, 0.0)  # never before min_pairs
 
 
 def test_order_alternates_so_neither_side_always_runs_first():
