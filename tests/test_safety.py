@@ -661,3 +661,32 @@ def test_an_in_process_engine_stuck_on_an_owned_mount_is_freed_by_the_abort(pyte
     result.stdout.fnmatch_lines(["*stuck: did not finish within 3 s: the filesystem stopped answering "
                                  "(daemon PID *: stopped); killed its daemon *"])
     assert ours()[0] == []
+
+
+@pytest.mark.parametrize("where", ["note_process", "wait4"])
+def test_an_interrupt_while_fio_starts_leaves_no_fio(tmp_path, monkeypatch, where):
+    """Ctrl-C can land between fio's start and the wait that would stop it (seen once on a
+    slow start: a 60 s fio kept the mount busy after the session ended). It must stop fio
+    and its job processes wherever it lands."""
+    need("fio")
+    from pytest_fsperf.engine import fio as fio_engine
+
+    def interrupt(*_args, **_kw):
+        raise KeyboardInterrupt
+
+    if where == "note_process":
+        monkeypatch.setattr(fio_engine.leftovers, "note_process", interrupt)
+    else:
+        monkeypatch.setattr(fio_engine.os, "wait4", interrupt)
+    job = build_job({"rw": "write", "bs": "64k", "size": "4M", "time_based": 1,
+                     "runtime": "60s"}, 1.0, "test")
+    proc = fio_engine.FioProcess(fio_engine.command(job, "fsperf", str(tmp_path),
+                                                    str(tmp_path / "out.json")),
+                                 str(tmp_path / "fio.log"))
+    with pytest.raises(KeyboardInterrupt):
+        proc.start()
+        proc.wait(30)
+    monkeypatch.undo()
+    left = [p for p in psutil.process_iter(["cmdline"])
+            if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
+    assert left == []

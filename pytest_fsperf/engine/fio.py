@@ -198,16 +198,43 @@ class FioProcess:
         self.entry: leftovers.Entry = None
 
     def start(self) -> None:
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(self.args, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
-        self.started = Proc.of(self.proc.pid)
-        self.entry = leftovers.note_process(self.started)
+        """Start fio; an interrupt (Ctrl-C, SIGTERM) while it starts stops what started."""
+        try:
+            with open(self.log, "wb") as log:
+                self.proc = subprocess.Popen(self.args, stdout=log, stderr=log,
+                                             stdin=subprocess.DEVNULL, start_new_session=True)
+            self.started = Proc.of(self.proc.pid)
+            self.entry = leftovers.note_process(self.started)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """fio's group, then what is left of its tree (its job processes run in sessions
+        of their own); reaped."""
+        if self.proc is None or self.reaped:
+            return
+        started = self.started or Proc.of(self.proc.pid)
+        _kill_group(self.proc)
+        if started is not None:
+            kill_tree(started)
+        self.reaped = True
+        leftovers.done(self.entry)
 
     def stop_now(self) -> None:
         if self.proc is not None and not self.reaped:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
+
+    def run(self, timeout: float | None = None,
+            on_hang: Callable[[], str] | None = None) -> tuple[int, float]:
+        """start() and wait(), with no gap between them where an interrupt is not handled."""
+        try:
+            self.start()
+            return self.wait(timeout, on_hang)
+        except BaseException:
+            self.stop()
+            raise
 
     def wait(self, timeout: float | None = None,
              on_hang: Callable[[], str] | None = None) -> tuple[int, float]:
@@ -226,10 +253,7 @@ class FioProcess:
                                        f"stopped answering{told}")
                 time.sleep(0.05)
         except BaseException:
-            _kill_group(self.proc)
-            if self.started is not None:
-                kill_tree(self.started)  # its job processes, in sessions of their own
-            self.reaped = True
+            self.stop()
             raise
         self.reaped = True
         leftovers.done(self.entry)
@@ -241,8 +265,7 @@ def run_fio(args: list[str], output: str, timeout: float | None = None,
             on_hang: Callable[[], str] | None = None) -> None:
     """Run fio to completion, unmeasured (layout); raise MeasurementError on failure."""
     proc = FioProcess(args, output + ".log")
-    proc.start()
-    code, _cpu = proc.wait(timeout, on_hang)
+    code, _cpu = proc.run(timeout, on_hang)
     check_exit(code, output)
 
 

@@ -261,9 +261,8 @@ class Workspace:
 
         fio_io = progress.TreeIo(lambda: proc.proc.pid if proc.proc else None)
         with self._window(label, fio_io, on_exit=proc.stop_now, timed_io=True) as w:
-            proc.start()
             try:
-                code, fio_cpu = proc.wait(self.deadline(job), self.on_hang)
+                code, fio_cpu = proc.run(self.deadline(job), self.on_hang)
             except WorkloadHung as exc:
                 raise WorkloadHung(f"{label}: {exc}") from None
             fio_engine.check_exit(code, out + ".json")
