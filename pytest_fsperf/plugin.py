@@ -316,7 +316,8 @@ def _judge(item: pytest.Item) -> list[str]:
                if state.earlier_name else None)
     tolerance = for_item(s, "tolerance", plan.tolerance, "fsperf marker tolerance").value
     builds = [c for c in record.comparisons if c.kind.is_gate]
-    j = judge_item(plan, record.results, baseline, s.gate == "baseline", earlier, tolerance, builds)
+    j = judge_item(plan, record.results, baseline, s.gate == "baseline", earlier, tolerance, builds,
+                   s.scale)
     record.judgement = j
     failures = list(j.failures)
     if s.inconclusive == "fail":
@@ -355,6 +356,7 @@ def _rows(item: pytest.Item, record: ItemRecord) -> list[dict[str, object]]:
         data["verdict"] = j.outcomes.get(r.name, Outcome.NOT_JUDGED).value
         data["failures"] = j.lines_of(r.name)
         data["baseline_checks"] = [c.to_dict() for c in j.checks.get(r.name, [])]
+        data["baseline"] = j.baseline if r.name in j.checks else None
         data["baseline_key"], data["baseline_entry"] = key_of(r), entry_of(r)
         data["fingerprint"] = runs.fingerprint(r.scenario, r.options, r.mount, env)
         earlier = j.earlier.get(r.name)

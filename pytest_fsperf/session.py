@@ -102,13 +102,26 @@ class Target:
                 self.owned.remount(wipe=False)
             except MeasurementError as exc:
                 return f"{path} ({exc})"
-        try:
-            shutil.rmtree(path)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            return f"{path} ({exc.strerror or exc})"
+        for attempt in (1, 2):
+            try:
+                shutil.rmtree(path)
+                return None
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                # rclone refuses (EIO) to delete a file it is still uploading: wait for its
+                # uploads to settle, then try once more.
+                if attempt == 2 or not self._settle():
+                    return f"{path} ({exc.strerror or exc})"
         return None
+
+    def _settle(self) -> bool:
+        """Wait for an owned mount's pending uploads, where its backend can tell."""
+        owned = self.owned
+        if owned is None or owned.backend.settle is None or not owned.alive():
+            return False
+        owned.backend.settle(owned.rendered)
+        return True
 
     def close(self) -> list[str]:
         """Remove the work root, then unmount. Returns what was left behind."""
@@ -258,6 +271,9 @@ class FsperfSession:
             except (OSError, LookupError):
                 pass
             env = environment(target.path, mount, lookup, self.settings.scale, self.embedded)
+            if target.owned:
+                env["backend"] = target.owned.backend.name
+                env["source_note"] = _source_note(target.owned)
             self._env = mask(env, target.owned.rendered.secrets) if target.owned else env
         return self._env
 
@@ -279,3 +295,12 @@ class FsperfSession:
             shutil.rmtree(self._local, ignore_errors=True)
             leftovers.done(self._local_entry)
             self._local = None
+
+
+def _source_note(owned: MountedFs) -> str:
+    """What an owned mount measures when its backend can reach a bucket but was given none."""
+    wants_bucket = any("{bucket}" in d for choices in owned.backend.defaults.values() for d in choices)
+    if wants_bucket and not owned.rendered.fields.get("bucket"):
+        return (f"a local directory, not object storage: {owned.backend.name} was given no bucket "
+                "and endpoint (set them in --fsperf-backend-config to measure a bucket)")
+    return ""

@@ -22,14 +22,24 @@ class Check:
     documented: float
     printed: str  # as the baseline printed it
     ratio: float | None  # measured / documented
-    ok: bool | None  # within tolerance; None: not measured
+    ok: bool | None  # within tolerance; None: not measured, or not comparable (note says)
+    high: float | None = None  # a documented range's top
+    note: str = ""  # why the figure is not judged
+
+    @property
+    def shown(self) -> str:
+        """The documented figure in the unit the measured one is shown in."""
+        low = SHOW[self.metric](self.documented)
+        if self.high is None or self.high == self.documented:
+            return low
+        return f"{low} to {SHOW[self.metric](self.high)}"
 
     def message(self, workload: str, tolerance: float) -> str:
         shown = SHOW[self.metric](self.measured) if self.measured is not None else "-"
         bound = f"{100 * (1 - tolerance):g}% of" if self.metric == "bw" else f"{100 * (1 + tolerance):g}% of"
         op = "<" if self.metric == "bw" else ">"
         return (f"{workload}: {LABELS[self.metric]} {shown} {op} {bound} {self.baseline}'s "
-                f"{self.printed} ({self.key})")
+                f"{self.shown} ({self.key})")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -39,11 +49,23 @@ def key_of(result: WorkloadResult) -> str:
     return result.scenario or f"{result.test}:{result.name}"
 
 
-def check(result: WorkloadResult, baseline: Baseline, tolerance: float) -> list[Check]:
+def scale_mismatch(baseline: Baseline, scale: float | None) -> str:
+    """A saved baseline measured at another --fsperf-scale: its figures do not compare."""
+    saved = baseline.data.get("scale")
+    if baseline.origin == "shipped" or scale is None or not isinstance(saved, int | float):
+        return ""
+    if abs(saved - scale) <= 1e-12 * max(abs(saved), abs(scale)):
+        return ""
+    return f"saved at scale {saved:g}, measured at {scale:g}: not compared"
+
+
+def check(result: WorkloadResult, baseline: Baseline, tolerance: float,
+          scale: float | None = None) -> list[Check]:
     key = key_of(result)
     entry = baseline.entry(key)
     if entry is None:
         return []
+    mismatch = scale_mismatch(baseline, scale)
     measured = result.metrics()
     checks = []
     for metric, figure in entry.items():
@@ -52,14 +74,16 @@ def check(result: WorkloadResult, baseline: Baseline, tolerance: float) -> list[
         documented = float(figure["value"])
         value = measured.get(METRICS[metric])
         ratio = value / documented if value is not None and documented else None
-        if value is None:
+        if value is None or mismatch:
             ok = None
         elif metric == "bw":
             ok = value >= documented * (1 - tolerance)
         else:
             ok = value <= documented * (1 + tolerance)
+        high = figure.get("high")
         checks.append(Check(baseline.name, key, metric, value, documented,
-                            str(figure.get("printed", "")), ratio, ok))
+                            str(figure.get("printed", "")), ratio, ok,
+                            float(high) if isinstance(high, int | float) else None, mismatch))
     return checks
 
 

@@ -45,6 +45,7 @@ class Judgement:
     notes: list[str] = field(default_factory=list)  # shown with failures (e.g. "not judged")
     checks: dict[str, list[Check]] = field(default_factory=dict)  # against the baseline
     earlier: dict[str, runs.RunComparison] = field(default_factory=dict)  # against a saved run
+    baseline: dict[str, Any] | None = None  # the baseline named: name, origin, hardware, scale
 
     def lines_of(self, workload: str) -> list[str]:
         """The failure and inconclusive lines behind one workload's outcome."""
@@ -53,7 +54,8 @@ class Judgement:
 
 def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | None = None,
                gated: bool = False, earlier: Earlier | None = None,
-               tolerance: float = 0.10, builds: Sequence[Comparison] = ()) -> Judgement:
+               tolerance: float = 0.10, builds: Sequence[Comparison] = (),
+               scale: float | None = None) -> Judgement:
     """Raises UsageError for thresholds no workload of the test can answer. `builds`: the
     release gate's comparisons of the candidate build against the reference."""
     verdict = judge(plan, results)
@@ -61,8 +63,10 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
                   list(verdict.notes))
     judged = [r for r in results if r.judged]
     if baseline is not None:
+        j.baseline = {"name": baseline.name, "origin": baseline.origin,
+                      "hardware": baseline.data.get("hardware"), "scale": baseline.data.get("scale")}
         for r in judged:
-            j.checks[r.name] = check(r, baseline, tolerance)
+            j.checks[r.name] = check(r, baseline, tolerance, scale)
             for c in j.checks[r.name]:
                 if gated and c.ok is False:
                     j.failures.append(c.message(r.name, tolerance))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import socket
+import time
 from importlib import metadata
 from typing import Any
 
@@ -66,6 +67,7 @@ def environment(path: str, mount: Mount | None, lookup: Lookup | None,
     from .. import __version__
 
     return {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "kernel": platform.release(),
         "os": _os_name(),
         "machine": {

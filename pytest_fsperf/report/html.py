@@ -77,7 +77,9 @@ def _section(s: Section) -> str:
 
 def document(view: View) -> str:
     bw, cpu, mem = view.charts or (None, None, None)
-    body = [f"<h1>pytest-fsperf</h1><p>{_esc(view.machine)}</p>",
+    facts = "".join(f"<tr><th>{_esc(what)}</th><td>{_esc(value)}</td></tr>"
+                    for what, value in view.header)
+    body = [f'<h1>pytest-fsperf</h1><table class="facts">{facts}</table>',
             _table(view.results, verdict_column=True),
             "<ul>" + "".join(f"<li>{_esc(n)}</li>" for n in view.notes) + "</ul>",
             "<h2>Bandwidth</h2>" + bar_chart(bw)]

@@ -30,7 +30,7 @@ def _block(lines: list[str]) -> list[str]:
 
 
 def document(view: View) -> str:
-    out = ["## pytest-fsperf", "", _text(view.machine), "",
+    out = ["## pytest-fsperf", "", *(f"- **{what}**: {_text(value)}" for what, value in view.header), "",
            f"**{len(view.verdicts)} workloads**, {view.failing} failing, {view.unsure} inconclusive", ""]
     if view.results.rows:
         out += [*_table(view.results.header, list(view.results.rows)), ""]

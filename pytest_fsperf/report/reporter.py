@@ -43,6 +43,7 @@ class Reporter:
         self.state = state
         self.is_worker = hasattr(config, "workerinput")
         self.output_errors: list[str] = []  # files that could not be written
+        self.env: dict[str, Any] | None = None  # read at the session's end, for every report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.state.results.extend(getattr(report, "fsperf_results", None) or [])
@@ -58,7 +59,7 @@ class Reporter:
         if not state.results and not state.leftovers:
             return
         terminalreporter.write_sep("=", "fsperf")
-        for line in terminal.render(self.view()):
+        for line in terminal.render(self.view(self.env)):
             terminalreporter.write_line(line)
         if state.saved_run is not None:
             terminalreporter.write_line(f"fsperf run saved: {state.saved_run}")
@@ -75,10 +76,11 @@ class Reporter:
         outputs = (s.json_path, s.save, s.save_baseline, s.markdown_path, s.html_path,
                    s.benchmark_json, s.action_prefix)
         wanted = not self.is_worker and any(o is not None for o in outputs)
-        env = state.final_environment() if wanted else None  # while the mounts are up
+        if not self.is_worker and (wanted or state.results):
+            self.env = state.final_environment()  # while the mounts are up
         state.close()  # unmounts whatever a fixture teardown did not (e.g. after Ctrl-C)
-        if env is not None:
-            self._write(env)
+        if wanted and self.env is not None:
+            self._write(self.env)
         if self.output_errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

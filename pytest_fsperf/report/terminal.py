@@ -24,8 +24,13 @@ def section(s: Section) -> list[str]:
     return [s.title, *(f"  {line}" for line in s.lines), *(table(s.table, "  ") if s.table else [])]
 
 
+def facts(view: View) -> list[str]:
+    return align(tuple((f"{what}:", value) for what, value in view.header))
+
+
 def render(view: View) -> list[str]:
-    lines = [*table(view.results), *view.notes] if view.results.rows else []
+    lines = facts(view) if view.header else []
+    lines += [*table(view.results), *view.notes] if view.results.rows else []
     for s in view.sections:
         lines += section(s)
     return lines

@@ -60,7 +60,7 @@ class Figure:
 
 @dataclass(frozen=True)
 class View:
-    machine: str
+    header: tuple[tuple[str, str], ...]  # (what, value): the filesystem, machine, date, scale
     results: Table
     verdicts: tuple[Outcome, ...]
     notes: tuple[str, ...]
@@ -232,22 +232,56 @@ def comparison(c: Mapping[str, Any]) -> Section:
     return Section(f"{what} {short_test(c)} {c['name']} on {c['backend']}: {how}", lines, table, chart)
 
 
-def baseline_checks(results: list[Row], gated: bool) -> Section | None:
-    """Measured / documented per scenario and figure, for every baseline a test named."""
-    found = [(r, c) for r in results for c in r.get("baseline_checks", [])]
-    if not found:
+def baseline_checks(results: list[Row], gated: bool, scale: object = None) -> Section | None:
+    """Measured / documented per scenario and figure, for every baseline a test named; the
+    workloads it has no figure for; where the figures came from."""
+    named = [r for r in results if r.get("baseline") or r.get("baseline_checks")]
+    if not named:
         return None
-    names = sorted({c["baseline"] for _r, c in found})
+    infos = {info["name"]: info for r in named for info in _infos(r)}
     how = "gated (--fsperf-gate=baseline)" if gated else "shown, not gated (--fsperf-gate=baseline gates)"
+    lines = [_origin(info, scale) for info in infos.values()]
+    missing = sorted({f"{r.get('baseline_key')} ({r['baseline']['name']})" for r in named
+                      if r.get("baseline") and not r.get("baseline_checks")})
+    if missing:
+        lines.append(f"no documented figure, not compared: {', '.join(missing)}")
     rows = []
-    for r, c in found:
-        measured = BASELINE_SHOW[c["metric"]](c["measured"]) if c["measured"] is not None else "-"
-        ratio = f"{c['ratio']:.2f}" if c["ratio"] is not None else "-"
-        mark = {True: "ok", False: "below" if c["metric"] == "bw" else "above", None: "-"}[c["ok"]]
-        rows.append((short_test(r), c["key"], c["metric"], measured, c["printed"], ratio, mark))
-    table = Table(("test", "scenario", "figure", "measured", "documented", "ratio", ""), tuple(rows),
-                  frozenset((3, 4, 5)))
-    return Section(f"baseline {', '.join(names)}: measured / documented, {how}", (), table)
+    for r in named:
+        for c in r.get("baseline_checks", []):
+            measured = BASELINE_SHOW[c["metric"]](c["measured"]) if c["measured"] is not None else "-"
+            ratio = f"{c['ratio']:.2f}" if c["ratio"] is not None else "-"
+            mark = c.get("note") or {True: "ok", False: "below" if c["metric"] == "bw" else "above",
+                                     None: "-"}[c["ok"]]
+            rows.append((short_test(r), c["key"], c["metric"], measured, _documented(c), ratio, mark))
+    saved = all(info.get("origin") not in ("shipped", None) for info in infos.values())
+    column = "saved" if saved else "documented"
+    table = (Table(("test", "scenario", "figure", "measured", column, "ratio", ""), tuple(rows),
+                   frozenset((3, 4, 5))) if rows else None)
+    return Section(f"baseline {', '.join(infos)}: measured / {column}, {how}", tuple(lines), table)
+
+
+def _infos(r: Row) -> list[dict[str, Any]]:
+    if r.get("baseline"):
+        return [r["baseline"]]
+    return [{"name": c["baseline"]} for c in r.get("baseline_checks", [])]
+
+
+def _documented(c: Mapping[str, Any]) -> str:
+    show = BASELINE_SHOW[c["metric"]]
+    high = c.get("high")
+    low = show(c["documented"])
+    return low if high is None or high == c["documented"] else f"{low} to {show(high)}"
+
+
+def _origin(info: Mapping[str, Any], scale: object) -> str:
+    here = f"measured here at scale {scale:g}" if isinstance(scale, int | float) else "measured here"
+    if "origin" not in info:
+        return f"{info['name']}: {here}"
+    if info.get("origin") == "shipped":
+        return (f"{info['name']}: documented at full scale on {info.get('hardware') or '?'}; "
+                f"{here}: read the ratios as shapes, not as a verdict on this machine")
+    return (f"{info['name']}: saved by an earlier run ({info.get('origin')}) at scale "
+            f"{info.get('scale')} on {info.get('hardware') or '?'}; {here}")
 
 
 def run_comparisons(results: list[Row]) -> Section | None:
@@ -285,18 +319,51 @@ def _charts(results: list[Row]) -> tuple[Chart, ...]:
             Chart("daemon peak memory", METRICS["daemon_rss"], tuple(by_metric["daemon_rss"])))
 
 
-def machine(env: Mapping[str, Any]) -> str:
-    m = env.get("machine", {})
+def header(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """What was measured, where and when: the facts a reader needs before any figure."""
+    m = env.get("machine") or {}
     mount = env.get("mount") or {}
-    return (f"{m.get('cpus')} CPUs ({m.get('cpu_model')}), kernel {env.get('kernel')}, "
-            f"fio {env.get('fio') or '-'}, scale {env.get('scale')}"
-            + (f", {mount.get('fstype')} at {mount.get('mount_point')}" if mount else ""))
+    daemon = env.get("daemon") or {}
+    backend = env.get("backend")
+    path, point = mount.get("path", "?"), mount.get("mount_point", "?")
+    fs = f"{mount.get('fstype', '?')} at {path}" + (f", mounted at {point}" if point != path else "")
+    if env.get("embedded_default"):
+        fs += "; the embedded default: a fresh directory on the local disk, no FUSE daemon"
+    source = str(mount.get("source") or "-")
+    if env.get("source_note"):
+        source += f" ({env['source_note']})"
+    mem = m.get("mem_total_bytes")
+    facts = [
+        ("filesystem", fs),
+        ("backend", f"{backend}, mounted by the plugin" if backend else "an existing mount"),
+        ("source", source),
+        ("mount options", " ".join(o for o in (mount.get("options"), mount.get("super_options")) if o)
+         or "-"),
+        ("daemon", (f"{' '.join(daemon.get('cmdline') or [])} (PID {daemon.get('pid')})"
+                    if daemon else str(env.get("daemon_note") or "none found"))),
+        ("machine", f"{m.get('hostname', '?')}: {m.get('cpus')} CPUs ({m.get('cpu_model')}), "
+                    + (f"{float(mem) / 2**30:.0f} GiB RAM, " if mem else "")
+                    + f"{env.get('os') or '?'}, kernel {env.get('kernel')}"),
+        ("tools", f"fio {env.get('fio') or '-'}, pytest-fsperf {env.get('pytest_fsperf', '?')}"),
+        ("date", str(env.get("date") or "-")),
+        ("scale", _scale(env.get("scale"))),
+    ]
+    return tuple(facts)
+
+
+def _scale(scale: object) -> str:
+    if not isinstance(scale, int | float):
+        return "-"
+    if scale == 1:
+        return "1 (the documented sizes)"
+    return f"{scale:g} of the documented sizes and file counts"
 
 
 def build(env: Mapping[str, Any], results: list[Row], comparisons: Iterable[Mapping[str, Any]],
           gated: bool) -> View:
     sections = [comparison(c) for c in comparisons]
-    sections += [s for s in (baseline_checks(results, gated), run_comparisons(results)) if s]
-    return View(machine(env), Table(HEADER, tuple(row(r) for r in results), frozenset(range(2, 7))),
+    sections += [s for s in (baseline_checks(results, gated, env.get("scale")),
+                             run_comparisons(results)) if s]
+    return View(header(env), Table(HEADER, tuple(row(r) for r in results), frozenset(range(2, 7))),
                 tuple(Outcome.of(r.get("verdict")) for r in results),
                 tuple(notes(results)) if results else (), _charts(results), tuple(sections))

@@ -1,0 +1,245 @@
+"""The `fsperf` command (also `python -m pytest_fsperf`): a measurement without writing a test
+file. `bench` runs a shipped suite through pytest with this plugin (the same tests, flags and
+reports as `pytest --pyargs pytest_fsperf.suites.NAME`, which it prints); `compare-runs`
+judges one saved run against another; `baselines` lists the documented figures shipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shlex
+import statistics
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from . import runs, units
+from .baselines import load as load_baseline
+from .baselines import shipped_names
+from .errors import UsageError
+
+SUITES = ("ossfs2", "ossfs1", "fluid", "juicefs_bench")
+DEFAULT_SCALE = 0.01
+USAGE_ERROR = 4  # as pytest's: the command line was wrong
+EXIT_CODES = """exit codes (pytest's, for CI):
+  0  every test passed: thresholds, baseline gate, comparisons
+  1  a test failed: a threshold or gated baseline missed, a regression, or (by default)
+     an inconclusive comparison (--inconclusive=warn makes that a warning)
+  2  interrupted (Ctrl-C, SIGTERM); mounts and processes were cleaned up
+  3  an internal error of pytest or the plugin
+  4  a usage error: a flag, file or name was wrong (one line on stderr says which)
+  5  no test ran (e.g. -k matched nothing)"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that fails with one line and pytest's usage-error code."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def _suite_line(name: str) -> str:
+    """The suite's first sentence, wrapped."""
+    doc = " ".join((importlib.import_module(f"pytest_fsperf.suites.{name}").__doc__ or "").split())
+    first = doc.split(". ")[0].rstrip(".") + "."
+    return textwrap.fill(first, 88, initial_indent=f"  {name:<14} ", subsequent_indent=" " * 17)
+
+
+def parser() -> Parser:
+    top = Parser(prog="fsperf", formatter_class=argparse.RawDescriptionHelpFormatter,
+                 description="Filesystem performance checks for FUSE mounts over object "
+                             "storage, as pytest tests.", epilog=EXIT_CODES)
+    sub = top.add_subparsers(dest="command", required=True, parser_class=Parser)
+    bench = sub.add_parser(
+        "bench", formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="run a shipped suite of workloads on a mount and print the figures",
+        description="Run a shipped suite (fio jobs, small-file and metadata workloads from the "
+                    "published benchmarks) on MOUNT, measuring bandwidth, IOPS, latency and the "
+                    "FUSE daemon's CPU%% and peak memory. Sizes are the documents' (100 GB "
+                    "files, 100,000 small files) times --scale.",
+        epilog="suites:\n" + "\n".join(_suite_line(s) for s in SUITES) + "\n\n" + EXIT_CODES
+               + "\n\nexample:\n  fsperf bench /mnt/ossfs2 --suite ossfs2 --scale 0.01 "
+                 "--baseline ossfs-2.0.4 --html report.html")
+    bench.add_argument("mount", nargs="?", metavar="MOUNT",
+                       help="an existing mount point to measure (the daemon is found from it); "
+                            "leave out with --backend, or for a fresh local directory")
+    bench.add_argument("--backend", metavar="NAME",
+                       help="mount this backend itself instead (bindfs, rclone, s3fs, ... over a "
+                            "local MinIO where it needs one), and unmount it after")
+    bench.add_argument("--suite", default="ossfs2", choices=SUITES, metavar="NAME",
+                       help="which suite (default ossfs2; listed below)")
+    bench.add_argument("--scale", default=DEFAULT_SCALE, type=float, metavar="FACTOR",
+                       help=f"multiply every size and file count (default {DEFAULT_SCALE}: "
+                            "1 GiB instead of 100 GiB)")
+    bench.add_argument("--baseline", metavar="NAME",
+                       help="show measured / documented per scenario (see `fsperf baselines`)")
+    bench.add_argument("--gate", action="store_true",
+                       help="with --baseline: a figure worse than documented beyond the "
+                            "tolerance fails")
+    bench.add_argument("--rounds", type=int, metavar="N", help="run each workload N times")
+    bench.add_argument("--tolerance", metavar="PERCENT", help="default 10%%")
+    bench.add_argument("--inconclusive", choices=("fail", "warn"),
+                       help="whether an undecided comparison fails the test (default fail)")
+    bench.add_argument("--save", metavar="NAME", help="save this run (.fsperf/runs/NAME.json)")
+    bench.add_argument("--compare", metavar="NAME",
+                       help="compare with a saved run ('latest': the newest that matches)")
+    bench.add_argument("--reference", metavar="BINARY",
+                       help="with --backend: gate the backend's binary on PATH against this "
+                            "reference build, interleaved")
+    bench.add_argument("--html", metavar="PATH", help="write the HTML report")
+    bench.add_argument("--json", metavar="PATH", help="write every figure as JSON")
+    bench.add_argument("--markdown", metavar="PATH", help="write the Markdown report")
+    bench.add_argument("-k", metavar="EXPR", dest="keyword",
+                       help="only scenarios matching EXPR (pytest -k), e.g. 'seq_read'")
+    bench.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="-- PYTEST ARGS",
+                       help="anything after -- goes to pytest unchanged")
+    cmp = sub.add_parser("compare-runs", help="judge saved run NEW against saved run BASE",
+                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_CODES,
+                         description="Every workload of NEW against the same workload of BASE "
+                                     "(same fingerprint: workload, scale, filesystem, mount "
+                                     "options, kernel, machine): median ratio, 95% interval, "
+                                     "outcome, as --fsperf-compare judges.")
+    cmp.add_argument("base", metavar="BASE", help="a saved run's name, or a path to its .json")
+    cmp.add_argument("new", metavar="NEW", help="likewise")
+    cmp.add_argument("--storage", metavar="DIR", default=".fsperf/runs",
+                     help="where the runs are saved (default .fsperf/runs)")
+    cmp.add_argument("--tolerance", metavar="PERCENT", default="10%", help="default 10%%")
+    cmp.add_argument("--inconclusive", choices=("fail", "warn"), default="fail",
+                     help="whether an undecided comparison fails (exit 1; default)")
+    base = sub.add_parser("baselines", help="list the documented baselines shipped, or one's figures")
+    base.add_argument("name", nargs="?", metavar="NAME", help="show this baseline's figures")
+    return top
+
+
+def bench_args(a: argparse.Namespace) -> list[str]:
+    """The pytest command line `fsperf bench` runs (raises UsageError for a bad value)."""
+    where = "fsperf bench"
+    if a.mount is not None and a.backend:
+        raise UsageError(f"{where}: give MOUNT or --backend, not both")
+    if a.mount is not None and not os.path.isdir(a.mount):
+        raise UsageError(f"{where}: MOUNT {a.mount!r} is not a directory")
+    if not 0 < a.scale <= 1:
+        raise UsageError(f"{where}: --scale={a.scale:g} must be above 0 and at most 1")
+    if a.gate and not a.baseline:
+        raise UsageError(f"{where}: --gate needs --baseline NAME")
+    args = ["--pyargs", f"pytest_fsperf.suites.{a.suite}", "-p", "no:cacheprovider",
+            f"--fsperf-scale={a.scale:g}"]
+    if a.mount is not None:
+        args.append(f"--fsperf-mount={os.path.abspath(a.mount)}")
+    flags = {"backend": "--fsperf-backend", "baseline": "--fsperf-baseline",
+             "rounds": "--fsperf-rounds", "tolerance": "--fsperf-tolerance",
+             "inconclusive": "--fsperf-inconclusive", "save": "--fsperf-save", "compare": "--fsperf-compare",
+             "reference": "--fsperf-reference", "html": "--fsperf-html",
+             "json": "--fsperf-json", "markdown": "--fsperf-markdown"}
+    args += [f"{flag}={getattr(a, key)}" for key, flag in flags.items()
+             if getattr(a, key) is not None]
+    if a.gate:
+        args.append("--fsperf-gate=baseline")
+    if a.keyword:
+        args += ["-k", a.keyword]
+    extra = list(a.pytest_args)
+    return args + (extra[1:] if extra[:1] == ["--"] else extra)
+
+
+def bench(a: argparse.Namespace) -> int:
+    import pytest  # the command is pytest; the measuring core does not import it
+
+    args = bench_args(a)
+    if a.mount is None and not a.backend:
+        print("fsperf bench: no MOUNT and no --backend: measuring a fresh directory on the local "
+              "disk (no FUSE daemon); name a mount point to measure it", file=sys.stderr)
+    print("fsperf bench runs: pytest " + shlex.join(args), file=sys.stderr, flush=True)
+    return int(pytest.main(args))
+
+
+def _run_doc(ref: str, storage: Path, where: str) -> tuple[str, dict[str, object]]:
+    path = Path(ref)
+    if ref.endswith(".json") or os.sep in ref:
+        if not path.is_file():
+            raise UsageError(f"{where}: no saved run file {ref!r}")
+        return path.stem, runs.load(path.parent, path.stem, where)[0][1]
+    if ref == "latest":
+        raise UsageError(f"{where}: name a run ('latest' is for --fsperf-compare)")
+    return runs.load(storage, ref, where)[0]
+
+
+def compare_runs(a: argparse.Namespace) -> int:
+    where = "fsperf compare-runs"
+    try:
+        tolerance = units.parse_percent(a.tolerance) / 100
+    except ValueError as exc:
+        raise UsageError(f"{where}: --tolerance: {exc}") from None
+    storage = Path(a.storage)
+    base_name, base = _run_doc(a.base, storage, where)
+    new_name, new = _run_doc(a.new, storage, where)
+    old_rows = {f"{r['test']}::{r['name']}": r for r in base["results"]}  # type: ignore[attr-defined]
+    rows, failing, unsure = [], 0, 0
+    for r in new["results"]:  # type: ignore[attr-defined]
+        key = f"{r['test']}::{r['name']}"
+        old = old_rows.get(key)
+        if old is None:
+            rows.append((key, "-", "-", "-", "-", f"not in {base_name}"))
+            unsure += 1
+            continue
+        c = runs.compare(base_name, key, old, r, tolerance)
+        fig: Callable[[float], str] = units.format_rate if c.metric == "bw" else units.format_count
+        band = (f"{c.ci_low:.3f} to {c.ci_high:.3f}" if c.ci_low is not None and c.ci_high is not None
+                else "-")
+        rows.append((key, _shown(fig, c.old), _shown(fig, c.new),
+                     f"{c.ratio:.3f}x" if c.ratio is not None else "-", band, c.outcome))
+        failing += c.outcome == runs.REGRESSION
+        unsure += c.outcome in (runs.INCONCLUSIVE, runs.INCOMPARABLE, runs.MACHINE_CHANGED)
+        if c.outcome not in (runs.PASS, runs.IMPROVEMENT):
+            print(c.message(tolerance), file=sys.stderr)
+    head = ("workload", base_name, new_name, "ratio", "95% interval", "outcome")
+    _table([head, *rows])
+    print(f"{len(rows)} workloads: {failing} regressed, {unsure} undecided "
+          f"(tolerance {100 * tolerance:g}%)")
+    if failing or (unsure and a.inconclusive == "fail"):
+        return 1
+    return 0
+
+
+def _shown(fig: Callable[[float], str], values: list[float]) -> str:
+    """The median of a side's rounds, as the reports show figures."""
+    return fig(statistics.median(values)) if values else "-"
+
+
+def _table(rows: Sequence[Sequence[str]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+
+
+def baselines(a: argparse.Namespace) -> int:
+    root = Path.cwd()
+    if a.name is None:
+        rows = [("name", "system", "measured on", "scenarios")]
+        for name in shipped_names():
+            b = load_baseline(name, root, "fsperf baselines")
+            rows.append((name, f"{b.data.get('system', '')} {b.data.get('version', '')}".strip(),
+                         str(b.data.get("hardware", "-")), ", ".join(b.data.get("entries", {}))))
+        _table(rows)
+        print("documented at full scale on the machines named; compare with --baseline NAME")
+        return 0
+    b = load_baseline(a.name, root, "fsperf baselines")
+    print(f"{b.name}: {b.data.get('system', '')} {b.data.get('version', '')} ({b.origin}); "
+          f"measured on {b.data.get('hardware', '?')}; source {b.data.get('source', '?')}")
+    rows = [("scenario", "bandwidth", "daemon CPU", "daemon memory")]
+    for scenario, entry in b.data.get("entries", {}).items():
+        rows.append((scenario, *(str(entry.get(k, {}).get("printed", "-")) for k in ("bw", "cpu", "rss"))))
+    _table(rows)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    try:
+        return {"bench": bench, "compare-runs": compare_runs, "baselines": baselines}[a.command](a)
+    except UsageError as exc:
+        print(f"fsperf: error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
