@@ -20,6 +20,7 @@ from typing import NoReturn
 from . import runs, units
 from .baselines import load as load_baseline
 from .baselines import shipped_names
+from .baselines.check import SHOW
 from .errors import UsageError
 
 SUITES = ("ossfs2", "ossfs1", "fluid", "juicefs_bench")
@@ -56,11 +57,13 @@ def parser() -> Parser:
     sub = top.add_subparsers(dest="command", required=True, parser_class=Parser)
     bench = sub.add_parser(
         "bench", formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="fsperf bench [MOUNT] [options] [-- PYTEST ARGS]",
         help="run a shipped suite of workloads on a mount and print the figures",
         description="Run a shipped suite (fio jobs, small-file and metadata workloads from the "
                     "published benchmarks) on MOUNT, measuring bandwidth, IOPS, latency and the "
                     "FUSE daemon's CPU%% and peak memory. Sizes are the documents' (100 GB "
-                    "files, 100,000 small files) times --scale.",
+                    "files, 100,000 small files) times --scale. Anything after -- goes to "
+                    "pytest unchanged (e.g. -- --fsperf-rounds=3 -v).",
         epilog="suites:\n" + "\n".join(_suite_line(s) for s in SUITES) + "\n\n" + EXIT_CODES
                + "\n\nexample:\n  fsperf bench /mnt/ossfs2 --suite ossfs2 --scale 0.01 "
                  "--baseline ossfs-2.0.4 --html report.html")
@@ -95,8 +98,6 @@ def parser() -> Parser:
     bench.add_argument("--markdown", metavar="PATH", help="write the Markdown report")
     bench.add_argument("-k", metavar="EXPR", dest="keyword",
                        help="only scenarios matching EXPR (pytest -k), e.g. 'seq_read'")
-    bench.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="-- PYTEST ARGS",
-                       help="anything after -- goes to pytest unchanged")
     cmp = sub.add_parser("compare-runs", help="judge saved run NEW against saved run BASE",
                          formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_CODES,
                          description="Every workload of NEW against the same workload of BASE "
@@ -141,8 +142,7 @@ def bench_args(a: argparse.Namespace) -> list[str]:
         args.append("--fsperf-gate=baseline")
     if a.keyword:
         args += ["-k", a.keyword]
-    extra = list(a.pytest_args)
-    return args + (extra[1:] if extra[:1] == ["--"] else extra)
+    return args + list(getattr(a, "pytest_args", []))
 
 
 def bench(a: argparse.Namespace) -> int:
@@ -218,28 +218,47 @@ def _table(rows: Sequence[Sequence[str]]) -> None:
 def baselines(a: argparse.Namespace) -> int:
     root = Path.cwd()
     if a.name is None:
-        rows = [("name", "system", "measured on", "scenarios")]
+        rows: list[tuple[str, ...]] = [("name", "system", "scenarios with figures")]
         for name in shipped_names():
             b = load_baseline(name, root, "fsperf baselines")
             rows.append((name, f"{b.data.get('system', '')} {b.data.get('version', '')}".strip(),
-                         str(b.data.get("hardware", "-")), ", ".join(b.data.get("entries", {}))))
+                         ", ".join(b.data.get("entries", {}))))
         _table(rows)
-        print("documented at full scale on the machines named; compare with --baseline NAME")
+        print("documented at full scale on the machines they name (fsperf baselines NAME); "
+              "compare with fsperf bench --baseline NAME")
         return 0
     b = load_baseline(a.name, root, "fsperf baselines")
     print(f"{b.name}: {b.data.get('system', '')} {b.data.get('version', '')} ({b.origin}); "
           f"measured on {b.data.get('hardware', '?')}; source {b.data.get('source', '?')}")
-    rows = [("scenario", "bandwidth", "daemon CPU", "daemon memory")]
+    rows = [("scenario", "bandwidth", "daemon CPU", "daemon memory")]  # a second table
     for scenario, entry in b.data.get("entries", {}).items():
-        rows.append((scenario, *(str(entry.get(k, {}).get("printed", "-")) for k in ("bw", "cpu", "rss"))))
+        rows.append((scenario, *(_figure(key, entry.get(key)) for key in ("bw", "cpu", "rss"))))
     _table(rows)
     return 0
 
 
+def _figure(key: str, figure: object) -> str:
+    """A documented figure in the unit reports show measured ones in; a range as low to high."""
+    if not isinstance(figure, dict):
+        return "-"
+    low, high = figure["value"], figure.get("high")
+    shown = SHOW[key](low)
+    return shown if high is None or high == low else f"{shown} to {SHOW[key](high)}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:  # fsperf bench ... -- PYTEST ARGS
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1:]
     a = parser().parse_args(argv)
+    a.pytest_args = extra
     try:
         return {"bench": bench, "compare-runs": compare_runs, "baselines": baselines}[a.command](a)
     except UsageError as exc:
         print(f"fsperf: error: {exc}", file=sys.stderr)
         return USAGE_ERROR
+    except BrokenPipeError:  # fsperf baselines | head
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -1,0 +1,163 @@
+"""The `fsperf` command, run as a newcomer runs it: `python -m pytest_fsperf ...` in an empty
+directory, on the embedded default, on an existing bindfs mount, on an rclone mount the
+plugin makes; exit codes CI can act on; one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import need, ours
+
+pytestmark = pytest.mark.integration
+
+
+def fsperf(cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest_fsperf", *args], cwd=cwd, text=True,
+                          capture_output=True, timeout=timeout, check=False)
+
+
+def test_help_says_what_each_command_does_and_the_exit_codes(tmp_path):
+    top = fsperf(tmp_path, "--help")
+    assert top.returncode == 0
+    for word in ("bench", "compare-runs", "baselines", "exit codes", "4  a usage error"):
+        assert word in top.stdout
+    bench = fsperf(tmp_path, "bench", "--help")
+    assert bench.returncode == 0
+    for word in ("MOUNT", "--backend", "--scale", "--baseline", "--html", "ossfs2", "ossfs1",
+                 "fluid", "juicefs_bench", "CPU%", "0  every test passed"):
+        assert word in bench.stdout, word
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (("bench", "--suite", "nope"), "argument --suite: invalid choice: 'nope'"),
+    (("bench", "/no/such/mount"), "MOUNT '/no/such/mount' is not a directory"),
+    (("bench", "--scale", "2"), "--scale=2 must be above 0 and at most 1"),
+    (("bench", "--gate"), "--gate needs --baseline NAME"),
+    (("bench", "--scale", "0.001", "--baseline", "nope"), "unknown baseline 'nope'"),
+    (("compare-runs", "a", "b"), "no saved run 'a'"),
+    (("baselines", "nope"), "unknown baseline 'nope' (shipped: "),
+    (("frobnicate",), "invalid choice: 'frobnicate'"),
+])
+def test_usage_errors_are_one_line_and_exit_4(tmp_path, args, needle):
+    r = fsperf(tmp_path, *args)
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert needle in r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_bench_on_the_embedded_default_prints_the_figures_and_what_was_measured(tmp_path):
+    need("fio")
+    r = fsperf(tmp_path, "bench", "--scale", "0.001", "-k", "seq_write_1t or seq_read_1t",
+               "--json", "r.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "pytest --pyargs pytest_fsperf.suites.ossfs2" in r.stderr  # the command it ran
+    assert "no MOUNT and no --backend" in r.stderr
+    for line in ("filesystem:", "the embedded default", "machine:", "date:",
+                 "scale:          0.001 of the documented sizes", "seq_read_1t", "2 passed"):
+        assert line in r.stdout, line
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert sorted(x["name"] for x in doc["results"]) == ["seq_read_1t", "seq_write_1t"]
+    assert doc["environment"]["date"].endswith("UTC")
+    assert not (tmp_path / ".pytest_cache").exists()  # nothing of ours left in the user's cwd
+
+
+def test_bench_on_an_existing_bindfs_mount_names_its_daemon(tmp_path, bindfs):
+    m = bindfs()
+    r = fsperf(tmp_path, "bench", str(m.point), "--scale", "0.001", "-k", "seq_read_1t",
+               "--suite", "ossfs2", "--html", "r.html")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"filesystem:     fuse at {m.point}" in r.stdout or f"fuse.bindfs at {m.point}" in r.stdout
+    assert "backend:        an existing mount" in r.stdout
+    assert f"(PID {m.pid})" in r.stdout
+    page = (tmp_path / "r.html").read_text()
+    assert f"(PID {m.pid})" in page and "scale" in page
+
+
+def test_bench_on_rclone_without_a_bucket_says_it_measured_a_local_directory(tmp_path):
+    """rclone given no bucket mounts a local directory: the header says so. Its write left
+    a file rclone was still uploading, and removing the work dir failed with EIO (seen
+    with this command); the plugin now waits for rclone's uploads and leaves nothing."""
+    need("rclone")
+    need("fio")
+    r = fsperf(tmp_path, "bench", "--backend", "rclone", "--scale", "0.001", "-k",
+               "seq_write_1t")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "backend:        rclone, mounted by the plugin" in r.stdout
+    assert "a local directory, not object storage: rclone was given no bucket" in r.stdout
+    assert "could not remove" not in r.stdout
+    assert ours() == ([], [])
+
+
+def test_a_suite_with_no_documented_figures_says_so(tmp_path):
+    need("fio")
+    r = fsperf(tmp_path, "bench", "--suite", "ossfs1", "--scale", "0.001", "-k",
+               "sysbench_seqrd", "--baseline", "ossfs-1.91.8")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "baseline ossfs-1.91.8" in r.stdout
+    assert "no documented figure, not compared: sysbench_seqrd (ossfs-1.91.8)" in r.stdout
+    assert "documented at full scale on ecs.g9i.48xlarge: 192 vCPU" in r.stdout
+
+
+def test_a_saved_baseline_of_another_scale_is_not_compared(tmp_path):
+    need("fio")
+    saved = fsperf(tmp_path, "bench", "--scale", "0.001", "-k", "seq_write_1t", "--",
+                   "--fsperf-save-baseline=mine")
+    assert saved.returncode == 0, saved.stdout + saved.stderr
+    r = fsperf(tmp_path, "bench", "--scale", "0.002", "-k", "seq_write_1t", "--baseline", "mine",
+               "--gate")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "measured / saved" in r.stdout and "documented" not in r.stdout.split("baseline mine")[1]
+    assert "saved at scale 0.001, measured at 0.002: not compared" in r.stdout
+
+
+def _run(rounds: list[float], canary: float = 1.0) -> dict[str, object]:
+    fingerprint = {"workload": "seq_read_1t", "scale": 0.01, "fs": "fuse.x", "mount_options": "m",
+                   "kernel": "k", "machine": "m"}
+    return {"results": [{"test": "t.py::test_read", "name": "seq_read_1t",
+                         "total": {"bw_bytes": rounds[0], "io_bytes": 1, "ops_per_second": None},
+                         "rounds": [{"bw": v, "ops": None} for v in rounds],
+                         "fingerprint": fingerprint, "canary": [canary] * 3}]}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("new", "code", "outcome"), [
+    ([80e6, 81e6, 79e6, 80e6, 82e6], 1, "regression"),
+    ([100e6, 101e6, 99e6, 100e6, 102e6], 0, "pass"),
+])
+def test_compare_runs_judges_every_workload_and_exits_for_ci(tmp_path, new, code, outcome):
+    runs_dir = tmp_path / ".fsperf" / "runs"
+    runs_dir.mkdir(parents=True)
+    (runs_dir / "base.json").write_text(json.dumps(_run([100e6, 101e6, 99e6, 100e6, 102e6])))
+    (runs_dir / "new.json").write_text(json.dumps(_run(new)))
+    r = fsperf(tmp_path, "compare-runs", "base", "new")
+    assert r.returncode == code, r.stdout + r.stderr
+    assert "t.py::test_read::seq_read_1t" in r.stdout and outcome in r.stdout
+    assert "95% interval" in r.stdout and "1 workloads" in r.stdout
+    by_path = fsperf(tmp_path, "compare-runs", str(runs_dir / "base.json"), str(runs_dir / "new.json"))
+    assert by_path.returncode == code
+
+
+@pytest.mark.unit
+def test_compare_runs_says_when_the_machine_changed(tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps(_run([100e6] * 5, canary=1.0)))
+    (tmp_path / "b.json").write_text(json.dumps(_run([80e6] * 5, canary=0.8)))
+    r = fsperf(tmp_path, "compare-runs", "./a.json", "./b.json")
+    assert r.returncode == 1
+    assert "machine changed" in r.stdout and "canary ran 0.800x as fast" in r.stderr
+    warn = fsperf(tmp_path, "compare-runs", "./a.json", "./b.json", "--inconclusive", "warn")
+    assert warn.returncode == 0
+
+
+@pytest.mark.unit
+def test_baselines_lists_the_shipped_ones_and_shows_one(tmp_path):
+    r = fsperf(tmp_path, "baselines")
+    assert r.returncode == 0
+    assert "ossfs-2.0.4" in r.stdout and "fluid-zos-mem-cloud" in r.stdout
+    one = fsperf(tmp_path, "baselines", "fluid-zos-mem-cloud")
+    assert one.returncode == 0
+    assert "193 MB/s" in one.stdout and "193MB/s-193MB/s" not in one.stdout
