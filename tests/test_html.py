@@ -41,3 +41,57 @@ def test_report_charts_are_drawn_in_chromium(pytester, bindfs):
     assert drawn == {"bandwidth per workload and round": "3", "daemon CPU (100% = one core)": "1",
                      "daemon peak memory": "1"}, out.stdout[:3000]
     assert "test_read" in out.stdout and re.search(r"B/s \[[\d.]+", out.stdout)
+
+
+def test_the_report_is_the_record_of_a_decision(pytester, tmp_path):
+    """Summary first, then what was measured (filesystem, daemon, machine, date, scale), then
+    every outcome with its interval: thresholds, an A/B, a saved-run comparison, each in its
+    own column or section; A/B runs out of the workloads table. Drawn at desktop and phone
+    widths (the screenshots are kept in the test's directory to look at)."""
+    chrome = browser()
+    need_bindfs = shutil.which("bindfs")
+    if need_bindfs is None or shutil.which("fio") is None:
+        pytest.skip("needs bindfs and fio")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf
+
+        @fsperf(min_bw="1KB/s")
+        def test_fast(fsperf):
+            fsperf.fio(rw="write", bs="1M", size="4M", direct=1)
+
+        @fsperf(min_bw="1000GB/s")
+        def test_slow(fsperf):
+            fsperf.fio(rw="write", bs="1M", size="4M", direct=1)
+
+        def test_ab(fsperf):
+            fsperf.compare(dict(rw="read", bs="1M", size="4M"), a=[], b=["-o", "direct_io"],
+                           rounds=2, max_rounds=2)
+    """)
+    base = ["-p", "no:cacheprovider", "--fsperf-backend=bindfs"]
+    pytester.runpytest(*base, "--fsperf-save=base").assert_outcomes(passed=2, failed=1)
+    report = pytester.path / "report.html"
+    r = pytester.runpytest(*base, "--fsperf-compare=base", "--fsperf-inconclusive=warn",
+                           f"--fsperf-html={report}")
+    r.assert_outcomes(passed=2, failed=1)
+    out = subprocess.run([chrome, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--virtual-time-budget=2000", "--dump-dom", report.as_uri()],
+                         capture_output=True, text=True, timeout=120, check=False)
+    page = out.stdout
+    summary = page.index('<section class="summary bad">')
+    assert summary < page.index("What was measured") < page.index("Workloads")
+    assert "FAIL: 2 workloads: 1 failing, " in page  # test_ab's runs are its comparison's
+    assert "FAIL: test_slow write: bandwidth" in page
+    assert re.search(r"A/B test_ab read: bandwidth B/A [\d.]+, [\d.]+% interval", page)
+    for fact in ("filesystem", "fuse at ", "bindfs, mounted by the plugin", "daemon",
+                 "(PID ", "machine", "date", "UTC", "scale"):
+        assert fact in page, fact
+    assert "<th>vs saved run</th>" in page  # saved-run outcomes in their own column
+    assert "against saved run 'base'" in page
+    workloads = page[page.index("Workloads"):page.index("4 runs of A/B comparisons: in their sections")]
+    assert "read[A1]" not in workloads and "test_fast" in workloads
+    for width in (1280, 420):
+        shot = tmp_path / f"report-{width}.png"
+        subprocess.run([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        f"--window-size={width},1600", f"--screenshot={shot}", report.as_uri()],
+                       capture_output=True, timeout=120, check=False)
+        assert shot.stat().st_size > 10_000

@@ -46,6 +46,7 @@ class Judgement:
     checks: dict[str, list[Check]] = field(default_factory=dict)  # against the baseline
     earlier: dict[str, runs.RunComparison] = field(default_factory=dict)  # against a saved run
     baseline: dict[str, Any] | None = None  # the baseline named: name, origin, hardware, scale
+    own: dict[str, Outcome] = field(default_factory=dict)  # per workload, saved runs left out
 
     def lines_of(self, workload: str) -> list[str]:
         """The failure and inconclusive lines behind one workload's outcome."""
@@ -71,6 +72,13 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
                 if gated and c.ok is False:
                     j.failures.append(c.message(r.name, tolerance))
                     j.outcomes[r.name] = Outcome.FAIL
+    for gate in builds:
+        outcome = BUILD_OUTCOMES.get(gate.outcome)
+        if outcome is None:
+            continue
+        (j.failures if outcome.failing else j.unsure).append(gate.message(tolerance))
+        j.outcomes[gate.name] = j.outcomes.get(gate.name, Outcome.NOT_JUDGED).worst(outcome)
+    j.own = dict(j.outcomes)
     if earlier is not None:
         for r in judged:
             saved = earlier.results.get(f"{r.test}::{r.name}")
@@ -88,10 +96,4 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
                 continue
             (j.failures if outcome.failing else j.unsure).append(cmp.message(tolerance, r.name))
             j.outcomes[r.name] = j.outcomes[r.name].worst(outcome)
-    for gate in builds:
-        outcome = BUILD_OUTCOMES.get(gate.outcome)
-        if outcome is None:
-            continue
-        (j.failures if outcome.failing else j.unsure).append(gate.message(tolerance))
-        j.outcomes[gate.name] = j.outcomes.get(gate.name, Outcome.NOT_JUDGED).worst(outcome)
     return j

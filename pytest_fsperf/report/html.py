@@ -14,9 +14,13 @@ W, BAR_H, GAP, LABEL_W = 720, 16, 6, 260
 STYLE = """
 body{font:14px system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
-td:first-child,td:nth-child(2),th{text-align:left}.FAIL,.REGRESSION{color:#b00;font-weight:bold}
-.INCONCLUSIVE,.INCOMPARABLE{color:#a60;font-weight:bold}.pass{color:#070}
-svg text{font:12px system-ui,sans-serif}h2{margin-top:1.6em}
+td:first-child,td:nth-child(2),th{text-align:left}.bad{color:#b00;font-weight:bold}
+.unsure{color:#a60;font-weight:bold}.good{color:#070}
+.summary{border-left:6px solid #070;padding:.2em 1em;background:#f4faf4}
+.summary.bad{border-color:#b00;background:#fdf3f3}.summary.unsure{border-color:#a60;background:#fdf8ef}
+.summary li{margin:.2em 0}.wide{overflow-x:auto;max-width:100%}.facts td{text-align:left;word-break:break-all}
+svg{max-width:100%;height:auto}svg text{font:12px system-ui,sans-serif}h2{margin-top:1.6em}
+@media (max-width:700px){body{margin:.6em;font-size:13px}td,th{padding:2px 4px}}
 """
 SCRIPT = """
 for (const svg of document.querySelectorAll('svg.chart')) {
@@ -44,13 +48,15 @@ def bar_chart(chart: Chart | None) -> str:
     title, show = chart.title, chart.metric.show
     top = max(b.value for b in chart.bars) or 1.0
     height = len(chart.bars) * (BAR_H + GAP) + 24
-    parts = [f'<svg class="chart" width="{W}" height="{height}" role="img" aria-label="{_esc(title)}">',
+    parts = [f'<svg class="chart" width="{W}" height="{height}" viewBox="0 0 {W} {height}" '
+             f'role="img" aria-label="{_esc(title)}">',
              f'<text x="0" y="14" font-weight="bold">{_esc(title)}</text>']
     for i, bar in enumerate(chart.bars):
         colour = FIGURE_COLOURS.get(chart.metric.key, COLOURS[bar.side])
         y = 24 + i * (BAR_H + GAP)
         width = max(1.0, (W - LABEL_W - 90) * bar.value / top)
-        parts.append(f'<text x="0" y="{y + 12}">{_esc(bar.label[:40])}</text>')
+        shown = bar.label if len(bar.label) <= 40 else bar.label[:39] + "\u2026"
+        parts.append(f'<text x="0" y="{y + 12}">{_esc(shown)}</text>')
         parts.append(f'<rect class="mark" x="{LABEL_W}" y="{y}" width="{width:.1f}" height="{BAR_H}" '
                      f'fill="{colour}"><title>{_esc(bar.label)}: {_esc(show(bar.value))}</title></rect>')
         parts.append(f'<text x="{LABEL_W + width + 6:.1f}" y="{y + 12}">{_esc(show(bar.value))}</text>')
@@ -58,15 +64,22 @@ def bar_chart(chart: Chart | None) -> str:
     return "".join(parts)
 
 
-def _table(t: Table, verdict_column: bool = False) -> str:
+OUTCOMES = {"FAIL": "bad", "REGRESSION": "bad", "regression": "bad", "B worse": "bad",
+            "INCONCLUSIVE": "unsure", "INCOMPARABLE": "unsure", "MACHINE CHANGED": "unsure",
+            "inconclusive": "unsure", "incomparable": "unsure", "machine changed": "unsure",
+            "pass": "good", "same": "good", "not worse": "good", "B better": "good",
+            "improvement": "good", "partial": "unsure"}
+
+
+def _cell(text: str) -> str:
+    kind = OUTCOMES.get(text)
+    return f'<td class="{kind}">{_esc(text)}</td>' if kind else f"<td>{_esc(text)}</td>"
+
+
+def _table(t: Table) -> str:
     head = "".join(f"<th>{_esc(h)}</th>" for h in t.header)
-    rows = []
-    for cells in t.rows:
-        tds = "".join(f"<td>{_esc(c)}</td>" for c in (cells[:-1] if verdict_column else cells))
-        if verdict_column:
-            tds += f'<td class="{_esc(cells[-1])}">{_esc(cells[-1])}</td>'
-        rows.append(f"<tr>{tds}</tr>")
-    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+    rows = "".join(f"<tr>{''.join(_cell(c) for c in cells)}</tr>" for cells in t.rows)
+    return f'<div class="wide"><table><tr>{head}</tr>{rows}</table></div>'
 
 
 def _section(s: Section) -> str:
@@ -79,13 +92,22 @@ def document(view: View) -> str:
     bw, cpu, mem = view.charts or (None, None, None)
     facts = "".join(f"<tr><th>{_esc(what)}</th><td>{_esc(value)}</td></tr>"
                     for what, value in view.header)
-    body = [f'<h1>pytest-fsperf</h1><table class="facts">{facts}</table>',
-            _table(view.results, verdict_column=True),
+    decision = view.summary[0].split(":", 1)[0] if view.summary else "PASS"
+    summary = "".join(f"<li>{_esc(line)}</li>" for line in view.summary[1:])
+    tone = {"PASS": "good", "FAIL": "bad"}.get(decision, "unsure")
+    body = ['<h1>pytest-fsperf</h1>',
+            f'<section class="summary {tone}">'
+            f"<p><b>{_esc(view.summary[0] if view.summary else 'no workloads')}</b></p>"
+            + (f"<ul>{summary}</ul>" if summary else "") + "</section>",
+            f'<h2>What was measured</h2><div class="wide"><table class="facts">{facts}</table></div>',
+            "<h2>Workloads</h2>" + _table(view.results),
             "<ul>" + "".join(f"<li>{_esc(n)}</li>" for n in view.notes) + "</ul>",
             "<h2>Bandwidth</h2>" + bar_chart(bw)]
     if (cpu and cpu.bars) or (mem and mem.bars):
         body.append("<h2>FUSE daemon</h2>" + bar_chart(cpu) + bar_chart(mem))
     body += [_section(s) for s in view.sections]
-    return ("<!doctype html><html><head><meta charset=\"utf-8\"><title>pytest-fsperf</title>"
+    return ("<!doctype html><html><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            "<title>pytest-fsperf</title>"
             f"<style>{STYLE}</style></head><body>{''.join(body)}"
             f"<script>{SCRIPT}</script></body></html>\n")

@@ -31,7 +31,8 @@ def _block(lines: list[str]) -> list[str]:
 
 def document(view: View) -> str:
     out = ["## pytest-fsperf", "", *(f"- **{what}**: {_text(value)}" for what, value in view.header), "",
-           f"**{len(view.verdicts)} workloads**, {view.failing} failing, {view.unsure} inconclusive", ""]
+           *(f"**{_text(line)}**" if i == 0 else f"- {_text(line)}" for i, line in enumerate(view.summary)),
+           ""]
     if view.results.rows:
         out += [*_table(view.results.header, list(view.results.rows)), ""]
         out += [f"- {_text(n)}" for n in view.notes] + [""]

@@ -119,7 +119,7 @@ class Reporter:
     def view(self, env: dict[str, Any] | None = None) -> view.View:
         state = self.state
         return view.build(env or {}, state.results, state.comparisons,
-                          state.settings.gate == "baseline")
+                          state.settings.gate == "baseline", state.settings.inconclusive == "fail")
 
     def _save_run(self, name: str, doc: dict[str, Any]) -> None:
         s = self.state.settings

@@ -33,4 +33,6 @@ def render(view: View) -> list[str]:
     lines += [*table(view.results), *view.notes] if view.results.rows else []
     for s in view.sections:
         lines += section(s)
+    if view.summary:
+        lines += [f"fsperf decision: {view.summary[0]}"]
     return lines

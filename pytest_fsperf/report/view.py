@@ -66,6 +66,7 @@ class View:
     notes: tuple[str, ...]
     charts: tuple[Chart, ...] = ()
     sections: tuple[Section, ...] = field(default_factory=tuple)
+    summary: tuple[str, ...] = ()  # the decision, then each failing or undecided line
 
     @property
     def failing(self) -> int:
@@ -155,12 +156,60 @@ def _rate_cells(r: Row) -> tuple[str, str]:
                 + _spread(r, "ops"))
 
 
-def row(r: Row) -> tuple[str, ...]:
+def row(r: Row, saved: bool = False) -> tuple[str, ...]:
+    """saved: add the column of the comparison with a saved run (its own verdict)."""
     p99 = r["total"].get("lat_p99_ns")
     cpu, mem = _daemon_cells(r)
     bw, rate = _rate_cells(r)
-    return (short_test(r), r["name"], bw, rate, units.format_duration(p99) if p99 is not None else "-",
-            cpu, mem, cache_cell(r), r.get("verdict", "-"))
+    lat = units.format_duration(p99) if p99 is not None else "-"
+    cells: tuple[str, ...] = (short_test(r), r["name"], bw, rate, lat, cpu, mem, cache_cell(r),
+                              str(r.get("verdict_own", r.get("verdict", "-"))))
+    if saved:
+        c = r.get("run_comparison")
+        cells += (str(c["outcome"]) if c else "-",)
+    return cells
+
+
+def in_comparisons(results: list[Row], comparisons: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
+    """The runs behind A/B comparisons (shown in their sections, not as workloads)."""
+    return {(str(c["test"]), str(name)) for c in comparisons
+            for name in (*c.get("a_results", ()), *c.get("b_results", ()))}
+
+
+def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
+            inconclusive_fails: bool) -> tuple[str, ...]:
+    """The decision first: what failed and why, what could not be decided, every A/B."""
+    verdicts = [Outcome.of(r.get("verdict")) for r in results]
+    failing = sum(v.failing for v in verdicts)
+    unsure = sum(v.unsure for v in verdicts)
+    passed = sum(v in (Outcome.PASS, Outcome.PARTIAL) for v in verdicts)
+    if failing or (unsure and inconclusive_fails):
+        decision = "FAIL"
+    elif unsure:
+        decision = "PASS with warnings"
+    else:
+        decision = "PASS"
+    how = ""
+    if unsure:
+        how = (" (these fail their tests: --fsperf-inconclusive=fail)" if inconclusive_fails
+               else " (warnings: --fsperf-inconclusive=warn)")
+    lines = [f"{decision}: {len(results)} workloads: {failing} failing, {unsure} inconclusive"
+             f"{how}, {passed} passed, {len(results) - failing - unsure - passed} not judged"]
+    for r, v in zip(results, verdicts, strict=True):
+        if v.failing or v.unsure:
+            lines += [f"{v}: {short_test(r)} {line}" for line in r.get("failures") or [r["name"]]]
+    for c in comparisons:
+        m = c["metrics"].get(c.get("decided_by") or "bw")
+        if not m or m.get("ratio") is None:
+            continue
+        level = f"{100 * m['level']:.4g}% " if m.get("level") else ""
+        band = (f", {level}interval {m['ci_low']:.3f} to {m['ci_high']:.3f}"
+                if m.get("ci_low") is not None else "")
+        kind = CompareKind(c.get("kind") or "options")
+        lines.append(f"{'release gate' if kind.is_gate else 'A/B'} {short_test(c)} {c['name']}: "
+                     f"{_name(m['metric'])} B/A {m['ratio']:.3f}{band}: {m.get('outcome')} "
+                     f"({c['rounds']} pairs)")
+    return tuple(lines)
 
 
 def notes(results: list[Row]) -> list[str]:
@@ -179,13 +228,13 @@ def notes(results: list[Row]) -> list[str]:
         out.append("daemon CPU: over the time I/O ran, not the tool's start-up and teardown")
     out += [f"{label(r)}: {n}" for r in results for n in r.get("notes", [])]
     out += [f"{label(r)}: daemon cache disk peak {units.format_mb(r['cache_disk_peak_bytes'])}"
-            for r in results if r.get("cache_disk_peak_bytes") is not None]
+            for r in results if r.get("cache_disk_peak_bytes")]  # 0: no cache disk was used
     rounds = sorted({len(r["rounds"]) for r in results if r.get("rounds")})
     if rounds:
         out.append(f"over {', '.join(map(str, rounds))} rounds: figures are medians; [low-high]: "
                    "the 95% interval of the median, which threshold verdicts use")
     out.append("CPU: 100% = one fully busy core; bandwidth and memory in powers of 1000")
-    return out
+    return list(dict.fromkeys(out))  # each note once
 
 
 def _figure(metric: str, value: float | None) -> str:
@@ -298,7 +347,7 @@ def run_comparisons(results: list[Row]) -> Section | None:
                      f"{len(c['new'])} vs {len(c['old'])}", outcome))
         if c["ratio"] is not None:
             bars += [Bar(f"{label(r)} saved", median(c["old"]), "saved"),
-                     Bar(f"{label(r)} now ({c['outcome']})", median(c["new"]), "now")]
+                     Bar(f"{label(r)} now", median(c["new"]), "now")]
     table = Table(("test", "workload", "figure", "ratio", "interval", "rounds", "outcome"), tuple(rows))
     return Section(f"against saved run {found[0][1]['run']!r} (median ratio this / saved, 95% interval)",
                    (), table, Chart("median, saved against now", METRICS["bw"], tuple(bars)))
@@ -360,10 +409,18 @@ def _scale(scale: object) -> str:
 
 
 def build(env: Mapping[str, Any], results: list[Row], comparisons: Iterable[Mapping[str, Any]],
-          gated: bool) -> View:
+          gated: bool, inconclusive_fails: bool = True) -> View:
+    comparisons = list(comparisons)
     sections = [comparison(c) for c in comparisons]
     sections += [s for s in (baseline_checks(results, gated, env.get("scale")),
                              run_comparisons(results)) if s]
-    return View(header(env), Table(HEADER, tuple(row(r) for r in results), frozenset(range(2, 7))),
+    behind = in_comparisons(results, comparisons)
+    shown = [r for r in results if (str(r["test"]), str(r["name"])) not in behind]
+    saved = any(r.get("run_comparison") for r in shown)
+    head = HEADER + (("vs saved run",) if saved else ())
+    extra = ([f"{len(results) - len(shown)} runs of A/B comparisons: in their sections below"]
+             if len(shown) < len(results) else [])
+    return View(header(env), Table(head, tuple(row(r, saved) for r in shown), frozenset(range(2, 7))),
                 tuple(Outcome.of(r.get("verdict")) for r in results),
-                tuple(notes(results)) if results else (), _charts(results), tuple(sections))
+                tuple(notes(shown) + extra) if results else (), _charts(shown), tuple(sections),
+                summary(shown, comparisons, inconclusive_fails))
