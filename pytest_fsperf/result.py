@@ -9,6 +9,7 @@ from typing import Any
 
 from .cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
 from .stats import mad, median_ci
+from .store.requests import Requests
 
 
 def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -114,6 +115,8 @@ class WorkloadResult:
     canary: tuple[float, ...] = ()  # machine canary scores around its rounds (saved/compared runs)
     cold_read: ColdRead = ColdRead.UNCHECKED  # was a cold read served by the daemon?
     cold_evidence: str = ""  # the bytes behind that, in words
+    requests: Requests | None = None  # what the object store served in the window, by kind
+    requests_note: str = ""  # why there are no request figures, when there are none
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     output_file: str = field(default="", compare=False)  # fio's JSON; lives for the session
 
@@ -215,6 +218,7 @@ class WorkloadResult:
         del data["output_file"]
         data["total"] = self.total()
         data["stats"] = summary(self)
+        data["requests"] = self.requests.to_dict() if self.requests else None
         return data
 
 

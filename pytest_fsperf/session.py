@@ -20,6 +20,8 @@ from .mounts.probe import NoAnswer, probe
 from .report import jsonout
 from .report.environment import environment
 from .report.redact import mask
+from .store import requests as store_requests
+from .store.requests import RequestMeter
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -45,6 +47,7 @@ class Target:
         self.timeout = timeout  # how long a touch of the mount may take
         self.hung: str | None = None  # why the mount stopped answering, once it did
         self._count = 0
+        self._requests: tuple[RequestMeter | None, str] | None = None
 
     def mount(self) -> Mount:
         return find_mount(self.path, read_mounts())
@@ -58,6 +61,17 @@ class Target:
 
     def describe(self) -> dict[str, Any] | None:
         return self.owned.describe() if self.owned is not None else None
+
+    def request_meter(self) -> tuple[RequestMeter | None, str]:
+        """The object store's request counters behind this mount (probed once), or why not."""
+        if self._requests is None:
+            if self.owned is None:
+                self._requests = (None, "an existing mount: its object store is not known to "
+                                        "the plugin")
+            else:
+                endpoint = self.owned.rendered.fields.get("endpoint")
+                self._requests = store_requests.probe(str(endpoint) if endpoint else None)
+        return self._requests
 
     def answers(self) -> None:
         """Raise MeasurementError, naming the hang, if the mount does not answer a first

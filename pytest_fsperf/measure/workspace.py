@@ -26,6 +26,7 @@ from ..mounts.daemon import Lookup
 from ..paired import Budget
 from ..result import DaemonStats, OpStats, WorkloadResult, check_cold, median_round
 from ..session import FsperfSession, Target, safe_name
+from ..store.requests import Requests
 
 
 def _cpu() -> float:
@@ -69,6 +70,8 @@ class _Window:
     wall: float = 0.0
     daemon: DaemonStats | None = None
     disk_peak: int | None = None
+    requests: Requests | None = None
+    requests_note: str = ""
 
 
 class Workspace:
@@ -362,6 +365,12 @@ class Workspace:
         meter = (DaemonMeter(lookup.daemon, on_exit=on_exit, moved=counter if timed_io else None)
                  if lookup.daemon else None)
         disk = self._disk_meter()
+        store, w.requests_note = self.target.request_meter()
+        if store is not None:
+            try:
+                store.start()
+            except (OSError, ValueError) as exc:
+                store, w.requests_note = None, f"the store's metrics failed: {exc}"
         shown = self._progress(label, counter)
         try:
             if meter:
@@ -377,6 +386,11 @@ class Workspace:
                 raise
             w.wall = time.monotonic() - t0
             w.daemon = meter.stop(label) if meter else None
+            if store is not None:
+                try:
+                    w.requests = store.stop()
+                except (OSError, ValueError) as exc:
+                    w.requests_note = f"the store's metrics failed: {exc}"
         finally:
             if shown:
                 shown.stop()
@@ -388,7 +402,8 @@ class Workspace:
         result = WorkloadResult(
             test=self.test, cache=w.cache, daemon_cache=w.daemon_cache, daemon=w.daemon,
             daemon_note=w.lookup.note, wall_seconds=w.wall, mount=self.target.describe(),
-            cold_steps=w.cold_steps, cache_disk_peak_bytes=w.disk_peak, **fields)
+            cold_steps=w.cold_steps, cache_disk_peak_bytes=w.disk_peak, requests=w.requests,
+            requests_note=w.requests_note, **fields)
         cold, evidence = check_cold(w.cache, w.daemon, result.read_only_bytes)
         return dataclasses.replace(result, cold_read=cold, cold_evidence=evidence)
 

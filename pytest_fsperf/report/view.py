@@ -227,6 +227,7 @@ def notes(results: list[Row]) -> list[str]:
     if any(r.get("daemon", {}) and r["daemon"].get("cpu_window") == "I/O" for r in results):
         out.append("daemon CPU: over the time I/O ran, not the tool's start-up and teardown")
     out += [f"{label(r)}: {n}" for r in results for n in r.get("notes", [])]
+    out += [f"{label(r)}: {line}" for r in results if (line := requests_line(r))]
     out += [f"{label(r)}: daemon cache disk peak {units.format_mb(r['cache_disk_peak_bytes'])}"
             for r in results if r.get("cache_disk_peak_bytes")]  # 0: no cache disk was used
     rounds = sorted({len(r["rounds"]) for r in results if r.get("rounds")})
@@ -235,6 +236,32 @@ def notes(results: list[Row]) -> list[str]:
                    "the 95% interval of the median, which threshold verdicts use")
     out.append("CPU: 100% = one fully busy core; bandwidth and memory in powers of 1000")
     return list(dict.fromkeys(out))  # each note once
+
+
+def requests_line(r: Row) -> str:
+    """What the object store served the workload: requests by kind, per MiB moved and per
+    file, errors, bytes; empty where the plugin mounted nothing over a store."""
+    q = r.get("requests")
+    if not q:
+        note = r.get("requests_note", "")
+        return f"object-store requests not available: {note}" if r.get("mount") and note else ""
+        # (an existing mount's note stays in the JSON: its store is not the plugin's to know)
+    kinds = ", ".join(f"{n} {k}" for k, n in q["by_kind"].items() if n) or "none"
+    per = []
+    moved = r["total"].get("io_bytes") or 0
+    if moved and q["total"]:
+        per.append(f"{q['total'] / (moved / 2**20):.3g} per MiB moved")
+    ops = r.get("ops") or {}
+    if ops.get("count") and q["total"]:
+        what = "file" if "files" in str(ops.get("operation")) else "entry"
+        per.append(f"{q['total'] / ops['count']:.3g} per {what}")
+    errors = q["errors_4xx"] + q["errors_5xx"]
+    tail = [f"{errors} errors ({q['errors_4xx']} 4xx, {q['errors_5xx']} 5xx)"] if errors else []
+    if q.get("sent_bytes") is not None:
+        tail.append(f"store sent {units.format_mb(q['sent_bytes'])}, received "
+                    f"{units.format_mb(q['received_bytes'] or 0)}")
+    return (f"object-store requests {q['total']}: {kinds}"
+            + (f" ({'; '.join(per)})" if per else "") + ("; " + "; ".join(tail) if tail else ""))
 
 
 def _figure(metric: str, value: float | None) -> str:

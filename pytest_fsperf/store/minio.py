@@ -105,7 +105,10 @@ def start_minio(binary: str, timeout: float = 30.0) -> S3Server:
     access_key = "fsperf" + secrets.token_hex(6)
     secret_key = secrets.token_urlsafe(24)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MINIO_")}
-    env.update(MINIO_ROOT_USER=access_key, MINIO_ROOT_PASSWORD=secret_key, MINIO_BROWSER="off")
+    # Metrics readable without a token: per-API request counters for the request meter
+    # (a session's own server on 127.0.0.1; its objects still need the credentials).
+    env.update(MINIO_ROOT_USER=access_key, MINIO_ROOT_PASSWORD=secret_key, MINIO_BROWSER="off",
+               MINIO_PROMETHEUS_AUTH_TYPE="public")
     log_path = os.path.join(data_dir, "minio.log")
     last = ""
     for _attempt in range(3):  # a free port may be taken between probe and bind

@@ -1,0 +1,156 @@
+"""What a workload asked of the object store, counted by the server itself.
+
+MinIO serves per-API counters as Prometheus text (`/minio/metrics/v3/api/requests`, readable
+without a token when the server runs with MINIO_PROMETHEUS_AUTH_TYPE=public, as the plugin's
+own MinIO does): requests per API, 4xx and 5xx errors, bytes sent and received. They are read
+before and after a measured window and the difference is the workload's. (The v2 endpoint,
+/minio/v2/metrics/node, serves these from a cache refreshed every 10 s here: a window would
+count its requests late, in the next one. v3 counts them as they happen.) A server whose
+metrics cannot be read gives no figures and a reason, never zeros.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+PATH = "/minio/metrics/v3/api/requests"
+KINDS = ("GET", "HEAD", "LIST", "PUT", "MULTIPART", "COPY", "DELETE", "OTHER")
+API_KIND = {
+    "getobject": "GET", "headobject": "HEAD",
+    "listobjectsv1": "LIST", "listobjectsv2": "LIST", "listobjectversions": "LIST",
+    "listmultipartuploads": "LIST", "listobjectparts": "LIST",
+    "putobject": "PUT",
+    "newmultipartupload": "MULTIPART", "putobjectpart": "MULTIPART",
+    "completemultipartupload": "MULTIPART", "abortmultipartupload": "MULTIPART",
+    "copyobject": "COPY", "copyobjectpart": "COPY",
+    "deleteobject": "DELETE", "deletemultipleobjects": "DELETE",
+}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The server's counters at one moment, as they are (totals since it started)."""
+
+    requests: Mapping[str, float]  # by API name
+    errors_4xx: float
+    errors_5xx: float
+    sent: float | None
+    received: float | None
+
+
+@dataclass(frozen=True)
+class Requests:
+    """The requests of one measured window, by kind (KINDS) and by API as the server names it."""
+
+    by_kind: dict[str, int]
+    by_api: dict[str, int]
+    errors_4xx: int
+    errors_5xx: int
+    sent_bytes: int | None  # by the server: what reads pulled
+    received_bytes: int | None  # what writes pushed
+    source: str = "MinIO metrics"
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_kind.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "total": self.total}
+
+
+def parse(text: str) -> Snapshot:
+    """MinIO's v3 API metrics text into a snapshot (the Prometheus parser, not regexes);
+    S3 API calls only (type="s3"), by API name in lower case (getobject, headobject, ...)."""
+    requests: dict[str, float] = {}
+    errors = {"4xx": 0.0, "5xx": 0.0}
+    traffic: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.labels.get("type", "s3") != "s3":
+                continue
+            api = sample.labels.get("name", "").lower()
+            if sample.name == "minio_api_requests_total" and api:
+                requests[api] = requests.get(api, 0.0) + sample.value
+            elif sample.name == "minio_api_requests_4xx_errors_total":
+                errors["4xx"] += sample.value
+            elif sample.name == "minio_api_requests_5xx_errors_total":
+                errors["5xx"] += sample.value
+            elif sample.name.startswith("minio_api_requests_traffic_"):
+                traffic[sample.name] = traffic.get(sample.name, 0.0) + sample.value
+    return Snapshot(requests, errors["4xx"], errors["5xx"],
+                    traffic.get("minio_api_requests_traffic_sent_bytes"),
+                    traffic.get("minio_api_requests_traffic_received_bytes"))
+
+
+def difference(before: Snapshot, after: Snapshot) -> Requests:
+    by_api = {api: int(after.requests.get(api, 0) - before.requests.get(api, 0))
+              for api in sorted(set(after.requests) | set(before.requests))}
+    by_api = {api: n for api, n in by_api.items() if n}
+    by_kind = dict.fromkeys(KINDS, 0)
+    for api, n in by_api.items():
+        by_kind[API_KIND.get(api, "OTHER")] += n
+
+    def grew(a: float | None, b: float | None) -> int | None:
+        return int(b - a) if a is not None and b is not None else None
+
+    return Requests(by_kind, by_api, int(after.errors_4xx - before.errors_4xx),
+                    int(after.errors_5xx - before.errors_5xx),
+                    grew(before.sent, after.sent), grew(before.received, after.received))
+
+
+class RequestMeter:
+    """Reads a MinIO server's counters around a window."""
+
+    def __init__(self, endpoint: str, settle: float = 3.0) -> None:
+        self.url = endpoint.rstrip("/") + PATH
+        self.settle = settle
+        self._before: Snapshot | None = None
+
+    def read_once(self) -> Snapshot:
+        with urllib.request.urlopen(self.url, timeout=5) as resp:
+            return parse(resp.read().decode("utf-8", "replace"))
+
+    def read(self) -> Snapshot:
+        """The counters once they stopped moving: a request the daemon sent just before the
+        window closed may still be counted a moment later. Two equal reads 0.2 s apart, at
+        most `settle` s."""
+        last = self.read_once()
+        deadline = time.monotonic() + self.settle
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            now = self.read_once()
+            if now == last:
+                return now
+            last = now
+        return last
+
+    def start(self) -> None:
+        self._before = self.read()
+
+    def stop(self) -> Requests:
+        assert self._before is not None, "start() first"
+        return difference(self._before, self.read())
+
+
+def probe(endpoint: str | None) -> tuple[RequestMeter | None, str]:
+    """A meter for `endpoint`, or None and why its requests cannot be counted."""
+    if not endpoint:
+        return None, ""  # no object store behind the mount (bindfs, a local rclone remote)
+    meter = RequestMeter(endpoint)
+    try:
+        snap = meter.read_once()
+    except urllib.error.HTTPError as exc:
+        return None, (f"the store's metrics ({meter.url}) answered HTTP {exc.code}: not MinIO, or "
+                      "its metrics need a token (MINIO_PROMETHEUS_AUTH_TYPE=public opens them)")
+    except (OSError, ValueError) as exc:
+        return None, f"the store's metrics ({meter.url}) could not be read: {exc}"
+    if not snap.requests and snap.sent is None:
+        return None, f"{meter.url} has no MinIO request counters"
+    return meter, ""

@@ -1,0 +1,126 @@
+"""Object-store requests per workload, counted by the plugin's own MinIO (its v3 metrics),
+read around the same window as bandwidth: s3fs and rclone over a real MinIO, known
+workloads, exact where the daemon has no choice, and a mount option that moves them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_fsperf.store.minio import INSTALL, find_minio
+from pytest_fsperf.store.requests import KINDS, difference, parse, probe
+from tests.conftest import need
+
+pytestmark = pytest.mark.integration
+
+V3 = """# HELP minio_api_requests_total Total number of requests
+# TYPE minio_api_requests_total counter
+minio_api_requests_total{name="GetObject",server="x",type="s3"} {get}
+minio_api_requests_total{name="HeadObject",server="x",type="s3"} 7
+minio_api_requests_total{name="ListObjectsV2",server="x",type="s3"} 1
+minio_api_requests_total{name="PutObjectPart",server="x",type="s3"} 2
+minio_api_requests_total{name="Heal",server="x",type="admin"} 5
+# HELP minio_api_requests_4xx_errors_total 4xx
+# TYPE minio_api_requests_4xx_errors_total counter
+minio_api_requests_4xx_errors_total{name="HeadObject",server="x",type="s3"} {e4}
+"""
+
+
+@pytest.mark.unit
+def test_counters_are_parsed_by_kind_and_differenced():
+    before = parse(V3.replace("{get}", "10").replace("{e4}", "1"))
+    after = parse(V3.replace("{get}", "14").replace("{e4}", "3"))
+    q = difference(before, after)
+    assert q.by_api == {"getobject": 4}
+    assert q.by_kind["GET"] == 4 and q.total == 4 and set(q.by_kind) == set(KINDS)
+    assert q.errors_4xx == 2 and q.errors_5xx == 0
+    assert parse(V3.replace("{get}", "1").replace("{e4}", "0")).requests["putobjectpart"] == 2
+    assert "heal" not in parse(V3.replace("{get}", "1").replace("{e4}", "0")).requests  # admin API
+
+
+@pytest.mark.unit
+def test_a_store_without_readable_metrics_says_why():
+    meter, why = probe("http://127.0.0.1:9")  # nothing listens there
+    assert meter is None and "could not be read" in why
+    assert probe(None) == (None, "")  # no store behind the mount: nothing to say
+
+
+@pytest.fixture
+def minio():
+    need("fio")
+    if find_minio() is None:
+        pytest.skip(f"MinIO is not installed: {INSTALL}")
+
+
+def run(pytester, *args):
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-json={out}", *args)
+    doc = json.loads(out.read_text()) if out.exists() else None
+    return result, doc
+
+
+def test_s3fs_small_files_and_a_cold_read_count_exactly(pytester, minio):
+    need("s3fs")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("s3fs")
+        def test_s3(fsperf):
+            fsperf.files(mode="write", count=40, size="64KiB", threads=4)
+            fsperf.cold()
+            fsperf.files(mode="read", count=40, size="64KiB", threads=4)
+            fsperf.fio(name="big", rw="write", bs="1M", size="16M", direct=1, end_fsync=1)
+            fsperf.cold()
+            fsperf.fio(name="big_read", rw="read", bs="1M", size="16M", direct=1)
+    """)
+    result, doc = run(pytester)
+    result.assert_outcomes(passed=1)
+    rows = {r["name"]: r for r in doc["results"]}
+    write, read = rows["files_write"]["requests"], rows["files_read"]["requests"]
+    assert write["by_kind"]["PUT"] == 40  # one PUT per small file, nothing else stores data
+    assert read["by_kind"]["GET"] == 40 and read["by_kind"]["PUT"] == 0  # cold: one GET each
+    big = rows["big_read"]["requests"]
+    assert 1 <= big["by_kind"]["GET"] <= 16 and big["by_kind"]["PUT"] == 0
+    assert rows["big"]["requests"]["by_kind"]["MULTIPART"] + rows["big"]["requests"]["by_kind"]["PUT"] >= 1
+    text = result.stdout.str()
+    assert "files_read: object-store requests" in text and "40 GET" in text
+
+
+def test_rclone_read_chunk_size_moves_the_gets(pytester, minio):
+    """Halving rclone's read chunk (its size fixed, not doubling) doubles the GETs of one
+    cold sequential read: the kind of change the counters exist to prove."""
+    need("rclone")
+    pytester.makepyfile("""
+        import pytest
+        from pytest_fsperf import fsperf_mount
+
+        def chunk(size):
+            return pytest.param(size, marks=fsperf_mount("rclone", config="fsperf_s3", options=[
+                "--vfs-read-chunk-size", size, "--vfs-read-chunk-size-limit", size]))
+
+        @pytest.mark.parametrize("size", [chunk("8M"), chunk("2M")])
+        def test_read(fsperf, size):
+            fsperf.fio(name="w", rw="write", bs="1M", size="32M", end_fsync=1)
+            fsperf.cold()
+            fsperf.fio(name="r", rw="read", bs="1M", size="32M", direct=1)
+    """)
+    result, doc = run(pytester)
+    result.assert_outcomes(passed=2)
+    gets = {r["test"].split("[")[1].rstrip("]"): r["requests"]["by_kind"]["GET"]
+            for r in doc["results"] if r["name"] == "r"}
+    assert gets["8M"] >= 4 and gets["2M"] >= 16  # at least 32M / chunk
+    assert gets["2M"] >= 3 * gets["8M"], gets
+
+
+def test_an_existing_mount_has_no_request_figures_and_says_why(pytester, bindfs):
+    m = bindfs()
+    pytester.makepyfile("""
+        def test_w(fsperf):
+            fsperf.fio(rw="write", bs="1M", size="4M", direct=1)
+    """)
+    result, doc = run(pytester, f"--fsperf-mount={m.point}")
+    result.assert_outcomes(passed=1)
+    (row,) = doc["results"]
+    assert row["requests"] is None
+    assert "existing mount" in row["requests_note"]
