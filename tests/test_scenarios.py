@@ -56,6 +56,22 @@ def test_metadata_engine_counts_entries(tmp_path):
         run_meta("du", str(tmp_path))
 
 
+def test_a_listing_that_misses_laid_out_entries_is_not_a_figure(tmp_path):
+    """rclone over MinIO lost 259 of 1000 new empty files across the cold remount (their
+    uploads not yet queued when it was stopped) and `ls -l of 1,000 files` was timed on 259.
+    A listing that sees fewer entries than were laid out fails, naming the shortfall."""
+    from pytest_fsperf.engine.meta import expected_entries
+    from pytest_fsperf.errors import MeasurementError
+
+    make_tree(str(tmp_path / "flat"), 10)
+    make_tree(str(tmp_path / "deep"), 10, per_dir=4)
+    assert [expected_entries(op, 10, 4) for op in ("list", "walk", "stat")] == [3, 13, 10]
+    assert run_meta("walk", str(tmp_path / "deep"), expected=13).count == 13
+    os.unlink(tmp_path / "flat" / "f3")
+    with pytest.raises(MeasurementError, match="list_stat saw 9 of the 10 entries laid out"):
+        run_meta("list_stat", str(tmp_path / "flat"), expected=10)
+
+
 def _ops_result(scenario: str, **ops: object) -> WorkloadResult:
     stats = OpStats(**{"operation": "x", "io_bytes": 0, "bw_bytes": 0.0, "phases": {}, **ops})
     return WorkloadResult(test="t", name=scenario, kind="files", options={}, cache="warm",

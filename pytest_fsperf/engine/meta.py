@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 
+from ..errors import MeasurementError
 from ..result import LatencyStats, OpStats
 from .files import latency_stats
 
@@ -47,7 +48,20 @@ def _walk(root: str) -> int:
     return n
 
 
-def run_meta(operation: str, root: str, paths: list[str] | None = None) -> OpStats:
+def expected_entries(operation: str, count: int, per_dir: int = 0) -> int:
+    """How many entries the operation must see in a tree make_tree laid out."""
+    dirs = -(-count // per_dir) if per_dir else 0
+    if operation == "walk":
+        return count + dirs
+    if operation in ("list", "list_stat"):
+        return dirs or count
+    return count
+
+
+def run_meta(operation: str, root: str, paths: list[str] | None = None,
+             expected: int | None = None) -> OpStats:
+    """expected: the entries laid out; seeing fewer is a MeasurementError (the figure would
+    be of another workload than the one named)."""
     if operation not in OPERATIONS:
         raise ValueError(f"unknown metadata operation {operation!r} (known: {', '.join(OPERATIONS)})")
     per_op: list[int] = []
@@ -63,6 +77,10 @@ def run_meta(operation: str, root: str, paths: list[str] | None = None) -> OpSta
     else:
         count = _list(root, operation == "list_stat")
     seconds = time.perf_counter() - start
+    if expected is not None and count < expected:
+        raise MeasurementError(
+            f"{operation} saw {count} of the {expected} entries laid out: the filesystem lost or "
+            "hid entries (e.g. uploads not finished before the cold remount)")
     phases: dict[str, LatencyStats] = {"op": latency_stats(per_op)} if per_op else {}
     return OpStats(operation=operation, count=count, io_bytes=0, seconds=seconds,
                    per_second=count / seconds if seconds > 0 else 0.0, bw_bytes=0.0, threads=1,

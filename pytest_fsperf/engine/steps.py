@@ -120,7 +120,8 @@ def meta_step(fs: Workspace, name: str | None, j: MetaJob, judged: bool, where: 
     options = {"op": op, "entries": str(n), "per_dir": str(per_dir)}
     label = fs.unique(name or f"meta_{op}")
     return fs.measure_engine(label, judged, "meta", options,
-                        lambda: meta_engine.run_meta(op, root, paths))
+                        lambda: meta_engine.run_meta(op, root, paths,
+                                                     meta_engine.expected_entries(op, n, per_dir)))
 
 
 def sysbench_step(fs: Workspace, name: str | None, j: SysbenchJob, judged: bool,

@@ -17,6 +17,9 @@ def rclone_settle(r: Rendered, timeout: float = 600.0) -> str:
     url = f"http://127.0.0.1:{r.fields['port']}/vfs/stats"
     deadline = time.monotonic() + timeout
     waited = False
+    quiet = 0  # polls in a row with nothing pending: a file's FUSE release (which queues its
+    # upload) arrives after close() returned, so one empty poll right after a burst of writes
+    # can come before the last uploads are queued (259 of 1000 new files were lost so)
     while True:
         req = urllib.request.Request(url, data=b"{}", method="POST", headers={
             "Authorization": f"Basic {auth}", "Content-Type": "application/json"})
@@ -26,11 +29,12 @@ def rclone_settle(r: Rendered, timeout: float = 600.0) -> str:
         except (OSError, ValueError) as exc:
             return f"pending uploads unknown (rclone rc: {exc})"
         pending = int(cache.get("uploadsInProgress", 0)) + int(cache.get("uploadsQueued", 0))
-        if pending == 0:
+        quiet = quiet + 1 if pending == 0 else 0
+        if quiet >= 30:  # 3 s
             return "uploads settled" if waited else ""
         if time.monotonic() > deadline:
             return f"{pending} uploads still pending after {timeout:g} s"
-        waited = True
+        waited = waited or pending > 0
         time.sleep(0.1)
 
 
