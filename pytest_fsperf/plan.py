@@ -48,6 +48,11 @@ KEYWORDS: dict[str, Keyword] = {
     "max_p50": Keyword(METRICS["lat_p50"], "max"),
     "max_mean_lat": Keyword(METRICS["lat_mean"], "max"),
     "min_ops": Keyword(METRICS["ops"], "min"),
+    "max_requests": Keyword(METRICS["req_total"], "max"),
+    "max_gets": Keyword(METRICS["req_get"], "max"),
+    "max_heads": Keyword(METRICS["req_head"], "max"),
+    "max_lists": Keyword(METRICS["req_list"], "max"),
+    "max_puts": Keyword(METRICS["req_put"], "max"),
 }
 
 

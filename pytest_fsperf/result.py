@@ -177,9 +177,21 @@ class WorkloadResult:
             "daemon_cpu_per_gb": self.cpu_per_gb,
             "daemon_rss": float(self.daemon.peak_rss_bytes) if self.daemon else None,
         }
+        q = self.requests
+        kinds = q.by_kind if q else {}
+        figures.update({
+            "req_total": float(q.total) if q else None,
+            "req_get": float(kinds["GET"]) if q else None,
+            "req_head": float(kinds["HEAD"]) if q else None,
+            "req_list": float(kinds["LIST"]) if q else None,
+            "req_put": float(kinds["PUT"] + kinds["MULTIPART"]) if q else None,
+        })
         if not self.io_bytes:
             del figures["daemon_cpu_per_gb"]  # nothing moved: no such figure
-        return {k: v for k, v in figures.items() if v is not None or k.startswith("daemon_")}
+        # daemon and request figures stay as None when not measured: a threshold on them
+        # is then "not judged", never passed
+        return {k: v for k, v in figures.items()
+                if v is not None or k.startswith(("daemon_", "req_"))}
 
     @property
     def read_only_bytes(self) -> int:

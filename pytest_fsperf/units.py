@@ -134,7 +134,16 @@ def format_duration(ns: float) -> str:
     return f"{ns:.0f} ns"
 
 
+def parse_count(value: object) -> float:
+    """A plain count, no unit: 1000, '1000'."""
+    if isinstance(value, str) and value.strip().endswith("/s"):
+        raise ValueError(f"{value!r} must be a plain count, such as 1000")
+    return parse_rate_count(value)
+
+
 def format_count(value: float) -> str:
+    if value < 1e4 and float(value).is_integer():
+        return str(int(value))  # a count: 10, not 10.0
     if value >= 1e6:
         return f"{_three_figures(value / 1e6)}M"
     if value >= 1e4:

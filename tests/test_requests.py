@@ -124,3 +124,35 @@ def test_an_existing_mount_has_no_request_figures_and_says_why(pytester, bindfs)
     (row,) = doc["results"]
     assert row["requests"] is None
     assert "existing mount" in row["requests_note"]
+
+
+def test_request_thresholds_judge_the_counts_and_never_pass_unmeasured(pytester, minio, bindfs):
+    need("s3fs")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf, fsperf_mount
+
+        @fsperf(max_puts=20, max_gets=0)
+        @fsperf_mount("s3fs")
+        def test_writes(fsperf):
+            fsperf.files(mode="write", count=10, size="4KiB", threads=2)
+
+        @fsperf(max_puts=5)
+        @fsperf_mount("s3fs")
+        def test_too_many(fsperf):
+            fsperf.files(mode="write", count=10, size="4KiB", threads=2)
+    """)
+    result, doc = run(pytester)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*files_write: PUT and multipart requests 10 > max_puts 5*"])
+    m = bindfs()
+    pytester.makepyfile(test_existing="""
+        from pytest_fsperf import fsperf
+
+        @fsperf(max_requests=100)
+        def test_w(fsperf):
+            fsperf.fio(rw="write", bs="1M", size="4M", direct=1)
+    """)
+    result, doc = run(pytester, "test_existing.py", f"--fsperf-mount={m.point}")
+    result.assert_outcomes(passed=1)
+    (row,) = doc["results"]
+    assert row["verdict"] == "partial"  # not "pass": nothing was counted

@@ -238,6 +238,10 @@ def notes(results: list[Row]) -> list[str]:
     return list(dict.fromkeys(out))  # each note once
 
 
+def _per(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
 def requests_line(r: Row) -> str:
     """What the object store served the workload: requests by kind, per MiB moved and per
     file, errors, bytes; empty where the plugin mounted nothing over a store."""
@@ -250,11 +254,11 @@ def requests_line(r: Row) -> str:
     per = []
     moved = r["total"].get("io_bytes") or 0
     if moved and q["total"]:
-        per.append(f"{q['total'] / (moved / 2**20):.3g} per MiB moved")
+        per.append(f"{_per(q['total'] / (moved / 2**20))} per MiB moved")
     ops = r.get("ops") or {}
     if ops.get("count") and q["total"]:
         what = "file" if "files" in str(ops.get("operation")) else "entry"
-        per.append(f"{q['total'] / ops['count']:.3g} per {what}")
+        per.append(f"{_per(q['total'] / ops['count'])} per {what}")
     errors = q["errors_4xx"] + q["errors_5xx"]
     tail = [f"{errors} errors ({q['errors_4xx']} 4xx, {q['errors_5xx']} 5xx)"] if errors else []
     if q.get("sent_bytes") is not None:
