@@ -3,7 +3,10 @@
 A real slower build is injected: two "builds" of bindfs (over a tmpfs), each a wrapper that
 puts the daemon into a cgroup with a CPU quota before exec'ing bindfs. Reference A: 20% of a
 core; candidate B: 18% (the same daemon, 10% less CPU: about 10% less bandwidth on 128 KiB
-direct reads of 3 s). A/A trials give B its own cgroup with A's 20%. Or, with
+direct reads of 3 s). A/A trials run B in A's own cgroup (`--aa-cgroup same`, the default:
+the same build in the same place), or in a cgroup of its own with A's 20% (`own`: two
+cgroups of equal quota differed by up to 6% within a trial here, a real difference the gate
+rightly flags). Or, with
 `--injection bwlimit`, rclone over a local directory with --bwlimit 40M against 36M.
 
 Each trial is the plugin's own release gate (ab.gate, as --fsperf-reference runs it, no
@@ -170,6 +173,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0, help="each fio read")
     ap.add_argument("--max-pairs", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=5, help="saved mode: rounds per run")
+    ap.add_argument("--aa-cgroup", choices=("same", "own"), default="same",
+                    help="A/A: B in A's cgroup, or in its own with the same quota")
     args = ap.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="fsperf-gate-"))
     source = scratch / "source"
@@ -181,7 +186,8 @@ def main() -> None:
             bindfs = shutil.which("bindfs") or "bindfs"
             a = wrapper(scratch, "bindfs-a", bindfs, cgroup("fsperf-gate-a", 20))
             slow = wrapper(scratch, "bindfs-b", bindfs, cgroup("fsperf-gate-b", 18))
-            same = wrapper(scratch, "bindfs-aa", bindfs, cgroup("fsperf-gate-aa", 20))
+            same = wrapper(scratch, "bindfs-aa", bindfs, cgroup("fsperf-gate-aa", 20)
+                           if args.aa_cgroup == "own" else CGROUP / "fsperf-gate-a")
             plan = MountPlan(Registry().get("bindfs", "bench"), (), {"source": str(source)})
         else:
             rclone = shutil.which("rclone") or "rclone"
