@@ -17,6 +17,7 @@ import pytest
 
 from pytest_fsperf.mounts.daemon import find_daemon
 from pytest_fsperf.mounts.mountinfo import read_mounts
+from pytest_fsperf.store.minio import INSTALL, find_minio
 
 # Test tiers, by what a test needs (pytest -m unit: the quick tier, no fio, no mounts):
 #   unit  pure logic; no fio, no mounts, no servers
@@ -145,3 +146,11 @@ def ours() -> tuple[list[str], list[str]]:
         if lookup.daemon is None or lookup.daemon.pid in mine:
             mounts.append(m.mount_point)
     return mounts, procs
+
+
+@pytest.fixture
+def minio() -> None:
+    """fio and the MinIO the S3 tests start (skipped, with the install command, without it)."""
+    need("fio")
+    if find_minio() is None:
+        pytest.skip(f"MinIO is not installed: {INSTALL}")

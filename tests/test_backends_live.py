@@ -11,7 +11,6 @@ import time
 
 import pytest
 
-from pytest_fsperf.store.minio import INSTALL, find_minio
 from tests.conftest import interrupt_pytest, need, ours
 
 pytestmark = pytest.mark.integration
@@ -26,13 +25,6 @@ def clean():
     while ours() != ([], []) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert ours() == ([], [])
-
-
-@pytest.fixture
-def minio():
-    need("fio")
-    if find_minio() is None:
-        pytest.skip(f"MinIO is not installed: {INSTALL}")
 
 
 def run(pytester, *args):

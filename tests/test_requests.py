@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from pytest_fsperf.store.minio import INSTALL, find_minio
 from pytest_fsperf.store.requests import KINDS, difference, parse, probe
 from tests.conftest import need
 
@@ -44,13 +43,6 @@ def test_a_store_without_readable_metrics_says_why():
     meter, why = probe("http://127.0.0.1:9")  # nothing listens there
     assert meter is None and "could not be read" in why
     assert probe(None) == (None, "")  # no store behind the mount: nothing to say
-
-
-@pytest.fixture
-def minio():
-    need("fio")
-    if find_minio() is None:
-        pytest.skip(f"MinIO is not installed: {INSTALL}")
 
 
 def run(pytester, *args):
