@@ -20,7 +20,7 @@ from typing import NoReturn
 from . import runs, units
 from .baselines import load as load_baseline
 from .baselines import shipped_names
-from .baselines.check import SHOW
+from .baselines.check import show_documented
 from .errors import UsageError
 
 SUITES = ("ossfs2", "ossfs1", "fluid", "juicefs_bench")
@@ -238,12 +238,9 @@ def baselines(a: argparse.Namespace) -> int:
 
 
 def _figure(key: str, figure: object) -> str:
-    """A documented figure in the unit reports show measured ones in; a range as low to high."""
     if not isinstance(figure, dict):
         return "-"
-    low, high = figure["value"], figure.get("high")
-    shown = SHOW[key](low)
-    return shown if high is None or high == low else f"{shown} to {SHOW[key](high)}"
+    return show_documented(key, figure["value"], figure.get("high"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,13 @@ LABELS = {"bw": "bandwidth", "cpu": "daemon CPU", "rss": "daemon peak memory"}
 SHOW = {"bw": units.format_rate, "cpu": units.format_percent, "rss": units.format_mb}
 
 
+def show_documented(metric: str, low: float, high: float | None = None) -> str:
+    """A documented figure (bw, cpu, rss) in the unit measured ones are shown in; a range as
+    'low to high', and one whose ends are equal as one figure."""
+    shown = SHOW[metric](low)
+    return shown if high is None or high == low else f"{shown} to {SHOW[metric](high)}"
+
+
 @dataclass(frozen=True)
 class Check:
     baseline: str
@@ -29,10 +36,7 @@ class Check:
     @property
     def shown(self) -> str:
         """The documented figure in the unit the measured one is shown in."""
-        low = SHOW[self.metric](self.documented)
-        if self.high is None or self.high == self.documented:
-            return low
-        return f"{low} to {SHOW[self.metric](self.high)}"
+        return show_documented(self.metric, self.documented, self.high)
 
     def message(self, workload: str, tolerance: float) -> str:
         shown = SHOW[self.metric](self.measured) if self.measured is not None else "-"

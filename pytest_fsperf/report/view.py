@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import units
 from ..baselines.check import SHOW as BASELINE_SHOW
+from ..baselines.check import show_documented
 from ..cache import ColdRead, DaemonCache, PageCache
 from ..result import SHORT_WINDOW, countable_cpu, cpu_seconds_of
 from ..stats import median
@@ -347,10 +348,7 @@ def _infos(r: Row) -> list[dict[str, Any]]:
 
 
 def _documented(c: Mapping[str, Any]) -> str:
-    show = BASELINE_SHOW[c["metric"]]
-    high = c.get("high")
-    low = show(c["documented"])
-    return low if high is None or high == c["documented"] else f"{low} to {show(high)}"
+    return show_documented(c["metric"], c["documented"], c.get("high"))
 
 
 def _origin(info: Mapping[str, Any], scale: object) -> str:
