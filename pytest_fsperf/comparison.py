@@ -17,7 +17,7 @@ from .vocab import CompareKind, Difference, Text
 # The figures an A/B compares. Daemon CPU is compared per GB moved: a throttled side uses
 # less CPU per second only because it moves less, and must not look "better" for it.
 METRICS = ("bw", "ops", "iops", "lat_p99", "daemon_cpu_per_gb", "daemon_rss", "req_total", "req_get",
-           "req_head", "req_list", "req_put")
+           "req_head", "req_list", "req_put", "req_per_file", "req_per_mib", "cost")
 
 
 def median(values: Sequence[float | None]) -> float | None:

@@ -21,6 +21,7 @@ from . import outfile, runs, units
 from .errors import UsageError
 from .mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 from .mounts.registry import BackendConfig, load_config
+from .store import cost
 from .vocab import Text
 
 if TYPE_CHECKING:  # the settings are read from pytest's config; the core needs no pytest
@@ -207,6 +208,14 @@ def _tolerance(raw: Raw) -> float:
     return value
 
 
+def _prices_file(raw: Raw) -> Path:
+    try:
+        cost.load(raw.path)
+    except cost.PriceError as exc:
+        raise UsageError(f"{raw.where}: {exc}") from None
+    return raw.path
+
+
 def _pairs(raw: Raw) -> int:
     n = _rounds(raw)
     if not 3 <= n <= 100:
@@ -305,6 +314,13 @@ OPTIONS = (
            "an interleaved A/B adds pairs until decisive, up to N pairs (default 16)"),
     Option("fsperf_ab_seconds", "ab_seconds", _timeout, 300.0, "SECONDS",
            "... or until this many seconds are spent (default 300)"),
+    Option("fsperf_price", "price", _name, cost.DEFAULT, "NAME",
+           "price the object-store requests with this price list (default aws-s3-standard; "
+           "also aws-s3-standard-ia, cloudflare-r2-standard, backblaze-b2, aliyun-oss-standard, "
+           "self-hosted, or one of --fsperf-prices)"),
+    Option("fsperf_prices", "prices_file", _prices_file, None, "FILE",
+           "a TOML price table of your own, over the shipped one (its format: "
+           "pytest_fsperf/store/data/prices.toml)"),
 )
 BY_NAME = {opt.name: opt for opt in OPTIONS}
 
@@ -341,6 +357,9 @@ class Settings:
     tolerance: float = 0.10
     ab_max_rounds: int = 16
     ab_seconds: float = 300.0
+    price: str = cost.DEFAULT
+    prices_file: Path | None = None
+    price_list: cost.PriceList | None = None  # the price list chosen (set by settings_from)
     root: Path = Path(".")  # rootdir: .fsperf/ lives here
     given: Mapping[str, Raw] = field(default_factory=dict)  # by Settings field: what the user wrote
 
@@ -428,6 +447,11 @@ def settings_from(given: Mapping[str, Raw], root: Path) -> Settings:
         if values["reference_mount"] == values["mount"]:
             raise UsageError(f"{ref_mount.where}: is the candidate's mount itself "
                              f"({mount.where if mount else ''})")
+    try:
+        values["price_list"] = cost.choose(cost.load(values["prices_file"]), values["price"])
+    except cost.PriceError as exc:
+        raw = given.get("price") or given.get("prices_file")
+        raise UsageError(f"{raw.where if raw else 'fsperf_price'}: {exc}") from None
     if values["save"] is None and values["autosave"]:
         values["save"] = runs.autosave_name()
     return Settings(**values, root=root, given=dict(given))

@@ -53,6 +53,10 @@ KEYWORDS: dict[str, Keyword] = {
     "max_heads": Keyword(METRICS["req_head"], "max"),
     "max_lists": Keyword(METRICS["req_list"], "max"),
     "max_puts": Keyword(METRICS["req_put"], "max"),
+    "max_requests_per_file": Keyword(METRICS["req_per_file"], "max"),
+    "max_requests_per_mib": Keyword(METRICS["req_per_mib"], "max"),
+    "max_cost": Keyword(METRICS["cost"], "max"),
+    "max_cost_per_tb": Keyword(METRICS["cost_per_tb"], "max"),
 }
 
 

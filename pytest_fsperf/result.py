@@ -9,6 +9,7 @@ from typing import Any
 
 from .cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
 from .stats import mad, median_ci
+from .store.cost import Cost
 from .store.requests import Requests
 
 
@@ -117,6 +118,7 @@ class WorkloadResult:
     cold_evidence: str = ""  # the bytes behind that, in words
     requests: Requests | None = None  # what the object store served in the window, by kind
     requests_note: str = ""  # why there are no request figures, when there are none
+    cost: Cost | None = None  # those requests at the chosen price list's prices
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     output_file: str = field(default="", compare=False)  # fio's JSON; lives for the session
 
@@ -185,13 +187,22 @@ class WorkloadResult:
             "req_head": float(kinds["HEAD"]) if q else None,
             "req_list": float(kinds["LIST"]) if q else None,
             "req_put": float(kinds["PUT"] + kinds["MULTIPART"]) if q else None,
+            # amplification: what a FUSE developer optimises
+            "req_per_mib": q.total / (self.io_bytes / 2**20) if q and self.io_bytes else None,
+            "req_per_file": q.total / self.ops.count if q and self.ops and self.ops.count else None,
+            "cost": self.cost.requests if self.cost else None,
+            "cost_per_tb": (self.cost.requests / (self.io_bytes / 1e12)
+                            if self.cost and self.io_bytes else None),
         })
-        if not self.io_bytes:
-            del figures["daemon_cpu_per_gb"]  # nothing moved: no such figure
+        if not self.io_bytes:  # nothing moved: no such figures
+            for key in ("daemon_cpu_per_gb", "req_per_mib", "cost_per_tb"):
+                del figures[key]
+        if self.ops is None or not self.ops.count:
+            del figures["req_per_file"]  # fio: no count of files touched
         # daemon and request figures stay as None when not measured: a threshold on them
         # is then "not judged", never passed
         return {k: v for k, v in figures.items()
-                if v is not None or k.startswith(("daemon_", "req_"))}
+                if v is not None or k.startswith(("daemon_", "req_", "cost"))}
 
     @property
     def read_only_bytes(self) -> int:
@@ -231,6 +242,7 @@ class WorkloadResult:
         data["total"] = self.total()
         data["stats"] = summary(self)
         data["requests"] = self.requests.to_dict() if self.requests else None
+        data["cost"] = self.cost.to_dict() if self.cost else None
         return data
 
 

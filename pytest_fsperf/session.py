@@ -284,7 +284,12 @@ class FsperfSession:
                 lookup = target.lookup_daemon()
             except (OSError, LookupError):
                 pass
-            env = environment(target.path, mount, lookup, self.settings.scale, self.embedded)
+            env = environment(target.path, mount, lookup, self.settings.scale,
+                              self.embedded and target.owned is None)
+            price = self.settings.price_list
+            if price is not None:  # what request costs are priced at
+                env["price"] = {k: getattr(price, k) for k in (
+                    "name", "title", "currency", "source", "checked", "origin")}
             if target.owned:
                 env["backend"] = target.owned.backend.name
                 env["source_note"] = _source_note(target.owned)

@@ -149,3 +149,34 @@ def format_count(value: float) -> str:
     if value >= 1e4:
         return f"{_three_figures(value / 1e3)}k"
     return _three_figures(value)
+
+
+def parse_money(value: object) -> float:
+    """An amount in the price list's currency: 0.01, '0.01', '$0.01'."""
+    text = str(value).strip().removeprefix("$").strip()
+    try:
+        amount = float(text)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an amount; give one such as 0.01 (in the price "
+                         "list's currency)") from None
+    if not math.isfinite(amount) or amount < 0:
+        raise ValueError(f"{value!r} must be an amount of 0 or more")
+    return amount
+
+
+def format_money(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    return "0" if value == 0 else f"{value:.3g}" if value >= 0.01 else f"{value:.2g}"
+
+
+def format_ratio(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def format_size(n_bytes: float) -> str:
+    """A size in powers of 1000 with three figures: 65.5 kB, 8.39 MB, 1.07 GB."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n_bytes >= scale:
+            return f"{_three_figures(n_bytes / scale)} {unit}"
+    return f"{n_bytes:.0f} B"

@@ -125,4 +125,10 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
     Metric("req_list", "LIST requests", units.parse_count, units.format_count, False, "requests"),
     Metric("req_put", "PUT and multipart requests", units.parse_count, units.format_count, False,
            "requests"),
+    Metric("req_per_mib", "requests per MiB moved", _number, units.format_ratio, False, "requests/MiB"),
+    Metric("req_per_file", "requests per file", _number, units.format_ratio, False, "requests/file"),
+    # At the chosen price list's prices, in its currency (store/cost.py).
+    Metric("cost", "request cost", units.parse_money, units.format_money, False, "currency"),
+    Metric("cost_per_tb", "request cost per TB moved", units.parse_money, units.format_money, False,
+           "currency/TB"),
 )}

@@ -75,8 +75,22 @@ def test_s3fs_small_files_and_a_cold_read_count_exactly(pytester, minio):
     big = rows["big_read"]["requests"]
     assert 1 <= big["by_kind"]["GET"] <= 16 and big["by_kind"]["PUT"] == 0
     assert rows["big"]["requests"]["by_kind"]["MULTIPART"] + rows["big"]["requests"]["by_kind"]["PUT"] >= 1
-    text = result.stdout.str()
-    assert "files_read: object-store requests" in text and "40 GET" in text
+    # amplification, the server's TTFB, the mean GET, cost at the default price list
+    assert rows["files_read"]["stats"]["req_per_file"]["median"] == read["total"] / 40
+    assert read["ttfb_at_most"]["p50"] <= read["ttfb_at_most"]["p99"]
+    assert read["get_bytes_mean"] == read["sent_bytes"] / 40 and read["sent_bytes"] >= 40 * 65536
+    cost = rows["files_write"]["cost"]
+    assert cost["price"] == "aws-s3-standard" and cost["currency"] == "USD"
+    kinds = write["by_kind"]  # $0.005 per 1,000 PUT and LIST, $0.0004 per 1,000 GET and HEAD
+    expected = (kinds["PUT"] + kinds["LIST"] + kinds["MULTIPART"] + kinds["COPY"]) * 5e-6 + (
+        kinds["GET"] + kinds["HEAD"] + kinds["OTHER"]) * 4e-7
+    assert abs(cost["requests"] - expected) < 1e-12
+    assert doc["environment"]["price"]["source"].startswith("https://aws.amazon.com/s3/pricing/")
+    result.stdout.fnmatch_lines([
+        "*files_read: object-store requests*store sent 2.6* MB*GETs of 65.* kB on average*"
+        "TTFB p50 <=*",
+        "*Object-store requests*", "*cost at Amazon S3 Standard*",
+        "*test_s3 *files_read * 80 * 40 * 40 *"])  # requests, 40 GET, 40 HEAD
 
 
 def test_rclone_read_chunk_size_moves_the_gets(pytester, minio):
@@ -123,12 +137,12 @@ def test_request_thresholds_judge_the_counts_and_never_pass_unmeasured(pytester,
     pytester.makepyfile("""
         from pytest_fsperf import fsperf, fsperf_mount
 
-        @fsperf(max_puts=20, max_gets=0)
+        @fsperf(max_puts=20, max_gets=0, max_cost="$0.01", max_cost_per_tb=10000)
         @fsperf_mount("s3fs")
         def test_writes(fsperf):
             fsperf.files(mode="write", count=10, size="4KiB", threads=2)
 
-        @fsperf(max_puts=5)
+        @fsperf(max_puts=5, max_requests_per_file=3)
         @fsperf_mount("s3fs")
         def test_too_many(fsperf):
             fsperf.files(mode="write", count=10, size="4KiB", threads=2)
@@ -136,6 +150,7 @@ def test_request_thresholds_judge_the_counts_and_never_pass_unmeasured(pytester,
     result, doc = run(pytester)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*files_write: PUT and multipart requests 10 > max_puts 5*"])
+    result.stdout.fnmatch_lines(["*files_write: requests per file * > max_requests_per_file 3*"])
     m = bindfs()
     pytester.makepyfile(test_existing="""
         from pytest_fsperf import fsperf
@@ -148,3 +163,52 @@ def test_request_thresholds_judge_the_counts_and_never_pass_unmeasured(pytester,
     result.assert_outcomes(passed=1)
     (row,) = doc["results"]
     assert row["verdict"] == "partial"  # not "pass": nothing was counted
+
+
+@pytest.mark.unit
+def test_costs_are_priced_per_kind_and_failed_requests_only_where_billed():
+    from pytest_fsperf.store import cost
+    from pytest_fsperf.store.requests import Requests
+
+    kinds = dict.fromkeys(KINDS, 0) | {"GET": 1000, "HEAD": 500, "LIST": 10, "PUT": 100}
+    q = Requests(kinds, {}, 500, 0, 2 * 10**9, 0, errors_by_kind={"HEAD": 500})
+    table = cost.load(None)
+    aws = table["aws-s3-standard"].cost(q)
+    assert aws.requests == pytest.approx(1500 * 0.0004 / 1000 + 110 * 0.005 / 1000)
+    assert aws.egress == pytest.approx(2 * 0.09)
+    oss = table["aliyun-oss-standard"].cost(q)  # OSS bills no 4xx: the 500 failed HEADs are free
+    assert oss.currency == "CNY" and oss.requests == pytest.approx(1110 * 0.01 / 10000)
+    assert table["cloudflare-r2-standard"].cost(q).egress == 0.0
+    assert table["self-hosted"].cost(q).requests == 0.0
+    for price in table.values():  # every shipped entry says where it comes from and when
+        assert price.source and price.checked and set(price.per_1000) == set(KINDS)
+
+
+@pytest.mark.unit
+def test_a_price_file_of_ones_own_extends_the_table_and_bad_ones_say_where(tmp_path):
+    from pytest_fsperf.config import Raw, settings_from
+    from pytest_fsperf.errors import UsageError
+
+    per = ", ".join(f"{k} = 0.001" for k in KINDS)
+    good = tmp_path / "prices.toml"
+    good.write_text(f'[mine]\ntitle = "our contract"\ncurrency = "EUR"\nsource = "contract 7"\n'
+                    f'checked = "2026-11-01"\nper_1000 = {{ {per} }}\n')
+    given = {"prices_file": Raw(str(good), "--fsperf-prices=prices.toml (command line)", tmp_path),
+             "price": Raw("mine", "--fsperf-price=mine (command line)", tmp_path)}
+    settings = settings_from(given, tmp_path)
+    assert settings.price_list is not None and settings.price_list.currency == "EUR"
+    assert settings.price_list.origin == str(good)
+    with pytest.raises(UsageError, match=r"--fsperf-price=nope \(command line\): no price list "
+                                         r"'nope'; known: .*aws-s3-standard"):
+        settings_from({"price": Raw("nope", "--fsperf-price=nope (command line)", tmp_path)},
+                      tmp_path)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[x]\ntitle = "t"\ncurrency = "USD"\nsource = "s"\nchecked = "d"\n'
+                   'per_1000 = { GET = -1 }\n')
+    with pytest.raises(UsageError, match=r"fsperf_prices = bad.toml \(ini file t.ini\): .*\[x\]: "
+                                         r"per_1000 needs exactly the kinds .*missing: COPY"):
+        settings_from({"prices_file": Raw("bad.toml", "fsperf_prices = bad.toml (ini file t.ini)",
+                                          tmp_path)}, tmp_path)
+    bad.write_text("[x\n")
+    with pytest.raises(UsageError, match="not TOML"):
+        settings_from({"prices_file": Raw("bad.toml", "w", tmp_path)}, tmp_path)

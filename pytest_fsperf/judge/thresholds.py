@@ -46,7 +46,7 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
             measured = r.metrics()[metric]
             if measured is None:
                 why = (r.requests_note or "no object-store request counters") if metric.startswith(
-                    "req_") else r.daemon_note
+                    ("req_", "cost")) else r.daemon_note
                 verdict.notes.append(f"{r.name}: {threshold.keyword} not judged ({why})")
                 if verdict.per_workload[r.name] == Outcome.PASS:
                     verdict.per_workload[r.name] = Outcome.PARTIAL

@@ -26,6 +26,7 @@ from ..mounts.daemon import Lookup
 from ..paired import Budget
 from ..result import DaemonStats, OpStats, WorkloadResult, check_cold, median_round
 from ..session import FsperfSession, Target, safe_name
+from ..store.cost import Cost
 from ..store.requests import Requests
 
 
@@ -398,12 +399,16 @@ class Workspace:
                 meter.abort()
             w.disk_peak = disk.stop() if disk else None
 
+    def _cost(self, q: Requests | None) -> Cost | None:
+        price = self._state.settings.price_list
+        return price.cost(q) if q is not None and price is not None else None
+
     def _record(self, w: _Window, **fields: Any) -> WorkloadResult:
         result = WorkloadResult(
             test=self.test, cache=w.cache, daemon_cache=w.daemon_cache, daemon=w.daemon,
             daemon_note=w.lookup.note, wall_seconds=w.wall, mount=self.target.describe(),
             cold_steps=w.cold_steps, cache_disk_peak_bytes=w.disk_peak, requests=w.requests,
-            requests_note=w.requests_note, **fields)
+            requests_note=w.requests_note, cost=self._cost(w.requests), **fields)
         cold, evidence = check_cold(w.cache, w.daemon, result.read_only_bytes)
         return dataclasses.replace(result, cold_read=cold, cold_evidence=evidence)
 

@@ -239,34 +239,65 @@ def notes(results: list[Row]) -> list[str]:
     return list(dict.fromkeys(out))  # each note once
 
 
-def _per(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
-
-
 def requests_line(r: Row) -> str:
-    """What the object store served the workload: requests by kind, per MiB moved and per
-    file, errors, bytes; empty where the plugin mounted nothing over a store."""
+    """What the object store served the workload beyond the requests table: errors, bytes,
+    the mean GET, the server's TTFB, egress; or why there are no figures."""
     q = r.get("requests")
     if not q:
         note = r.get("requests_note", "")
         return f"object-store requests not available: {note}" if r.get("mount") and note else ""
         # (an existing mount's note stays in the JSON: its store is not the plugin's to know)
-    kinds = ", ".join(f"{n} {k}" for k, n in q["by_kind"].items() if n) or "none"
-    per = []
-    moved = r["total"].get("io_bytes") or 0
-    if moved and q["total"]:
-        per.append(f"{_per(q['total'] / (moved / 2**20))} per MiB moved")
-    ops = r.get("ops") or {}
-    if ops.get("count") and q["total"]:
-        what = "file" if "files" in str(ops.get("operation")) else "entry"
-        per.append(f"{_per(q['total'] / ops['count'])} per {what}")
+    parts = []
     errors = q["errors_4xx"] + q["errors_5xx"]
-    tail = [f"{errors} errors ({q['errors_4xx']} 4xx, {q['errors_5xx']} 5xx)"] if errors else []
+    if errors:  # a 404 for a HEAD of a name not there yet is how s3fs creates a file
+        parts.append(f"{errors} answered with errors: {q['errors_4xx']} 4xx, {q['errors_5xx']} 5xx"
+                     + (" (a 503 SlowDown is a 5xx: the store throttled)" if q["errors_5xx"] else ""))
     if q.get("sent_bytes") is not None:
-        tail.append(f"store sent {units.format_mb(q['sent_bytes'])}, received "
-                    f"{units.format_mb(q['received_bytes'] or 0)}")
-    return (f"object-store requests {q['total']}: {kinds}"
-            + (f" ({'; '.join(per)})" if per else "") + ("; " + "; ".join(tail) if tail else ""))
+        parts.append(f"store sent {units.format_size(q['sent_bytes'])}, received "
+                     f"{units.format_size(q['received_bytes'] or 0)}")
+    if q.get("get_bytes_mean"):
+        parts.append(f"GETs of {units.format_size(q['get_bytes_mean'])} on average")
+    ttfb = q.get("ttfb_at_most") or {}
+    if ttfb:
+        parts.append("server TTFB " + ", ".join(
+            f"{k} <= {units.format_duration(v * 1e9)}" for k, v in ttfb.items()))
+    cost = r.get("cost")
+    if cost and cost.get("egress"):
+        parts.append(f"egress {units.format_money(cost['egress'])} {cost['currency']} "
+                     "were it served to the internet")
+    return f"object-store requests {q['total']}: " + "; ".join(parts) if parts else ""
+
+
+def requests_table(results: list[Row], price: Mapping[str, Any] | None) -> Section | None:
+    """Requests by kind, amplification and cost of every workload the store counted for."""
+    counted = [r for r in results if r.get("requests")]
+    if not counted:
+        return None
+    currency = next((r["cost"]["currency"] for r in counted if r.get("cost")), "")
+    head = ("test", "workload", "requests", "GET", "HEAD", "LIST", "PUT", "other",
+            "per file", "per MiB", f"cost {currency}".strip(), "per TB moved")
+    rows = []
+    for r in counted:
+        q = r["requests"]
+        m = {k: v["median"] for k, v in (r.get("stats") or {}).items()}
+        kinds = q["by_kind"]
+        other = q["total"] - sum(kinds[k] for k in ("GET", "HEAD", "LIST", "PUT"))
+        rows.append((short_test(r), r["name"], str(q["total"]),
+                     *(str(kinds[k]) for k in ("GET", "HEAD", "LIST", "PUT")), str(other),
+                     _cell("req_per_file", m), _cell("req_per_mib", m), _cell("cost", m),
+                     _cell("cost_per_tb", m)))
+    lines = ["counted by the store itself around each measured window (not layout or remounts); "
+             "'other' includes multipart, COPY and DELETE"]
+    if price:
+        lines.append(f"cost at {price['title']} prices ({price['name']}, {price['currency']}, "
+                     f"checked {price['checked']}, {price['origin']}); source: {price['source']}")
+    return Section("Object-store requests", tuple(lines),
+                   Table(head, tuple(rows), frozenset(range(2, len(head)))))
+
+
+def _cell(metric: str, figures: Mapping[str, Any]) -> str:
+    value = figures.get(metric)
+    return METRICS[metric].show(value) if value is not None else "-"
 
 
 def _figure(metric: str, value: float | None) -> str:
@@ -441,10 +472,11 @@ def build(env: Mapping[str, Any], results: list[Row], comparisons: Iterable[Mapp
           gated: bool, inconclusive_fails: bool = True) -> View:
     comparisons = list(comparisons)
     sections = [comparison(c) for c in comparisons]
-    sections += [s for s in (baseline_checks(results, gated, env.get("scale")),
-                             run_comparisons(results)) if s]
     behind = in_comparisons(results, comparisons)
     shown = [r for r in results if (str(r["test"]), str(r["name"])) not in behind]
+    sections += [s for s in (requests_table(shown, env.get("price")),
+                             baseline_checks(results, gated, env.get("scale")),
+                             run_comparisons(results)) if s]
     saved = any(r.get("run_comparison") for r in shown)
     head = HEADER + (("vs saved run",) if saved else ())
     extra = ([f"{len(results) - len(shown)} runs of A/B comparisons: in their sections below"]

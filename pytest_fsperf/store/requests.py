@@ -11,11 +11,12 @@ metrics cannot be read gives no figures and a reason, never zeros.
 
 from __future__ import annotations
 
+import math
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -43,6 +44,8 @@ class Snapshot:
     errors_5xx: float
     sent: float | None
     received: float | None
+    errors: Mapping[str, float] = field(default_factory=dict)  # 4xx and 5xx by API name
+    ttfb: Mapping[float, float] = field(default_factory=dict)  # le (s) -> count, all S3 APIs
 
 
 @dataclass(frozen=True)
@@ -56,13 +59,23 @@ class Requests:
     sent_bytes: int | None  # by the server: what reads pulled
     received_bytes: int | None  # what writes pushed
     source: str = "MinIO metrics"
+    errors_by_kind: dict[str, int] = field(default_factory=dict)  # 4xx and 5xx: not billed by some
+    # The server's time to first byte: the upper edge of the histogram bucket holding each
+    # percentile (MinIO's buckets are 50 ms, 100 ms, 250 ms ...: "at most", never finer).
+    ttfb_at_most: dict[str, float] = field(default_factory=dict)  # "p50", "p90", "p99" -> s
 
     @property
     def total(self) -> int:
         return sum(self.by_kind.values())
 
+    @property
+    def get_bytes_mean(self) -> float | None:
+        """Bytes per GET on average: the part size a reader asks for (sent / GETs)."""
+        gets = self.by_kind.get("GET", 0)
+        return self.sent_bytes / gets if gets and self.sent_bytes is not None else None
+
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "total": self.total}
+        return {**asdict(self), "total": self.total, "get_bytes_mean": self.get_bytes_mean}
 
 
 def parse(text: str) -> Snapshot:
@@ -70,7 +83,9 @@ def parse(text: str) -> Snapshot:
     S3 API calls only (type="s3"), by API name in lower case (getobject, headobject, ...)."""
     requests: dict[str, float] = {}
     errors = {"4xx": 0.0, "5xx": 0.0}
+    by_api: dict[str, float] = {}
     traffic: dict[str, float] = {}
+    ttfb: dict[float, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.labels.get("type", "s3") != "s3":
@@ -78,15 +93,29 @@ def parse(text: str) -> Snapshot:
             api = sample.labels.get("name", "").lower()
             if sample.name == "minio_api_requests_total" and api:
                 requests[api] = requests.get(api, 0.0) + sample.value
-            elif sample.name == "minio_api_requests_4xx_errors_total":
-                errors["4xx"] += sample.value
-            elif sample.name == "minio_api_requests_5xx_errors_total":
-                errors["5xx"] += sample.value
-            elif sample.name.startswith("minio_api_requests_traffic_"):
-                traffic[sample.name] = traffic.get(sample.name, 0.0) + sample.value
+            elif sample.name in ("minio_api_requests_4xx_errors_total",
+                                 "minio_api_requests_5xx_errors_total"):
+                errors["4xx" if "_4xx_" in sample.name else "5xx"] += sample.value
+                by_api[api] = by_api.get(api, 0.0) + sample.value
+            elif sample.name.startswith("minio_api_requests_ttfb_seconds_distribution"):
+                le = float(sample.labels.get("le", "inf"))
+                ttfb[le] = ttfb.get(le, 0.0) + sample.value
+            elif family.name.startswith("minio_api_requests_traffic_"):
+                # the parser names a counter's sample NAME_total: the family keeps MinIO's name
+                traffic[family.name] = traffic.get(family.name, 0.0) + sample.value
     return Snapshot(requests, errors["4xx"], errors["5xx"],
                     traffic.get("minio_api_requests_traffic_sent_bytes"),
-                    traffic.get("minio_api_requests_traffic_received_bytes"))
+                    traffic.get("minio_api_requests_traffic_received_bytes"), by_api, ttfb)
+
+
+def at_most(counts: Mapping[float, float], q: float) -> float | None:
+    """The upper edge of the cumulative histogram bucket that holds quantile q; None where
+    nothing was counted, inf where it lies past the last finite edge."""
+    edges = sorted(counts)
+    if not edges or counts[edges[-1]] <= 0:
+        return None
+    need = q * counts[edges[-1]]
+    return next(le for le in edges if counts[le] >= need)
 
 
 def difference(before: Snapshot, after: Snapshot) -> Requests:
@@ -98,11 +127,20 @@ def difference(before: Snapshot, after: Snapshot) -> Requests:
         by_kind[API_KIND.get(api, "OTHER")] += n
 
     def grew(a: float | None, b: float | None) -> int | None:
-        return int(b - a) if a is not None and b is not None else None
+        # MinIO shows a traffic counter from its first byte on: absent before means 0
+        return int(b - (a or 0.0)) if b is not None else None
 
+    errors = dict.fromkeys(KINDS, 0)
+    for api in set(after.errors) | set(before.errors):
+        errors[API_KIND.get(api, "OTHER")] += int(after.errors.get(api, 0) - before.errors.get(api, 0))
+    ttfb = {le: after.ttfb[le] - before.ttfb.get(le, 0.0) for le in after.ttfb}
+    percentiles = {name: edge for name, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
+                   if (edge := at_most(ttfb, q)) is not None and math.isfinite(edge)}
     return Requests(by_kind, by_api, int(after.errors_4xx - before.errors_4xx),
                     int(after.errors_5xx - before.errors_5xx),
-                    grew(before.sent, after.sent), grew(before.received, after.received))
+                    grew(before.sent, after.sent), grew(before.received, after.received),
+                    errors_by_kind={k: n for k, n in errors.items() if n},
+                    ttfb_at_most=percentiles)
 
 
 class RequestMeter:
