@@ -7,6 +7,7 @@ import re
 import secrets
 import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from . import baselines, canary, leftovers, runs
@@ -20,8 +21,9 @@ from .mounts.probe import NoAnswer, probe
 from .report import jsonout
 from .report.environment import environment
 from .report.redact import mask
+from .store import juicefs
 from .store import requests as store_requests
-from .store.requests import RequestMeter
+from .store.requests import Meter
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -47,7 +49,7 @@ class Target:
         self.timeout = timeout  # how long a touch of the mount may take
         self.hung: str | None = None  # why the mount stopped answering, once it did
         self._count = 0
-        self._requests: tuple[RequestMeter | None, str] | None = None
+        self._requests: tuple[Meter | None, str] | None = None
 
     def mount(self) -> Mount:
         return find_mount(self.path, read_mounts())
@@ -62,15 +64,22 @@ class Target:
     def describe(self) -> dict[str, Any] | None:
         return self.owned.describe() if self.owned is not None else None
 
-    def request_meter(self) -> tuple[RequestMeter | None, str]:
-        """The object store's request counters behind this mount (probed once), or why not."""
+    def request_meter(self) -> tuple[Meter | None, str]:
+        """The object requests behind this mount (probed once): the store's own counters
+        where the plugin mounted it over a store whose metrics it reads, else the daemon's
+        own (JuiceFS's .stats), else None and why not."""
         if self._requests is None:
-            if self.owned is None:
-                self._requests = (None, "an existing mount: its object store is not known to "
-                                        "the plugin")
-            else:
+            meter: Meter | None = None
+            why = ("an existing mount: its object store is not known to the plugin, and its daemon "
+                   "keeps no request counters the plugin reads (JuiceFS's .stats is read where "
+                   "present; rclone counts transfers, not requests; mountpoint-s3 logs its "
+                   "metrics)")
+            if self.owned is not None:
                 endpoint = self.owned.rendered.fields.get("endpoint")
-                self._requests = store_requests.probe(str(endpoint) if endpoint else None)
+                meter, why = store_requests.probe(str(endpoint) if endpoint else None)
+            if meter is None and juicefs.has_stats(Path(self.path)):
+                meter, why = juicefs.StatsMeter(Path(self.path)), ""
+            self._requests = (meter, why)
         return self._requests
 
     def answers(self) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_fsperf.mounts.daemon import find_daemon
 from pytest_fsperf.mounts.mountinfo import read_mounts
-from pytest_fsperf.store.minio import INSTALL, find_minio
+from pytest_fsperf.store.minio import INSTALL, S3Server, find_minio, start_minio
 
 # Test tiers, by what a test needs (pytest -m unit: the quick tier, no fio, no mounts):
 #   unit  pure logic; no fio, no mounts, no servers
@@ -154,3 +154,33 @@ def minio() -> None:
     need("fio")
     if find_minio() is None:
         pytest.skip(f"MinIO is not installed: {INSTALL}")
+
+
+@dataclass
+class JuiceFsMount:
+    point: Path
+    meta_url: str
+    server: S3Server
+
+
+@pytest.fixture
+def juicefs_mount(tmp_path: Path, minio: None) -> Iterator[JuiceFsMount]:
+    """A JuiceFS volume on a MinIO of its own (sqlite3 metadata in tmp_path), mounted the way
+    users do (`juicefs mount -d`: a supervisor and its worker), unmounted after the test."""
+    binary = need("juicefs")
+    server = start_minio(find_minio() or "minio")
+    point, meta = tmp_path / "jfs", f"sqlite3://{tmp_path}/jfs.db"
+    point.mkdir()
+    env = dict(os.environ, ACCESS_KEY=server.access_key, SECRET_KEY=server.secret_key)
+    try:
+        subprocess.run([binary, "format", "--storage", "minio", "--bucket",
+                        f"{server.endpoint}/{server.bucket}", meta, "vol"], env=env, check=True,
+                       capture_output=True, timeout=60)
+        subprocess.run([binary, "mount", "-d", meta, str(point), "--cache-dir",
+                        str(tmp_path / "cache"), "--log", str(tmp_path / "jfs.log")],
+                       check=True, capture_output=True, timeout=60)
+        yield JuiceFsMount(point, meta, server)
+    finally:
+        if _mounted(point):
+            subprocess.run([binary, "umount", "--force", str(point)], capture_output=True, timeout=60)
+        server.stop()

@@ -212,3 +212,48 @@ def test_a_price_file_of_ones_own_extends_the_table_and_bad_ones_say_where(tmp_p
     bad.write_text("[x\n")
     with pytest.raises(UsageError, match="not TOML"):
         settings_from({"prices_file": Raw("bad.toml", "w", tmp_path)}, tmp_path)
+
+
+def test_an_s3fs_option_that_adds_heads_is_proved_by_an_ab(pytester, minio):
+    """ls -l of 100 files, each run on a cold remount: s3fs fills its stat cache from the
+    listing's HEADs; with the cache cut to one entry every stat asks again. The A/B says
+    so from the counts, interleaved like any other figure."""
+    need("s3fs")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("s3fs")
+        def test_ab(fsperf):
+            ab = fsperf.compare(lambda f: f.meta(op="list_stat", entries=100),
+                                a=[], b=["-o", "max_stat_cache_size=1"], rounds=3, max_rounds=3)
+            heads = ab.metrics["req_head"]
+            print("HEADS", heads.a, heads.b, heads.outcome)
+            assert heads.outcome == "B worse" and min(heads.b) > max(heads.a)
+            assert ab.metrics["req_per_file"].outcome == "B worse"
+    """)
+    result, doc = run(pytester, "-s")
+    result.assert_outcomes(passed=1)
+    (c,) = doc["comparisons"]  # the record says it too: JSON, and so Markdown and HTML
+    assert c["metrics"]["req_head"]["outcome"] == "B worse"
+
+
+def test_an_existing_juicefs_mount_counts_its_own_requests(pytester, juicefs_mount):
+    """No store the plugin knows, but JuiceFS's .stats counts its client's requests: a 16 MiB
+    write is four 4 MiB block PUTs, and the server saw them too."""
+    from pytest_fsperf.store.requests import RequestMeter
+
+    server = RequestMeter(juicefs_mount.server.endpoint)
+    before = server.read()
+    pytester.makepyfile("""
+        def test_w(fsperf):
+            fsperf.fio(name="w", rw="write", bs="1M", size="16M", end_fsync=1)
+    """)
+    result, doc = run(pytester, f"--fsperf-mount={juicefs_mount.point}")
+    result.assert_outcomes(passed=1)
+    seen = difference(before, server.read())
+    (row,) = doc["results"]
+    q = row["requests"]
+    assert q["source"] == "JuiceFS .stats" and q["by_kind"]["PUT"] == 4, q
+    assert q["received_bytes"] == 16 * 2**20
+    assert seen.by_kind["PUT"] >= 4  # the server's count of the whole run, layout included
+    result.stdout.fnmatch_lines(["*counted by JuiceFS .stats around each measured window*"])

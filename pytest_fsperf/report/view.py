@@ -252,6 +252,8 @@ def requests_line(r: Row) -> str:
     if errors:  # a 404 for a HEAD of a name not there yet is how s3fs creates a file
         parts.append(f"{errors} answered with errors: {q['errors_4xx']} 4xx, {q['errors_5xx']} 5xx"
                      + (" (a 503 SlowDown is a 5xx: the store throttled)" if q["errors_5xx"] else ""))
+    if q.get("errors_unclassified"):
+        parts.append(f"{q['errors_unclassified']} failed ({q['source']} does not say how)")
     if q.get("sent_bytes") is not None:
         parts.append(f"store sent {units.format_size(q['sent_bytes'])}, received "
                      f"{units.format_size(q['received_bytes'] or 0)}")
@@ -286,8 +288,9 @@ def requests_table(results: list[Row], price: Mapping[str, Any] | None) -> Secti
                      *(str(kinds[k]) for k in ("GET", "HEAD", "LIST", "PUT")), str(other),
                      _cell("req_per_file", m), _cell("req_per_mib", m), _cell("cost", m),
                      _cell("cost_per_tb", m)))
-    lines = ["counted by the store itself around each measured window (not layout or remounts); "
-             "'other' includes multipart, COPY and DELETE"]
+    sources = sorted({r["requests"].get("source", "?") for r in counted})
+    lines = [f"counted by {' and '.join(sources)} around each measured window (not layout or "
+             "remounts); 'other' includes multipart, COPY and DELETE"]
     if price:
         lines.append(f"cost at {price['title']} prices ({price['name']}, {price['currency']}, "
                      f"checked {price['checked']}, {price['origin']}); source: {price['source']}")

@@ -17,7 +17,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -63,6 +63,7 @@ class Requests:
     # The server's time to first byte: the upper edge of the histogram bucket holding each
     # percentile (MinIO's buckets are 50 ms, 100 ms, 250 ms ...: "at most", never finer).
     ttfb_at_most: dict[str, float] = field(default_factory=dict)  # "p50", "p90", "p99" -> s
+    errors_unclassified: int = 0  # failed requests a source counts without their status
 
     @property
     def total(self) -> int:
@@ -141,6 +142,14 @@ def difference(before: Snapshot, after: Snapshot) -> Requests:
                     grew(before.sent, after.sent), grew(before.received, after.received),
                     errors_by_kind={k: n for k, n in errors.items() if n},
                     ttfb_at_most=percentiles)
+
+
+class Meter(Protocol):
+    """Counts a window's object requests: the store's own metrics or the daemon's counters."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> Requests: ...
 
 
 class RequestMeter:

@@ -1,0 +1,72 @@
+"""JuiceFS counts its own client's object requests: the virtual file `.stats` in the mount
+root is Prometheus text, one sample per line, the method in the name
+(juicefs_object_request_durations_histogram_seconds_GET_total, ..._data_bytes_GET). Read around
+a window it gives the requests of any JuiceFS mount, also one the plugin did not mount."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from .requests import KINDS, Requests
+
+STATS = ".stats"
+_COUNT = re.compile(r"juicefs_object_request_durations_histogram_seconds_(\w+?)_total")
+_BYTES = re.compile(r"juicefs_object_request_data_bytes_(\w+)")
+METHOD_KIND = {"GET": "GET", "HEAD": "HEAD", "LIST": "LIST", "PUT": "PUT", "DELETE": "DELETE",
+               "COPY": "COPY", "CreateMultipartUpload": "MULTIPART", "UploadPart": "MULTIPART",
+               "CompleteMultipartUpload": "MULTIPART", "AbortMultipartUpload": "MULTIPART"}
+
+
+def parse(text: str) -> dict[str, float]:
+    """Every sample of .stats by its full name (the parser, not hand-split lines)."""
+    return {s.name: s.value for family in text_string_to_metric_families(text)
+            for s in family.samples if not s.labels}
+
+
+def has_stats(mount: Path) -> bool:
+    try:
+        return (mount / STATS).is_file()
+    except OSError:
+        return False
+
+
+def difference(before: dict[str, float], after: dict[str, float]) -> Requests:
+    def grew(name: str) -> int:
+        return int(after.get(name, 0.0) - before.get(name, 0.0))
+
+    by_api: dict[str, int] = {}
+    data: dict[str, int] = {}
+    for name in after:
+        if m := _COUNT.fullmatch(name):
+            by_api[m[1]] = grew(name)
+        elif m := _BYTES.fullmatch(name):
+            data[m[1]] = grew(name)
+    by_api = {k: n for k, n in by_api.items() if n}
+    by_kind = dict.fromkeys(KINDS, 0)
+    for method, n in by_api.items():
+        by_kind[METHOD_KIND.get(method, "OTHER")] += n
+    received = sum(n for m, n in data.items() if METHOD_KIND.get(m) in ("PUT", "MULTIPART"))
+    # JuiceFS counts failed requests without their status: they are not 4xx or 5xx here
+    return Requests(by_kind, by_api, 0, 0, data.get("GET", 0), received,
+                    source="JuiceFS .stats", errors_unclassified=grew("juicefs_object_request_errors"))
+
+
+class StatsMeter:
+    """A JuiceFS mount's own object-request counters around a window."""
+
+    def __init__(self, mount: Path) -> None:
+        self.path = mount / STATS
+        self._before: dict[str, float] | None = None
+
+    def read(self) -> dict[str, float]:
+        return parse(self.path.read_text("utf-8", "replace"))
+
+    def start(self) -> None:
+        self._before = self.read()
+
+    def stop(self) -> Requests:
+        assert self._before is not None, "start() first"
+        return difference(self._before, self.read())
