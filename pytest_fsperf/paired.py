@@ -103,8 +103,11 @@ class Paired:
 
 
 def log_ratios(a: Sequence[float | None], b: Sequence[float | None]) -> list[float]:
-    return [math.log(y / x) for x, y in zip(a, b, strict=True)
-            if x is not None and y is not None and x > 0 and y > 0]
+    """ln(B/A) per pair; a pair with a zero (a count of requests an option removed) is taken
+    as (B + 0.5) / (A + 0.5), so that 300 against 0 is a large change and 0 against 0 none."""
+    return [math.log(y / x) if x > 0 and y > 0 else math.log((y + 0.5) / (x + 0.5))
+            for x, y in zip(a, b, strict=True)
+            if x is not None and y is not None and x >= 0 and y >= 0]
 
 
 def _interval(d: list[float], level: float) -> tuple[float, float, float]:

@@ -110,7 +110,7 @@ def fingerprint(scenario: str | None, options: Mapping[str, str], mount: Mapping
 class RunComparison:
     run: str  # the saved run's name (the newest, against several)
     key: str  # TEST::WORKLOAD
-    metric: str  # bw or ops
+    metric: str  # bw or ops; req_total where the requests grew
     outcome: str
     old: list[float]  # its rounds; against several runs, each run's median
     new: list[float]
@@ -151,8 +151,35 @@ def values(result: dict[str, Any], metric: str) -> list[float]:
     if result.get("rounds"):
         return [float(r[metric]) for r in result["rounds"] if r.get(metric) is not None]
     total = result.get("total", {})
-    v = total.get("bw_bytes") if metric == "bw" else total.get("ops_per_second")
-    return [float(v)] if v else []
+    if metric in ("bw", "ops"):
+        v = total.get("bw_bytes") if metric == "bw" else total.get("ops_per_second")
+        return [float(v)] if v else []
+    v = (result.get("stats") or {}).get(metric, {}).get("median")
+    return [float(v)] if v is not None else []
+
+
+def _more_requests(run: str, key: str, old: dict[str, Any], new: dict[str, Any],
+                   history: list[tuple[str, dict[str, Any]]], tolerance: float
+                   ) -> RunComparison | None:
+    """The object-store requests of a workload are near fixed for a build and its options:
+    more than the tolerance more in every round than in any saved one is a regression in
+    what the workload costs, even at the same speed."""
+    metric = "req_total"
+    a = ([statistics.median(v) for _n, r in history if (v := values(r, metric))]
+         if len(history) > 1 else values(old, metric))
+    b = values(new, metric)
+    if not a or not b:
+        return None
+    then, now = statistics.median(a), statistics.median(b)
+    if now <= then * (1 + tolerance) or min(b) <= max(a):
+        return None
+    ratio = (now + 0.5) / (then + 0.5) if then == 0 else now / then
+    low = (min(b) + 0.5) / (max(a) + 0.5) if max(a) == 0 else min(b) / max(a)
+    high = (max(b) + 0.5) / (min(a) + 0.5) if min(a) == 0 else max(b) / min(a)
+    return RunComparison(run, key, metric, REGRESSION, a, b, ratio, low, high, [],
+                         [n for n, _r in history],
+                         note=f"object-store requests {then:.0f} -> {now:.0f}, more in every "
+                              "round (the range shown is min/max, not an interval)")
 
 
 def rounds_needed(spread: float, tolerance: float) -> int:
@@ -202,5 +229,7 @@ def compare(run: str, key: str, old: dict[str, Any], new: dict[str, Any], tolera
     outcome = {"up": IMPROVEMENT, "down": REGRESSION, "same": PASS}.get(direction, INCONCLUSIVE)
     if outcome == INCONCLUSIVE and lo is not None and lo >= 1 - tolerance:
         outcome = PASS  # no slowdown beyond tolerance is possible; a speed-up is not proven
+    if outcome != REGRESSION and (more := _more_requests(run, key, old, new, history, tolerance)):
+        return more
     note = _one_round_note(a, b, tolerance) if min(len(a), len(b)) < 2 else ""
     return RunComparison(run, key, metric, outcome, a, b, ratio, lo, hi, [], names, machine, note)

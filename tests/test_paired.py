@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from pytest_fsperf.comparison import judge_metric
 from pytest_fsperf.paired import (
     Budget,
+    Direction,
     log_ratios,
     order,
     paired,
@@ -81,7 +82,8 @@ def test_interval_holds_the_estimate_and_a_identical_pair_is_same(values):
 
 
 def test_missing_figures_are_left_out_pairwise():
-    assert log_ratios([1.0, None, 2.0, 0.0], [1.0, 5.0, None, 3.0]) == [0.0]
+    assert log_ratios([1.0, None, 2.0], [1.0, 5.0, None]) == [0.0]
+    assert log_ratios([0.0], [3.0]) == [math.log(3.5 / 0.5)]  # a count from none: a change
     assert paired([None], [1.0], 0.05).n == 0
     assert paired([1.0], [1.0], 0.05).direction == "unclear"
 
@@ -157,3 +159,11 @@ def test_the_budget_stops_an_undecided_comparison():
 
 def test_order_alternates_so_neither_side_always_runs_first():
     assert "".join(order(i) for i in range(4)) == "ABBAABBA"
+
+
+@pytest.mark.unit
+def test_a_count_an_option_takes_to_zero_is_a_change_and_zero_against_zero_is_none():
+    gone = paired([300, 300, 300], [0, 0, 0], 0.1)
+    assert gone.direction == Direction.DOWN and gone.ratio is not None and gone.ratio < 0.01
+    assert paired([0, 0, 0], [0, 0, 0], 0.1).direction == Direction.SAME
+    assert paired([0, 0, 0], [40, 40, 40], 0.1).direction == Direction.UP

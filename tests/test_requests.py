@@ -257,3 +257,24 @@ def test_an_existing_juicefs_mount_counts_its_own_requests(pytester, juicefs_mou
     assert q["received_bytes"] == 16 * 2**20
     assert seen.by_kind["PUT"] >= 4  # the server's count of the whole run, layout included
     result.stdout.fnmatch_lines(["*counted by JuiceFS .stats around each measured window*"])
+
+
+def test_rclone_lays_out_every_file_and_server_modtime_drops_the_heads(pytester, minio):
+    """rclone's ls -l asks a HEAD per file for the modtime it keeps in metadata;
+    --use-server-modtime takes the store's. Each run lays 300 new files out through the
+    mount and remounts cold: a listing that misses one (uploads still queued at unmount,
+    which rclone 1.60's vfs/stats does not show) fails the run."""
+    need("rclone")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("rclone", config="fsperf_s3")
+        def test_ab(fsperf):
+            ab = fsperf.compare(lambda f: f.meta(op="list_stat", entries=300),
+                                a=[], b=["--use-server-modtime"], rounds=2, max_rounds=2)
+            heads = ab.metrics["req_head"]
+            assert all(n == 300 for n in heads.a) and all(n == 0 for n in heads.b), heads
+            assert heads.outcome == "B better"
+    """)
+    result, _ = run(pytester)
+    result.assert_outcomes(passed=1)

@@ -188,3 +188,21 @@ def test_pytest_benchmark_json_and_its_compare(pytester):
                           str(pytester.path / "bench.json")], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert "test_w::w" in out.stdout
+
+
+@pytest.mark.unit
+def test_more_requests_at_the_same_speed_is_a_regression_in_cost():
+    def with_requests(bw, reqs):
+        r = res(bw)
+        r["rounds"] = [{"bw": v, "req_total": n} for v, n in zip(bw, reqs, strict=True)]
+        return r
+
+    old = with_requests(OLD, [1004] * 5)
+    same_speed = [99.0, 100.0, 101.0, 100.2, 99.8]
+    c = runs.compare("base", "t::w", old, with_requests(same_speed, [2008, 2006, 2008, 2010, 2008]), 0.05)
+    assert c.outcome == runs.REGRESSION and c.metric == "req_total" and c.ratio == pytest.approx(2.0)
+    assert "object-store requests 1004 -> 2008" in c.message(0.05)
+    noisy = runs.compare("base", "t::w", old, with_requests(same_speed, [1004, 1005, 1004, 1003, 1004]), 0.05)
+    assert noisy.outcome == runs.PASS and noisy.metric == "bw"
+    fewer = runs.compare("base", "t::w", old, with_requests(same_speed, [2] * 5), 0.05)
+    assert fewer.outcome == runs.PASS  # fewer requests never fail a run

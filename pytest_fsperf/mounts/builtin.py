@@ -6,30 +6,43 @@ import base64
 import json
 import time
 import urllib.request
+from typing import Any
 
 from .spec import Backend, Rendered
 
 
-def rclone_settle(r: Rendered, timeout: float = 600.0) -> str:
-    """Wait until rclone's VFS has no queued or running uploads (asked over its rc API):
-    rclone exits with uploads pending, and a cold remount then wipes them."""
+def _rc(r: Rendered, path: str) -> dict[str, Any]:
     auth = base64.b64encode(f"fsperf:{r.fields['token']}".encode()).decode()
-    url = f"http://127.0.0.1:{r.fields['port']}/vfs/stats"
+    req = urllib.request.Request(f"http://127.0.0.1:{r.fields['port']}/{path}", data=b"{}",
+                                 method="POST", headers={"Authorization": f"Basic {auth}",
+                                                         "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        doc = json.load(resp)
+    return doc if isinstance(doc, dict) else {}
+
+
+def rclone_settle(r: Rendered, timeout: float = 600.0) -> str:
+    """Wait until rclone has nothing left to upload (asked over its rc API): rclone exits
+    with uploads pending, and a cold remount then wipes them. rclone 1.60's vfs/stats shows
+    no queued upload while 1,000 new files go up over 7 s here; core/stats does: the
+    transfers running and the count done. Settled: nothing running or queued and the count
+    unchanged for 3 s (a file's FUSE release, which queues its upload, arrives after close()
+    returned: one quiet poll right after a burst of writes is not enough; 259 of 1,000 new
+    files were lost so)."""
     deadline = time.monotonic() + timeout
     waited = False
-    quiet = 0  # polls in a row with nothing pending: a file's FUSE release (which queues its
-    # upload) arrives after close() returned, so one empty poll right after a burst of writes
-    # can come before the last uploads are queued (259 of 1000 new files were lost so)
+    quiet, done = 0, -1
     while True:
-        req = urllib.request.Request(url, data=b"{}", method="POST", headers={
-            "Authorization": f"Basic {auth}", "Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=5) as resp:
-                cache = json.load(resp).get("diskCache", {})
+            cache = _rc(r, "vfs/stats").get("diskCache", {})
+            core = _rc(r, "core/stats")
         except (OSError, ValueError) as exc:
             return f"pending uploads unknown (rclone rc: {exc})"
-        pending = int(cache.get("uploadsInProgress", 0)) + int(cache.get("uploadsQueued", 0))
-        quiet = quiet + 1 if pending == 0 else 0
+        pending = (int(cache.get("uploadsInProgress", 0)) + int(cache.get("uploadsQueued", 0))
+                   + len(core.get("transferring") or []))
+        moved = int(core.get("transfers", 0))
+        quiet = quiet + 1 if pending == 0 and moved == done else 0
+        done = moved
         if quiet >= 30:  # 3 s
             return "uploads settled" if waited else ""
         if time.monotonic() > deadline:
