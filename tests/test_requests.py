@@ -40,9 +40,35 @@ def test_counters_are_parsed_by_kind_and_differenced():
 
 @pytest.mark.unit
 def test_a_store_without_readable_metrics_says_why():
+    import http.server
+    import threading
+
     meter, why = probe("http://127.0.0.1:9")  # nothing listens there
     assert meter is None and "could not be read" in why
     assert probe(None) == (None, "")  # no store behind the mount: nothing to say
+
+    def answer(status: int, body: bytes) -> str:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(status)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            meter, why = probe(f"http://127.0.0.1:{server.server_port}")
+        finally:
+            server.shutdown()
+        assert meter is None
+        return why
+
+    assert "answered HTTP 403: not MinIO, or its metrics need a token" in answer(
+        403, b"<Error><Code>AccessDenied</Code></Error>")  # MinIO without public metrics
+    assert "has no MinIO request counters" in answer(200, b"# another server\n")
 
 
 def run(pytester, *args):
@@ -66,7 +92,10 @@ def test_s3fs_small_files_and_a_cold_read_count_exactly(pytester, minio):
             fsperf.cold()
             fsperf.fio(name="big_read", rw="read", bs="1M", size="16M", direct=1)
     """)
-    result, doc = run(pytester)
+    md, html = pytester.path / "r.md", pytester.path / "r.html"
+    result, doc = run(pytester, f"--fsperf-markdown={md}", f"--fsperf-html={html}")
+    for page in (md.read_text(), html.read_text()):  # the cost table in every report
+        assert "Object-store requests" in page and "cost USD" in page and "aws-s3-standard" in page
     result.assert_outcomes(passed=1)
     rows = {r["name"]: r for r in doc["results"]}
     write, read = rows["files_write"]["requests"], rows["files_read"]["requests"]
