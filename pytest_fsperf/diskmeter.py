@@ -27,12 +27,14 @@ class DiskMeter:
         self.paths = paths
         self.interval = interval
         self.peak = 0
+        self.last = 0  # the latest sample (for the timeline)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while True:
-            self.peak = max(self.peak, disk_use(self.paths))
+            self.last = disk_use(self.paths)
+            self.peak = max(self.peak, self.last)
             if self._stop.wait(self.interval):
                 return
 

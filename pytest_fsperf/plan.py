@@ -57,6 +57,10 @@ KEYWORDS: dict[str, Keyword] = {
     "max_requests_per_mib": Keyword(METRICS["req_per_mib"], "max"),
     "max_cost": Keyword(METRICS["cost"], "max"),
     "max_cost_per_tb": Keyword(METRICS["cost_per_tb"], "max"),
+    "max_stall": Keyword(METRICS["stall_s"], "max"),
+    "max_decay": Keyword(METRICS["decay"], "max"),
+    "max_swing": Keyword(METRICS["bw_swing"], "max"),
+    "max_rss_growth": Keyword(METRICS["rss_growth"], "max"),
 }
 
 

@@ -42,7 +42,10 @@ def _tree(root: int, proc: str) -> set[int]:
 class TreeIo:
     """tree_io, read often: the process tree is found again at most every `refresh` s (a
     scan of /proc), the counters of the processes known are read on every call. A process
-    that exited takes its bytes with it, so the most seen for each is kept."""
+    that exited takes its bytes with it, so the most seen for each is kept. The kernel adds
+    a reaped child's bytes to its parent's counters: where the root has descendants (fio's
+    job processes), only theirs are counted, or fio's last moment would count every byte
+    twice (a jump of the whole run's bytes in its last interval)."""
 
     def __init__(self, root: Callable[[], int | None], refresh: float = 0.5,
                  proc: str = "/proc") -> None:
@@ -62,7 +65,8 @@ class TreeIo:
             io = io_counters(pid, self._proc)
             if io is not None:
                 self._seen[pid] = max(self._seen.get(pid, 0), sum(io))
-        return sum(self._seen.values())
+        children = [n for pid, n in self._seen.items() if pid != root]
+        return sum(children) if children else self._seen.get(root, 0)
 
 
 def own_io() -> int:
@@ -75,8 +79,10 @@ class Progress:
     nothing had been shown."""
 
     def __init__(self, write: Callable[[str], None], label: str, counter: Callable[[], int],
-                 column: Callable[[], int] = lambda: 0) -> None:
+                 column: Callable[[], int] = lambda: 0,
+                 detail: Callable[[], str] = lambda: "") -> None:
         self.write = write
+        self.detail = detail  # the current interval: its MB/s, the daemon's RSS
         self.label = label
         self.counter = counter
         self.column = column
@@ -93,7 +99,7 @@ class Progress:
                 continue
             moved = max(0, self.counter() - self._b0)
             line = (f"  fsperf {self.label}: {elapsed:.0f} s, {moved / 1e6:,.0f} MB, "
-                    f"{moved / 1e6 / elapsed:,.1f} MB/s")
+                    f"{moved / 1e6 / elapsed:,.1f} MB/s" + self.detail())
             self.write(("\r\x1b[2K" if self.shown else "\n") + line)
             self.shown = True
 

@@ -11,6 +11,7 @@ from .cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
 from .stats import mad, median_ci
 from .store.cost import Cost
 from .store.requests import Requests
+from .timeline import Timeline, shape
 
 
 def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -89,6 +90,9 @@ class OpStats:
     phases: dict[str, LatencyStats]  # per file: open, first_byte, full, close; per op: op
 
 
+SHAPE = ("stall_s", "decay", "bw_swing", "rss_growth")  # from the timeline
+
+
 @dataclass(frozen=True)
 class WorkloadResult:
     test: str
@@ -119,6 +123,7 @@ class WorkloadResult:
     requests: Requests | None = None  # what the object store served in the window, by kind
     requests_note: str = ""  # why there are no request figures, when there are none
     cost: Cost | None = None  # those requests at the chosen price list's prices
+    timeline: Timeline | None = None  # per interval, when the run lasted a few of them
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     output_file: str = field(default="", compare=False)  # fio's JSON; lives for the session
 
@@ -179,6 +184,7 @@ class WorkloadResult:
             "daemon_cpu_per_gb": self.cpu_per_gb,
             "daemon_rss": float(self.daemon.peak_rss_bytes) if self.daemon else None,
         }
+        shape_of = shape(self.timeline)
         q = self.requests
         kinds = q.by_kind if q else {}
         figures.update({
@@ -194,6 +200,7 @@ class WorkloadResult:
             "cost_per_tb": (self.cost.requests / (self.io_bytes / 1e12)
                             if self.cost and self.io_bytes else None),
         })
+        figures.update({k: shape_of.get(k) for k in SHAPE})  # None: too short to have a shape
         if not self.io_bytes:  # nothing moved: no such figures
             for key in ("daemon_cpu_per_gb", "req_per_mib", "cost_per_tb"):
                 del figures[key]
@@ -202,7 +209,7 @@ class WorkloadResult:
         # daemon and request figures stay as None when not measured: a threshold on them
         # is then "not judged", never passed
         return {k: v for k, v in figures.items()
-                if v is not None or k.startswith(("daemon_", "req_", "cost"))}
+                if v is not None or k.startswith(("daemon_", "req_", "cost")) or k in SHAPE}
 
     @property
     def read_only_bytes(self) -> int:
@@ -243,6 +250,7 @@ class WorkloadResult:
         data["stats"] = summary(self)
         data["requests"] = self.requests.to_dict() if self.requests else None
         data["cost"] = self.cost.to_dict() if self.cost else None
+        data["timeline"] = self.timeline.to_dict() if self.timeline else None
         return data
 
 

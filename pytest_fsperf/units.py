@@ -180,3 +180,27 @@ def format_size(n_bytes: float) -> str:
         if n_bytes >= scale:
             return f"{_three_figures(n_bytes / scale)} {unit}"
     return f"{n_bytes:.0f} B"
+
+
+def parse_seconds(value: object) -> float:
+    """'3s', '500ms' -> seconds."""
+    return parse_duration_ns(value) / 1e9
+
+
+def format_seconds(seconds: float) -> str:
+    return "0 s" if seconds == 0 else format_duration(seconds * 1e9)
+
+
+def parse_growth(value: object) -> float:
+    """A memory growth rate, bytes per minute: '50MB/min', '1GB/h'."""
+    text = _require_text(value, "50MB/min")
+    amount, _, per = text.replace(" ", "").partition("/")
+    minutes = {"min": 1.0, "m": 1.0, "h": 60.0, "s": 1 / 60}.get(per)
+    if minutes is None:
+        raise ValueError(f"{text!r} must be a size per time, such as 50MB/min or 1GB/h")
+    return parse_bytes(amount) / minutes
+
+
+def format_growth(bytes_per_min: float) -> str:
+    sign = "-" if bytes_per_min < 0 else ""
+    return f"{sign}{format_size(abs(bytes_per_min))}/min"

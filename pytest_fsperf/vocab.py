@@ -131,4 +131,12 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
     Metric("cost", "request cost", units.parse_money, units.format_money, False, "currency"),
     Metric("cost_per_tb", "request cost per TB moved", units.parse_money, units.format_money, False,
            "currency/TB"),
+    # The run's shape, from its timeline (timeline.py).
+    Metric("stall_s", "longest stall", units.parse_seconds, units.format_seconds, False, "s"),
+    Metric("decay", "decay (last third vs first)", units.parse_percent, units.format_percent,
+           False, "%"),
+    Metric("bw_swing", "swing of the last 5 s", units.parse_percent, units.format_percent,
+           False, "%"),
+    Metric("rss_growth", "daemon memory growth", units.parse_growth, units.format_growth, False,
+           "MB/min", 1e6),
 )}

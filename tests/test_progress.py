@@ -120,3 +120,26 @@ def test_tree_io_counts_children_in_other_sessions():
         assert tree_io(proc.pid) >= 3000000
     finally:
         proc.wait()
+
+
+def test_a_reaped_child_is_not_counted_twice():
+    """The kernel adds a reaped child's bytes to its parent: fio's main process jumps by the
+    whole run when it reaps its job process. TreeIo counts the job's bytes once."""
+    import time
+
+    from pytest_fsperf.progress import TreeIo
+
+    code = ("import os, time\npid = os.fork()\nif pid == 0:\n"
+            "    f = open('/dev/zero', 'rb')\n    [f.read(1 << 20) for _ in range(50)]\n"
+            "    time.sleep(1)\n    os._exit(0)\ntime.sleep(2)\nos.waitpid(pid, 0)\ntime.sleep(1.5)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    counter = TreeIo(lambda: proc.pid, refresh=0.0)
+    try:
+        time.sleep(0.7)
+        during = counter()
+        time.sleep(2.3)  # reaped by now
+        after = counter()
+    finally:
+        proc.wait()
+    assert 50 << 20 <= during < 52 << 20
+    assert after < 52 << 20, after  # not 100 MiB

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from ..cache import ColdRead
 from ..errors import UsageError
 from ..plan import Plan
-from ..result import WorkloadResult
+from ..result import SHAPE, WorkloadResult
 from ..stats import median_ci
+from ..timeline import MIN_INTERVALS
 from ..vocab import Outcome
 
 
@@ -45,8 +46,8 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
         for r in answering:
             measured = r.metrics()[metric]
             if measured is None:
-                why = (r.requests_note or "no object-store request counters") if metric.startswith(
-                    ("req_", "cost")) else r.daemon_note
+                why = ((r.requests_note or "no object-store request counters") if metric.startswith(
+                    ("req_", "cost")) else _no_shape(r) if metric in SHAPE else r.daemon_note)
                 verdict.notes.append(f"{r.name}: {threshold.keyword} not judged ({why})")
                 if verdict.per_workload[r.name] == Outcome.PASS:
                     verdict.per_workload[r.name] = Outcome.PARTIAL
@@ -67,3 +68,9 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
                     "run more rounds (--fsperf-rounds) or steady the machine")
                 verdict.per_workload[r.name] = verdict.per_workload[r.name].worst(Outcome.INCONCLUSIVE)
     return verdict
+
+
+def _no_shape(r: WorkloadResult) -> str:
+    if r.timeline is None:
+        return f"it ran under {MIN_INTERVALS + 1} s: no timeline"
+    return "too few intervals, or the daemon could not be read, for this figure"

@@ -15,7 +15,7 @@ from typing import Any
 
 import psutil
 
-from .. import cache, progress
+from .. import cache, progress, timeline
 from ..cache import DaemonCache, PageCache
 from ..config import Settings
 from ..diskmeter import DiskMeter
@@ -28,6 +28,7 @@ from ..result import DaemonStats, OpStats, WorkloadResult, check_cold, median_ro
 from ..session import FsperfSession, Target, safe_name
 from ..store.cost import Cost
 from ..store.requests import Requests
+from ..timeline import Timeline
 
 
 def _cpu() -> float:
@@ -73,6 +74,7 @@ class _Window:
     disk_peak: int | None = None
     requests: Requests | None = None
     requests_note: str = ""
+    timeline: Timeline | None = None
 
 
 class Workspace:
@@ -205,11 +207,17 @@ class Workspace:
         os.makedirs(self.workdir, exist_ok=True)
         return steps
 
-    def _progress(self, label: str, counter: Callable[[], int]) -> progress.Progress | None:
+    def _progress(self, label: str, counter: Callable[[], int],
+                  sampler: timeline.Sampler) -> progress.Progress | None:
         terminal = self._state.progress_write
         if terminal is None:
             return None
-        line = progress.Progress(terminal[0], label, counter, terminal[1])
+
+        def now() -> str:
+            bw, rss = sampler.latest()
+            return f"; now {bw / 1e6:,.1f} MB/s" + (f", daemon RSS {rss / 1e6:,.0f} MB" if rss else "")
+
+        line = progress.Progress(terminal[0], label, counter, terminal[1], now)
         line.start()
         return line
 
@@ -372,7 +380,10 @@ class Workspace:
                 store.start()
             except (OSError, ValueError) as exc:
                 store, w.requests_note = None, f"the store's metrics failed: {exc}"
-        shown = self._progress(label, counter)
+        sampler = timeline.Sampler(counter, lookup.daemon.pid if lookup.daemon else None,
+                                   (lambda: disk.last) if disk else None)
+        sampler.start()
+        shown = self._progress(label, counter, sampler)
         try:
             if meter:
                 meter.start()
@@ -393,6 +404,7 @@ class Workspace:
                 except (OSError, ValueError) as exc:
                     w.requests_note = f"the store's metrics failed: {exc}"
         finally:
+            w.timeline = sampler.stop()
             if shown:
                 shown.stop()
             if meter:
@@ -408,7 +420,8 @@ class Workspace:
             test=self.test, cache=w.cache, daemon_cache=w.daemon_cache, daemon=w.daemon,
             daemon_note=w.lookup.note, wall_seconds=w.wall, mount=self.target.describe(),
             cold_steps=w.cold_steps, cache_disk_peak_bytes=w.disk_peak, requests=w.requests,
-            requests_note=w.requests_note, cost=self._cost(w.requests), **fields)
+            requests_note=w.requests_note, cost=self._cost(w.requests), timeline=w.timeline,
+            **fields)
         cold, evidence = check_cold(w.cache, w.daemon, result.read_only_bytes)
         return dataclasses.replace(result, cold_read=cold, cold_evidence=evidence)
 
