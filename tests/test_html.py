@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -95,3 +96,40 @@ def test_the_report_is_the_record_of_a_decision(pytester, tmp_path):
                         f"--window-size={width},1600", f"--screenshot={shot}", report.as_uri()],
                        capture_output=True, timeout=120, check=False)
         assert shot.stat().st_size > 10_000
+
+
+def test_timelines_are_drawn_a_and_b_overlaid(pytester, tmp_path):
+    """A run of 6 s has a timeline: bandwidth and daemon RSS per second, drawn; an A/B draws
+    its first A and first B on one axis. The terminal table has a sparkline per workload."""
+    chrome = browser()
+    if shutil.which("bindfs") is None or shutil.which("fio") is None:
+        pytest.skip("needs bindfs and fio")
+    pytester.makepyfile("""
+        def test_long(fsperf):
+            fsperf.fio(rw="write", bs="128k", size="64M", direct=1, time_based=1, runtime=6,
+                       rate="8m")
+
+        def test_ab(fsperf):
+            fsperf.compare(dict(rw="write", bs="128k", size="32M", direct=1, time_based=1,
+                                runtime=5, rate="6m"), a=[], b=["-o", "direct_io"],
+                           rounds=2, max_rounds=2)
+    """)
+    report = pytester.path / "report.html"
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-backend=bindfs",
+                           f"--fsperf-html={report}")
+    r.assert_outcomes(passed=2)
+    assert re.search(r"test_long +write .*MB/s +[▁▂▃▄▅▆▇█]{4,}", r.stdout.str()), r.stdout.str()
+    out = subprocess.run([chrome, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--virtual-time-budget=2000", "--dump-dom", report.as_uri()],
+                         capture_output=True, text=True, timeout=120, check=False)
+    drawn = dict(re.findall(r'<svg class="chart timeline"[^>]*aria-label="([^"]+)"[^>]*'
+                            r'data-drawn="(\d+)"', out.stdout))
+    long = next(int(n) for label, n in drawn.items() if label.startswith("test_long"))
+    ab = next(int(n) for label, n in drawn.items() if "A and B" in label)
+    assert long >= 2 * 5 and ab >= 2 * 2 * 4, drawn  # bw and RSS marks per second; A and B
+    shot = tmp_path / "timeline.png"
+    subprocess.run([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    "--window-size=1280,2400", f"--screenshot={shot}", report.as_uri()],
+                   capture_output=True, timeout=120, check=False)
+    assert shot.stat().st_size > 10_000
+    shutil.copy(shot, "/tmp/fsperf-timeline.png") if os.environ.get("FSPERF_KEEP_SHOTS") else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from .view import Chart, Section, Table, View
+from .view import Chart, Section, Table, TimeChart, View
 
 W, BAR_H, GAP, LABEL_W = 720, 16, 6, 260
 
@@ -64,6 +64,56 @@ def bar_chart(chart: Chart | None) -> str:
     return "".join(parts)
 
 
+TH, TPAD = 150, 48  # one panel's height; the left margin for the axis labels
+TRACE_COLOURS = {"": "#3a7bd5", "A": "#3a7bd5", "B": "#d53a3a"}
+
+
+def _panel(traces: list[tuple[str, list[tuple[float, float]]]], top: float, y0: int, t_end: float,
+           label: str, dashed: bool = False) -> list[str]:
+    """One panel: each trace a polyline of (s, value) on the shared time axis."""
+    parts = [f'<text x="0" y="{y0 + 12}">{_esc(label)}</text>',
+             f'<line x1="{TPAD}" y1="{y0 + TH}" x2="{W}" y2="{y0 + TH}" stroke="#999"/>',
+             f'<text x="{TPAD - 4}" y="{y0 + 28}" text-anchor="end">{top:,.3g}</text>',
+             f'<text x="{TPAD - 4}" y="{y0 + TH}" text-anchor="end">0</text>']
+    for name, points in traces:
+        if not points:
+            continue
+        xy = " ".join(f"{TPAD + (W - TPAD - 10) * t / t_end:.1f},{y0 + TH - (TH - 20) * v / top:.1f}"
+                      for t, v in points)
+        dash = ' stroke-dasharray="5 3"' if dashed else ""
+        parts.append(f'<polyline class="trace" points="{xy}" fill="none" stroke-width="2" '
+                     f'stroke="{TRACE_COLOURS.get(name, "#3a7bd5")}"{dash}>'
+                     f"<title>{_esc(name or 'run')}: {_esc(label)}</title></polyline>")
+        for t, v in points:  # a mark per interval, for a test to count what the browser drew
+            x, y = TPAD + (W - TPAD - 10) * t / t_end, y0 + TH - (TH - 20) * v / top
+            parts.append(f'<rect class="mark" x="{x - 1.5:.1f}" y="{y - 1.5:.1f}" width="3" '
+                         f'height="3" fill="{TRACE_COLOURS.get(name, "#3a7bd5")}"/>')
+    return parts
+
+
+def time_chart(chart: TimeChart) -> str:
+    """Bandwidth per second above, the daemon's RSS below, on one time axis; A and B in
+    their colours."""
+    t_end = max((tr.t[-1] for tr in chart.traces if tr.t), default=1.0) or 1.0
+    bw = [(tr.name, list(zip(tr.t, tr.bw, strict=True))) for tr in chart.traces]
+    rss = [(tr.name, [(t, v) for t, v in zip(tr.t, tr.rss, strict=True) if v is not None])
+           for tr in chart.traces]
+    top_bw = max((v for _n, pts in bw for _t, v in pts), default=0.0) or 1.0
+    top_rss = max((v for _n, pts in rss for _t, v in pts), default=0.0) or 1.0
+    height = 2 * (TH + 16) + 40
+    names = ", ".join(f"{tr.name} {'blue' if tr.name == 'A' else 'red'}" for tr in chart.traces
+                      if tr.name)
+    parts = [f'<svg class="chart timeline" width="{W}" height="{height}" '
+             f'viewBox="0 0 {W} {height}" role="img" aria-label="{_esc(chart.title)}">',
+             f'<text x="0" y="14" font-weight="bold">{_esc(chart.title)}'
+             f'{_esc(" (" + names + ")") if names else ""}</text>']
+    parts += _panel(bw, top_bw, 20, t_end, "MB/s")
+    parts += _panel(rss, top_rss, 20 + TH + 16, t_end, "daemon RSS, MB", dashed=True)
+    parts.append(f'<text x="{W - 10}" y="{height - 4}" text-anchor="end">{t_end:.0f} s</text>'
+                 f'<text x="{TPAD}" y="{height - 4}">0 s</text></svg>')
+    return "".join(parts)
+
+
 OUTCOMES = {"FAIL": "bad", "REGRESSION": "bad", "regression": "bad", "B worse": "bad",
             "INCONCLUSIVE": "unsure", "INCOMPARABLE": "unsure", "MACHINE CHANGED": "unsure",
             "inconclusive": "unsure", "incomparable": "unsure", "machine changed": "unsure",
@@ -105,6 +155,10 @@ def document(view: View) -> str:
             "<h2>Bandwidth</h2>" + bar_chart(bw)]
     if (cpu and cpu.bars) or (mem and mem.bars):
         body.append("<h2>FUSE daemon</h2>" + bar_chart(cpu) + bar_chart(mem))
+    if view.timelines:
+        body.append("<h2>Over time</h2><p>Each workload of a few seconds or more, second by "
+                    "second: what it moved, and the FUSE daemon's resident memory.</p>"
+                    + "".join(time_chart(c) for c in view.timelines))
     body += [_section(s) for s in view.sections]
     return ("<!doctype html><html><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

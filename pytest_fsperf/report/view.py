@@ -14,10 +14,11 @@ from ..baselines.check import show_documented
 from ..cache import ColdRead, DaemonCache, PageCache
 from ..result import SHORT_WINDOW, countable_cpu, cpu_seconds_of
 from ..stats import median
+from ..timeline import sparkline
 from ..vocab import METRICS, CompareKind, Metric, Outcome
 
-HEADER = ("test", "workload", "bandwidth", "IOPS or ops", "p99 lat", "daemon CPU", "daemon peak mem",
-          "cache", "verdict")
+HEADER = ("test", "workload", "bandwidth", "per second", "IOPS or ops", "p99 lat", "daemon CPU",
+          "daemon peak mem", "cache", "verdict")
 
 Row = dict[str, Any]  # one result as the JSON document holds it
 
@@ -60,6 +61,23 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Trace:
+    """One run's timeline, as drawn: a name (A, B or the workload) and its per-interval ends."""
+
+    name: str
+    t: tuple[float, ...]  # end of each interval, s
+    bw: tuple[float, ...]  # MB/s
+    rss: tuple[float | None, ...]  # MB
+    cpu: tuple[float | None, ...]  # %
+
+
+@dataclass(frozen=True)
+class TimeChart:
+    title: str
+    traces: tuple[Trace, ...]
+
+
+@dataclass(frozen=True)
 class View:
     header: tuple[tuple[str, str], ...]  # (what, value): the filesystem, machine, date, scale
     results: Table
@@ -68,6 +86,7 @@ class View:
     charts: tuple[Chart, ...] = ()
     sections: tuple[Section, ...] = field(default_factory=tuple)
     summary: tuple[str, ...] = ()  # the decision, then each failing or undecided line
+    timelines: tuple[TimeChart, ...] = ()  # per workload; A and B overlaid for an A/B
 
     @property
     def failing(self) -> int:
@@ -163,7 +182,8 @@ def row(r: Row, saved: bool = False) -> tuple[str, ...]:
     cpu, mem = _daemon_cells(r)
     bw, rate = _rate_cells(r)
     lat = units.format_duration(p99) if p99 is not None else "-"
-    cells: tuple[str, ...] = (short_test(r), r["name"], bw, rate, lat, cpu, mem, cache_cell(r),
+    cells: tuple[str, ...] = (short_test(r), r["name"], bw, spark(r) or "-", rate, lat, cpu, mem,
+                              cache_cell(r),
                               str(r.get("verdict_own", r.get("verdict", "-"))))
     if saved:
         c = r.get("run_comparison")
@@ -484,7 +504,38 @@ def build(env: Mapping[str, Any], results: list[Row], comparisons: Iterable[Mapp
     head = HEADER + (("vs saved run",) if saved else ())
     extra = ([f"{len(results) - len(shown)} runs of A/B comparisons: in their sections below"]
              if len(shown) < len(results) else [])
-    return View(header(env), Table(head, tuple(row(r, saved) for r in shown), frozenset(range(2, 7))),
+    return View(header(env), Table(head, tuple(row(r, saved) for r in shown), frozenset(range(2, 8))),
                 tuple(Outcome.of(r.get("verdict")) for r in results),
                 tuple(notes(shown) + extra) if results else (), _charts(shown), tuple(sections),
-                summary(shown, comparisons, inconclusive_fails))
+                summary(shown, comparisons, inconclusive_fails),
+                timelines(results, comparisons, behind))
+
+
+def trace(name: str, r: Row) -> Trace | None:
+    t = r.get("timeline")
+    if not t:
+        return None
+    return Trace(name, tuple(t["t"][1:]), tuple(b / 1e6 for b in t["bw"]),
+                 tuple(x / 1e6 if x is not None else None for x in t["rss"]), tuple(t["cpu"]))
+
+
+def timelines(results: list[Row], comparisons: list[Mapping[str, Any]],
+              behind: set[tuple[str, str]]) -> tuple[TimeChart, ...]:
+    """A chart per workload with a timeline; for an A/B, its first A and first B overlaid."""
+    by = {(str(r["test"]), str(r["name"])): r for r in results}
+    charts = [TimeChart(label(r), (tr,)) for r in results
+              if (str(r["test"]), str(r["name"])) not in behind and (tr := trace("", r))]
+    for c in comparisons:
+        pair = [trace(side, by[key]) for side, names in (("A", c.get("a_results", ())),
+                                                          ("B", c.get("b_results", ())))
+                if names and (key := (str(c["test"]), str(names[0]))) in by]
+        drawn = tuple(tr for tr in pair if tr is not None)
+        if drawn:
+            charts.append(TimeChart(f"{short_test(c)} {c.get('name', '')}: A and B, first pair",
+                                    drawn))
+    return tuple(charts)
+
+
+def spark(r: Row) -> str:
+    t = r.get("timeline")
+    return sparkline(t["bw"]) if t else ""
