@@ -314,6 +314,9 @@ OPTIONS = (
            "an interleaved A/B adds pairs until decisive, up to N pairs (default 16)"),
     Option("fsperf_ab_seconds", "ab_seconds", _timeout, 300.0, "SECONDS",
            "... or until this many seconds are spent (default 300)"),
+    Option("fsperf_stall_limit", "stall_limit", _timeout, None, "SECONDS",
+           "stop a fio workload that moved nothing for this many seconds, and fail it "
+           "(default: only --fsperf-workload-timeout stops a workload)"),
     Option("fsperf_price", "price", _name, cost.DEFAULT, "NAME",
            "price the object-store requests with this price list (default aws-s3-standard; "
            "also aws-s3-standard-ia, cloudflare-r2-standard, backblaze-b2, aliyun-oss-standard, "
@@ -357,6 +360,7 @@ class Settings:
     tolerance: float = 0.10
     ab_max_rounds: int = 16
     ab_seconds: float = 300.0
+    stall_limit: float | None = None
     price: str = cost.DEFAULT
     prices_file: Path | None = None
     price_list: cost.PriceList | None = None  # the price list chosen (set by settings_from)

@@ -54,8 +54,12 @@ class Sampler:
     """Samples until stop(); timeline() then gives the intervals (None if too short)."""
 
     def __init__(self, moved: Callable[[], int], pid: int | None,
-                 disk: Callable[[], int] | None = None, interval: float = INTERVAL) -> None:
+                 disk: Callable[[], int] | None = None, interval: float = INTERVAL,
+                 stall_limit: float | None = None, on_stall: Callable[[], None] | None = None
+                 ) -> None:
         self._moved, self._disk, self.interval = moved, disk, interval
+        self._limit, self._on_stall = stall_limit, on_stall
+        self.stalled: float | None = None  # seconds without progress when it was stopped
         self._proc: psutil.Process | None = None
         if pid is not None:
             with contextlib.suppress(psutil.Error):
@@ -86,6 +90,21 @@ class Sampler:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self._sample()
+            if self._limit is not None and self.stalled is None:
+                self._check_stall(self._limit)
+
+    def _check_stall(self, limit: float) -> None:
+        """After the first progress, `limit` s with no more than 64 KiB moved: stop it."""
+        rows = self._rows
+        if rows[-1][1] - rows[0][1] <= 64 * 1024:
+            return  # not started yet: start-up is not a stall
+        last = rows[-1]
+        since = next((r for r in reversed(rows) if last[1] - r[1] > 64 * 1024), rows[0])
+        still = last[0] - since[0]
+        if still >= limit:
+            self.stalled = round(still, 1)
+            if self._on_stall is not None:
+                self._on_stall()
 
     def latest(self) -> tuple[float, int | None]:
         """The last interval's bytes/s and the daemon's RSS then (for the progress line)."""

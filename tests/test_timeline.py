@@ -165,3 +165,35 @@ def test_a_daemon_filling_a_large_buffer_grows_and_fails_a_growth_threshold(pyte
     (row,) = [r for r in doc["results"] if r["name"] == "r"]
     assert row["stats"]["rss_growth"]["median"] > 100e6, row["timeline"]["rss"]
     result.stdout.fnmatch_lines(["*r: daemon memory growth * GB/min > max_rss_growth 100MB/min*"])
+
+
+def test_a_stall_past_the_limit_stops_the_workload_and_fails_it(pytester, bindfs):
+    """--fsperf-stall-limit: fio is stopped after 3 s without progress and the test fails
+    naming it, without waiting for fio's runtime."""
+    m = bindfs()
+    (m.source / "f").write_bytes(os.urandom(1 << 20) * 16)
+
+    def stop_for_long():
+        time.sleep(3.0)
+        os.kill(m.pid, signal.SIGSTOP)
+        time.sleep(8.0)
+        os.kill(m.pid, signal.SIGCONT)
+
+    pytester.makepyfile("""
+        def test_read(fsperf):
+            fsperf.fio(rw="read", bs="128k", filename="f", size="16M", direct=1,
+                       time_based=1, runtime=40, rate="10m")
+    """)
+    thread = threading.Thread(target=stop_for_long, daemon=True)
+    thread.start()
+    t0 = time.monotonic()
+    try:
+        result, _ = run(pytester, f"--fsperf-mount={m.point}", "--fsperf-stall-limit=3")
+    finally:
+        os.kill(m.pid, signal.SIGCONT)
+    took = time.monotonic() - t0
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*read: stopped after * s without progress (--fsperf-stall-limit=3)*"])
+    # fio is told to stop at the limit; it leaves when the daemon answers the request it is
+    # in (the kernel waits out a request the daemon has taken), not at its 40 s runtime
+    assert took < 25, took

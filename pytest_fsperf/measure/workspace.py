@@ -380,8 +380,11 @@ class Workspace:
                 store.start()
             except (OSError, ValueError) as exc:
                 store, w.requests_note = None, f"the store's metrics failed: {exc}"
+        limit = self._state.settings.stall_limit
         sampler = timeline.Sampler(counter, lookup.daemon.pid if lookup.daemon else None,
-                                   (lambda: disk.last) if disk else None)
+                                   (lambda: disk.last) if disk else None,
+                                   stall_limit=limit if on_exit is not None else None,
+                                   on_stall=on_exit)
         sampler.start()
         shown = self._progress(label, counter, sampler)
         try:
@@ -395,8 +398,12 @@ class Workspace:
             except MeasurementError:
                 if meter:  # did the workload fail because the daemon died? Then say that.
                     meter.stop(label)  # raises DaemonExited if it is gone
+                if sampler.stalled is not None:  # stopped by the stall limit: say that
+                    raise MeasurementError(_stalled(label, sampler.stalled, limit)) from None
                 raise
             w.wall = time.monotonic() - t0
+            if sampler.stalled is not None:
+                raise MeasurementError(_stalled(label, sampler.stalled, limit))
             w.daemon = meter.stop(label) if meter else None
             if store is not None:
                 try:
@@ -426,3 +433,8 @@ class Workspace:
         return dataclasses.replace(result, cold_read=cold, cold_evidence=evidence)
 
     # -- A/B -----------------------------------------------------------------
+
+
+def _stalled(label: str, seconds: float, limit: float | None) -> str:
+    return (f"{label}: stopped after {seconds:g} s without progress "
+            f"(--fsperf-stall-limit={limit or 0:g})")
