@@ -15,7 +15,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import psutil
@@ -39,6 +39,9 @@ class Timeline:
     threads: list[int | None]
     fds: list[int | None]
     disk: list[int | None]  # the daemon's cache dirs
+    # fio's mean completion latency per second of its own clock (its latency log; it starts
+    # when fio's job does, a little after t = 0): (s, ns)
+    clat: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def bw(self) -> list[float]:

@@ -107,6 +107,9 @@ def test_bindfs_passes_the_same_shape_thresholds(pytester, bindfs):
     (row,) = doc["results"]
     assert row["verdict"] == "pass", row["stats"]
     assert abs(row["stats"]["rss_growth"]["median"]) < 20e6
+    clat = row["timeline"]["clat"]  # fio's latency log, a mean per second of its clock
+    assert len(clat) >= 6 and all(0 < ns < 1e9 for _s, ns in clat), clat
+    assert "write_lat_log" not in row["options"]  # the plugin's, not the user's options
 
 
 def test_a_throttle_that_kicks_in_is_decay_and_an_unthrottled_run_is_not(pytester):

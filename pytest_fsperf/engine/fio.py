@@ -9,6 +9,7 @@ fio pass (create_only=1) so that the measured window holds only the workload.
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import re
@@ -314,3 +315,31 @@ def parse_output(path: str) -> tuple[IoStats | None, IoStats | None, dict[str, A
     read = _direction(job["read"]) if job["read"]["total_ios"] else None
     write = _direction(job["write"]) if job["write"]["total_ios"] else None
     return read, write, {"fio version": data.get("fio version"), "job": job}
+
+
+LAT_LOGS = ("write_lat_log", "log_avg_msec", "write_bw_log", "write_iops_log", "per_job_logs")
+
+
+def with_lat_log(job: dict[str, str], prefix: str) -> dict[str, str]:
+    """The job with fio's completion-latency log, averaged per second, unless the user asked
+    for logs of their own (then theirs stand, and there is no per-second latency)."""
+    if any(key in job for key in LAT_LOGS):
+        return job
+    return {**job, "write_lat_log": prefix, "log_avg_msec": "1000"}
+
+
+def read_clat_logs(prefix: str) -> list[tuple[float, float]]:
+    """(second of fio's clock, mean completion latency in ns) from PREFIX_clat.N.log of every
+    job: per second, the mean of the jobs' and directions' averages. Lines are
+    `msec, value, direction, block size, offset[, priority]`."""
+    per: dict[int, list[float]] = {}
+    for path in sorted(glob.glob(glob.escape(prefix) + "_clat.*.log")):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                fields = line.split(",")
+                try:
+                    msec, value = int(fields[0]), float(fields[1])
+                except (ValueError, IndexError):
+                    continue
+                per.setdefault(round(msec / 1000), []).append(value)
+    return [(float(sec), sum(v) / len(v)) for sec, v in sorted(per.items()) if v]

@@ -268,8 +268,9 @@ class Workspace:
         # One fio job name per test ("fsperf"): a read finds the files a write left.
         if layout and fio_engine.is_reading(job):
             self.layout(job, out)
+        logged = fio_engine.with_lat_log(job, out)  # latency per second, for the timeline
         proc = fio_engine.FioProcess(
-            fio_engine.command(job, "fsperf", str(self.workdir), out + ".json"), out + ".json.log")
+            fio_engine.command(logged, "fsperf", str(self.workdir), out + ".json"), out + ".json.log")
 
         fio_io = progress.TreeIo(lambda: proc.proc.pid if proc.proc else None)
         with self._window(label, fio_io, on_exit=proc.stop_now, timed_io=True) as w:
@@ -279,6 +280,8 @@ class Workspace:
                 raise WorkloadHung(f"{label}: {exc}") from None
             fio_engine.check_exit(code, out + ".json")
         read, write, raw = fio_engine.parse_output(out + ".json")
+        if w.timeline is not None and logged is not job:
+            w.timeline = dataclasses.replace(w.timeline, clat=fio_engine.read_clat_logs(out))
         return self._record(w, name=label, kind="fio", options=job, read=read, write=write,
                             tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
                             judged=judged, raw=raw, output_file=out + ".json",

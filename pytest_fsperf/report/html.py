@@ -100,7 +100,9 @@ def time_chart(chart: TimeChart) -> str:
            for tr in chart.traces]
     top_bw = max((v for _n, pts in bw for _t, v in pts), default=0.0) or 1.0
     top_rss = max((v for _n, pts in rss for _t, v in pts), default=0.0) or 1.0
-    height = 2 * (TH + 16) + 40
+    lat = [(tr.name, list(tr.clat)) for tr in chart.traces if tr.clat]
+    panels = 3 if lat else 2
+    height = panels * (TH + 16) + 40
     names = ", ".join(f"{tr.name} {'blue' if tr.name == 'A' else 'red'}" for tr in chart.traces
                       if tr.name)
     parts = [f'<svg class="chart timeline" width="{W}" height="{height}" '
@@ -109,6 +111,10 @@ def time_chart(chart: TimeChart) -> str:
              f'{_esc(" (" + names + ")") if names else ""}</text>']
     parts += _panel(bw, top_bw, 20, t_end, "MB/s")
     parts += _panel(rss, top_rss, 20 + TH + 16, t_end, "daemon RSS, MB", dashed=True)
+    if lat:
+        top_lat = max(v for _n, pts in lat for _t, v in pts) or 1.0
+        parts += _panel(lat, top_lat, 20 + 2 * (TH + 16), t_end,
+                        "fio mean completion latency, ms (fio's clock)")
     parts.append(f'<text x="{W - 10}" y="{height - 4}" text-anchor="end">{t_end:.0f} s</text>'
                  f'<text x="{TPAD}" y="{height - 4}">0 s</text></svg>')
     return "".join(parts)

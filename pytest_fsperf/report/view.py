@@ -69,6 +69,7 @@ class Trace:
     bw: tuple[float, ...]  # MB/s
     rss: tuple[float | None, ...]  # MB
     cpu: tuple[float | None, ...]  # %
+    clat: tuple[tuple[float, float], ...] = ()  # (s of fio's clock, mean completion latency ms)
 
 
 @dataclass(frozen=True)
@@ -516,7 +517,8 @@ def trace(name: str, r: Row) -> Trace | None:
     if not t:
         return None
     return Trace(name, tuple(t["t"][1:]), tuple(b / 1e6 for b in t["bw"]),
-                 tuple(x / 1e6 if x is not None else None for x in t["rss"]), tuple(t["cpu"]))
+                 tuple(x / 1e6 if x is not None else None for x in t["rss"]), tuple(t["cpu"]),
+                 tuple((float(sec), ns / 1e6) for sec, ns in t.get("clat") or ()))
 
 
 def timelines(results: list[Row], comparisons: list[Mapping[str, Any]],
