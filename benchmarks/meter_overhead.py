@@ -45,7 +45,7 @@ def measure(seconds: float, sampled: bool) -> float:
 def measure_timeline(seconds: float) -> float:
     target = subprocess.Popen(["sleep", str(seconds + 5)])
     try:
-        sampler = timeline.Sampler(lambda: 0, target.pid)
+        sampler = timeline.Sampler(lambda: 0, [target.pid])
         cpu0, t0 = sum(os.times()[:2]), time.monotonic()
         sampler.start()
         time.sleep(seconds)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from .errors import MeasurementError
 from .mounts.daemon import Daemon, start_time, stat_fields
-from .result import DaemonStats
+from .result import DaemonStats, ProcessStats
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 WATCH_INTERVAL = 0.25  # seconds between liveness / RSS samples
@@ -90,19 +90,25 @@ class DaemonMeter:
         self._moved = moved  # bytes the workload has moved so far (fio's tree, the engine)
         self._tick = min(tick, interval)
         self.timeline: list[tuple[float, int, int]] = []  # (monotonic s, CPU ticks, bytes moved)
+        self._per_cpu0: dict[int, int] = {}
 
     def _alive(self) -> bool:
-        return start_time(self.daemon.pid, self._proc) == self.daemon.start_time
+        return all(start_time(m.pid, self._proc) == m.start_time for m in self.daemon.members)
+
+    def _ticks(self) -> int | None:
+        """CPU ticks of every process of the daemon (None if one cannot be read)."""
+        ticks = [cpu_ticks(m.pid, self._proc) for m in self.daemon.members]
+        return None if any(t is None for t in ticks) else sum(t for t in ticks if t is not None)
 
     def _sample(self) -> None:
-        rss = status_kib(self.daemon.pid, "VmRSS", self._proc)
-        if rss is not None:
-            self._sampled_peak_kib = max(self._sampled_peak_kib, rss)
+        rss = [status_kib(m.pid, "VmRSS", self._proc) for m in self.daemon.members]
+        if all(r is not None for r in rss):
+            self._sampled_peak_kib = max(self._sampled_peak_kib, sum(r for r in rss if r))
 
     def _point(self) -> None:
         if self._moved is None:
             return
-        ticks = cpu_ticks(self.daemon.pid, self._proc)
+        ticks = self._ticks()
         if ticks is not None:
             self.timeline.append((time.monotonic(), ticks, self._moved()))
 
@@ -124,25 +130,34 @@ class DaemonMeter:
 
     def start(self) -> None:
         pid = self.daemon.pid
-        cpu0 = cpu_ticks(pid, self._proc)
+        cpu0 = self._ticks()
         if cpu0 is None or not self._alive():
             raise DaemonExited(f"FUSE daemon PID {pid} is gone before the workload started")
-        self._exact = reset_peak_rss(pid, self._proc)
+        self._exact = all([reset_peak_rss(m.pid, self._proc) for m in self.daemon.members])
+        self._per_cpu0 = {m.pid: cpu_ticks(m.pid, self._proc) or 0 for m in self.daemon.members}
         self._sample()
-        self._io0 = io_counters(pid, self._proc)
+        self._io0 = self._io()
         self._cpu0 = cpu0
         self._t0 = time.monotonic()
         self._point()
         self._thread = threading.Thread(target=self._watch, name="fsperf-daemon-meter", daemon=True)
         self._thread.start()
 
+    def _io(self) -> tuple[int, int] | None:
+        io = [io_counters(m.pid, self._proc) for m in self.daemon.members]
+        if any(x is None for x in io):
+            return None
+        return sum(x[0] for x in io if x), sum(x[1] for x in io if x)
+
     def stop(self, workload: str) -> DaemonStats:
         pid = self.daemon.pid
         self._point()
-        cpu1 = cpu_ticks(pid, self._proc)
+        cpu1 = self._ticks()
         wall = time.monotonic() - self._t0
-        io1 = io_counters(pid, self._proc)
-        hwm = status_kib(pid, "VmHWM", self._proc)
+        io1 = self._io()
+        per = [(m, cpu_ticks(m.pid, self._proc), status_kib(m.pid, "VmHWM", self._proc))
+               for m in self.daemon.members]
+        hwm = None if any(h is None for _m, _c, h in per) else sum(h or 0 for _m, _c, h in per)
         alive = self._alive()
         self._stop.set()
         if self._thread:
@@ -170,6 +185,11 @@ class DaemonMeter:
             peak_rss_method="VmHWM" if self._exact else "sampled",
             read_bytes=io[0] if io else None,
             write_bytes=io[1] if io else None,
+            processes=tuple(
+                ProcessStats(m.pid, self.daemon.role(m.pid), " ".join(m.cmdline)[:200],
+                             ((c or 0) - self._per_cpu0.get(m.pid, 0)) / CLK_TCK,
+                             1024 * h if self._exact and h is not None else None)
+                for m, c, h in per) if self.daemon.others else (),
         )
 
     def abort(self) -> None:

@@ -49,6 +49,17 @@ class IoStats:
 
 
 @dataclass(frozen=True)
+class ProcessStats:
+    """One process of a daemon of several (a supervisor and its workers)."""
+
+    pid: int
+    role: str  # "supervisor" or "worker"
+    command: str
+    cpu_seconds: float
+    peak_rss_bytes: int | None  # VmHWM; None where only the sum was sampled
+
+
+@dataclass(frozen=True)
 class DaemonStats:
     """The FUSE daemon over the workload's window, read from /proc/PID."""
 
@@ -62,6 +73,9 @@ class DaemonStats:
     write_bytes: int | None  # wchar delta: all syscall writes (incl. replies to the kernel)
     cpu_window: str = "whole run"  # what cpu_percent is over: "I/O" (the time I/O ran) or "whole run"
     cpu_window_seconds: float = 0.0  # its length
+    # A daemon of several processes: each one; the figures above are their sums (peak
+    # memory: the sum of each process's own peak)
+    processes: tuple[ProcessStats, ...] = ()
 
     @property
     def countable_cpu(self) -> float | None:

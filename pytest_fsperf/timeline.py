@@ -14,7 +14,7 @@ import itertools
 import statistics
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -56,32 +56,38 @@ class Timeline:
 class Sampler:
     """Samples until stop(); timeline() then gives the intervals (None if too short)."""
 
-    def __init__(self, moved: Callable[[], int], pid: int | None,
+    def __init__(self, moved: Callable[[], int], pids: Sequence[int],
                  disk: Callable[[], int] | None = None, interval: float = INTERVAL,
                  stall_limit: float | None = None, on_stall: Callable[[], None] | None = None
                  ) -> None:
         self._moved, self._disk, self.interval = moved, disk, interval
         self._limit, self._on_stall = stall_limit, on_stall
         self.stalled: float | None = None  # seconds without progress when it was stopped
-        self._proc: psutil.Process | None = None
-        if pid is not None:
+        self._procs: list[psutil.Process] = []  # every process of the daemon
+        for pid in pids:
             with contextlib.suppress(psutil.Error):
-                self._proc = psutil.Process(pid)
+                self._procs.append(psutil.Process(pid))
         self._rows: list[tuple[float, int, float | None, int | None, int | None, int | None,
                                int | None]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fsperf-timeline", daemon=True)
 
     def _daemon(self) -> tuple[float | None, int | None, int | None, int | None]:
-        if self._proc is None:
+        """CPU seconds, RSS, threads, fds: summed over the daemon's processes."""
+        if not self._procs:
             return None, None, None, None
+        cpu, rss, threads, fds = 0.0, 0, 0, 0
         try:
-            with self._proc.oneshot():
-                cpu = self._proc.cpu_times()
-                return (cpu.user + cpu.system, self._proc.memory_info().rss,
-                        self._proc.num_threads(), self._proc.num_fds())
+            for proc in self._procs:
+                with proc.oneshot():
+                    times = proc.cpu_times()
+                    cpu += times.user + times.system
+                    rss += proc.memory_info().rss
+                    threads += proc.num_threads()
+                    fds += proc.num_fds()
         except psutil.Error:
             return None, None, None, None
+        return cpu, rss, threads, fds
 
     def _sample(self) -> None:
         disk = None

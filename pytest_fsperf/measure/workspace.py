@@ -384,7 +384,7 @@ class Workspace:
             except (OSError, ValueError) as exc:
                 store, w.requests_note = None, f"the store's metrics failed: {exc}"
         limit = self._state.settings.stall_limit
-        sampler = timeline.Sampler(counter, lookup.daemon.pid if lookup.daemon else None,
+        sampler = timeline.Sampler(counter, [m.pid for m in lookup.daemon.members] if lookup.daemon else [],
                                    (lambda: disk.last) if disk else None,
                                    stall_limit=limit if on_exit is not None else None,
                                    on_stall=on_exit)

@@ -8,7 +8,7 @@ line: then the /dev/fuse holder whose command line names the mount point is take
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .mountinfo import Mount
 
@@ -16,11 +16,30 @@ HELPERS = frozenset({"fusermount", "fusermount3"})  # hold /dev/fuse for auto_un
 
 
 @dataclass(frozen=True)
-class Daemon:
+class Member:
+    """Another process serving the same FUSE connection (a worker under a supervisor)."""
+
     pid: int
+    start_time: int
+    cmdline: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Daemon:
+    pid: int  # the first process of the connection (a supervisor, where there are several)
     start_time: int  # /proc/PID/stat field 22: tells a live daemon from a reused PID
     cmdline: tuple[str, ...]
     found_by: str
+    others: tuple[Member, ...] = ()  # the rest holding the connection: all are measured
+
+    @property
+    def members(self) -> tuple[Member, ...]:
+        return (Member(self.pid, self.start_time, self.cmdline), *self.others)
+
+    def role(self, pid: int) -> str:
+        if not self.others:
+            return "daemon"
+        return "supervisor" if pid == self.pid else "worker"
 
 
 @dataclass(frozen=True)
@@ -104,10 +123,21 @@ def _is_helper(pid: int, proc: str) -> bool:
 
 
 def _pick(pids: set[int], proc: str, how: str) -> Lookup:
+    """One process tree holding the connection: its root, and the others (JuiceFS's
+    `mount -d` keeps a supervisor and a worker on one connection; the worker does the
+    work). Several trees: not guessed."""
     pids = {p for p in pids if not _is_helper(p, proc)}
     roots = sorted(p for p in pids if _parent(p, proc) not in pids)
     if len(roots) == 1:
-        return describe(roots[0], how, proc)
+        found = describe(roots[0], how, proc)
+        others = tuple(Member(p, t, cmdline(p, proc)) for p in sorted(pids - {roots[0]})
+                       if (t := start_time(p, proc)) is not None)
+        if found.daemon is None or not others:
+            return found
+        daemon = replace(found.daemon, others=others)
+        return Lookup(daemon, f"found by {how}; {len(others) + 1} processes serve it "
+                              f"(supervisor {daemon.pid}, workers "
+                              f"{', '.join(str(m.pid) for m in others)}): all are measured")
     if not roots:
         return Lookup(None, f"daemon not found: no process holds this FUSE connection ({how})")
     listed = ", ".join(map(str, roots))

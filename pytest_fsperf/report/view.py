@@ -249,6 +249,7 @@ def notes(results: list[Row]) -> list[str]:
     if any(r.get("daemon", {}) and r["daemon"].get("cpu_window") == "I/O" for r in results):
         out.append("daemon CPU: over the time I/O ran, not the tool's start-up and teardown")
     out += [f"{label(r)}: {n}" for r in results for n in r.get("notes", [])]
+    out += [f"{label(r)}: {line}" for r in results if (line := processes_line(r))]
     out += [f"{label(r)}: {line}" for r in results if (line := requests_line(r))]
     out += [f"{label(r)}: daemon cache disk peak {units.format_mb(r['cache_disk_peak_bytes'])}"
             for r in results if r.get("cache_disk_peak_bytes")]  # 0: no cache disk was used
@@ -541,3 +542,15 @@ def timelines(results: list[Row], comparisons: list[Mapping[str, Any]],
 def spark(r: Row) -> str:
     t = r.get("timeline")
     return sparkline(t["bw"]) if t else ""
+
+
+def processes_line(r: Row) -> str:
+    """A daemon of several processes: each one, and that the figures are their sums."""
+    procs = (r.get("daemon") or {}).get("processes") or []
+    if not procs:
+        return ""
+    each = "; ".join(
+        f"{p['role']} PID {p['pid']}: {p['cpu_seconds']:.2f} CPU-s, peak "
+        + (units.format_mb(p["peak_rss_bytes"]) if p.get("peak_rss_bytes") is not None else "-")
+        for p in procs)
+    return f"daemon of {len(procs)} processes, figures summed: {each}"
