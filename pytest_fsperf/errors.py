@@ -12,6 +12,10 @@ class MeasurementError(Exception):
     """A fault while measuring: fio failed, the daemon died, the mount went away."""
 
 
+class MountError(MeasurementError):
+    """A backend could not be mounted (or prepared, or unmounted)."""
+
+
 class WorkloadHung(MeasurementError):
     """A workload ran past its deadline: the filesystem stopped answering."""
 

@@ -47,3 +47,46 @@ def test_every_process_of_a_juicefs_daemon_is_measured(pytester, juicefs_mount):
     assert "processes serve it (supervisor" in rows["w"]["daemon_note"]
     result.stdout.fnmatch_lines(["*w: daemon of 2 processes, figures summed: supervisor PID *"
                                  "worker PID *"])
+
+
+def test_the_juicefs_backend_formats_mounts_cold_starts_and_cleans_up(pytester, minio):
+    """--fsperf-backend=juicefs with no meta_url: a volume of the plugin's own (sqlite3 in
+    its private dir, data in its MinIO), mounted in the foreground, remounted cold with its
+    cache wiped, its requests counted by MinIO; the JuiceFS example suite runs on it."""
+    from tests.conftest import need
+
+    need("juicefs")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("juicefs")
+        def test_rw(fsperf):
+            fsperf.fio(name="w", rw="write", bs="1M", size="32M", end_fsync=1)
+            fsperf.cold()
+            fsperf.fio(name="r", rw="read", bs="1M", size="32M")
+    """)
+    result, doc = run(pytester)
+    result.assert_outcomes(passed=1)
+    rows = {r["name"]: r for r in doc["results"]}
+    assert rows["w"]["requests"]["by_kind"]["PUT"] >= 8  # 4 MiB blocks, counted by MinIO
+    assert rows["r"]["requests"]["by_kind"]["GET"] >= 8  # cold: the block cache was wiped
+    assert "remount" in rows["r"]["cache"] or "remount" in rows["r"]["daemon_cache"]
+    assert rows["r"]["daemon"]["cpu_seconds"] > 0
+    assert "--no-usage-report" in rows["r"]["mount"]["command"]
+    assert not any("secret" in a.lower() for a in rows["r"]["mount"]["command"])
+    from tests.conftest import ours
+    assert ours() == ([], [])  # no mount, daemon or MinIO left
+
+
+def test_the_juicefs_examples_run_on_an_owned_juicefs(pytester, minio):
+    from pathlib import Path
+
+    from tests.conftest import need
+
+    need("juicefs")
+    example = Path(__file__).parent.parent / "examples" / "test_juicefs_bench.py"
+    pytester.makepyfile(test_example=example.read_text())
+    result, doc = run(pytester, "--fsperf-backend=juicefs", "--fsperf-scale=0.002",
+                      "-k", "bench and (big_read or small_write or stat)")
+    result.assert_outcomes(passed=3)
+    assert all(r["daemon"] for r in doc["results"] if r["judged"])

