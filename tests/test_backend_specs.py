@@ -71,11 +71,17 @@ def test_goofys_and_mountpoint_s3_take_keys_from_the_environment():
     assert m.cache_dirs == ("/p/mcache/mountpoint-cache",)
 
 
-def test_juicefs_needs_a_meta_url_and_wipes_its_cache_dir():
-    with pytest.raises(UsageError, match="backend 'juicefs': needs meta_url"):
-        render(backend("juicefs"), {}, (), "/m", "/p")
+def test_juicefs_formats_its_own_volume_or_mounts_yours_with_no_password_on_argv():
+    own = render(backend("juicefs"), {"endpoint": "http://127.0.0.1:9000", "bucket": "b"}, (),
+                 "/m", "/p")
+    assert own.argv[3] == "sqlite3:///p/jfs.db"  # the plugin's volume, formatted before mount
     r = render(backend("juicefs"), {"meta_url": "redis://:pw@127.0.0.1/1"}, (), "/m", "/p")
-    assert r.argv == ("juicefs", "mount", "redis://:pw@127.0.0.1/1", "/m", "--cache-dir", "/p/cache")
+    assert r.argv == ("juicefs", "mount", "--no-usage-report", "redis://127.0.0.1/1", "/m",
+                      "--cache-dir", "/p/cache")
+    assert r.env["META_PASSWORD"] == "pw" and "pw" in r.secrets  # in the environment, masked
+    user = render(backend("juicefs"), {"meta_url": "mysql://jfs:s3cret@(127.0.0.1:3306)/juicefs"},
+                  (), "/m", "/p")
+    assert "s3cret" not in " ".join(user.argv) and user.env["META_PASSWORD"] == "s3cret"
     assert r.cache_dirs == ("/p/cache",)
 
 

@@ -160,6 +160,7 @@ BUILTIN: tuple[Backend, ...] = (
              "SECRET_KEY": "{secret_key}"},
         option_fields={"cache_dir": r"--cache-dir[= ](\S+)"}, cache_dirs=("{cache_dir}",),
         secrets=("access_key", "secret_key", "meta_password"), store="s3", own_store="meta_url",
+        url_passwords=(("meta_url", "meta_password"),),
         prepare=juicefs_format,
     ),
     Backend(

@@ -17,6 +17,7 @@ import socket
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UsageError
 from ..report.redact import mask
@@ -48,6 +49,9 @@ class Backend:
     # Before the first mount (format a volume): given the rendered mount and its environment
     prepare: Callable[[Rendered, Mapping[str, str]], None] | None = None
     own_store: str = ""  # a config field that names a store of the backend's own (no fsperf_s3)
+    # (url field, password field): a password in the URL is moved to the password field (the
+    # environment), never left on the command line: JuiceFS's META_PASSWORD
+    url_passwords: tuple[tuple[str, str], ...] = ()
 
     @property
     def has_daemon(self) -> bool:
@@ -105,6 +109,7 @@ def render(backend: Backend, config: Mapping[str, str], options: tuple[str, ...]
         raise UsageError(f"{where}: needs {', '.join(missing)} in its config "
                          "(--fsperf-backend-config or the fsperf_mount marker)")
     fields: dict[str, object] = {k: v for k, v in config.items() if v != ""}
+    moved = _move_url_passwords(backend, fields)
     fields.update(mountpoint=mountpoint, private=private, port=free_port(),
                   token=secrets.token_hex(16))
     # Options may name {private}, {mountpoint} or config values, e.g. use_cache={private}/cache.
@@ -131,10 +136,25 @@ def render(backend: Backend, config: Mapping[str, str], options: tuple[str, ...]
             argv.append(_fill(part, fields, where))
     env = {k: v for k, t in backend.env.items() if (v := _try(t, fields)) is not None}
     caches = tuple(v for t in backend.cache_dirs if (v := _try(t, fields)) is not None)
-    hidden = (*secret_values(backend, config), str(fields["token"]))
+    hidden = (*secret_values(backend, config), *moved, str(fields["token"]))
     for part in argv:
         if any(secret in part for secret in hidden):
             raise UsageError(f"{where}: a configured secret would be on the daemon's command line "
                              f"({mask(part, hidden)!r}), which every local user can read; "
                              "pass it in a private file (file.NAME) or the environment (env.NAME)")
     return Rendered(tuple(argv), env, backend.unset_env, files, caches, hidden, fields)
+
+
+def _move_url_passwords(backend: Backend, fields: dict[str, object]) -> tuple[str, ...]:
+    """redis://:PW@host/1 -> redis://host/1 with the password field PW (unless given)."""
+    moved = []
+    for url_field, pw_field in backend.url_passwords:
+        url = str(fields.get(url_field, ""))
+        parts = urlsplit(url)
+        if "@" not in parts.netloc or parts.password is None:
+            continue
+        user, host = parts.username or "", parts.netloc.rsplit("@", 1)[1]
+        fields[url_field] = urlunsplit(parts._replace(netloc=f"{user}@{host}" if user else host))
+        fields.setdefault(pw_field, parts.password)
+        moved.append(parts.password)
+    return tuple(moved)
