@@ -138,6 +138,7 @@ class WorkloadResult:
     requests_note: str = ""  # why there are no request figures, when there are none
     cost: Cost | None = None  # those requests at the chosen price list's prices
     timeline: Timeline | None = None  # per interval, when the run lasted a few of them
+    daemon_counters: dict[str, float] | None = None  # the daemon's own (JuiceFS .stats)
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     output_file: str = field(default="", compare=False)  # fio's JSON; lives for the session
 

@@ -45,6 +45,15 @@ def test_every_process_of_a_juicefs_daemon_is_measured(pytester, juicefs_mount):
     assert measured <= own_cpu + 0.5 and measured > 0.5 * own_cpu, (measured, own_cpu)
     assert procs["worker"]["peak_rss_bytes"] >= 0.8 * after["juicefs_memory"]
     assert "processes serve it (supervisor" in rows["w"]["daemon_note"]
+    for row in rows.values():  # the same window, by JuiceFS's own count and by /proc
+        own = row["daemon_counters"]
+        assert abs(row["daemon"]["cpu_seconds"] - own["cpu_seconds"]) <= 0.15 + 0.1 * own["cpu_seconds"], (
+            row["name"], row["daemon"]["cpu_seconds"], own)
+        worker = next(p for p in row["daemon"]["processes"] if p["role"] == "worker")
+        assert worker["peak_rss_bytes"] >= 0.9 * own["memory_bytes"]
+        assert own["fuse_ops"] > 0
+    assert rows["w"]["daemon_counters"]["meta_transactions"] > 0
+    result.stdout.fnmatch_lines(["*w: JuiceFS .stats: * FUSE ops, * metadata transactions*"])
     result.stdout.fnmatch_lines(["*w: daemon of 2 processes, figures summed: supervisor PID *"
                                  "worker PID *"])
 

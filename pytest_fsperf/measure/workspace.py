@@ -26,6 +26,7 @@ from ..mounts.daemon import Lookup
 from ..paired import Budget
 from ..result import DaemonStats, OpStats, WorkloadResult, check_cold, median_round
 from ..session import FsperfSession, Target, safe_name
+from ..store import juicefs
 from ..store.cost import Cost
 from ..store.requests import Requests
 from ..timeline import Timeline
@@ -75,6 +76,7 @@ class _Window:
     requests: Requests | None = None
     requests_note: str = ""
     timeline: Timeline | None = None
+    daemon_counters: dict[str, float] | None = None
 
 
 class Workspace:
@@ -383,6 +385,12 @@ class Workspace:
                 store.start()
             except (OSError, ValueError) as exc:
                 store, w.requests_note = None, f"the store's metrics failed: {exc}"
+        own = juicefs.OwnMeter(Path(self.target.path)) if juicefs.has_stats(Path(self.target.path)) else None
+        if own is not None:
+            try:
+                own.start()
+            except (OSError, ValueError):
+                own = None
         limit = self._state.settings.stall_limit
         sampler = timeline.Sampler(counter, [m.pid for m in lookup.daemon.members] if lookup.daemon else [],
                                    (lambda: disk.last) if disk else None,
@@ -413,6 +421,9 @@ class Workspace:
                     w.requests = store.stop()
                 except (OSError, ValueError) as exc:
                     w.requests_note = f"the store's metrics failed: {exc}"
+            if own is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    w.daemon_counters = own.stop()
         finally:
             w.timeline = sampler.stop()
             if shown:
@@ -431,6 +442,7 @@ class Workspace:
             daemon_note=w.lookup.note, wall_seconds=w.wall, mount=self.target.describe(),
             cold_steps=w.cold_steps, cache_disk_peak_bytes=w.disk_peak, requests=w.requests,
             requests_note=w.requests_note, cost=self._cost(w.requests), timeline=w.timeline,
+            daemon_counters=w.daemon_counters,
             **fields)
         cold, evidence = check_cold(w.cache, w.daemon, result.read_only_bytes)
         return dataclasses.replace(result, cold_read=cold, cold_evidence=evidence)

@@ -250,6 +250,7 @@ def notes(results: list[Row]) -> list[str]:
         out.append("daemon CPU: over the time I/O ran, not the tool's start-up and teardown")
     out += [f"{label(r)}: {n}" for r in results for n in r.get("notes", [])]
     out += [f"{label(r)}: {line}" for r in results if (line := processes_line(r))]
+    out += [f"{label(r)}: {line}" for r in results if (line := own_counters_line(r))]
     out += [f"{label(r)}: {line}" for r in results if (line := requests_line(r))]
     out += [f"{label(r)}: daemon cache disk peak {units.format_mb(r['cache_disk_peak_bytes'])}"
             for r in results if r.get("cache_disk_peak_bytes")]  # 0: no cache disk was used
@@ -554,3 +555,20 @@ def processes_line(r: Row) -> str:
         + (units.format_mb(p["peak_rss_bytes"]) if p.get("peak_rss_bytes") is not None else "-")
         for p in procs)
     return f"daemon of {len(procs)} processes, figures summed: {each}"
+
+
+def own_counters_line(r: Row) -> str:
+    """What the daemon says of itself over the window (JuiceFS's .stats)."""
+    c = r.get("daemon_counters")
+    if not c:
+        return ""
+    parts = [f"{c.get('fuse_ops', 0):,.0f} FUSE ops", f"{c.get('meta_transactions', 0):,.0f} "
+             "metadata transactions"]
+    if "blockcache_hits" in c:
+        parts.append(f"block cache {c['blockcache_hits']:,.0f} hits, "
+                     f"{c.get('blockcache_misses', 0):,.0f} misses")
+    if "cpu_seconds" in c:
+        parts.append(f"its own CPU {c['cpu_seconds']:.2f} s")
+    if "memory_bytes" in c:
+        parts.append(f"memory {units.format_mb(c['memory_bytes'])}")
+    return "JuiceFS .stats: " + ", ".join(parts)

@@ -70,3 +70,46 @@ class StatsMeter:
     def stop(self) -> Requests:
         assert self._before is not None, "start() first"
         return difference(self._before, self.read())
+
+
+OWN = {  # what JuiceFS says of itself, by .stats name: (our key, summed counter or level)
+    "juicefs_fuse_ops_durations_histogram_seconds_total": ("fuse_ops", True),
+    "juicefs_transaction_durations_histogram_seconds_total": ("meta_transactions", True),
+    "juicefs_blockcache_hits": ("blockcache_hits", True),
+    "juicefs_blockcache_miss": ("blockcache_misses", True),
+    "juicefs_blockcache_hit_bytes": ("blockcache_hit_bytes", True),
+    "juicefs_blockcache_miss_bytes": ("blockcache_miss_bytes", True),
+    "juicefs_object_request_errors": ("object_errors", True),
+    "juicefs_cpu_usage": ("cpu_seconds", True),
+    "juicefs_memory": ("memory_bytes", False),
+}
+
+
+def own_counters(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """JuiceFS's own counters over a window: FUSE operations, metadata transactions, block
+    cache hits and misses, its CPU seconds (differences) and its memory (at the end)."""
+    out: dict[str, float] = {}
+    for name, (key, counter) in OWN.items():
+        if name in after:
+            out[key] = after[name] - before.get(name, 0.0) if counter else after[name]
+    for name, value in after.items():  # object time per method: seconds spent in requests
+        if (m := re.fullmatch(r"juicefs_object_request_durations_histogram_seconds_(\w+?)_sum",
+                              name)):
+            spent = value - before.get(name, 0.0)
+            if spent > 0:
+                out[f"object_seconds_{m[1]}"] = spent
+    return out
+
+
+class OwnMeter:
+    """JuiceFS's own counters (.stats) around a window, whatever counts the requests."""
+
+    def __init__(self, mount: Path) -> None:
+        self.stats = StatsMeter(mount)
+        self._before: dict[str, float] = {}
+
+    def start(self) -> None:
+        self._before = self.stats.read()
+
+    def stop(self) -> dict[str, float]:
+        return own_counters(self._before, self.stats.read())
