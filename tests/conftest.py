@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -184,3 +187,23 @@ def juicefs_mount(tmp_path: Path, minio: None) -> Iterator[JuiceFsMount]:
         if _mounted(point):
             subprocess.run([binary, "umount", "--force", str(point)], capture_output=True, timeout=60)
         server.stop()
+
+
+def run_json(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, Any]:
+    """pytester.runpytest with the fsperf JSON written, and that document (None if none)."""
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-json={out}", *args)
+    return result, json.loads(out.read_text()) if out.exists() else None
+
+
+def pause(pid: int, after: float, seconds: float) -> threading.Thread:
+    """SIGSTOP the process `after` s from now for `seconds` s, then SIGCONT it (started)."""
+    def stop() -> None:
+        time.sleep(after)
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(seconds)
+        os.kill(pid, signal.SIGCONT)
+
+    thread = threading.Thread(target=stop, daemon=True)
+    thread.start()
+    return thread

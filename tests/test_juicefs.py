@@ -9,14 +9,12 @@ import json
 import pytest
 
 from pytest_fsperf.store.juicefs import StatsMeter
+from tests.conftest import run_json
 
 pytestmark = pytest.mark.integration
 
 
-def run(pytester, *args):
-    out = pytester.path / "r.json"
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-json={out}", *args)
-    return result, json.loads(out.read_text()) if out.exists() else None
+run = run_json
 
 
 def test_every_process_of_a_juicefs_daemon_is_measured(pytester, juicefs_mount):

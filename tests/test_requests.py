@@ -4,12 +4,10 @@ workloads, exact where the daemon has no choice, and a mount option that moves t
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from pytest_fsperf.store.requests import KINDS, difference, parse, probe
-from tests.conftest import need
+from tests.conftest import need, run_json
 
 pytestmark = pytest.mark.integration
 
@@ -71,11 +69,7 @@ def test_a_store_without_readable_metrics_says_why():
     assert "has no MinIO request counters" in answer(200, b"# another server\n")
 
 
-def run(pytester, *args):
-    out = pytester.path / "r.json"
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-json={out}", *args)
-    doc = json.loads(out.read_text()) if out.exists() else None
-    return result, doc
+run = run_json
 
 
 def test_s3fs_small_files_and_a_cold_read_count_exactly(pytester, minio):

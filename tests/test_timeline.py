@@ -5,16 +5,14 @@ pass the same thresholds."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import threading
 import time
 
 import pytest
 
 from pytest_fsperf.timeline import Timeline, decay, longest_stall, rss_growth, shape, sparkline, swing
-from tests.conftest import need
+from tests.conftest import need, pause, run_json
 
 
 def line(moved, rss=None, step=1.0):
@@ -50,22 +48,12 @@ def test_memory_growth_is_the_rss_slope_per_minute():
     assert len(sparkline(list(range(100)), width=12)) == 12
 
 
-def run(pytester, *args):
-    out = pytester.path / "r.json"
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-json={out}", *args)
-    doc = json.loads(out.read_text()) if out.exists() else None
-    return result, doc
+run = run_json
 
 
 def test_a_daemon_stopped_for_3_s_is_a_stall_and_the_run_ends_cleanly(pytester, bindfs):
     m = bindfs()
     (m.source / "f").write_bytes(os.urandom(1 << 20) * 64)
-
-    def stop_for_a_while():
-        time.sleep(3.0)
-        os.kill(m.pid, signal.SIGSTOP)
-        time.sleep(3.0)
-        os.kill(m.pid, signal.SIGCONT)
 
     pytester.makepyfile("""
         from pytest_fsperf import fsperf
@@ -75,8 +63,7 @@ def test_a_daemon_stopped_for_3_s_is_a_stall_and_the_run_ends_cleanly(pytester, 
             fsperf.fio(rw="read", bs="128k", filename="f", size="64M", direct=1,
                        time_based=1, runtime=9, rate="20m")
     """)
-    thread = threading.Thread(target=stop_for_a_while)
-    thread.start()
+    thread = pause(m.pid, 3.0, 3.0)
     try:
         result, doc = run(pytester, f"--fsperf-mount={m.point}")
     finally:
@@ -176,19 +163,12 @@ def test_a_stall_past_the_limit_stops_the_workload_and_fails_it(pytester, bindfs
     m = bindfs()
     (m.source / "f").write_bytes(os.urandom(1 << 20) * 16)
 
-    def stop_for_long():
-        time.sleep(3.0)
-        os.kill(m.pid, signal.SIGSTOP)
-        time.sleep(8.0)
-        os.kill(m.pid, signal.SIGCONT)
-
     pytester.makepyfile("""
         def test_read(fsperf):
             fsperf.fio(rw="read", bs="128k", filename="f", size="16M", direct=1,
                        time_based=1, runtime=40, rate="10m")
     """)
-    thread = threading.Thread(target=stop_for_long, daemon=True)
-    thread.start()
+    pause(m.pid, 3.0, 8.0)
     t0 = time.monotonic()
     try:
         result, _ = run(pytester, f"--fsperf-mount={m.point}", "--fsperf-stall-limit=3")
