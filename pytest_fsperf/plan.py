@@ -57,6 +57,8 @@ KEYWORDS: dict[str, Keyword] = {
     "max_requests_per_mib": Keyword(METRICS["req_per_mib"], "max"),
     "max_cost": Keyword(METRICS["cost"], "max"),
     "max_cost_per_tb": Keyword(METRICS["cost_per_tb"], "max"),
+    "max_ttfb": Keyword(METRICS["ttfb_p99"], "max"),
+    "max_ttfb_p50": Keyword(METRICS["ttfb_p50"], "max"),
     "max_stall": Keyword(METRICS["stall_s"], "max"),
     "max_decay": Keyword(METRICS["decay"], "max"),
     "max_swing": Keyword(METRICS["bw_swing"], "max"),

@@ -173,6 +173,11 @@ class WorkloadResult:
             return None
         return float(max(values))
 
+    def _phase(self, phase: str, key: str) -> float | None:
+        """A phase of the small-file engine per file (open, first_byte, full, close)."""
+        stats = self.ops.phases.get(phase) if self.ops is not None else None
+        return float(getattr(stats, key)) if stats is not None else None
+
     @property
     def lat_p99_ns(self) -> float | None:
         return self._worst("lat_p99_ns")
@@ -195,6 +200,8 @@ class WorkloadResult:
             "lat_mean": self._worst("lat_mean_ns"),
             "lat_p50": self._worst("lat_p50_ns"),
             "lat_p99": self.lat_p99_ns,
+            "ttfb_p50": self._phase("first_byte", "p50_ns"),
+            "ttfb_p99": self._phase("first_byte", "p99_ns"),
             "daemon_cpu": self.daemon.countable_cpu if self.daemon else None,
             "daemon_cpu_per_gb": self.cpu_per_gb,
             "daemon_rss": float(self.daemon.peak_rss_bytes) if self.daemon else None,

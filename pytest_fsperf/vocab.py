@@ -118,6 +118,11 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
     Metric("lat_p99", "p99 latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6),
     Metric("lat_p50", "p50 latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6),
     Metric("lat_mean", "mean latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6),
+    # Open to the first byte back, per file (the small-file engine's first_byte phase).
+    Metric("ttfb_p50", "p50 time to first byte", units.parse_duration_ns, units.format_duration,
+           False, "ms", 1e6),
+    Metric("ttfb_p99", "p99 time to first byte", units.parse_duration_ns, units.format_duration,
+           False, "ms", 1e6),
     # Object-store requests in the measured window (store/requests.py), by the server's count.
     Metric("req_total", "object-store requests", units.parse_count, units.format_count, False, "requests"),
     Metric("req_get", "GET requests", units.parse_count, units.format_count, False, "requests"),

@@ -270,3 +270,28 @@ def test_sysbench_scenario_or_its_fio_stand_in(pytester, monkeypatch, installed)
     else:
         result.stdout.fnmatch_lines(
             ["*KIND fio ('sysbench is not installed: run as the equivalent fio job',)"])
+
+
+def test_time_to_first_byte_is_its_own_figure_and_threshold(pytester, bindfs):
+    """ttfb_1k_cold at a tiny scale on bindfs: open + a 1-byte first read per file, then the
+    rest; the first byte comes back before the whole MiB does, for every one of the files."""
+    m = bindfs()
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf
+
+        @fsperf(max_ttfb="10s")
+        def test_ttfb(fsperf):
+            r = fsperf.scenario("ttfb_1k_cold")
+            first, full = r.ops.phases["first_byte"], r.ops.phases["full"]
+            assert r.ops.count == 20 and r.ops.io_bytes == 20 * 2**20
+            assert first.p50_ns < full.p50_ns and first.p99_ns <= full.p99_ns * 1.5
+            assert r.metrics()["ttfb_p99"] == first.p99_ns
+
+        @fsperf(max_ttfb="1ns")
+        def test_too_slow(fsperf):
+            fsperf.scenario("ttfb_1k_cold")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={m.point}",
+                                "--fsperf-scale=0.02")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*ttfb_1k_cold: p99 time to first byte * > max_ttfb 1ns*"])

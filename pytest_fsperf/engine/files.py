@@ -46,9 +46,11 @@ class _Worker:
     error: str | None = None
 
 
-def _one(path: str, write: bool, size: int, view: memoryview, w: _Worker) -> None:
+def _one(path: str, write: bool, size: int, view: memoryview, w: _Worker,
+         head: int = CHUNK) -> None:
     """One whole file in calls of up to 1 MiB into (or from) a reused buffer, as the seed's
-    program does: no per-call allocation, and no read past the size it listed."""
+    program does: no per-call allocation, and no read past the size it listed. `head`: the
+    size of the first call (1: time to the first byte, then the rest in 1 MiB calls)."""
     t0 = time.perf_counter_ns()
     flags = os.O_CREAT | os.O_WRONLY | os.O_TRUNC if write else os.O_RDONLY
     fd = os.open(path, flags, 0o644)
@@ -57,7 +59,7 @@ def _one(path: str, write: bool, size: int, view: memoryview, w: _Worker) -> Non
     offset = 0
     try:
         while offset < size:
-            part = view[: min(CHUNK, size - offset)]
+            part = view[: min(CHUNK if offset else head, size - offset)]
             n = os.pwrite(fd, part, offset) if write else os.preadv(fd, [part], offset)
             if n <= 0:
                 break  # the file is shorter than listed
@@ -84,8 +86,10 @@ def latency_stats(values: list[int]) -> LatencyStats:
                         p99_ns=pick(0.99), max_ns=float(ordered[-1]) if n else 0.0)
 
 
-def run_files(files: Sequence[tuple[str, int]], *, write: bool, threads: int) -> OpStats:
-    """Read (or write) each (path, size) whole with `threads` threads."""
+def run_files(files: Sequence[tuple[str, int]], *, write: bool, threads: int,
+              first: int = CHUNK) -> OpStats:
+    """Read (or write) each (path, size) whole with `threads` threads; the first call of each
+    file moves `first` bytes (the phase first_byte ends when it returns)."""
     if threads < 1:
         raise ValueError("threads must be at least 1")
     tasks: queue.SimpleQueue[tuple[str, int] | None] = queue.SimpleQueue()
@@ -106,7 +110,7 @@ def run_files(files: Sequence[tuple[str, int]], *, write: bool, threads: int) ->
             if w.error is not None:
                 continue
             try:
-                _one(item[0], write, item[1], view, w)
+                _one(item[0], write, item[1], view, w, first)
             except OSError as exc:
                 w.error = f"{item[0]}: {exc.strerror or exc}"
 

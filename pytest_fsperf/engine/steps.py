@@ -31,6 +31,7 @@ class FilesJob:
     size: object = "128KiB"
     threads: int = 128
     subdir: str = "files"
+    first: object = "1MiB"  # the first read or write of each file; "1B" times the first byte
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,11 @@ def files_step(fs: Workspace, name: str | None, j: FilesJob, judged: bool, where
         raise UsageError(f"{where}: subdir={subdir!r} must be letters, digits, '_', '.', '-'")
     try:
         nbytes = int(units.parse_bytes(size))
+        first = int(units.parse_bytes(j.first))
     except ValueError as exc:
-        raise UsageError(f"{where}: size: {exc}") from None
+        raise UsageError(f"{where}: size or first: {exc}") from None
+    if not 1 <= first <= files_engine.CHUNK:
+        raise UsageError(f"{where}: first={j.first!r} must be from 1 byte to 1 MiB")
     n = round(count * fs.scale)
     if n < 1:  # one file left: shrink the file instead (a 1 GiB file at 0.01 is 10 MiB)
         nbytes = max(4096, int(nbytes * count * fs.scale))
@@ -98,9 +102,11 @@ def files_step(fs: Workspace, name: str | None, j: FilesJob, judged: bool, where
     else:
         todo = [(p, nbytes) for p in paths]
     options = {"mode": mode, "count": str(n), "size": str(nbytes), "threads": str(threads)}
+    if first != files_engine.CHUNK:
+        options["first"] = str(first)
     label = fs.unique(name or f"files_{mode}")
     return fs.measure_engine(label, judged, "files", options, lambda: files_engine.run_files(
-        todo, write=mode == "write", threads=threads))
+        todo, write=mode == "write", threads=threads, first=first))
 
 
 def meta_step(fs: Workspace, name: str | None, j: MetaJob, judged: bool, where: str) -> WorkloadResult:

@@ -48,6 +48,7 @@ OSSFS2 = "000 (ossfs 2.0.0beta / 1.91.4) and 001 (ossfs 2.0.4 / 1.91.8 / goofys 
 OSSFS1 = "002 (ossfs 1.88.x vs 1.91+, sysbench fileio, ls/find, direct_read)"
 FLUID = "003 (Fluid dataset cache over object storage and HPFS)"
 JFS = "004 (JuiceFS performance evaluation guide)"
+ASKED = "asked by users, not in the documents: sizes of our own"
 # sysbench fileio of 002: 128 files, 16 KiB blocks, 2 threads, 120 s, 1G in all, no fsync.
 # Where sysbench is not installed, fio runs the same shape (SYSBENCH_FIO).
 SYSBENCH = {"files": 128, "block": "16KiB", "total": "1GiB", "threads": 2, "seconds": 120}
@@ -67,6 +68,10 @@ _ALL = [
     Scenario("seq_read_4t", OSSFS2, "4 threads each reading its own 100 GB file for 30 s",
              (COLD, fio(rw="read", size="100G", numjobs=4, nrfiles=1, thread=1, time_based=1,
                         runtime="30s", **SEQ_1M))),
+    Scenario("ttfb_1k_cold", ASKED, "time to first byte: 16 threads open 1,000 files of 1 MiB "
+             "and read 1 byte, then the rest, after a cold start (p50/p99: max_ttfb)",
+             (files(mode="write", count=1000, size="1MiB", threads=16, subdir="ttfb"), COLD,
+              files(mode="read", count=1000, size="1MiB", threads=16, subdir="ttfb", first="1B"))),
     Scenario("smallfile_write_128t", OSSFS2, "128 threads write 100,000 files of 128 KiB",
              (files(mode="write", count=100_000, size="128KiB", threads=128),)),
     Scenario("smallfile_read_128t", OSSFS2, "128 threads read 100,000 files of 128 KiB, cold",
