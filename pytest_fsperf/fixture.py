@@ -67,6 +67,17 @@ class Fsperf(Workspace):
         return self.repeat(name or f"meta_{job.op}",
                            lambda n: steps.meta_step(self, n, job, judged, where))
 
+    def checkpoint(self, name: str | None = None, *, judged: bool = True,
+                   **params: object) -> WorkloadResult:
+        """A sharded checkpoint saved durably (mode="save": temporary name, large writes,
+        fsync, close, rename, directory fsync) or restored (mode="restore": read back whole);
+        parameters and defaults: `engine.steps.CheckpointJob` (mode, shards, size, threads,
+        subdir). The shard size is shrunk by --fsperf-scale, the shard count is not."""
+        where = f"{self.test}: fsperf.checkpoint()"
+        job = steps.job(steps.CheckpointJob, params, where)
+        return self.repeat(name or f"checkpoint_{job.mode}",
+                           lambda n: steps.checkpoint_step(self, n, job, judged, where))
+
     def sysbench(self, name: str | None = None, *, judged: bool = True,
                  **params: object) -> WorkloadResult:
         """sysbench fileio (prepare unmeasured, then run); parameters and defaults:

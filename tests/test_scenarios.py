@@ -295,3 +295,28 @@ def test_time_to_first_byte_is_its_own_figure_and_threshold(pytester, bindfs):
                                 "--fsperf-scale=0.02")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*ttfb_1k_cold: p99 time to first byte * > max_ttfb 1ns*"])
+
+
+@pytest.mark.parametrize("where", ["embedded", "bindfs"])
+def test_a_checkpoint_is_saved_durably_and_restored_cold(pytester, bindfs, where):
+    """checkpoint_save and checkpoint_restore at scale 0.004 (8 shards of 4 MiB): the bytes
+    written equal the shards' sizes on disk, under their final names, no temporary left."""
+    args = ["--fsperf-scale=0.004"]
+    if where == "bindfs":
+        args.append(f"--fsperf-mount={bindfs().point}")
+    pytester.makepyfile("""
+        import os
+
+        def test_ckpt(fsperf):
+            saved = fsperf.scenario("checkpoint_save")
+            folder = os.path.join(str(fsperf.workdir), "checkpoint")
+            names = sorted(os.listdir(folder))
+            assert names == [f"shard-{i:05d}-of-00008.bin" for i in range(8)], names
+            on_disk = sum(os.path.getsize(os.path.join(folder, n)) for n in names)
+            assert saved.ops.io_bytes == on_disk == 8 * int(2**30 * 0.004)
+            assert set(saved.ops.phases) == {"write", "fsync", "close", "rename"}
+            restored = fsperf.scenario("checkpoint_restore")
+            assert restored.ops.io_bytes == on_disk and restored.cache.startswith("cold")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", *args)
+    result.assert_outcomes(passed=1)

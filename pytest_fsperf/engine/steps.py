@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .. import scenarios, units
 from ..errors import UsageError
 from ..result import WorkloadResult
+from . import checkpoint as checkpoint_engine
 from . import files as files_engine
 from . import fio as fio_engine
 from . import meta as meta_engine
@@ -55,7 +56,20 @@ class SysbenchJob:
     seconds: float = 120
 
 
-Job = TypeVar("Job", FilesJob, MetaJob, SysbenchJob)
+@dataclass(frozen=True)
+class CheckpointJob:
+    """A sharded checkpoint: `shards` files of `size`, written by `threads` threads (temporary
+    name, large writes, fsync, close, rename, then the directory fsync'ed): mode "save"; or
+    read back whole: mode "restore" (saved first, unmeasured, if it is not there)."""
+
+    mode: str = "save"
+    shards: int = 8
+    size: object = "1GiB"
+    threads: int = 8
+    subdir: str = "checkpoint"
+
+
+Job = TypeVar("Job", FilesJob, MetaJob, SysbenchJob, CheckpointJob)
 
 
 def job(kind: type[Job], params: Mapping[str, object], where: str) -> Job:
@@ -184,5 +198,35 @@ class Engine:
         return job(self.kind, params, where)
 
 
+def checkpoint_step(fs: Workspace, name: str | None, j: CheckpointJob, judged: bool,
+                    where: str) -> WorkloadResult:
+    if j.mode not in ("save", "restore"):
+        raise UsageError(f"{where}: mode={j.mode!r} must be 'save' or 'restore'")
+    for key, value in (("shards", j.shards), ("threads", j.threads)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UsageError(f"{where}: {key}={value!r} must be a whole number >= 1")
+    if not fio_engine.valid_name(j.subdir):
+        raise UsageError(f"{where}: subdir={j.subdir!r} must be letters, digits, '_', '.', '-'")
+    try:
+        size = max(4096, int(units.parse_bytes(j.size) * fs.scale))  # the shard count stays
+    except ValueError as exc:
+        raise UsageError(f"{where}: size: {exc}") from None
+    directory = os.path.join(fs.workdir, j.subdir)
+    os.makedirs(directory, exist_ok=True)
+    options = {"mode": j.mode, "shards": str(j.shards), "size": str(size),
+               "threads": str(j.threads)}
+    label = fs.unique(name or f"checkpoint_{j.mode}")
+    if j.mode == "save":
+        return fs.measure_engine(label, judged, "files", options,
+                                 lambda: checkpoint_engine.save(directory, j.shards, size, j.threads))
+    names = checkpoint_engine.shard_names(directory, j.shards)
+    if not all(os.path.isfile(n) and os.path.getsize(n) == size for n in names):
+        checkpoint_engine.save(directory, j.shards, size, j.threads)
+        fs.recold()
+    return fs.measure_engine(label, judged, "files", options, lambda: files_engine.run_files(
+        [(n, size) for n in names], write=False, threads=j.threads))
+
+
 ENGINES = {"files": Engine(FilesJob, files_step), "meta": Engine(MetaJob, meta_step),
-           "sysbench": Engine(SysbenchJob, sysbench_step)}
+           "sysbench": Engine(SysbenchJob, sysbench_step),
+           "checkpoint": Engine(CheckpointJob, checkpoint_step)}

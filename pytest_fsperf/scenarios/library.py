@@ -72,6 +72,13 @@ _ALL = [
              "and read 1 byte, then the rest, after a cold start (p50/p99: max_ttfb)",
              (files(mode="write", count=1000, size="1MiB", threads=16, subdir="ttfb"), COLD,
               files(mode="read", count=1000, size="1MiB", threads=16, subdir="ttfb", first="1B"))),
+    Scenario("checkpoint_save", ASKED, "save a sharded checkpoint durably: 8 shards of 1 GiB by "
+             "8 threads (temporary name, 8 MiB writes, fsync, close, rename, directory fsync)",
+             (Step("checkpoint", {"mode": "save", "shards": 8, "size": "1GiB", "threads": 8}),)),
+    Scenario("checkpoint_restore", ASKED, "restore that checkpoint after a cold start: its 8 "
+             "shards read back whole by 8 threads",
+             (Step("checkpoint", {"mode": "save", "shards": 8, "size": "1GiB", "threads": 8}), COLD,
+              Step("checkpoint", {"mode": "restore", "shards": 8, "size": "1GiB", "threads": 8}))),
     Scenario("smallfile_write_128t", OSSFS2, "128 threads write 100,000 files of 128 KiB",
              (files(mode="write", count=100_000, size="128KiB", threads=128),)),
     Scenario("smallfile_read_128t", OSSFS2, "128 threads read 100,000 files of 128 KiB, cold",
