@@ -78,6 +78,18 @@ class Fsperf(Workspace):
         return self.repeat(name or f"checkpoint_{job.mode}",
                            lambda n: steps.checkpoint_step(self, n, job, judged, where))
 
+    def mdtest(self, name: str | None = None, *, judged: bool = True,
+               **params: object) -> dict[str, WorkloadResult]:
+        """Metadata rates as mdtest measures them, one result per phase (create, stat, read,
+        rename, rename_dir, remove; ops/s and per-op latency); parameters and defaults:
+        `engine.steps.MdtestJob` (files, per_dir, threads, size, subdir)."""
+        where = f"{self.test}: fsperf.mdtest()"
+        job = steps.job(steps.MdtestJob, params, where)
+        found = steps.mdtest_steps(self, name, job, judged, where)
+        for r in found.values():
+            self.keep(r)
+        return found
+
     def sysbench(self, name: str | None = None, *, judged: bool = True,
                  **params: object) -> WorkloadResult:
         """sysbench fileio (prepare unmeasured, then run); parameters and defaults:

@@ -321,3 +321,48 @@ def test_a_checkpoint_is_saved_durably_and_restored_cold(pytester, bindfs, where
     """)
     result = pytester.runpytest("-p", "no:cacheprovider", *args)
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("where", ["embedded", "bindfs"])
+def test_mdtest_phases_count_what_is_really_there(pytester, bindfs, where):
+    """fsperf.mdtest at scale 0.1 (100 files of 4 KiB in directories of 25): each phase is a
+    result in ops/s; after create the files are there (counted apart from the engine), after
+    rename under their new names, after remove none."""
+    args = ["--fsperf-scale=0.1"]
+    if where == "bindfs":
+        args.append(f"--fsperf-mount={bindfs().point}")
+    pytester.makepyfile("""
+        import os
+        from pytest_fsperf import fsperf
+
+        def count(root):
+            return sum(len(fs) for _d, _ds, fs in os.walk(root))
+
+        @fsperf(min_ops=1)
+        def test_md(fsperf, monkeypatch):
+            from pytest_fsperf.engine import mdtest
+            root = os.path.join(str(fsperf.workdir), "mdtest")
+            seen = {}
+            real = mdtest.phase_run
+
+            def watched(phase, *args):
+                run = real(phase, *args)
+                def counted():
+                    stats = run()
+                    seen[phase] = (count(root), sum(f.endswith(".mv") for _d, _ds, fs in os.walk(root) for f in fs))
+                    return stats
+                return counted
+
+            monkeypatch.setattr(mdtest, "phase_run", watched)
+            phases = fsperf.mdtest(files=1000, per_dir=25, threads=4, size="4KiB")
+            assert list(phases) == ["create", "stat", "read", "rename", "rename_dir", "remove"]
+            assert seen["create"] == (100, 0) and seen["rename"] == (100, 100)
+            assert seen["remove"] == (0, 0) and not os.path.exists(root)
+            assert phases["create"].ops.count == 100 == phases["stat"].ops.count
+            assert phases["read"].ops.io_bytes == 100 * 4096
+            assert phases["rename_dir"].ops.count == 4
+            assert all(r.ops.per_second > 0 for r in phases.values())
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", *args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*mdtest_create*", "*mdtest_remove*"])

@@ -16,6 +16,7 @@ from ..result import WorkloadResult
 from . import checkpoint as checkpoint_engine
 from . import files as files_engine
 from . import fio as fio_engine
+from . import mdtest as mdtest_engine
 from . import meta as meta_engine
 from . import sysbench as sysbench_engine
 
@@ -69,7 +70,19 @@ class CheckpointJob:
     subdir: str = "checkpoint"
 
 
-Job = TypeVar("Job", FilesJob, MetaJob, SysbenchJob, CheckpointJob)
+@dataclass(frozen=True)
+class MdtestJob:
+    """mdtest's phases over `files` files of `size` bytes in directories of `per_dir`, by
+    `threads` threads: create, stat, read, rename, rename_dir, remove (each its own result)."""
+
+    files: int = 1000
+    per_dir: int = 100
+    threads: int = 4
+    size: object = "4KiB"
+    subdir: str = "mdtest"
+
+
+Job = TypeVar("Job", FilesJob, MetaJob, SysbenchJob, CheckpointJob, MdtestJob)
 
 
 def job(kind: type[Job], params: Mapping[str, object], where: str) -> Job:
@@ -225,6 +238,35 @@ def checkpoint_step(fs: Workspace, name: str | None, j: CheckpointJob, judged: b
         fs.recold()
     return fs.measure_engine(label, judged, "files", options, lambda: files_engine.run_files(
         [(n, size) for n in names], write=False, threads=j.threads))
+
+
+def mdtest_steps(fs: Workspace, name: str | None, j: MdtestJob, judged: bool,
+                 where: str) -> dict[str, WorkloadResult]:
+    """Every phase in order, each measured on its own; `files` shrinks with --fsperf-scale."""
+    for key, value, least in (("files", j.files, 1), ("per_dir", j.per_dir, 0),
+                              ("threads", j.threads, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise UsageError(f"{where}: {key}={value!r} must be a whole number >= {least}")
+    if not fio_engine.valid_name(j.subdir):
+        raise UsageError(f"{where}: subdir={j.subdir!r} must be letters, digits, '_', '.', '-'")
+    try:
+        size = int(units.parse_bytes(j.size))
+    except ValueError as exc:
+        raise UsageError(f"{where}: size: {exc}") from None
+    n = max(1, round(j.files * fs.scale))
+    root = os.path.join(fs.workdir, j.subdir)
+    if os.path.exists(root):
+        raise UsageError(f"{where}: {root} exists: give each mdtest run its own subdir=")
+    os.makedirs(root)
+    options = {"files": str(n), "per_dir": str(j.per_dir), "threads": str(j.threads),
+               "size": str(size)}
+    out = {}
+    for phase in mdtest_engine.PHASES:
+        run = mdtest_engine.phase_run(phase, root, n, j.per_dir, size, j.threads)
+        label = fs.unique(f"{name or 'mdtest'}_{phase}")
+        out[phase] = fs.measure_engine(label, judged, "meta", {**options, "phase": phase}, run)
+    os.rmdir(root)
+    return out
 
 
 ENGINES = {"files": Engine(FilesJob, files_step), "meta": Engine(MetaJob, meta_step),
