@@ -366,3 +366,22 @@ def test_mdtest_phases_count_what_is_really_there(pytester, bindfs, where):
     result = pytester.runpytest("-p", "no:cacheprovider", *args)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*mdtest_create*", "*mdtest_remove*"])
+
+
+def test_ml_scenarios_run_at_a_tiny_scale(pytester, bindfs):
+    """ml_epoch_shuffled reads every file once, in an order that is not the listing's;
+    ml_shard_random_chunks reads 4 MiB chunks at random offsets (fio's own figures)."""
+    m = bindfs()
+    pytester.makepyfile("""
+        def test_epoch(fsperf):
+            r = fsperf.scenario("ml_epoch_shuffled")
+            assert r.ops.count == 10 and r.ops.io_bytes == 10 * 128 * 1024
+            assert r.options["order"] == "shuffled" and r.cache.startswith("cold")
+
+        def test_chunks(fsperf):
+            r = fsperf.scenario("ml_shard_random_chunks")
+            assert r.read.total_ios > 0 and r.read.io_bytes == r.read.total_ios * 4 * 2**20
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={m.point}",
+                                "--fsperf-scale=0.001")
+    result.assert_outcomes(passed=2)

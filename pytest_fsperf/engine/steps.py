@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -34,6 +35,7 @@ class FilesJob:
     threads: int = 128
     subdir: str = "files"
     first: object = "1MiB"  # the first read or write of each file; "1B" times the first byte
+    order: str = "listed"  # or "shuffled": an epoch of a dataloader (seeded: the same each run)
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,14 @@ def files_step(fs: Workspace, name: str | None, j: FilesJob, judged: bool, where
         todo = files_engine.sized(listed)
     else:
         todo = [(p, nbytes) for p in paths]
+    if j.order not in ("listed", "shuffled"):
+        raise UsageError(f"{where}: order={j.order!r} must be 'listed' or 'shuffled'")
+    if j.order == "shuffled":
+        todo = list(todo)
+        random.Random(len(todo)).shuffle(todo)
     options = {"mode": mode, "count": str(n), "size": str(nbytes), "threads": str(threads)}
+    if j.order != "listed":
+        options["order"] = j.order
     if first != files_engine.CHUNK:
         options["first"] = str(first)
     label = fs.unique(name or f"files_{mode}")

@@ -72,6 +72,15 @@ _ALL = [
              "and read 1 byte, then the rest, after a cold start (p50/p99: max_ttfb)",
              (files(mode="write", count=1000, size="1MiB", threads=16, subdir="ttfb"), COLD,
               files(mode="read", count=1000, size="1MiB", threads=16, subdir="ttfb", first="1B"))),
+    Scenario("ml_epoch_shuffled", ASKED, "a dataloader's epoch: 8 threads read 10,000 files of "
+             "128 KiB whole, in shuffled order, after a cold start",
+             (files(mode="write", count=10_000, size="128KiB", threads=16, subdir="dataset"), COLD,
+              files(mode="read", count=10_000, size="128KiB", threads=8, subdir="dataset",
+                    order="shuffled"))),
+    Scenario("ml_shard_random_chunks", ASKED, "sharded datasets and weights loaded by offset: 4 "
+             "jobs read 4 MiB chunks at random offsets of 4 files of 2 GiB, cold, direct",
+             (COLD, fio(rw="randread", bs="4M", size="8G", nrfiles=4, numjobs=4, direct=1,
+                        file_service_type="random"))),
     Scenario("checkpoint_save", ASKED, "save a sharded checkpoint durably: 8 shards of 1 GiB by "
              "8 threads (temporary name, 8 MiB writes, fsync, close, rename, directory fsync)",
              (Step("checkpoint", {"mode": "save", "shards": 8, "size": "1GiB", "threads": 8}),)),
