@@ -54,6 +54,16 @@ class Target:
     def mount(self) -> Mount:
         return find_mount(self.path, read_mounts())
 
+    def juicefs_stats(self) -> Path | None:
+        """The mount root, where it is a JuiceFS mount with its .stats file (decided by the
+        mount table first: no stat() on any other mount)."""
+        try:
+            mount = self.mount()
+        except (OSError, LookupError):
+            return None
+        root = Path(mount.mount_point)  # .stats is in the mount's root, not a subdirectory
+        return root if mount.fstype == "fuse.juicefs" and juicefs.has_stats(root) else None
+
     def lookup_daemon(self) -> Lookup:
         if self.daemon_pid is not None:
             return describe(self.daemon_pid, "--fsperf-daemon-pid")
@@ -77,8 +87,8 @@ class Target:
             if self.owned is not None:
                 endpoint = self.owned.rendered.fields.get("endpoint")
                 meter, why = store_requests.probe(str(endpoint) if endpoint else None)
-            if meter is None and juicefs.has_stats(Path(self.path)):
-                meter, why = juicefs.StatsMeter(Path(self.path)), ""
+            if meter is None and (root := self.juicefs_stats()) is not None:
+                meter, why = juicefs.StatsMeter(root), ""
             self._requests = (meter, why)
         return self._requests
 

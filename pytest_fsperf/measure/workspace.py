@@ -385,7 +385,8 @@ class Workspace:
                 store.start()
             except (OSError, ValueError) as exc:
                 store, w.requests_note = None, f"the store's metrics failed: {exc}"
-        own = juicefs.OwnMeter(Path(self.target.path)) if juicefs.has_stats(Path(self.target.path)) else None
+        stats_root = self.target.juicefs_stats()
+        own = juicefs.OwnMeter(stats_root) if stats_root is not None else None
         if own is not None:
             try:
                 own.start()
