@@ -149,7 +149,7 @@ def test_markdown_summary_and_benchmark_action_files(pytester):
     md = (pytester.path / "summary.md").read_text()
     assert md.startswith("## pytest-fsperf\n")
     assert "**PASS: 2 workloads: 0 failing, 0 inconclusive, 2 passed, 0 not judged**" in md
-    assert "| test | workload | bandwidth | IOPS or ops |" in md
+    assert "| test | workload | bandwidth | per second | IOPS or ops |" in md
     assert "| test_w | w |" in md and "files/s" in md
     bigger = json.loads((pytester.path / "gab-bigger.json").read_text())
     smaller = json.loads((pytester.path / "gab-smaller.json").read_text())
