@@ -8,11 +8,12 @@ transfer and close (which for a write is where many FUSE daemons upload) separat
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import MeasurementError
@@ -75,6 +76,19 @@ def _one(path: str, write: bool, size: int, view: memoryview, w: _Worker,
         w.times[phase].append(value)
 
 
+def timed_pool(jobs: Sequence[Callable[[], None]], go: threading.Event) -> float:
+    """Run each job on its own thread; the threads exist before the clock starts (as the
+    seed's goroutines do) and wait for `go`; returns the seconds from go to the last done."""
+    pool = [threading.Thread(target=job, daemon=True) for job in jobs]
+    for thread in pool:
+        thread.start()
+    start = time.perf_counter()
+    go.set()
+    for thread in pool:
+        thread.join()
+    return time.perf_counter() - start
+
+
 def latency_stats(values: list[int]) -> LatencyStats:
     ordered = sorted(values)
     n = len(ordered)
@@ -114,14 +128,7 @@ def run_files(files: Sequence[tuple[str, int]], *, write: bool, threads: int,
             except OSError as exc:
                 w.error = f"{item[0]}: {exc.strerror or exc}"
 
-    pool = [threading.Thread(target=work, args=(w,), daemon=True) for w in workers]
-    for t in pool:  # the threads exist before the clock starts, as the seed's goroutines do
-        t.start()
-    start = time.perf_counter()
-    go.set()
-    for t in pool:
-        t.join()
-    seconds = time.perf_counter() - start
+    seconds = timed_pool([functools.partial(work, w) for w in workers], go)
     errors = [w.error for w in workers if w.error]
     if errors:
         raise MeasurementError(f"small-file {'write' if write else 'read'} failed: {errors[0]}")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from ..errors import MeasurementError
 from ..result import OpStats
-from .files import latency_stats
+from .files import latency_stats, timed_pool
 from .meta import tree_paths
 
 PHASES = ("create", "stat", "read", "rename", "rename_dir", "remove")
@@ -92,14 +92,7 @@ def run_ops(phase: str, targets: Sequence[str], op: Callable[[str], int], thread
             times.extend(mine)
             moved[0] += got
 
-    pool = [threading.Thread(target=work, daemon=True) for _ in range(threads)]
-    for thread in pool:
-        thread.start()
-    start = time.perf_counter()
-    go.set()
-    for thread in pool:
-        thread.join()
-    seconds = time.perf_counter() - start
+    seconds = timed_pool([work] * threads, go)
     if errors:
         raise MeasurementError(f"mdtest {errors[0]}")
     return OpStats(phase, len(targets), moved[0], seconds, len(targets) / seconds,
