@@ -95,10 +95,15 @@ class DaemonMeter:
     def _alive(self) -> bool:
         return all(start_time(m.pid, self._proc) == m.start_time for m in self.daemon.members)
 
+    def _per_ticks(self) -> dict[int, int] | None:
+        """CPU ticks of each process of the daemon, read once (None if one cannot be read)."""
+        ticks = {m.pid: cpu_ticks(m.pid, self._proc) for m in self.daemon.members}
+        return None if any(t is None for t in ticks.values()) else {
+            pid: t for pid, t in ticks.items() if t is not None}
+
     def _ticks(self) -> int | None:
-        """CPU ticks of every process of the daemon (None if one cannot be read)."""
-        ticks = [cpu_ticks(m.pid, self._proc) for m in self.daemon.members]
-        return None if any(t is None for t in ticks) else sum(t for t in ticks if t is not None)
+        per = self._per_ticks()
+        return sum(per.values()) if per is not None else None
 
     def _sample(self) -> None:
         rss = [status_kib(m.pid, "VmRSS", self._proc) for m in self.daemon.members]
@@ -130,11 +135,11 @@ class DaemonMeter:
 
     def start(self) -> None:
         pid = self.daemon.pid
-        cpu0 = self._ticks()
-        if cpu0 is None or not self._alive():
+        per0 = self._per_ticks()
+        if per0 is None or not self._alive():
             raise DaemonExited(f"FUSE daemon PID {pid} is gone before the workload started")
+        cpu0, self._per_cpu0 = sum(per0.values()), per0
         self._exact = all([reset_peak_rss(m.pid, self._proc) for m in self.daemon.members])
-        self._per_cpu0 = {m.pid: cpu_ticks(m.pid, self._proc) or 0 for m in self.daemon.members}
         self._sample()
         self._io0 = self._io()
         self._cpu0 = cpu0
@@ -152,10 +157,11 @@ class DaemonMeter:
     def stop(self, workload: str) -> DaemonStats:
         pid = self.daemon.pid
         self._point()
-        cpu1 = self._ticks()
+        per1 = self._per_ticks() or {}
+        cpu1 = sum(per1.values()) if len(per1) == len(self.daemon.members) else None
         wall = time.monotonic() - self._t0
         io1 = self._io()
-        per = [(m, cpu_ticks(m.pid, self._proc), status_kib(m.pid, "VmHWM", self._proc))
+        per = [(m, per1.get(m.pid), status_kib(m.pid, "VmHWM", self._proc))
                for m in self.daemon.members]
         hwm = None if any(h is None for _m, _c, h in per) else sum(h or 0 for _m, _c, h in per)
         alive = self._alive()
