@@ -385,7 +385,8 @@ class Workspace:
                 store.start()
             except (OSError, ValueError) as exc:
                 store, w.requests_note = None, f"the store's metrics failed: {exc}"
-        stats_root = self.target.juicefs_stats()
+        # JuiceFS's own counters: from the request meter's reads when .stats is that already
+        stats_root = None if isinstance(store, juicefs.StatsMeter) else self.target.juicefs_stats()
         own = juicefs.OwnMeter(stats_root) if stats_root is not None else None
         if own is not None:
             try:
@@ -425,6 +426,8 @@ class Workspace:
             if own is not None:
                 with contextlib.suppress(OSError, ValueError):
                     w.daemon_counters = own.stop()
+            elif isinstance(store, juicefs.StatsMeter) and w.requests is not None:
+                w.daemon_counters = store.counters
         finally:
             w.timeline = sampler.stop()
             if shown:

@@ -60,6 +60,7 @@ class StatsMeter:
     def __init__(self, mount: Path) -> None:
         self.path = mount / STATS
         self._before: dict[str, float] | None = None
+        self.counters: dict[str, float] = {}  # JuiceFS's own counters over the last window
 
     def read(self) -> dict[str, float]:
         return parse(self.path.read_text("utf-8", "replace"))
@@ -69,7 +70,9 @@ class StatsMeter:
 
     def stop(self) -> Requests:
         assert self._before is not None, "start() first"
-        return difference(self._before, self.read())
+        after = self.read()
+        self.counters = own_counters(self._before, after)  # the same reads serve both
+        return difference(self._before, after)
 
 
 OWN = {  # what JuiceFS says of itself, by .stats name: (our key, summed counter or level)
