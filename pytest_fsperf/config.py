@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import outfile, runs, units
+from .engine import fio_clients
 from .errors import UsageError
 from .mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 from .mounts.registry import BackendConfig, load_config
@@ -223,6 +224,13 @@ def _pairs(raw: Raw) -> int:
     return n
 
 
+def _servers(raw: Raw) -> tuple[fio_clients.Server, ...]:
+    try:
+        return fio_clients.parse_servers(raw.text)
+    except ValueError as exc:
+        raise UsageError(f"{raw.where}: {exc}") from None
+
+
 def _text(raw: Raw) -> str:
     return raw.text.strip()
 
@@ -317,6 +325,10 @@ OPTIONS = (
     Option("fsperf_stall_limit", "stall_limit", _timeout, None, "SECONDS",
            "stop a fio workload that moved nothing for this many seconds, and fail it "
            "(default: only --fsperf-workload-timeout stops a workload)"),
+    Option("fsperf_fio_servers", "fio_servers", _servers, (), "HOST:PORT[:DIR],...",
+           "fsperf.fio(clients=N) runs on these fio servers you started (fio --server), each on "
+           "another machine with its own mount of the bucket under test at DIR (default: the "
+           "same path as --fsperf-mount); their daemons are not measured"),
     Option("fsperf_price", "price", _name, cost.DEFAULT, "NAME",
            "price the object-store requests with this price list (default aws-s3-standard; "
            "also aws-s3-standard-ia, cloudflare-r2-standard, backblaze-b2, aliyun-oss-standard, "
@@ -361,6 +373,7 @@ class Settings:
     ab_max_rounds: int = 16
     ab_seconds: float = 300.0
     stall_limit: float | None = None
+    fio_servers: tuple[fio_clients.Server, ...] = ()
     price: str = cost.DEFAULT
     prices_file: Path | None = None
     price_list: cost.PriceList | None = None  # the price list chosen (set by settings_from)

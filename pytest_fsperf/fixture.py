@@ -9,6 +9,7 @@ from .ab import Release, Workload, gate, run_compare
 from .comparison import Comparison
 from .engine import steps
 from .errors import UsageError
+from .measure import clients as many
 from .measure.workspace import Workspace
 from .mounts.daemon import Lookup
 from .result import WorkloadResult
@@ -41,12 +42,22 @@ class Fsperf(Workspace):
         """Drop only the kernel page cache; the daemon and its cache stay as they are."""
         return self.drop_pages()
 
-    def fio(self, name: str | None = None, *, judged: bool = True,
+    def fio(self, name: str | None = None, *, judged: bool = True, clients: int | None = None,
             **options: object) -> WorkloadResult:
-        """Run one fio job in the work directory and measure it with the daemon."""
+        """Run one fio job in the work directory and measure it with the daemon.
+
+        clients=N: on N mounts of the backend at once (the test's own and N-1 more of the same
+        bucket), each with its own daemon and `fio --server`, driven by fio's controller; or on
+        the first N of --fsperf-fio-servers. The result is fio's "All clients" with each
+        client's figures and daemon in `clients` (measure/clients.py)."""
         where = f"{self.test}: fsperf.fio()"
         rw = str(options.get("rw", "read"))
-        return self.repeat(name or rw, lambda n: self.run_fio(n, judged, options, where))
+        if clients is None:
+            return self.repeat(name or rw, lambda n: self.run_fio(n, judged, options, where))
+        n = many.count(clients, where)
+        base, job = self.job(name, options, where)
+        return self.repeat(base, lambda label: many.measure(self, self.unique(label), judged, job,
+                                                            n, where))
 
     def files(self, name: str | None = None, *, judged: bool = True,
               **params: object) -> WorkloadResult:

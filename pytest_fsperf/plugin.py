@@ -223,6 +223,7 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
     with machine_lock():
         target = shared or _open(state, _plan(request, req))
         workdir = ref_workdir = None
+        handle: Fsperf | None = None
         try:
             workdir = target.new_workdir(request.node.name)
             state.environment(target)  # read once while the mount and daemon are up
@@ -251,6 +252,8 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
             request.node.stash[RECORD] = ItemRecord(handle.results, handle.comparisons)
             yield handle
         finally:
+            if handle is not None:
+                handle.close_peers()  # the other clients' mounts of a many-client run
             problem = target.remove(workdir) if workdir else None
             if problem:
                 state.leftovers.append(problem)

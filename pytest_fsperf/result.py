@@ -83,6 +83,31 @@ class DaemonStats:
 
 
 @dataclass(frozen=True)
+class ClientStats:
+    """One client of a many-client run (fio's client/server mode): its fio server, the
+    directory its job ran in (its own mount), fio's figures for it, and its daemon's."""
+
+    server: str  # host:port of its fio server
+    directory: str
+    read: IoStats | None
+    write: IoStats | None
+    daemon: DaemonStats | None
+    daemon_note: str = ""  # why its daemon was not measured, when it was not
+
+    @property
+    def bw_bytes(self) -> float:
+        return sum(d.bw_bytes for d in (self.read, self.write) if d is not None)
+
+
+def imbalance(clients: tuple[ClientStats, ...]) -> float | None:
+    """How unevenly the clients were served: 1 - slowest/fastest bandwidth (0: even)."""
+    bws = [c.bw_bytes for c in clients]
+    if len(bws) < 2 or not max(bws):
+        return None
+    return 1.0 - min(bws) / max(bws)
+
+
+@dataclass(frozen=True)
 class LatencyStats:
     mean_ns: float
     p50_ns: float
@@ -139,6 +164,8 @@ class WorkloadResult:
     cost: Cost | None = None  # those requests at the chosen price list's prices
     timeline: Timeline | None = None  # per interval, when the run lasted a few of them
     daemon_counters: dict[str, float] | None = None  # the daemon's own (JuiceFS .stats)
+    # many clients (fsperf.fio(clients=N)): each one; read/write above are fio's "All clients"
+    clients: tuple[ClientStats, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     output_file: str = field(default="", compare=False)  # fio's JSON; lives for the session
 

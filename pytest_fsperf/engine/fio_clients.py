@@ -30,6 +30,9 @@ class Server:
     host: str
     port: int
     proc: Proc | None = None  # None: a server the user started
+    # a server the user started: its mount of the bucket, where that is not the path of
+    # the plugin's own mount (None: the same path)
+    directory: str | None = None
 
     @property
     def address(self) -> str:
@@ -79,6 +82,27 @@ def local_servers(n: int, log_dir: str, timeout: float = 10.0) -> Iterator[list[
             leftovers.done(entry)
 
 
+def parse_servers(text: str) -> tuple[Server, ...]:
+    """'HOST:PORT[:DIR],...' (fio servers the user started, each with its own mount of the
+    bucket under test at DIR). ValueError says what is wrong."""
+    found = []
+    for entry in (e.strip() for e in text.split(",")):
+        if not entry:
+            continue
+        host, _, rest = entry.partition(":")
+        port_text, _, directory = rest.partition(":")
+        if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise ValueError(f"{entry!r} is not HOST:PORT[:DIR] (PORT a number from 1 to 65535)")
+        if directory and not directory.startswith("/"):
+            raise ValueError(f"{entry!r}: DIR must be an absolute path")
+        found.append(Server(host, int(port_text), None, directory or None))
+    if not found:
+        raise ValueError("no servers given")
+    if len({s.address for s in found}) < len(found):
+        raise ValueError("a server is named twice")
+    return tuple(found)
+
+
 def job_file(path: str, directory: str, options: dict[str, str]) -> str:
     lines = ["[fsperf]", f"directory={directory.replace(':', chr(92) + ':')}"]
     lines += [f"{k}={v}" for k, v in options.items() if k != "name"]
@@ -117,35 +141,63 @@ def parse(text: str, servers: Sequence[Server]) -> tuple[list[ClientResult], Cli
     return clients, one(AGGREGATE, aggregate or by_port[servers[0].address])
 
 
+class Controller:
+    """fio's controller: each server runs its job file. A server gone or unreachable fails
+    the run, naming it; stop() (a daemon that died, a hang) ends it at once."""
+
+    def __init__(self, servers: Sequence[Server], job_files: Sequence[str], output: str) -> None:
+        self.servers, self.output = list(servers), output
+        self.argv = [fio_binary(), "--output-format=json", f"--output={output}"]
+        for server, path in zip(servers, job_files, strict=True):
+            self.argv += [f"--client=ip:{server.host},{server.port}", path]
+        self.proc: subprocess.Popen[str] | None = None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+
+    def run(self, timeout: float) -> tuple[list[ClientResult], ClientResult]:
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            said, _ = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            raise MeasurementError(f"fio's controller did not finish within {timeout:g} s") from None
+        gone = [s.address for s in self.servers if s.proc is not None and not _alive(s.proc)]
+        if gone:
+            raise MeasurementError(f"fio server {', '.join(gone)} died during the run")
+        try:
+            with open(self.output, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            text = ""
+        code = self.proc.returncode
+        if code != 0 or "client_stats" not in text:
+            unreachable = [s.address for s in self.servers if not _reachable(s)]
+            lines = [ln.strip() for ln in (said or "").splitlines() if ln.strip()]
+            why = (f"fio server {', '.join(unreachable)} not reachable" if unreachable else
+                   " | ".join(lines[-2:]) or "no output")
+            raise MeasurementError(f"fio's controller failed (exit {code}): {why}")
+        try:
+            return parse(text, self.servers)
+        except MeasurementError:
+            unreachable = [s.address for s in self.servers if not _reachable(s)]
+            if unreachable:
+                raise MeasurementError(f"fio server {', '.join(unreachable)} not reachable: "
+                                       "it ran no job") from None
+            raise
+
+
 def run(servers: Sequence[Server], job_files: Sequence[str], output: str,
         timeout: float) -> tuple[list[ClientResult], ClientResult]:
-    """The controller: each server runs its job file; a server gone or unreachable fails
-    the run, naming it."""
-    argv = [fio_binary(), "--output-format=json", f"--output={output}"]
-    for server, path in zip(servers, job_files, strict=True):
-        argv += [f"--client=ip:{server.host},{server.port}", path]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        raise MeasurementError(f"fio's controller did not finish within {timeout:g} s") from None
-    gone = [s.address for s in servers if s.proc is not None and not _alive(s.proc)]
-    if gone:
-        raise MeasurementError(f"fio server {', '.join(gone)} died during the run")
-    try:
-        with open(output, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        text = ""
-    if done.returncode != 0 or "client_stats" not in text:
-        unreachable = [s.address for s in servers if not _reachable(s)]
-        why = (f"fio server {', '.join(unreachable)} not reachable" if unreachable else
-               " | ".join((done.stderr or done.stdout).strip().splitlines()[-2:]))
-        raise MeasurementError(f"fio's controller failed (exit {done.returncode}): {why}")
-    return parse(text, servers)
+    """The controller, run once (see Controller)."""
+    return Controller(servers, job_files, output).run(timeout)
 
 
 def _alive(proc: Proc) -> bool:
-    return Proc.of(proc.pid) == proc
+    return proc.handle() is not None  # not gone, not a zombie
 
 
 def _reachable(server: Server) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 
 from .. import cache, progress, timeline
-from ..cache import DaemonCache, PageCache
+from ..cache import ColdRead, DaemonCache, PageCache
 from ..config import Settings
 from ..diskmeter import DiskMeter
 from ..engine import fio as fio_engine
@@ -63,7 +63,7 @@ def _daemon_cache(lookup: Lookup, page: PageCache | None,
 
 
 @dataclass
-class _Window:
+class Window:
     """What a measured window saw around the workload: cache state, daemon, cache disk."""
 
     lookup: Lookup
@@ -77,6 +77,8 @@ class _Window:
     requests_note: str = ""
     timeline: Timeline | None = None
     daemon_counters: dict[str, float] | None = None
+    peers: list[tuple[Lookup, DaemonMeter | None]] = dataclasses.field(default_factory=list)
+    peer_stats: list[DaemonStats | None] = dataclasses.field(default_factory=list)
 
 
 class Workspace:
@@ -102,6 +104,9 @@ class Workspace:
         #: cache of a mount the plugin owns; add your daemon's (e.g. ossfs's use_cache) here.
         self.cache_dirs: list[str] = []
         self._fuse = True
+        #: Other mounts of the same backend, one per extra client of a many-client run
+        #: (measure/clients.py): a cold start covers them too; closed with close_peers().
+        self.peers: list[Target] = []
         self.place(target, workdir)
 
     def place(self, target: Target, workdir: str) -> None:
@@ -147,6 +152,9 @@ class Workspace:
             wiped = owned.wiped_caches or earlier == DaemonCache.WIPED
             self._daemon_cold = (DaemonCache.KEPT if owned.kept_caches else
                                  DaemonCache.WIPED if wiped else DaemonCache.REMOUNTED)
+        for peer in self.peers:  # every client's mount is cold, not only the first
+            if peer.owned is not None and peer.owned.backend.has_daemon:
+                peer.owned.remount(options, wipe=True, build=build)
         self._cold = cache.make_cold(str(self.workdir), self._fuse)
         self._cold_steps = (*steps, self._cold.method)
         self._cold_kind = "cold"
@@ -199,6 +207,27 @@ class Workspace:
             result = dataclasses.replace(result, notes=(
                 *result.notes, f"warm-up round run first and discarded ({runs[0].name})"))
         return self.keep(finish(result))
+
+    def open_peers(self, n: int) -> list[Target]:
+        """n other mounts of this test's backend, with its plan (the same bucket), kept until
+        close_peers(): the other clients of a many-client run."""
+        owned = self.target.owned
+        assert owned is not None
+        while len(self.peers) < n:
+            self.peers.append(self._state.open_target(owned.plan))
+        return self.peers[:n]
+
+    def close_peers(self) -> None:
+        """Remove each other client's directory through its own mount (its pending uploads
+        settled), then unmount it; what cannot be removed goes to the session's leftovers."""
+        rel = os.path.relpath(self.workdir, self.target.path)
+        while self.peers:
+            n = len(self.peers)
+            peer = self.peers.pop()
+            problem = peer.remove(os.path.join(peer.path, rel, f"client{n}"))
+            if problem:
+                self._state.leftovers.append(problem)
+            self._state.close_target(peer)
 
     def remount(self, options: tuple[str, ...] | None, wipe: bool,
                 build: str | None = None) -> list[str]:
@@ -255,6 +284,10 @@ class Workspace:
         base, job = self.job(name, options, where, scaled)
         return self.measure(self.unique(base), judged, job, layout)
 
+    def local_dir(self) -> str:
+        """The session's private local directory (fio's output files; never on the mount)."""
+        return self._state.local_dir()
+
     def output(self, label: str) -> str:
         return os.path.join(self._state.local_dir(), f"{safe_name(self.test)}-{safe_name(label)}")
 
@@ -275,7 +308,7 @@ class Workspace:
             fio_engine.command(logged, "fsperf", str(self.workdir), out + ".json"), out + ".json.log")
 
         fio_io = progress.TreeIo(lambda: proc.proc.pid if proc.proc else None)
-        with self._window(label, fio_io, on_exit=proc.stop_now, timed_io=True) as w:
+        with self.measured(label, fio_io, on_exit=proc.stop_now, timed_io=True) as w:
             try:
                 code, fio_cpu = proc.run(self.deadline(job), self.on_hang)
             except WorkloadHung as exc:
@@ -284,7 +317,7 @@ class Workspace:
         read, write, raw = fio_engine.parse_output(out + ".json")
         if w.timeline is not None and logged is not job:
             w.timeline = dataclasses.replace(w.timeline, clat=fio_engine.read_clat_logs(out))
-        return self._record(w, name=label, kind="fio", options=job, read=read, write=write,
+        return self.record(w, name=label, kind="fio", options=job, read=read, write=write,
                             tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
                             judged=judged, raw=raw, output_file=out + ".json",
                             notes=_unflushed(job, w.lookup))
@@ -343,7 +376,7 @@ class Workspace:
 
         timer = threading.Timer(timeout, hang)
         timer.daemon = True
-        with self._window(label, progress.own_io) as w:
+        with self.measured(label, progress.own_io) as w:
             cpu0 = _cpu()
             timer.start()
             try:
@@ -358,26 +391,31 @@ class Workspace:
                 raise WorkloadHung(f"{label}: did not finish within {timeout:g} s: the filesystem "
                                    f"stopped answering{told[0]}")
             cpu = _cpu() - cpu0
-        return self._record(w, name=label, kind=kind, options=options, read=None, write=None,
+        return self.record(w, name=label, kind=kind, options=options, read=None, write=None,
                             tool_cpu_percent=100.0 * cpu / w.wall if w.wall > 0 else 0.0,
                             judged=judged, ops=ops)
 
     @contextlib.contextmanager
-    def _window(self, label: str, counter: Callable[[], int],
+    def measured(self, label: str, counter: Callable[[], int],
                 on_exit: Callable[[], None] | None = None,
-                timed_io: bool = False) -> Iterator[_Window]:
+                timed_io: bool = False, peers: bool = False) -> Iterator[Window]:
         """Take the pending cold state, then measure the body with the daemon meter, the
         cache-disk sampler and the progress line. A failure because the daemon died is
         reported as the daemon's death. timed_io: the counter counts the workload's bytes
         and nothing else (fio's processes), so the daemon's CPU% is taken over the time
-        they moved; an in-process engine's run is its window already."""
+        they moved; an in-process engine's run is its window already. peers: the other
+        clients' daemons are measured too (w.peers, in the order of self.peers)."""
         lookup = self.target.lookup_daemon()  # after any remount
-        w = _Window(lookup, self._cold or PageCache.WARM,
+        w = Window(lookup, self._cold or PageCache.WARM,
                     _daemon_cache(lookup, self._cold, self._daemon_cold),
                     self._cold_steps if self._cold else ())
         self._cold, self._daemon_cold, self._cold_steps = None, None, ()
         meter = (DaemonMeter(lookup.daemon, on_exit=on_exit, moved=counter if timed_io else None)
                  if lookup.daemon else None)
+        others = [p.lookup_daemon() for p in self.peers] if peers else []
+        w.peers = [(o, DaemonMeter(o.daemon, on_exit=on_exit, moved=counter if timed_io else None)
+                    if o.daemon else None) for o in others]
+        pids = [m.pid for o in (lookup, *others) if o.daemon for m in o.daemon.members]
         disk = self._disk_meter()
         store, w.requests_note = self.target.request_meter()
         if store is not None:
@@ -394,23 +432,26 @@ class Workspace:
             except (OSError, ValueError):
                 own = None
         limit = self._state.settings.stall_limit
-        sampler = timeline.Sampler(counter, [m.pid for m in lookup.daemon.members] if lookup.daemon else [],
+        sampler = timeline.Sampler(counter, pids,
                                    (lambda: disk.last) if disk else None,
                                    stall_limit=limit if on_exit is not None else None,
                                    on_stall=on_exit)
         sampler.start()
         shown = self._progress(label, counter, sampler)
         try:
-            if meter:
-                meter.start()
+            for m in (meter, *(m for _o, m in w.peers)):
+                if m is not None:
+                    m.start()
             t0 = time.monotonic()
             try:
                 yield w
             except (DaemonExited, WorkloadHung):  # the cause is named already
                 raise
             except MeasurementError:
-                if meter:  # did the workload fail because the daemon died? Then say that.
-                    meter.stop(label)  # raises DaemonExited if it is gone
+                # did the workload fail because a daemon died? Then say that.
+                for m in (meter, *(m for _o, m in w.peers)):
+                    if m is not None:
+                        m.stop(label)  # raises DaemonExited if it is gone
                 if sampler.stalled is not None:  # stopped by the stall limit: say that
                     raise MeasurementError(_stalled(label, sampler.stalled, limit)) from None
                 raise
@@ -418,6 +459,7 @@ class Workspace:
             if sampler.stalled is not None:
                 raise MeasurementError(_stalled(label, sampler.stalled, limit))
             w.daemon = meter.stop(label) if meter else None
+            w.peer_stats = [m.stop(label) if m else None for _o, m in w.peers]
             if store is not None:
                 try:
                     w.requests = store.stop()
@@ -432,15 +474,19 @@ class Workspace:
             w.timeline = sampler.stop()
             if shown:
                 shown.stop()
-            if meter:
-                meter.abort()
+            for m in (meter, *(m for _o, m in w.peers)):
+                if m is not None:
+                    m.abort()
             w.disk_peak = disk.stop() if disk else None
 
     def _cost(self, q: Requests | None) -> Cost | None:
         price = self._state.settings.price_list
         return price.cost(q) if q is not None and price is not None else None
 
-    def _record(self, w: _Window, **fields: Any) -> WorkloadResult:
+    def record(self, w: Window, cold: tuple[ColdRead, str] | None = None,
+               **fields: Any) -> WorkloadResult:
+        """The result of a measured window; cold: the cold-read check, where the caller made
+        it (many clients: each client's daemon against its own bytes)."""
         result = WorkloadResult(
             test=self.test, cache=w.cache, daemon_cache=w.daemon_cache, daemon=w.daemon,
             daemon_note=w.lookup.note, wall_seconds=w.wall, mount=self.target.describe(),
@@ -448,8 +494,8 @@ class Workspace:
             requests_note=w.requests_note, cost=self._cost(w.requests), timeline=w.timeline,
             daemon_counters=w.daemon_counters,
             **fields)
-        cold, evidence = check_cold(w.cache, w.daemon, result.read_only_bytes)
-        return dataclasses.replace(result, cold_read=cold, cold_evidence=evidence)
+        found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes)
+        return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)
 
     # -- A/B -----------------------------------------------------------------
 

@@ -4,6 +4,7 @@ terminal, Markdown and HTML renderers only lay this out."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -321,6 +322,46 @@ def requests_table(results: list[Row], price: Mapping[str, Any] | None) -> Secti
                    Table(head, tuple(rows), frozenset(range(2, len(head)))))
 
 
+def _client_cells(c: Mapping[str, Any], whole: float) -> tuple[str, ...]:
+    bw = sum(d["bw_bytes"] for d in (c.get("read"), c.get("write")) if d)
+    iops = sum(d["iops"] for d in (c.get("read"), c.get("write")) if d)
+    d = c.get("daemon")
+    cpu = (units.format_percent(cpu) if d and (cpu := countable_cpu(cpu_seconds_of(d),
+                                                                     d["cpu_percent"])) is not None
+           else "-" if d else "not measured")
+    mem = units.format_mb(d["peak_rss_bytes"]) if d else "not measured"
+    return (units.format_rate(bw), units.format_count(iops),
+            f"{100 * bw / whole:.0f}%" if whole else "-", cpu, mem)
+
+
+def clients_table(results: list[Row]) -> Section | None:
+    """A many-client run: the aggregate, each client under it, and how even they were."""
+    many = [r for r in results if r.get("clients")]
+    if not many:
+        return None
+    head = ("test", "workload", "client", "mount", "bandwidth", "IOPS", "share",
+            "daemon CPU", "daemon peak mem")
+    rows: list[tuple[str, ...]] = []
+    lines = ["each client: its own mount, daemon and fio server; bandwidth and IOPS as fio "
+             "reported for it; share: of the clients' summed bandwidth; the aggregate row is "
+             "fio's 'All clients' (its bytes over the longest client's time) and the daemons' sum"]
+    for r in many:
+        clients = r["clients"]
+        summed = sum(sum(d["bw_bytes"] for d in (c.get("read"), c.get("write")) if d)
+                     for c in clients)
+        cpu, mem = _daemon_cells(r)
+        bw, rate = _rate_cells(r)
+        rows.append((short_test(r), r["name"], f"all {len(clients)}", "", bw, rate, "", cpu, mem))
+        rows += [("", "", c["server"], c["directory"].split(f"{os.sep}fsperf-work-")[0],
+                  *_client_cells(c, summed)) for c in clients]
+        bws = [sum(d["bw_bytes"] for d in (c.get("read"), c.get("write")) if d) for c in clients]
+        if len(bws) > 1 and max(bws):
+            lines.append(f"{label(r)}: imbalance {100 * (1 - min(bws) / max(bws)):.0f}% (the "
+                         f"slowest client {units.format_rate(min(bws))}, the fastest "
+                         f"{units.format_rate(max(bws))})")
+    return Section("Clients", tuple(lines), Table(head, tuple(rows), frozenset(range(4, 9))))
+
+
 def _cell(metric: str, figures: Mapping[str, Any]) -> str:
     value = figures.get(metric)
     return METRICS[metric].show(value) if value is not None else "-"
@@ -500,7 +541,7 @@ def build(env: Mapping[str, Any], results: list[Row], comparisons: Iterable[Mapp
     sections = [comparison(c) for c in comparisons]
     behind = in_comparisons(results, comparisons)
     shown = [r for r in results if (str(r["test"]), str(r["name"])) not in behind]
-    sections += [s for s in (requests_table(shown, env.get("price")),
+    sections += [s for s in (clients_table(shown), requests_table(shown, env.get("price")),
                              baseline_checks(results, gated, env.get("scale")),
                              run_comparisons(results)) if s]
     saved = any(r.get("run_comparison") for r in shown)
