@@ -103,10 +103,13 @@ def moved(now: Sequence[float], then: Sequence[float]) -> float | None:
 def changed(now: Sequence[float], then: Sequence[float], tolerance: float) -> bool:
     """The machine changed when its canary moved by more than half the tolerance, and (with
     two or more readings on each side) its interval excludes no change: one reading varies
-    by a few percent on its own, and that must not be taken for a changed machine."""
+    by a few percent on its own, and that must not be taken for a changed machine. A move
+    past the whole tolerance is a change even where the readings spread widely (a machine
+    under a neighbour's bursts)."""
     ratio = moved(now, then)
     if ratio is None:
         return False
-    if len(now) < 2 or len(then) < 2:
+    if len(now) < 2 or len(then) < 2 or abs(ratio - 1) > tolerance:
+        # a canary moved by more than the whole tolerance has changed, however noisy it was
         return abs(ratio - 1) > tolerance / 2
     return shift(list(now), list(then), tolerance / 2)[3] in ("up", "down")

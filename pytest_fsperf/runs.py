@@ -24,7 +24,8 @@ from typing import Any
 
 from . import canary
 from .errors import UsageError
-from .stats import shift
+from .paired import t_quantile
+from .stats import mad, shift
 
 PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE, INCOMPARABLE, MACHINE_CHANGED = (
     "pass", "regression", "improvement", "inconclusive", "incomparable", "machine changed")
@@ -204,6 +205,35 @@ def _one_round_note(a: list[float], b: list[float], tolerance: float) -> str:
             f"(--fsperf-rounds={needed})")
 
 
+def predicted(new: list[float], medians: list[float], tolerance: float,
+              ) -> tuple[float, float | None, float | None, str]:
+    """This run against the medians of the last k runs (k >= 2): where would a run of the
+    same filesystem on the same machine fall? The 95% prediction interval of one more run's
+    median (log scale, t with k-1 degrees of freedom, sd(runs) * sqrt(1 + 1/k)), so that how
+    much runs differ from each other, not only rounds within one, decides. The runs' spread
+    is taken as at least this run's own standard error of its median (three runs that
+    happened to agree do not make a narrow gate). Same directions as stats.shift."""
+    logs = [math.log(m) for m in medians if m > 0]
+    here = [math.log(v) for v in new if v > 0]
+    if len(logs) < 2 or not here:
+        return shift(new, medians, tolerance)
+    k = len(logs)
+    centre = statistics.fmean(logs)
+    spread = statistics.stdev(logs)
+    if len(here) > 1:  # the median's standard error, from the rounds' MAD
+        spread = max(spread, 1.253 * 1.4826 * mad(here) / math.sqrt(len(here)))
+    half = t_quantile(0.975, k - 1) * spread * math.sqrt(1 + 1 / k)
+    x = statistics.median(here) - centre
+    ratio, lo, hi = math.exp(x), math.exp(x - half), math.exp(x + half)
+    if ratio > 1 + tolerance and lo > 1:
+        return ratio, lo, hi, "up"
+    if ratio < 1 - tolerance and hi < 1:
+        return ratio, lo, hi, "down"
+    if lo >= 1 - tolerance and hi <= 1 + tolerance:
+        return ratio, lo, hi, "same"
+    return ratio, lo, hi, "unclear"
+
+
 def compare(run: str, key: str, old: dict[str, Any], new: dict[str, Any], tolerance: float,
             history: list[tuple[str, dict[str, Any]]] | None = None) -> RunComparison:
     """This run's workload against a saved one (`old`), or against the last matching runs
@@ -225,7 +255,7 @@ def compare(run: str, key: str, old: dict[str, Any], new: dict[str, Any], tolera
     if canary.changed(now, then, tolerance):
         return RunComparison(run, key, metric, MACHINE_CHANGED, a, b, None, None, None, [], names,
                              machine)
-    ratio, lo, hi, direction = shift(b, a, tolerance)
+    ratio, lo, hi, direction = shift(b, a, tolerance) if len(history) < 2 else predicted(b, a, tolerance)
     outcome = {"up": IMPROVEMENT, "down": REGRESSION, "same": PASS}.get(direction, INCONCLUSIVE)
     if outcome == INCONCLUSIVE and lo is not None and lo >= 1 - tolerance:
         outcome = PASS  # no slowdown beyond tolerance is possible; a speed-up is not proven

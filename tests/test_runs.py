@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
+import random
 import shutil
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_fsperf import runs
 
@@ -206,3 +210,59 @@ def test_more_requests_at_the_same_speed_is_a_regression_in_cost():
     assert noisy.outcome == runs.PASS and noisy.metric == "bw"
     fewer = runs.compare("base", "t::w", old, with_requests(same_speed, [2] * 5), 0.05)
     assert fewer.outcome == runs.PASS  # fewer requests never fail a run
+
+
+def _runs(rng, k, rounds, run_sd, round_sd, level=100.0):
+    """k runs of `rounds` rounds: each run's level drifts (the machine, the day), rounds
+    scatter around it."""
+    out = []
+    for _ in range(k):
+        centre = level * math.exp(rng.gauss(0, run_sd))
+        out.append([centre * math.exp(rng.gauss(0, round_sd)) for _ in range(rounds)])
+    return out
+
+
+def test_against_history_false_alarms_stay_rare_when_runs_differ_more_than_rounds():
+    """A/A: runs differ by 4% from each other while rounds agree to 1%; the old rule (run
+    medians against this run's rounds) blamed the filesystem often; the prediction interval
+    of one more run keeps false alarms near its 5% level or under."""
+    rng = random.Random(7)
+    flagged = 0
+    trials = 400
+    for _ in range(trials):
+        *history, new = _runs(rng, 4, 5, 0.04, 0.01)
+        c = runs.compare("r0", "t::w", res(history[0]), res(new), 0.05,
+                         [(f"r{i}", res(h)) for i, h in enumerate(history)])
+        flagged += c.outcome in (runs.REGRESSION, runs.IMPROVEMENT)
+    assert flagged / trials <= 0.05, flagged
+
+
+def test_against_history_a_real_slowdown_of_steady_runs_is_caught():
+    rng = random.Random(3)
+    caught = 0
+    for _ in range(100):
+        *history, new = _runs(rng, 6, 5, 0.01, 0.01)
+        c = runs.compare("r0", "t::w", res(history[0]), res([v * 0.8 for v in new]), 0.05,
+                         [(f"r{i}", res(h)) for i, h in enumerate(history)])
+        caught += c.outcome == runs.REGRESSION
+    assert caught >= 95, caught
+
+
+@given(st.lists(st.floats(50, 200), min_size=2, max_size=8), st.lists(st.floats(50, 200),
+       min_size=1, max_size=7), st.floats(0.01, 0.3))
+def test_prediction_interval_holds_its_ratio_and_widens_with_fewer_runs(medians, new, tol):
+    ratio, lo, hi, direction = runs.predicted(new, medians, tol)
+    assert lo is not None and hi is not None and lo <= ratio <= hi
+    if direction == "down":
+        assert ratio < 1 - tol and hi < 1
+    if direction == "same":
+        assert lo >= 1 - tol and hi <= 1 + tol
+    three = runs.predicted(new, medians[:2] * 2, tol)  # the same spread, more runs: narrower
+    two = runs.predicted(new, medians[:2], tol)
+    assert (three[2] or 0) / (three[1] or 1) <= (two[2] or 0) / (two[1] or 1) + 1e-9
+
+
+def test_a_canary_moved_past_the_whole_tolerance_is_a_changed_machine_however_noisy():
+    from pytest_fsperf import canary
+    assert canary.changed([60.0, 100.0, 75.0, 78.0, 99.0, 70.0], [100.0, 101.0, 99.0], 0.05)
+    assert not canary.changed([97.0, 101.0, 99.5], [100.0, 101.0, 99.0], 0.05)
