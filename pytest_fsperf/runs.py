@@ -4,8 +4,9 @@ A workload is compared only with the same workload of a run whose fingerprint ma
 the workload (scenario or options), scale, fs type, mount options, kernel and machine.
 Regression = the median ratio is past the tolerance AND its 95% bootstrap interval lies
 wholly below 1 (both sides need 2 or more values for that); improvement likewise above.
-Against the last N matching runs, the old side is each run's median, so the verdict sees
-how much the filesystem varied from run to run, not only within one. Before any of that,
+Against the last N matching runs, the verdict asks where one more run would fall: the
+prediction interval of a run's median from theirs (`predicted`), so that how much runs
+vary from each other, not only rounds within one, decides. Before any of that,
 the machine canary (canary.py) of both runs is compared: when it moved by more than half
 the tolerance, the outcome is "machine changed", not a verdict on the filesystem.
 """
