@@ -63,6 +63,8 @@ def test_two_s3fs_clients_of_one_bucket(pytester, minio):
             fsperf.cold()
             fsperf.fio(name="r", clients=2, rw="read", bs="1M", size="24M", direct=1,
                        time_based=1, runtime="3s")
+            one = fsperf.fio(name="one", clients=1, rw="read", bs="1M", size="24M")  # fewer later
+            assert len(one.clients) == 1 and one.daemon.pid == fsperf.daemon.daemon.pid
     """)
     result, doc = run_json(pytester, "-s")
     result.assert_outcomes(passed=1)

@@ -152,7 +152,7 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
         # the servers' job processes: the bytes moved here (nothing to count for remote ones)
         with ws.measured(label, lambda: sum(t() for t in trees),
                          None if remote else controller.stop, timed_io=not remote,
-                         peers=not remote) as w:
+                         peers=0 if remote else n - 1) as w:
             each, total = controller.run(ws.deadline(job))
     daemons: list[tuple[DaemonStats | None, Lookup]] = (
         [(w.daemon, w.lookup), *zip(w.peer_stats, (o for o, _m in w.peers), strict=True)]

@@ -318,9 +318,9 @@ class Workspace:
         if w.timeline is not None and logged is not job:
             w.timeline = dataclasses.replace(w.timeline, clat=fio_engine.read_clat_logs(out))
         return self.record(w, name=label, kind="fio", options=job, read=read, write=write,
-                            tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
-                            judged=judged, raw=raw, output_file=out + ".json",
-                            notes=_unflushed(job, w.lookup))
+                           tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
+                           judged=judged, raw=raw, output_file=out + ".json",
+                           notes=_unflushed(job, w.lookup))
 
     def deadline(self, job: dict[str, str]) -> float:
         return self._state.settings.workload_timeout or fio_engine.deadline(job)
@@ -392,27 +392,27 @@ class Workspace:
                                    f"stopped answering{told[0]}")
             cpu = _cpu() - cpu0
         return self.record(w, name=label, kind=kind, options=options, read=None, write=None,
-                            tool_cpu_percent=100.0 * cpu / w.wall if w.wall > 0 else 0.0,
-                            judged=judged, ops=ops)
+                           tool_cpu_percent=100.0 * cpu / w.wall if w.wall > 0 else 0.0,
+                           judged=judged, ops=ops)
 
     @contextlib.contextmanager
     def measured(self, label: str, counter: Callable[[], int],
-                on_exit: Callable[[], None] | None = None,
-                timed_io: bool = False, peers: bool = False) -> Iterator[Window]:
+                 on_exit: Callable[[], None] | None = None,
+                 timed_io: bool = False, peers: int = 0) -> Iterator[Window]:
         """Take the pending cold state, then measure the body with the daemon meter, the
         cache-disk sampler and the progress line. A failure because the daemon died is
         reported as the daemon's death. timed_io: the counter counts the workload's bytes
         and nothing else (fio's processes), so the daemon's CPU% is taken over the time
-        they moved; an in-process engine's run is its window already. peers: the other
-        clients' daemons are measured too (w.peers, in the order of self.peers)."""
+        they moved; an in-process engine's run is its window already. peers: the daemons of
+        the first `peers` other clients are measured too (w.peers, in the order of self.peers)."""
         lookup = self.target.lookup_daemon()  # after any remount
         w = Window(lookup, self._cold or PageCache.WARM,
-                    _daemon_cache(lookup, self._cold, self._daemon_cold),
-                    self._cold_steps if self._cold else ())
+                   _daemon_cache(lookup, self._cold, self._daemon_cold),
+                   self._cold_steps if self._cold else ())
         self._cold, self._daemon_cold, self._cold_steps = None, None, ()
         meter = (DaemonMeter(lookup.daemon, on_exit=on_exit, moved=counter if timed_io else None)
                  if lookup.daemon else None)
-        others = [p.lookup_daemon() for p in self.peers] if peers else []
+        others = [p.lookup_daemon() for p in self.peers[:peers]]
         w.peers = [(o, DaemonMeter(o.daemon, on_exit=on_exit, moved=counter if timed_io else None)
                     if o.daemon else None) for o in others]
         pids = [m.pid for o in (lookup, *others) if o.daemon for m in o.daemon.members]
