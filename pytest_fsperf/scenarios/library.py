@@ -24,6 +24,9 @@ class Scenario:
     source: str  # the seed document
     title: str
     steps: tuple[Step, ...]
+    # each run in files of its own, removed after it (juicefs bench writes into a new
+    # directory every time): a rewrite of last run's files is another workload
+    fresh: bool = False
 
 
 def fio(**params: object) -> Step:
@@ -123,15 +126,15 @@ _ALL += [
              (fio(rw="write", filename="file1", bs="1M", size="15G", direct=1),
               fio(**FLUID_READ), fio(**FLUID_READ))),
     Scenario("jfs_bench_big_write", JFS, "juicefs bench: each thread writes one 1 GiB file, 1 MiB",
-             (files(mode="write", count=1, size="1GiB", threads=1, subdir="big"),)),
+             (files(mode="write", count=1, size="1GiB", threads=1, subdir="big"),), fresh=True),
     Scenario("jfs_bench_big_read", JFS, "juicefs bench: each thread reads its 1 GiB file, cold",
              (files(mode="write", count=1, size="1GiB", threads=1, subdir="big"), DROP,
-              files(mode="read", count=1, size="1GiB", threads=1, subdir="big"))),
+              files(mode="read", count=1, size="1GiB", threads=1, subdir="big")), fresh=True),
     Scenario("jfs_bench_small_write", JFS, "juicefs bench: each thread writes 100 files of 128 KiB",
-             (files(mode="write", count=100, size="128KiB", threads=1, subdir="small"),)),
+             (files(mode="write", count=100, size="128KiB", threads=1, subdir="small"),), fresh=True),
     Scenario("jfs_bench_small_read", JFS, "juicefs bench: each thread reads its 100 small files",
              (files(mode="write", count=100, size="128KiB", threads=1, subdir="small"), DROP,
-              files(mode="read", count=100, size="128KiB", threads=1, subdir="small"))),
+              files(mode="read", count=100, size="128KiB", threads=1, subdir="small")), fresh=True),
     Scenario("jfs_bench_stat", JFS, "juicefs bench: stat of 100 files per thread",
              (DROP, meta(op="stat", entries=100))),
     Scenario("jfs_fio_seq_write", JFS, "fio: 4 jobs x 1 GiB sequential write, 1 MiB, direct",

@@ -3,20 +3,45 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import secrets
+import shutil
 from collections.abc import Mapping
 
-from ..engine.steps import ENGINES, Engine
+from ..engine.steps import ENGINES, Engine, FilesJob
 from ..measure.workspace import Workspace
 from ..result import WorkloadResult
 from .juicefs import grade as juicefs_grade
-from .library import get
+from .library import Scenario, get
 
 
 def run_scenario(fs: Workspace, scenario_id: str, overrides: Mapping[str, object],
                  where: str) -> WorkloadResult:
     sc = get(scenario_id, where)
+    if not sc.fresh:
+        return _run(fs, sc, overrides, where, None)
+    fresh = f"-{secrets.token_hex(3)}"
+    try:
+        return _run(fs, sc, overrides, where, fresh)
+    finally:  # as juicefs bench removes its directory: the next run writes new files again
+        for name in os.listdir(fs.workdir):
+            if fresh in name:
+                shutil.rmtree(os.path.join(fs.workdir, name), ignore_errors=True)
+
+
+def _subdir(engine: Engine | None, params: Mapping[str, object]) -> str | None:
+    """The subdirectory a step works in, where its engine has one."""
+    if engine is None or "subdir" not in {f.name for f in dataclasses.fields(engine.kind)}:
+        return None
+    default = next(f.default for f in dataclasses.fields(engine.kind) if f.name == "subdir")
+    return str(params.get("subdir", default))
+
+
+def _run(fs: Workspace, sc: Scenario, overrides: Mapping[str, object], where: str,
+         fresh: str | None) -> WorkloadResult:
     measured = [i for i, st in enumerate(sc.steps) if st.engine not in ("cold", "drop")]
     result: WorkloadResult | None = None
+    rounds: list[str] = []
     for i, step in enumerate(sc.steps):
         if step.engine == "cold":
             fs.cold_start()
@@ -28,12 +53,17 @@ def run_scenario(fs: Workspace, scenario_id: str, overrides: Mapping[str, object
         params: dict[str, object] = {**step.params, **(overrides if final else {})}
         name = fs.unique(sc.id if final else f"{sc.id}.prep{i}")
         engine = ENGINES.get(step.engine)
+        if fresh is not None and (sub := _subdir(engine, params)) is not None:
+            params["subdir"] = sub + fresh
         job = engine.check(params, where) if engine else None  # before anything runs
 
         def once(label: str, engine: Engine | None = engine, judged: bool = final,
                  params: dict[str, object] = params, job: object = job) -> WorkloadResult:
             if engine is None:
                 return fs.run_fio(label, judged, params, where)
+            if fresh is not None and judged and isinstance(job, FilesJob) and job.mode == "write":
+                rounds.append(label)  # a fresh write: new files in every round
+                job = dataclasses.replace(job, subdir=f"{job.subdir}.{len(rounds)}")
             return engine.step(fs, label, job, judged, where)
 
         result = fs.repeat(name, once, tag=lambda r: _tag(sc.id, r)) if final else fs.keep(once(name))
