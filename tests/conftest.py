@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -57,8 +58,21 @@ def interrupt_pytest(cwd: Path, args: list[str], started: Callable[[], bool],
                      settle: float) -> str:
     """Run pytest in cwd, wait until started() (at most 20 s), let it run `settle` s more,
     press Ctrl-C (SIGINT); checks pytest ended as interrupted and returns its output."""
+    # SIGINT as a terminal gives it: a suite started in the background (`cmd &`) inherits
+    # SIGINT ignored, and the child would never see the Ctrl-C
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        return _interrupt(proc, started, settle)
+    finally:
+        if proc.poll() is None:  # never leave it running (and its mounts) past a failure
+            proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.communicate(timeout=30)
+
+
+def _interrupt(proc: subprocess.Popen[bytes], started: Callable[[], bool], settle: float) -> str:
     deadline = time.monotonic() + 20
     while not started():
         assert time.monotonic() < deadline and proc.poll() is None

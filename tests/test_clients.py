@@ -106,11 +106,15 @@ def test_a_client_server_killed_mid_run_is_named_and_nothing_is_left(pytester, m
         from pytest_fsperf import fsperf_mount
 
         def kill_one_server():
-            time.sleep(2.5)
             me = psutil.Process()
-            found = [p for p in me.children(recursive=True)
-                     if "--server=ip:127.0.0.1" in " ".join(p.cmdline())
-                     and p.parent().pid == me.pid]
+            found = []
+            for _ in range(600):  # the servers start after the mounts (MinIO first)
+                found = [p for p in me.children()
+                         if "--server=ip:127.0.0.1" in " ".join(p.cmdline())]
+                if len(found) == 2:
+                    break
+                time.sleep(0.1)
+            time.sleep(2.5)  # mid-run
             victim = sorted(found, key=lambda p: p.pid)[-1]
             port = " ".join(victim.cmdline()).rsplit(",", 1)[1]
             with open("victim", "w") as f:
