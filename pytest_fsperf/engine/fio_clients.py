@@ -44,6 +44,7 @@ class ClientResult:
     server: str  # host:port
     read: IoStats | None
     write: IoStats | None
+    cpu_seconds: float = 0.0  # fio's own CPU on that client: (usr + sys)% of its job runtime
 
 
 def _listening(port: int) -> bool:
@@ -134,8 +135,10 @@ def parse(text: str, servers: Sequence[Server]) -> tuple[list[ClientResult], Cli
             raise MeasurementError(f"fio on client {address} failed with error {block['error']}")
         rd, wr = block["read"], block["write"]
         assert isinstance(rd, dict) and isinstance(wr, dict)
+        cpu = (float(str(block.get("usr_cpu", 0))) + float(str(block.get("sys_cpu", 0)))) / 100
         return ClientResult(address, _direction(rd) if rd["total_ios"] else None,
-                            _direction(wr) if wr["total_ios"] else None)
+                            _direction(wr) if wr["total_ios"] else None,
+                            cpu * float(str(block.get("job_runtime", 0))) / 1000)
 
     clients = [one(s.address, by_port[s.address]) for s in servers]
     return clients, one(AGGREGATE, aggregate or by_port[servers[0].address])

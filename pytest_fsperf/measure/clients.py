@@ -16,8 +16,6 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-import psutil
-
 from .. import progress
 from ..cache import ColdRead, PageCache
 from ..engine import fio as fio_engine
@@ -120,19 +118,6 @@ def _summed(each: Sequence[tuple[int, DaemonStats, Lookup]]) -> DaemonStats:
         cpu_window_seconds=max(d.cpu_window_seconds for d in stats), processes=procs)
 
 
-def _servers_cpu(servers: Sequence[Server]) -> float:
-    """CPU seconds of the fio servers started here, with their reaped job processes (the
-    load generator's CPU; 0 for servers on other machines)."""
-    total = 0.0
-    for s in servers:
-        handle = s.proc.handle() if s.proc else None
-        if handle is not None:
-            with contextlib.suppress(psutil.Error):
-                t = handle.cpu_times()
-                total += t.user + t.system + t.children_user + t.children_system
-    return total
-
-
 def _pid_of(server: Server) -> Callable[[], int | None]:
     return lambda: server.proc.pid if server.proc else None
 
@@ -165,12 +150,12 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
         controller = fio_clients.Controller(servers, _jobs(ws, out, clients, job), out + ".json")
         trees = [progress.TreeIo(_pid_of(s)) for s in servers]
         # the servers' job processes: the bytes moved here (nothing to count for remote ones)
-        tool0 = _servers_cpu(servers)
         with ws.measured(label, lambda: sum(t() for t in trees),
                          None if remote else controller.stop, timed_io=not remote,
                          peers=0 if remote else n - 1) as w:
             each, total = controller.run(ws.deadline(job))
-        tool = 100.0 * (_servers_cpu(servers) - tool0) / w.wall if w.wall > 0 else 0.0
+        # the load generator's CPU, as fio counted it on each client
+        tool = 100.0 * sum(c.cpu_seconds for c in each) / w.wall if w.wall > 0 else 0.0
     daemons: list[tuple[DaemonStats | None, Lookup]] = (
         [(w.daemon, w.lookup), *zip(w.peer_stats, (o for o, _m in w.peers), strict=True)]
         if not remote else
