@@ -110,6 +110,5 @@ def changed(now: Sequence[float], then: Sequence[float], tolerance: float) -> bo
     if ratio is None:
         return False
     if len(now) < 2 or len(then) < 2 or abs(ratio - 1) > tolerance:
-        # a canary moved by more than the whole tolerance has changed, however noisy it was
         return abs(ratio - 1) > tolerance / 2
     return shift(list(now), list(then), tolerance / 2)[3] in ("up", "down")
