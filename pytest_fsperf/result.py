@@ -94,17 +94,6 @@ class ClientStats:
     daemon: DaemonStats | None
     daemon_note: str = ""  # why its daemon was not measured, when it was not
 
-    @property
-    def bw_bytes(self) -> float:
-        return sum(d.bw_bytes for d in (self.read, self.write) if d is not None)
-
-
-def imbalance(clients: tuple[ClientStats, ...]) -> float | None:
-    """How unevenly the clients were served: 1 - slowest/fastest bandwidth (0: even)."""
-    bws = [c.bw_bytes for c in clients]
-    if len(bws) < 2 or not max(bws):
-        return None
-    return 1.0 - min(bws) / max(bws)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from typing import Any
 from . import canary
 from .errors import UsageError
 from .paired import t_quantile
-from .stats import mad, shift
+from .stats import direction, mad, shift
 
 PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE, INCOMPARABLE, MACHINE_CHANGED = (
     "pass", "regression", "improvement", "inconclusive", "incomparable", "machine changed")
@@ -213,7 +213,7 @@ def predicted(new: list[float], medians: list[float], tolerance: float,
     median (log scale, t with k-1 degrees of freedom, sd(runs) * sqrt(1 + 1/k)), so that how
     much runs differ from each other, not only rounds within one, decides. The runs' spread
     is taken as at least this run's own standard error of its median (three runs that
-    happened to agree do not make a narrow gate). Same directions as stats.shift."""
+    happened to agree do not make a narrow gate). Judged by stats.direction, as shift is."""
     logs = [math.log(m) for m in medians if m > 0]
     here = [math.log(v) for v in new if v > 0]
     if len(logs) < 2 or not here:
@@ -226,13 +226,7 @@ def predicted(new: list[float], medians: list[float], tolerance: float,
     half = t_quantile(0.975, k - 1) * spread * math.sqrt(1 + 1 / k)
     x = statistics.median(here) - centre
     ratio, lo, hi = math.exp(x), math.exp(x - half), math.exp(x + half)
-    if ratio > 1 + tolerance and lo > 1:
-        return ratio, lo, hi, "up"
-    if ratio < 1 - tolerance and hi < 1:
-        return ratio, lo, hi, "down"
-    if lo >= 1 - tolerance and hi <= 1 + tolerance:
-        return ratio, lo, hi, "same"
-    return ratio, lo, hi, "unclear"
+    return ratio, lo, hi, direction(ratio, lo, hi, tolerance)
 
 
 def compare(run: str, key: str, old: dict[str, Any], new: dict[str, Any], tolerance: float,

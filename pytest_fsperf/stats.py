@@ -59,12 +59,17 @@ def shift(new: Sequence[float], old: Sequence[float], tolerance: float,
     tolerance; "unclear" otherwise. A/B comparisons and saved-run comparisons share it."""
     ratio = median(new) / median(old)
     lo, hi = ratio_ci(new, old) if len(new) > 1 and len(old) > 1 else (None, None)
+    return ratio, lo, hi, direction(ratio, lo, hi, tolerance)
+
+
+def direction(ratio: float, lo: float | None, hi: float | None, tolerance: float) -> str:
+    """The tolerance rule on a ratio and its interval (see shift)."""
     if lo is not None and hi is not None:
         if ratio > 1 + tolerance and lo > 1:
-            return ratio, lo, hi, "up"
+            return "up"
         if ratio < 1 - tolerance and hi < 1:
-            return ratio, lo, hi, "down"
+            return "down"
     low, high = (lo, hi) if lo is not None and hi is not None else (ratio, ratio)
     if low >= 1 - tolerance and high <= 1 + tolerance:
-        return ratio, lo, hi, "same"
-    return ratio, lo, hi, "unclear"
+        return "same"
+    return "unclear"

@@ -385,3 +385,11 @@ def test_ml_scenarios_run_at_a_tiny_scale(pytester, bindfs):
     result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={m.point}",
                                 "--fsperf-scale=0.001")
     result.assert_outcomes(passed=2)
+
+
+@pytest.mark.unit
+def test_mdtest_has_no_directory_rename_without_directories():
+    from pytest_fsperf.engine import mdtest
+
+    assert "rename_dir" in mdtest.phases(25)
+    assert mdtest.phases(0) == ("create", "stat", "read", "rename", "remove")

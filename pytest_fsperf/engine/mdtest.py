@@ -99,6 +99,11 @@ def run_ops(phase: str, targets: Sequence[str], op: Callable[[str], int], thread
                    moved[0] / seconds, threads, {"op": latency_stats(times)})
 
 
+def phases(per_dir: int) -> tuple[str, ...]:
+    """The phases a tree has: without subdirectories (per_dir=0) there is no rename_dir."""
+    return PHASES if per_dir else tuple(p for p in PHASES if p != "rename_dir")
+
+
 def phase_run(phase: str, root: str, files: int, per_dir: int, size: int,
               threads: int) -> Callable[[], OpStats]:
     """The phase as a callable for the engine's window (the tree's directories are made
@@ -116,17 +121,10 @@ def phase_run(phase: str, root: str, files: int, per_dir: int, size: int,
     if phase == "rename":
         return lambda: run_ops(phase, paths, _rename, threads)
     if phase == "rename_dir":
-        return lambda: run_ops(phase, dirs or [root], lambda d: _rename_dir(d, root), 1)
+        return lambda: run_ops(phase, dirs, _rename, 1)
     if phase == "remove":
         return lambda: _remove_all(root, threads)
     raise ValueError(f"unknown mdtest phase {phase!r}")
-
-
-def _rename_dir(d: str, root: str) -> int:
-    if d == root:  # no subdirectories: nothing to rename
-        return 0
-    os.rename(d, renamed(d))
-    return 0
 
 
 def _remove_all(root: str, threads: int) -> OpStats:

@@ -96,15 +96,24 @@ def job(kind: type[Job], params: Mapping[str, object], where: str) -> Job:
     return kind(**params)  # type: ignore[arg-type]  # each step checks the values
 
 
+def _whole(where: str, **values: tuple[object, int]) -> None:
+    """Each value (name=(value, least)) a whole number of at least `least`."""
+    for key, (value, least) in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise UsageError(f"{where}: {key}={value!r} must be a whole number >= {least}")
+
+
+def _subdir(where: str, subdir: str) -> None:
+    if not fio_engine.valid_name(subdir):
+        raise UsageError(f"{where}: subdir={subdir!r} must be letters, digits, '_', '.', '-'")
+
+
 def files_step(fs: Workspace, name: str | None, j: FilesJob, judged: bool, where: str) -> WorkloadResult:
     mode, count, size, threads, subdir = j.mode, j.count, j.size, j.threads, j.subdir
     if mode not in ("read", "write"):
         raise UsageError(f"{where}: mode={mode!r} must be 'read' or 'write'")
-    for key, value in (("count", count), ("threads", threads)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise UsageError(f"{where}: {key}={value!r} must be a whole number >= 1")
-    if not fio_engine.valid_name(subdir):
-        raise UsageError(f"{where}: subdir={subdir!r} must be letters, digits, '_', '.', '-'")
+    _whole(where, count=(count, 1), threads=(threads, 1))
+    _subdir(where, subdir)
     try:
         nbytes = int(units.parse_bytes(size))
         first = int(units.parse_bytes(j.first))
@@ -149,9 +158,7 @@ def meta_step(fs: Workspace, name: str | None, j: MetaJob, judged: bool, where: 
     op, entries, per_dir = j.op, j.entries, j.per_dir
     if op not in meta_engine.OPERATIONS:
         raise UsageError(f"{where}: op={op!r} is not one of {', '.join(meta_engine.OPERATIONS)}")
-    for key, value, least in (("entries", entries, 1), ("per_dir", per_dir, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise UsageError(f"{where}: {key}={value!r} must be a whole number >= {least}")
+    _whole(where, entries=(entries, 1), per_dir=(per_dir, 0))
     n = max(1, round(entries * fs.scale))
     root = os.path.join(fs.workdir, f"meta-{n}-{per_dir}")
     if not os.path.isdir(root):
@@ -224,11 +231,8 @@ def checkpoint_step(fs: Workspace, name: str | None, j: CheckpointJob, judged: b
                     where: str) -> WorkloadResult:
     if j.mode not in ("save", "restore"):
         raise UsageError(f"{where}: mode={j.mode!r} must be 'save' or 'restore'")
-    for key, value in (("shards", j.shards), ("threads", j.threads)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise UsageError(f"{where}: {key}={value!r} must be a whole number >= 1")
-    if not fio_engine.valid_name(j.subdir):
-        raise UsageError(f"{where}: subdir={j.subdir!r} must be letters, digits, '_', '.', '-'")
+    _whole(where, shards=(j.shards, 1), threads=(j.threads, 1))
+    _subdir(where, j.subdir)
     try:
         size = max(4096, int(units.parse_bytes(j.size) * fs.scale))  # the shard count stays
     except ValueError as exc:
@@ -252,12 +256,8 @@ def checkpoint_step(fs: Workspace, name: str | None, j: CheckpointJob, judged: b
 def mdtest_steps(fs: Workspace, name: str | None, j: MdtestJob, judged: bool,
                  where: str) -> dict[str, WorkloadResult]:
     """Every phase in order, each measured on its own; `files` shrinks with --fsperf-scale."""
-    for key, value, least in (("files", j.files, 1), ("per_dir", j.per_dir, 0),
-                              ("threads", j.threads, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise UsageError(f"{where}: {key}={value!r} must be a whole number >= {least}")
-    if not fio_engine.valid_name(j.subdir):
-        raise UsageError(f"{where}: subdir={j.subdir!r} must be letters, digits, '_', '.', '-'")
+    _whole(where, files=(j.files, 1), per_dir=(j.per_dir, 0), threads=(j.threads, 1))
+    _subdir(where, j.subdir)
     try:
         size = int(units.parse_bytes(j.size))
     except ValueError as exc:
@@ -270,7 +270,7 @@ def mdtest_steps(fs: Workspace, name: str | None, j: MdtestJob, judged: bool,
     options = {"files": str(n), "per_dir": str(j.per_dir), "threads": str(j.threads),
                "size": str(size)}
     out = {}
-    for phase in mdtest_engine.PHASES:
+    for phase in mdtest_engine.phases(j.per_dir):
         run = mdtest_engine.phase_run(phase, root, n, j.per_dir, size, j.threads)
         label = fs.unique(f"{name or 'mdtest'}_{phase}")
         out[phase] = fs.measure_engine(label, judged, "meta", {**options, "phase": phase}, run)

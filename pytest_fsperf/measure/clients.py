@@ -23,7 +23,7 @@ from ..engine import fio_clients
 from ..engine.fio_clients import Server
 from ..errors import UsageError
 from ..mounts.daemon import Lookup
-from ..result import ClientStats, DaemonStats, ProcessStats, WorkloadResult, check_cold, imbalance
+from ..result import ClientStats, DaemonStats, ProcessStats, WorkloadResult, check_cold
 from .workspace import Workspace
 
 MAX_CLIENTS = 64
@@ -173,10 +173,6 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
     if len(measured) < n:
         notes.append(f"daemon figures of {n - len(measured)} of {n} clients missing: "
                      + "; ".join(sorted({lk.note for d, lk in daemons if d is None})))
-    spread = imbalance(rows)
-    if spread is not None:
-        notes.append(f"imbalance: the slowest client had {100 * (1 - spread):.0f}% of the "
-                     "fastest one's bandwidth")
     return ws.record(w, cold=_cold(w.cache, rows), name=label, kind="fio", options=job,
                      read=total.read, write=total.write, tool_cpu_percent=tool, judged=judged,
                      output_file=out + ".json", notes=tuple(notes), clients=rows)

@@ -322,8 +322,12 @@ def requests_table(results: list[Row], price: Mapping[str, Any] | None) -> Secti
                    Table(head, tuple(rows), frozenset(range(2, len(head)))))
 
 
+def _client_bw(c: Mapping[str, Any]) -> float:
+    return float(sum(d["bw_bytes"] for d in (c.get("read"), c.get("write")) if d))
+
+
 def _client_cells(c: Mapping[str, Any], whole: float) -> tuple[str, ...]:
-    bw = sum(d["bw_bytes"] for d in (c.get("read"), c.get("write")) if d)
+    bw = _client_bw(c)
     iops = sum(d["iops"] for d in (c.get("read"), c.get("write")) if d)
     d = c.get("daemon")
     cpu = (units.format_percent(cpu) if d and (cpu := countable_cpu(cpu_seconds_of(d),
@@ -347,14 +351,13 @@ def clients_table(results: list[Row]) -> Section | None:
              "fio's 'All clients' (its bytes over the longest client's time) and the daemons' sum"]
     for r in many:
         clients = r["clients"]
-        summed = sum(sum(d["bw_bytes"] for d in (c.get("read"), c.get("write")) if d)
-                     for c in clients)
+        bws = [_client_bw(c) for c in clients]
+        summed = sum(bws)
         cpu, mem = _daemon_cells(r)
         bw, rate = _rate_cells(r)
         rows.append((short_test(r), r["name"], f"all {len(clients)}", "", bw, rate, "", cpu, mem))
         rows += [("", "", c["server"], c["directory"].split(f"{os.sep}fsperf-work-")[0],
                   *_client_cells(c, summed)) for c in clients]
-        bws = [sum(d["bw_bytes"] for d in (c.get("read"), c.get("write")) if d) for c in clients]
         if len(bws) > 1 and max(bws):
             lines.append(f"{label(r)}: imbalance {100 * (1 - min(bws) / max(bws)):.0f}% (the "
                          f"slowest client {units.format_rate(min(bws))}, the fastest "

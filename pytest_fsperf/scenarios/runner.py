@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import secrets
 import shutil
@@ -29,19 +30,11 @@ def run_scenario(fs: Workspace, scenario_id: str, overrides: Mapping[str, object
                 shutil.rmtree(os.path.join(fs.workdir, name), ignore_errors=True)
 
 
-def _subdir(engine: Engine | None, params: Mapping[str, object]) -> str | None:
-    """The subdirectory a step works in, where its engine has one."""
-    if engine is None or "subdir" not in {f.name for f in dataclasses.fields(engine.kind)}:
-        return None
-    default = next(f.default for f in dataclasses.fields(engine.kind) if f.name == "subdir")
-    return str(params.get("subdir", default))
-
-
 def _run(fs: Workspace, sc: Scenario, overrides: Mapping[str, object], where: str,
          fresh: str | None) -> WorkloadResult:
     measured = [i for i, st in enumerate(sc.steps) if st.engine not in ("cold", "drop")]
     result: WorkloadResult | None = None
-    rounds: list[str] = []
+    rounds = itertools.count(1)
     for i, step in enumerate(sc.steps):
         if step.engine == "cold":
             fs.cold_start()
@@ -53,17 +46,17 @@ def _run(fs: Workspace, sc: Scenario, overrides: Mapping[str, object], where: st
         params: dict[str, object] = {**step.params, **(overrides if final else {})}
         name = fs.unique(sc.id if final else f"{sc.id}.prep{i}")
         engine = ENGINES.get(step.engine)
-        if fresh is not None and (sub := _subdir(engine, params)) is not None:
-            params["subdir"] = sub + fresh
         job = engine.check(params, where) if engine else None  # before anything runs
+        if fresh is not None and job is not None and hasattr(job, "subdir"):
+            job = dataclasses.replace(job, subdir=job.subdir + fresh)
 
         def once(label: str, engine: Engine | None = engine, judged: bool = final,
                  params: dict[str, object] = params, job: object = job) -> WorkloadResult:
             if engine is None:
                 return fs.run_fio(label, judged, params, where)
             if fresh is not None and judged and isinstance(job, FilesJob) and job.mode == "write":
-                rounds.append(label)  # a fresh write: new files in every round
-                job = dataclasses.replace(job, subdir=f"{job.subdir}.{len(rounds)}")
+                # a fresh write: new files in every round
+                job = dataclasses.replace(job, subdir=f"{job.subdir}.{next(rounds)}")
             return engine.step(fs, label, job, judged, where)
 
         result = fs.repeat(name, once, tag=lambda r: _tag(sc.id, r)) if final else fs.keep(once(name))
