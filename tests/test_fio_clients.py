@@ -1,4 +1,4 @@
-"""Many clients on fio's client/server mode: servers on loopback ports, one controller, each
+"""Many clients on fio's client/server mode: servers on unix sockets in a 0700 directory, one controller, each
 client's figures and the aggregate; a server that dies mid-run fails the run naming it, and
 no server is left running."""
 
@@ -20,8 +20,9 @@ pytestmark = pytest.mark.fio
 
 
 def servers_left() -> list[str]:
-    return [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])
-            if "--server=ip:127.0.0.1" in " ".join(p.info["cmdline"] or [])]
+    return [" ".join(p.info["cmdline"]) for p in psutil.process_iter(["cmdline"])
+            if p.info["cmdline"] and p.info["cmdline"][0].endswith("fio")
+            and "--server=" in " ".join(p.info["cmdline"])]
 
 
 def test_each_client_and_the_aggregate(tmp_path):
@@ -32,13 +33,14 @@ def test_each_client_and_the_aggregate(tmp_path):
             d = tmp_path / f"client{i}"
             d.mkdir()
             files.append(fio_clients.job_file(str(tmp_path / f"job{i}.fio"), str(d),
-                                              {"rw": "write", "bs": "1M", "size": f"{4 * (i + 1)}M"}))
+                                              {"rw": "write", "bs": "1M", "size": f"{4 * (i + 1)}M",
+                                               "unique_filename": "0"}))
         clients, total = fio_clients.run(servers, files, str(tmp_path / "out.json"), 60)
     assert [c.server for c in clients] == [s.address for s in servers]
     assert [c.write.io_bytes for c in clients] == [4 << 20, 8 << 20, 12 << 20]
     for i, c in enumerate(clients):  # each wrote in its own directory: its own mount
-        (name,) = os.listdir(tmp_path / f"client{i}")  # fio names it HOST.JOB.0.0 on a server
-        assert name == "127.0.0.1.fsperf.0.0"
+        (name,) = os.listdir(tmp_path / f"client{i}")
+        assert name == "fsperf.0.0"
         assert os.path.getsize(tmp_path / f"client{i}" / name) == c.write.io_bytes
     assert total.write.io_bytes == sum(c.write.io_bytes for c in clients)
     assert total.write.total_ios == sum(c.write.total_ios for c in clients)
@@ -65,4 +67,13 @@ def test_a_server_that_dies_mid_run_is_named_and_nothing_is_left(tmp_path):
         fio_clients.run(servers, files, str(tmp_path / "out.json"), 60)
     assert victim.address in str(caught.value), caught.value
     time.sleep(0.5)
+    assert servers_left() == []
+
+
+def test_servers_need_a_private_directory(tmp_path):
+    need("fio")
+    tmp_path.chmod(0o755)
+    with pytest.raises(MeasurementError, match="not a 0700 directory of this user"), \
+            fio_clients.local_servers(1, str(tmp_path)):
+        pass
     assert servers_left() == []

@@ -690,3 +690,83 @@ def test_an_interrupt_while_fio_starts_leaves_no_fio(tmp_path, monkeypatch, wher
     left = [p for p in psutil.process_iter(["cmdline"])
             if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
     assert left == []
+
+
+# -- second round (issue 22) ------------------------------------------------------------
+# 22.1 fio servers: a fio server runs any job any client sends it, so a server of the
+# plugin's (root) must be out of every other user's reach.
+
+FIO_SERVER_PROBE = r'''
+import json, os, socket
+found = {"socks": [], "tcp": []}
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace").split("\0")
+    except OSError:
+        continue
+    for a in argv:
+        if not a.startswith("--server="):
+            continue
+        spec = a[len("--server="):]
+        if spec.startswith("sock:"):
+            with socket.socket(socket.AF_UNIX) as s:
+                try:
+                    s.connect(spec[5:])
+                    found["socks"].append("connected")
+                except OSError as exc:
+                    found["socks"].append(exc.errno)
+        else:
+            port = int(spec.rpartition(",")[2] or 8765)
+            with socket.socket() as s:
+                found["tcp"].append("connected" if s.connect_ex(("127.0.0.1", port)) == 0 else "no")
+print(json.dumps(found))
+'''
+
+
+@pytest.mark.integration
+def test_no_other_user_reaches_the_fio_servers_of_many_clients(pytester):
+    """During a clients=2 bindfs run: no fio process of the session listens on a TCP port,
+    and `nobody` can connect to none of the servers it finds on `ps`."""
+    need("bindfs")
+    need("fio")
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    pytester.makepyfile(f"""
+        import json, subprocess, threading, time
+        import psutil
+        from pytest_fsperf import fsperf_mount
+
+        PROBE = {FIO_SERVER_PROBE!r}
+
+        def probe():
+            me = psutil.Process()
+            servers = []
+            for _ in range(600):
+                servers = [p for p in me.children() if "--server=" in " ".join(p.cmdline())]
+                if len(servers) == 2:
+                    break
+                time.sleep(0.05)
+            listening = [c.laddr.port for p in servers
+                         for c in p.net_connections(kind="inet") if c.status == "LISTEN"]
+            out = subprocess.run([{SYSTEM_PYTHON!r}, "-c", PROBE], user={NOBODY}, group={NOBODY},
+                                 extra_groups=[], capture_output=True, text=True, cwd="/")
+            with open("probe.json", "w") as f:
+                json.dump({{"servers": len(servers), "listening": listening,
+                           "nobody": json.loads(out.stdout or "null"), "err": out.stderr}}, f)
+
+        @fsperf_mount("bindfs")
+        def test_two(fsperf):
+            t = threading.Thread(target=probe)
+            t.start()
+            fsperf.fio(name="w", clients=2, rw="write", bs="64k", size="8M", time_based=1,
+                       runtime="3s")
+            t.join()
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    seen = json.loads((pytester.path / "probe.json").read_text())
+    assert seen["servers"] == 2, seen
+    assert seen["listening"] == [], seen  # no TCP port at all
+    assert seen["nobody"]["tcp"] == [], seen
+    assert seen["nobody"]["socks"] and set(seen["nobody"]["socks"]) == {13}, seen  # EACCES
+    assert ours() == ([], [])

@@ -1,14 +1,19 @@
 """Many clients on fio's own client/server mode, not a runner of our own: one `fio --server`
-per client on a loopback port (or servers the user started elsewhere), one controller that
-sends each client its own job file (its own directory: its own mount) and collects one JSON
-with every client's figures and the aggregate ("All clients"). The controller prints text
-lines before the JSON; a server that is gone fails the run naming it."""
+per client (or servers the user started elsewhere), one controller that sends each client
+its own job file (its own directory: its own mount) and collects one JSON with every
+client's figures and the aggregate ("All clients"). The controller prints text lines before
+the JSON; a server that is gone fails the run naming it.
+
+A fio server runs any job any client sends it (`exec_prerun` included), as its user: the
+servers the plugin starts as root listen only on a unix socket in a 0700 directory of the
+plugin's, never on a TCP port, so no other local user can reach them."""
 
 from __future__ import annotations
 
 import json
 import os
 import socket
+import stat
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -17,12 +22,14 @@ from dataclasses import dataclass
 
 from .. import leftovers
 from ..errors import MeasurementError
-from ..mounts.spec import free_port
 from ..procs import Proc, kill_tree
 from ..result import IoStats
 from .fio import _direction, fio_binary
 
 AGGREGATE = "All clients"
+
+
+SOCKET_MAX = 107  # bytes of a unix socket path (sun_path holds 108 with its NUL)
 
 
 @dataclass(frozen=True)
@@ -33,10 +40,15 @@ class Server:
     # a server the user started: its mount of the bucket, where that is not the path of
     # the plugin's own mount (None: the same path)
     directory: str | None = None
+    sock: str | None = None  # a server of the plugin's: its unix socket (host and port unused)
 
     @property
     def address(self) -> str:
-        return f"{self.host}:{self.port}"
+        return self.sock if self.sock else f"{self.host}:{self.port}"
+
+    @property
+    def client_arg(self) -> str:
+        return f"--client=sock:{self.sock}" if self.sock else f"--client=ip:{self.host},{self.port}"
 
 
 @dataclass(frozen=True)
@@ -47,32 +59,47 @@ class ClientResult:
     cpu_seconds: float = 0.0  # fio's own CPU on that client: (usr + sys)% of its job runtime
 
 
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
+def _private(folder: str) -> None:
+    """The servers' sockets go only into a directory of this user that no one else can
+    enter: connect() on a unix socket needs search permission on its directory."""
+    st = os.lstat(folder)
+    if (not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid()
+            or stat.S_IMODE(st.st_mode) & 0o077):
+        raise MeasurementError(f"fio servers' sockets need a private directory: {folder} is not "
+                               "a 0700 directory of this user")
+
+
+def _listening(path: str) -> bool:
+    with socket.socket(socket.AF_UNIX) as s:
         s.settimeout(0.2)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+        return s.connect_ex(path) == 0
 
 
 @contextmanager
-def local_servers(n: int, log_dir: str, timeout: float = 10.0) -> Iterator[list[Server]]:
-    """n fio servers on 127.0.0.1, each in its own session, noted in the session's record
-    (a crash leaves nothing the next session does not remove); stopped on the way out."""
+def local_servers(n: int, folder: str, timeout: float = 10.0) -> Iterator[list[Server]]:
+    """n fio servers, each on a unix socket in `folder` (a 0700 directory of the plugin's)
+    and in its own session, noted in the session's record (a crash leaves nothing the next
+    session does not remove); stopped on the way out."""
+    _private(folder)
     servers: list[Server] = []
     entries: list[leftovers.Entry] = []
     try:
         for i in range(n):
-            port = free_port()
-            with open(os.path.join(log_dir, f"fio-server-{i}.log"), "ab") as log:
-                popen = subprocess.Popen([fio_binary(), f"--server=ip:127.0.0.1,{port}"],
+            path = os.path.join(folder, f"fio-{i}-{os.urandom(3).hex()}.sock")
+            if len(os.fsencode(path)) > SOCKET_MAX:
+                raise MeasurementError(f"fio server socket path {path} is longer than "
+                                       f"{SOCKET_MAX} bytes: point TMPDIR at a shorter directory")
+            with open(os.path.join(folder, f"fio-server-{i}.log"), "ab") as log:
+                popen = subprocess.Popen([fio_binary(), f"--server=sock:{path}"],
                                          stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         start_new_session=True)
+                                         start_new_session=True, cwd=folder)
             proc = Proc.of(popen.pid)
             entries.append(leftovers.note_process(proc))
-            servers.append(Server("127.0.0.1", port, proc))
+            servers.append(Server("localhost", 0, proc, sock=path))
             deadline = time.monotonic() + timeout
-            while not _listening(port):
+            while not _listening(path):
                 if popen.poll() is not None or time.monotonic() > deadline:
-                    raise MeasurementError(f"fio server {i} on 127.0.0.1:{port} did not start "
+                    raise MeasurementError(f"fio server {i} on {path} did not start "
                                            f"(see {log.name})")
                 time.sleep(0.05)
         yield servers
@@ -105,8 +132,14 @@ def parse_servers(text: str) -> tuple[Server, ...]:
 
 
 def job_file(path: str, directory: str, options: dict[str, str]) -> str:
+    """A job file of one section. Values come from build_job, which refuses control
+    characters (a newline would start an option of the caller's choosing) and `${`."""
     lines = ["[fsperf]", f"directory={directory.replace(':', chr(92) + ':')}"]
-    lines += [f"{k}={v}" for k, v in options.items() if k != "name"]
+    for key, value in options.items():
+        if any(ord(c) < 32 or ord(c) == 127 for c in key + value):
+            raise MeasurementError(f"fio option {key!r} holds a control character")
+        if key != "name":
+            lines.append(f"{key}={value}")
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
     return path
@@ -121,9 +154,12 @@ def parse(text: str, servers: Sequence[Server]) -> tuple[list[ClientResult], Cli
         raise MeasurementError(f"fio's controller wrote no readable client JSON: {exc}") from None
     by_port: dict[str, dict[str, object]] = {}
     aggregate = None
+    sockets = {s.sock for s in servers if s.sock}
     for block in stats:
         if block.get("jobname") == AGGREGATE:
             aggregate = block
+        elif block.get("hostname") in sockets:  # a unix socket: fio names its path
+            by_port[str(block["hostname"])] = block
         else:
             by_port[f"{block.get('hostname')}:{block.get('port')}"] = block
     missing = [s.address for s in servers if s.address not in by_port]
@@ -152,7 +188,7 @@ class Controller:
         self.servers, self.output = list(servers), output
         self.argv = [fio_binary(), "--output-format=json", f"--output={output}"]
         for server, path in zip(servers, job_files, strict=True):
-            self.argv += [f"--client=ip:{server.host},{server.port}", path]
+            self.argv += [server.client_arg, path]
         self.proc: subprocess.Popen[str] | None = None
 
     def stop(self) -> None:
@@ -204,6 +240,8 @@ def _alive(proc: Proc) -> bool:
 
 
 def _reachable(server: Server) -> bool:
+    if server.sock:
+        return _listening(server.sock)
     with socket.socket() as s:
         s.settimeout(1.0)
         return s.connect_ex((server.host, server.port)) == 0

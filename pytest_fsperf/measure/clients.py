@@ -2,7 +2,7 @@
 
 On a backend the plugin mounts: N mounts of it (the test's own and N-1 more with the same
 plan, so the same bucket), each served by its own daemon and its own `fio --server` on a
-loopback port; fio's controller runs the job on all of them at once. Every daemon is
+unix socket in the session's 0700 directory; fio's controller runs the job on all of them at once. Every daemon is
 measured over the window; a cold start covers every mount. With --fsperf-fio-servers the
 jobs run on servers the user started on other machines instead, in the same work
 directory seen through their own mounts of the bucket; their daemons are not measured.
@@ -90,7 +90,10 @@ def _servers(ws: Workspace, clients: list[Client]) -> Iterator[list[Client]]:
 
 
 def _jobs(ws: Workspace, out: str, clients: Sequence[Client], job: dict[str, str]) -> list[str]:
-    return [fio_clients.job_file(f"{out}.client{i}.fio", c.directory, job)
+    # on a unix socket fio would prefix file names with bytes of the socket path taken as
+    # an IP address; each client has a directory of its own, so plain names suffice
+    return [fio_clients.job_file(f"{out}.client{i}.fio", c.directory,
+                                 {"unique_filename": "0", **job} if c.server.sock else job)
             for i, c in enumerate(clients)]
 
 
