@@ -52,6 +52,7 @@ class Fsperf(Workspace):
         client's figures and daemon in `clients` (measure/clients.py)."""
         where = f"{self.test}: fsperf.fio()"
         rw = str(options.get("rw", "read"))
+        self.job(name, options, where)  # every option checked before anything runs
         if clients is None:
             return self.repeat(name or rw, lambda n: self.run_fio(n, judged, options, where))
         n = many.count(clients, where)
@@ -65,7 +66,7 @@ class Fsperf(Workspace):
         size, threads, subdir). Reading lays the files out first, unmeasured. `count` is
         shrunk by --fsperf-scale; the file size is not, unless one file is left."""
         where = f"{self.test}: fsperf.files()"
-        job = steps.job(steps.FilesJob, params, where)
+        job = steps.job(steps.FilesJob, params, where, name)
         return self.repeat(name or f"files_{job.mode}",
                            lambda n: steps.files_step(self, n, job, judged, where))
 
@@ -74,7 +75,7 @@ class Fsperf(Workspace):
         """The metadata engine; parameters and defaults: `engine.steps.MetaJob` (op, entries,
         per_dir). The files are laid out first, unmeasured; `entries` is shrunk by --fsperf-scale."""
         where = f"{self.test}: fsperf.meta()"
-        job = steps.job(steps.MetaJob, params, where)
+        job = steps.job(steps.MetaJob, params, where, name)
         return self.repeat(name or f"meta_{job.op}",
                            lambda n: steps.meta_step(self, n, job, judged, where))
 
@@ -85,7 +86,7 @@ class Fsperf(Workspace):
         parameters and defaults: `engine.steps.CheckpointJob` (mode, shards, size, threads,
         subdir). The shard size is shrunk by --fsperf-scale, the shard count is not."""
         where = f"{self.test}: fsperf.checkpoint()"
-        job = steps.job(steps.CheckpointJob, params, where)
+        job = steps.job(steps.CheckpointJob, params, where, name)
         return self.repeat(name or f"checkpoint_{job.mode}",
                            lambda n: steps.checkpoint_step(self, n, job, judged, where))
 
@@ -95,7 +96,7 @@ class Fsperf(Workspace):
         rename, rename_dir, remove; ops/s and per-op latency); parameters and defaults:
         `engine.steps.MdtestJob` (files, per_dir, threads, size, subdir)."""
         where = f"{self.test}: fsperf.mdtest()"
-        job = steps.job(steps.MdtestJob, params, where)
+        job = steps.job(steps.MdtestJob, params, where, name)
         found = steps.mdtest_steps(self, name, job, judged, where)
         for r in found.values():
             self.keep(r)
@@ -108,7 +109,7 @@ class Fsperf(Workspace):
         sysbench installed, the same shape as a fio job, noted in the result. `total` and
         `seconds` (not below 5 s) shrink with --fsperf-scale."""
         where = f"{self.test}: fsperf.sysbench()"
-        job = steps.job(steps.SysbenchJob, params, where)
+        job = steps.job(steps.SysbenchJob, params, where, name)
         return self.repeat(name or f"sysbench_{job.mode}",
                            lambda n: steps.sysbench_step(self, n, job, judged, where))
 

@@ -215,7 +215,7 @@ _OURS = re.compile(r"^(pytest-fsperf-[A-Za-z0-9_.+-]+-[0-9a-f]{12}|fsperf-work-[
 
 def _ours(path: str) -> bool:
     return (os.path.isabs(path) and os.path.normpath(path) == path
-            and bool(_OURS.match(os.path.basename(path))))
+            and bool(_OURS.fullmatch(os.path.basename(path))))
 
 
 def _remove_dir(path: str) -> str | None:

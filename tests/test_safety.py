@@ -770,3 +770,104 @@ def test_no_other_user_reaches_the_fio_servers_of_many_clients(pytester):
     assert seen["nobody"]["tcp"] == [], seen
     assert seen["nobody"]["socks"] and set(seen["nobody"]["socks"]) == {13}, seen  # EACCES
     assert ours() == ([], [])
+
+
+# 22.3 option values that name a file, and 22.4 control characters: refused before fio runs
+
+@pytest.mark.parametrize("options", [
+    {"iomem": "mmapshared:{victim}"}, {"mem": "mmap:{victim}"}, {"mem": "mmaphuge:{victim}"},
+    {"buffer_pattern": "'{secret}'"}, {"verify_pattern": "0xab'{secret}'", "verify": "pattern"},
+    {"filename": "${{HOME}}"}, {"filename_format": "${{HOME}}/x"},
+], ids=["iomem-mmapshared", "mem-mmap", "mem-mmaphuge", "buffer_pattern", "verify_pattern",
+        "filename-env", "filename_format-env"])
+def test_option_values_that_name_a_file_elsewhere_are_refused(pytester, tmp_path, options):
+    """As found: iomem=mmapshared:/path overwrote a file with fio's buffer, mem=mmap:/path
+    grew one, buffer_pattern="'/root/secret'" copied a root-only file into the work dir."""
+    need("fio")
+    victim, secret = tmp_path / "victim", tmp_path / "secret"
+    victim.write_bytes(b"precious\n")
+    secret.write_bytes(b"root-only-secret\n")
+    secret.chmod(0o600)
+    given = {k: v.format(victim=victim, secret=secret) for k, v in options.items()}
+    pytester.makepyfile(f"""
+        def test_it(fsperf):
+            fsperf.fio(rw="write", bs="4k", size="64k", **{given!r})
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(failed=1)
+    key = next(iter(given))
+    result.stdout.fnmatch_lines([f"*test_it: fsperf.fio(): {key}=*"])
+    assert "Traceback" not in result.stdout.str()
+    assert victim.read_bytes() == b"precious\n"
+    assert b"root-only-secret" not in b"".join(
+        p.read_bytes() for p in pytester.path.rglob("*") if p.is_file() and p != secret)
+
+
+def test_every_string_option_is_placed_by_whether_it_names_a_file():
+    """Each allow-listed option that fio 3.33 takes as a string is either checked for a file
+    form (PATHS, MEMORY, PATTERNS) or known to be plain text: a new one fails here."""
+    need("fio")
+    from pytest_fsperf.engine import fio_options as fo
+    strings = set()
+    for name in sorted(JOB):
+        out = subprocess.run(["fio", f"--cmdhelp={name}"], capture_output=True, text=True,
+                             check=False).stdout
+        if "type: string (opt=bla)" in out:
+            strings.add(name)
+    assert strings == fo.PATHS | fo.MEMORY | fo.PATTERNS | fo.TEXT
+
+
+CONTROL = ["\n", "\r", "\x00", "\x1b", "\t", "\x7f"]
+
+
+@pytest.mark.parametrize("char", CONTROL, ids=repr)
+def test_control_characters_in_option_values_are_refused_for_every_engine(char):
+    with pytest.raises(UsageError, match=r"rw='write.*holds a control character"):
+        build_job({"rw": f"write{char}exec_prerun=/tmp/x.sh"}, 1.0, "t")
+    with pytest.raises(UsageError, match="is not a fio option name"):
+        build_job({f"rw{char}": "write"}, 1.0, "t")
+    from pytest_fsperf.engine import steps
+    for kind, key in ((steps.FilesJob, "mode"), (steps.MetaJob, "op"), (steps.SysbenchJob, "mode"),
+                      (steps.CheckpointJob, "subdir"), (steps.MdtestJob, "subdir")):
+        with pytest.raises(UsageError, match="holds a control character"):
+            steps.job(kind, {key: f"x{char}y"}, "t")
+        with pytest.raises(UsageError, match="must be letters, digits"):
+            steps.job(kind, {}, "t", name=f"n{char}")
+
+
+@pytest.mark.integration
+def test_a_newline_in_a_value_of_a_many_client_job_runs_nothing(pytester, tmp_path):
+    """As found: with clients=2, rw="write\\nexec_prerun=/tmp/x.sh" ran the script as root
+    (the job file was written k=v verbatim)."""
+    need("bindfs")
+    need("fio")
+    ran = tmp_path / "ran"
+    script = tmp_path / "x.sh"
+    script.write_text(f"#!/bin/sh\nid > {ran}\n")
+    script.chmod(0o755)
+    pytester.makepyfile(f"""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("bindfs")
+        def test_it(fsperf):
+            fsperf.fio(name="w", clients=2, rw="write\\nexec_prerun={script}", bs="64k", size="1M")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*rw='write\\nexec_prerun=*holds a control character (\\n)*"])
+    assert not ran.exists()
+    assert ours() == ([], [])
+
+
+@pytest.mark.parametrize("size", ["-1M", "0", "1M-", "-", "1M:2M:3M", "0%", "150%"])
+def test_sizes_below_one_byte_are_refused(size):
+    """As found: size="-1M" was accepted (fio took it as a range and ran 256k I/Os)."""
+    with pytest.raises(UsageError, match=rf"size={size!r}"):
+        build_job({"rw": "write", "size": size}, 1.0, "t")
+    with pytest.raises(UsageError, match=rf"size={size!r}"):
+        build_job({"rw": "write", "size": size}, 0.5, "t")
+
+
+@pytest.mark.parametrize("size", ["1M", "4k-8k", "10%", "1g:2g", "100%"])
+def test_good_sizes_still_pass(size):
+    assert build_job({"rw": "write", "size": size}, 1.0, "t")["size"] == size

@@ -24,8 +24,8 @@ from .. import leftovers
 from ..errors import MeasurementError, UsageError, WorkloadHung
 from ..procs import Proc, kill_tree
 from ..result import IoStats
-from .fio_options import refusal
-from .fiosize import parse_fio_size, scale_count, scale_size
+from .fio_options import PATHS, refusal
+from .fiosize import check_size, parse_fio_size, scale_count, scale_size
 
 INSTALL_HINT = "fio is not installed: install the 'fio' package (apt-get install fio / dnf install fio)"
 OWNED = {"directory", "output", "output_format", "opendir", "group_reporting"}  # set by the plugin
@@ -74,7 +74,7 @@ def build_job(options: dict[str, object], scale: float, where: str) -> dict[str,
     """Validate keyword options and apply --fsperf-scale. Returns fio's options as text."""
     job: dict[str, str] = {}
     for key, value in options.items():
-        if not _KEY.match(key):
+        if not _KEY.fullmatch(key):
             raise UsageError(f"{where}: {key!r} is not a fio option name")
         if value is None or not isinstance(value, str | int | float | bool):
             raise UsageError(f"{where}: {key}={value!r} must be a string, number or bool")
@@ -82,10 +82,16 @@ def build_job(options: dict[str, object], scale: float, where: str) -> dict[str,
         why = refusal(key, job[key])
         if why:
             raise UsageError(f"{where}: {why}; remove it" if key in OWNED else f"{where}: {why}")
-    for key in ("filename", "filename_format"):
+    for key in PATHS:
         if key in job:
             _check_path(key, job[key], where)
     kb_base = 1000 if job.get("kb_base") == "1000" else 1024
+    for key in SIZE_KEYS:
+        if key in job:
+            try:
+                check_size(job[key], kb_base)
+            except ValueError as exc:
+                raise UsageError(f"{where}: {key}={job[key]!r}: {exc}") from None
     block = _block(job, kb_base)
     scaled_keys = [k for k in SIZE_KEYS if k in job]
     if "nrfiles" in job and "filesize" in job:
@@ -149,7 +155,7 @@ def deadline(job: dict[str, str]) -> float:
 
 
 def valid_name(name: str) -> bool:
-    return bool(_NAME.match(name))
+    return bool(_NAME.fullmatch(name))
 
 
 def is_reading(job: dict[str, str]) -> bool:

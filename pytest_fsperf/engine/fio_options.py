@@ -70,6 +70,27 @@ WHY = {
 }
 
 
+# The allowed options whose value fio 3.33 takes as a string (`fio --cmdhelp=NAME`: "type:
+# string"), each placed by whether it can name a file (a test checks the list against fio):
+PATHS = _words("filename filename_format")  # checked to stay inside the work directory
+MEMORY = _words("mem iomem")  # mmap:FILE, mmaphuge:FILE, mmapshared:FILE map a file
+PATTERNS = _words("buffer_pattern verify_pattern")  # a 'quoted' part is read from that file
+TEXT = _words("""
+bssplit clocksource continue_on_error cpus_allowed cpus_allowed_policy dedupe_mode description
+exit_what fadvise_hint fallocate file_service_type filesize ignore_error io_submit_mode ioengine kb_base lockfile
+name numa_cpu_nodes numa_mem_policy number_ios random_distribution random_generator randseed
+rate_process readwrite rw rw_sequencer steadystate sync trim_backlog unified_rw_reporting
+thinktime_blocks_type unit_base verify verify_backlog wait_for write_hint
+""")
+MEMORY_TYPES = _words("malloc shm shmhuge mmap mmapshared mmaphuge")
+
+
+def control(text: str) -> str | None:
+    """The first control character in text, named (\\n, \\x1b ...), or None."""
+    bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
+    return None if bad is None else repr(bad)[1:-1]
+
+
 def refusal(key: str, value: str) -> str | None:
     """Why this option may not be passed to fio, or None when it may."""
     if key in WHY:
@@ -77,7 +98,19 @@ def refusal(key: str, value: str) -> str | None:
     if key not in JOB:
         return (f"{key!r} is not a fio job option pytest-fsperf passes on (options are matched "
                 "exactly, as fio would take a prefix of another one)")
+    bad = control(value)
+    if bad:
+        return (f"{key}={value!r} holds a control character ({bad}); fio's job files are "
+                "line-based, so it could add options")
+    if "${" in value:
+        return f"{key}={value!r}: fio would put an environment variable there (${{...}})"
     if key == "ioengine" and value not in ENGINES:
         return (f"ioengine={value!r} is not one of the local-file engines pytest-fsperf runs: "
                 + ", ".join(sorted(ENGINES)))
+    if key in MEMORY and value not in MEMORY_TYPES:
+        return (f"{key}={value!r} would map a file the plugin does not own; give only the "
+                f"memory type ({', '.join(sorted(MEMORY_TYPES))})")
+    if key in PATTERNS and "'" in value:
+        return (f"{key}={value!r} would read a file ('NAME' in a pattern); give the pattern "
+                "itself (0x..., a number or a \"string\")")
     return None

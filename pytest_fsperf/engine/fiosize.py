@@ -24,6 +24,22 @@ def parse_fio_size(text: str, kb_base: int = 1024) -> int:
     return int(number) * multiplier
 
 
+def check_size(text: str, kb_base: int = 1024) -> None:
+    """A size, a percentage or an 'a-b' / 'a:b' range of sizes, each part a whole number
+    of at least one byte (fio would take "-1M" as a range from 0). ValueError says why."""
+    if text.strip().endswith("%"):
+        number = text.strip()[:-1]
+        if not number.isdigit() or not 0 < int(number) <= 100:
+            raise ValueError("a percentage must be from 1% to 100%")
+        return
+    parts = text.split("-") if "-" in text else text.split(":")
+    if len(parts) > 2:
+        raise ValueError("not a fio size, nor a range of two")
+    for part in parts:
+        if parse_fio_size(part, kb_base) < 1:
+            raise ValueError("a size must be at least one byte")
+
+
 def scale_size(text: str, factor: float, block: int = 1, kb_base: int = 1024) -> str:
     """Scale one fio size (or an 'a-b' / 'a:b' range); percentages pass unchanged.
     The result is whole bytes, a multiple of `block`, at least one block."""

@@ -20,6 +20,7 @@ from . import fio as fio_engine
 from . import mdtest as mdtest_engine
 from . import meta as meta_engine
 from . import sysbench as sysbench_engine
+from .fio_options import control
 
 if TYPE_CHECKING:
     from ..measure.workspace import Workspace
@@ -87,12 +88,20 @@ class MdtestJob:
 Job = TypeVar("Job", FilesJob, MetaJob, SysbenchJob, CheckpointJob, MdtestJob)
 
 
-def job(kind: type[Job], params: Mapping[str, object], where: str) -> Job:
-    """The engine's job from keyword parameters; one it does not take is the user's mistake."""
+def job(kind: type[Job], params: Mapping[str, object], where: str,
+        name: str | None = None) -> Job:
+    """The engine's job from keyword parameters; one it does not take is the user's mistake,
+    and so is a control character in any text (checked before anything runs)."""
     known = [f.name for f in dataclasses.fields(kind)]
     unknown = sorted(set(params) - set(known))
     if unknown:
         raise UsageError(f"{where}: unknown parameter {unknown[0]!r} (takes {', '.join(known)})")
+    if name is not None and not fio_engine.valid_name(name):
+        raise UsageError(f"{where}: name={name!r} must be letters, digits, '_', '.', '-'")
+    for key, value in params.items():
+        bad = isinstance(value, str) and control(value)
+        if bad:
+            raise UsageError(f"{where}: {key}={value!r} holds a control character ({bad})")
     return kind(**params)  # type: ignore[arg-type]  # each step checks the values
 
 

@@ -97,7 +97,7 @@ def load_config(path: str, where: str) -> BackendConfig:
         kind, _, name = section.partition(" ")
         if section == "fsperf":
             for key, raw in parser[section].items():
-                if not FIELD.match(key):
+                if not FIELD.fullmatch(key):
                     raise UsageError(f"{here}: {key!r} is not a valid name")
                 values[key] = _value(raw, f"{here} {key}")
         elif kind == "backend" and name.strip():

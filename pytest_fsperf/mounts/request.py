@@ -43,7 +43,7 @@ def _config(value: object, where: str) -> Mapping[str, str] | str | None:
         return value
     if isinstance(value, Mapping):
         for key, v in value.items():
-            if not isinstance(key, str) or not FIELD.match(key) or not isinstance(v, str):
+            if not isinstance(key, str) or not FIELD.fullmatch(key) or not isinstance(v, str):
                 raise UsageError(f"{where}: config entry {key!r} must be a name mapped to a string")
         return dict(value)
     raise UsageError(f"{where}: config must be a dict or a fixture name, not {type(value).__name__}")
