@@ -77,7 +77,8 @@ MEMORY = _words("mem iomem")  # mmap:FILE, mmaphuge:FILE, mmapshared:FILE map a 
 PATTERNS = _words("buffer_pattern verify_pattern")  # a 'quoted' part is read from that file
 TEXT = _words("""
 bssplit clocksource continue_on_error cpus_allowed cpus_allowed_policy dedupe_mode description
-exit_what fadvise_hint fallocate file_service_type filesize ignore_error io_submit_mode ioengine kb_base lockfile
+exit_what fadvise_hint fallocate file_service_type filesize ignore_error io_submit_mode
+ioengine kb_base lockfile
 name numa_cpu_nodes numa_mem_policy number_ios random_distribution random_generator randseed
 rate_process readwrite rw rw_sequencer steadystate sync trim_backlog unified_rw_reporting
 thinktime_blocks_type unit_base verify verify_backlog wait_for write_hint

@@ -2,10 +2,10 @@
 
 On a backend the plugin mounts: N mounts of it (the test's own and N-1 more with the same
 plan, so the same bucket), each served by its own daemon and its own `fio --server` on a
-unix socket in the session's 0700 directory; fio's controller runs the job on all of them at once. Every daemon is
-measured over the window; a cold start covers every mount. With --fsperf-fio-servers the
-jobs run on servers the user started on other machines instead, in the same work
-directory seen through their own mounts of the bucket; their daemons are not measured.
+unix socket in the session's 0700 directory; fio's controller runs the job on all of them
+at once. Every daemon is measured over the window; a cold start covers every mount. With
+--fsperf-fio-servers the jobs run on servers the user started on other machines instead,
+in the same work directory seen through their own mounts of the bucket; their daemons are not measured.
 """
 
 from __future__ import annotations
