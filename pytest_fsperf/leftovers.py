@@ -226,7 +226,7 @@ def _remove_dir(path: str) -> str | None:
         return f"kept {path} (still mounted: {inside[0]})"
     try:
         out = subprocess.run([sys.executable, "-I", "-S", "-c", _REMOVE, path], capture_output=True,
-                             text=True, timeout=120, check=False, start_new_session=True)
+                             text=True, timeout=120, check=False, start_new_session=True, cwd="/")
     except subprocess.TimeoutExpired:
         return f"kept {path} (removal did not finish in 120 s)"
     return out.stdout.strip() or None
@@ -315,15 +315,61 @@ def sweep(folder: str | None = None) -> list[str]:
     return report
 
 
-# Waits (importing nothing) until stdin reaches end-of-file, then settles the record.
+# Waits (importing nothing) until stdin reaches end-of-file, then settles the record. Run
+# isolated (-I: no current directory, no PYTHON* variables, no user site on sys.path) from
+# "/", so it imports the installed package; argv[2], when given, is the directory pytest
+# imported the plugin from, appended last (checked: no one else can write it).
 _WATCHDOG = ("import os, sys\nsys.stdin.buffer.read()\nif os.path.exists(sys.argv[1]):\n"
+             "    sys.path.extend(sys.argv[2:])\n"
              "    from pytest_fsperf.leftovers import settle\n    settle(sys.argv[1])\n")
+
+
+def _writable_by_others(path: str) -> bool:
+    """path, or a directory above it, can be changed by a user other than root and us."""
+    while True:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return True
+        sticky_dir = stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX
+        if st.st_uid not in (0, os.geteuid()) or (st.st_mode & 0o022 and not sticky_dir):
+            return True
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
+
+
+def package_root() -> list[str]:
+    """Where an isolated interpreter finds this plugin: nothing to add when it is installed
+    (found without the current directory); else the directory pytest imported it from, if
+    no one else can write it or its package (a planted module would run as root)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(package)
+    found = subprocess.run([sys.executable, "-I", "-c",
+                            "import importlib.util as u; s = u.find_spec('pytest_fsperf'); "
+                            "print(s.origin if s else '')"],
+                           capture_output=True, text=True, cwd="/", timeout=30, check=False)
+    if os.path.dirname(found.stdout.strip()) == package:
+        return []
+    inside = [os.path.join(d, n) for d, dirs, files in os.walk(package) for n in dirs + files]
+    if _open_to_others(root) or _writable_by_others(root) or any(map(_writable_by_others, inside)):
+        return []  # not importable safely: the watchdog will fail, the next session sweeps
+    return [root]
+
+
+def _open_to_others(path: str) -> bool:
+    """Others may create entries in it (sticky or not): they could plant a module there."""
+    try:
+        return bool(os.stat(path).st_mode & 0o022)
+    except OSError:
+        return True
 
 
 def start_watchdog(record: Record) -> subprocess.Popen[bytes]:
     """A process that settles the record as soon as this one dies. It reads a pipe only we
     hold open: at our exit, however it comes, it reads end-of-file. In a session of its own,
-    so a signal to pytest's process group does not reach it."""
-    return subprocess.Popen([sys.executable, "-c", _WATCHDOG, record.path], stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    so a signal to pytest's process group does not reach it; isolated (see _WATCHDOG)."""
+    return subprocess.Popen([sys.executable, "-I", "-c", _WATCHDOG, record.path, *package_root()],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True, cwd="/")

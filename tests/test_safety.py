@@ -871,3 +871,56 @@ def test_sizes_below_one_byte_are_refused(size):
 @pytest.mark.parametrize("size", ["1M", "4k-8k", "10%", "1g:2g", "100%"])
 def test_good_sizes_still_pass(size):
     assert build_job({"rw": "write", "size": size}, 1.0, "t")["size"] == size
+
+
+# 22.2 the watchdog and every helper interpreter run isolated, from "/"
+
+def test_a_package_planted_in_the_working_directory_never_runs_in_the_watchdog(
+        tmp_path, sticky_dir, monkeypatch):
+    """As found: pytest ran from a world-writable directory where nobody planted
+    pytest_fsperf/__init__.py; after pytest died the watchdog imported it, as root."""
+    from pytest_fsperf import leftovers
+    pwned = sticky_dir / "pwned"
+    as_nobody(f"""
+import os
+os.mkdir({str(sticky_dir / 'pytest_fsperf')!r})
+with open({str(sticky_dir / 'pytest_fsperf' / '__init__.py')!r}, "w") as f:
+    f.write("import os\\nopen({str(pwned)!r}, 'w').write(str(os.getuid()))\\n")
+""")
+    folder = tmp_path / "state"
+    folder.mkdir(mode=0o700)
+    record = leftovers.Record.create(str(folder))
+    record.add("dir", path=str(tmp_path / "gone"))  # something left: the watchdog imports
+    monkeypatch.chdir(sticky_dir)
+    monkeypatch.setenv("PYTHONPATH", str(sticky_dir))  # ignored too (-I)
+    watchdog = leftovers.start_watchdog(record)
+    assert watchdog.stdin is not None
+    watchdog.stdin.close()  # as when pytest dies
+    assert watchdog.wait(timeout=60) == 0
+    assert not pwned.exists()
+    assert not os.path.exists(record.path)  # it settled the record with the installed package
+    assert watchdog.args[1] == "-I"
+
+
+def test_helper_interpreters_run_isolated_from_root_dir(monkeypatch):
+    """Every `python` the plugin starts gets -I and cwd "/" (the watchdog, the removal and
+    the mount probe helpers)."""
+    import pytest_fsperf
+    seen: list[tuple[list[str], str | None]] = []
+    real = subprocess.Popen
+
+    def spy(args, *a, **kw):
+        if args and args[0] == __import__("sys").executable:
+            seen.append((list(args), kw.get("cwd")))
+        return real(args, *a, **kw)
+
+    monkeypatch.setattr(subprocess, "Popen", spy)
+    from pytest_fsperf.mounts.probe import probe
+    probe("/", 30)
+    from pytest_fsperf import leftovers
+    leftovers._remove_dir("/nonexistent/pytest-fsperf-x-0123456789ab")
+    leftovers.package_root()
+    assert len(seen) >= 3
+    for args, cwd in seen:
+        assert args[1] == "-I" and cwd == "/", args
+    assert pytest_fsperf.__file__

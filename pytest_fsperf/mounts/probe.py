@@ -9,6 +9,7 @@ included. The helper takes that risk; pytest waits for it with a deadline and ki
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 
@@ -35,9 +36,9 @@ class NoAnswer(Exception):
 def probe(path: str, timeout: float) -> tuple[str, str]:
     """('ok', 'missing', 'notdir' or 'readonly', the real path); NoAnswer if the path does
     not answer in time."""
-    proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _CODE, path],
+    proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _CODE, os.path.abspath(path)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+                            stdin=subprocess.DEVNULL, start_new_session=True, cwd="/")
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
