@@ -2,8 +2,8 @@
 
 Each child runs in a session of its own (so a Ctrl-C in the terminal reaches pytest, not
 it); stopping it stops its whole tree: its process group and every descendant (fio's job
-processes call setsid, a daemon's helpers may too), each checked by its start time so a
-reused PID is never hit.
+processes call setsid, a daemon's helpers may too). Only while the process itself is alive,
+checked by its start time: a reused PID, or a group of that number, is never hit.
 """
 
 from __future__ import annotations
@@ -42,13 +42,17 @@ class Proc:
 
 
 def tree(root: Proc) -> list[psutil.Process]:
-    """root, its descendants, and the members of its process group started after it."""
-    found: dict[int, psutil.Process] = {}
+    """root, its descendants and the members of its process group, only while root itself
+    is alive (its PID with its start time). Once root is gone its PID may name a stranger,
+    and a process group of that number may be the stranger's: nothing is taken then."""
     top = root.handle()
-    if top is not None:
-        found[top.pid] = top
-        with contextlib.suppress(psutil.Error):
-            found.update((c.pid, c) for c in top.children(recursive=True))
+    if top is None:
+        return []
+    found: dict[int, psutil.Process] = {top.pid: top}
+    with contextlib.suppress(psutil.Error):
+        found.update((c.pid, c) for c in top.children(recursive=True))
+    # a group root leads: only root and what it started can be in it (a process joins only
+    # a group of its own session); those that left root's tree (reparented) are found here
     for p in psutil.process_iter(["pid", "create_time"]):
         with contextlib.suppress(psutil.Error, OSError):
             if (p.pid not in found and os.getpgid(p.pid) == root.pid
@@ -61,7 +65,14 @@ def tree(root: Proc) -> list[psutil.Process]:
 
 def kill_tree(root: Proc, grace: float = 5.0) -> list[int]:
     """SIGTERM the tree, SIGKILL what is left after `grace` s; returns the PIDs signalled."""
-    procs = tree(root)
+    return kill(tree(root), grace)
+
+
+def kill(procs: list[psutil.Process], grace: float = 5.0) -> list[int]:
+    """SIGTERM these processes, SIGKILL what is left after `grace` s; returns the PIDs
+    signalled. psutil signals a process only while its PID has the start time it had when
+    it was found, so one that exited meanwhile is never mistaken for a new one."""
+    procs = [p for p in procs if _running(p)]
     for p in procs:
         with contextlib.suppress(psutil.Error):
             p.send_signal(signal.SIGTERM)
@@ -72,3 +83,10 @@ def kill_tree(root: Proc, grace: float = 5.0) -> list[int]:
             p.kill()
     psutil.wait_procs(alive, timeout=grace)
     return [p.pid for p in procs]
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

@@ -21,6 +21,7 @@ import pytest
 
 from pytest_fsperf import leftovers
 from pytest_fsperf.mounts.mountinfo import read_mounts
+from pytest_fsperf.procs import Proc, kill_tree
 from pytest_fsperf.store.minio import find_minio
 from tests.conftest import need
 
@@ -297,3 +298,32 @@ def test_a_record_naming_what_cannot_be_touched_is_settled_without_an_error(tmp_
     assert len(report) == 1 and f"kept {precious} (not a directory the plugin makes)" in report[0]
     assert "reached through a symlink" in report[0]
     assert list(folder.iterdir()) == []
+
+
+def test_a_reused_pid_never_kills_a_stranger_or_its_group(tmp_path):
+    """As found: the sweep also took every process whose process group id equalled a
+    recorded PID; a new group leader that reused the PID (here: a recorded PID with an
+    earlier start time, as a dead session's record holds it) passed the start-time check
+    and was killed with its group, and the sweep said nothing."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to start the stranger as another user")
+    stranger = subprocess.Popen(["/bin/sh", "-c", "sleep 60 & exec sleep 61"], user=65534,
+                                group=65534, extra_groups=[], start_new_session=True)
+    try:
+        leader = psutil.Process(stranger.pid)
+        deadline = time.monotonic() + 10
+        while len(leader.children()) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (child,) = leader.children()
+        assert os.getpgid(child.pid) == stranger.pid  # a group the stranger leads
+        gone_session = {"kind": "process", "pid": stranger.pid,
+                        "started": leader.create_time() - 30.0}  # our process of that PID, dead
+        assert leftovers.clean([gone_session]) == []
+        assert leader.is_running() and child.is_running()
+        assert kill_tree(Proc(stranger.pid, leader.create_time() - 30.0)) == []
+        assert leader.is_running() and child.is_running()
+        # the process itself, by its true start time: it and its group go
+        assert sorted(kill_tree(Proc.of(stranger.pid))) == sorted([stranger.pid, child.pid])
+    finally:
+        stranger.kill()
+        stranger.wait()

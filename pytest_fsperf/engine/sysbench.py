@@ -38,6 +38,13 @@ def args(mode: str, files: int, block: int, total: int, threads: int, seconds: f
             f"--threads={threads}", f"--time={max(1, round(seconds))}", "--histogram=on"]
 
 
+def _stop(proc: subprocess.Popen[str], started: Proc | None) -> None:
+    if started is not None:
+        kill_tree(started)
+    else:  # gone before its start time was read: our unreaped child, nothing else has its PID
+        proc.kill()
+
+
 def _run(argv: list[str], cwd: str, timeout: float | None,
          on_hang: Callable[[], str] | None) -> str:
     with subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -48,11 +55,11 @@ def _run(argv: list[str], cwd: str, timeout: float | None,
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             told = on_hang() if on_hang else ""
-            kill_tree(started or Proc(proc.pid, 0.0))
+            _stop(proc, started)
             raise WorkloadHung(f"sysbench did not finish within {timeout:g} s: the filesystem "
                                f"stopped answering{told}") from None
         except BaseException:
-            kill_tree(started or Proc(proc.pid, 0.0))
+            _stop(proc, started)
             raise
         leftovers.done(entry)
     if proc.returncode != 0:

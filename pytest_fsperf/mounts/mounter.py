@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import leftovers
 from ..errors import MountError
-from ..procs import Proc, kill_tree
+from ..procs import Proc, kill, kill_tree, tree
 from ..report.redact import mask, redact_args, redact_text
 from .daemon import Lookup, describe, find_daemon, start_time, stat_fields
 from .mountinfo import Mount, read_mounts
@@ -272,6 +272,8 @@ class MountedFs:
         """Wait for the daemon to exit after an unmount, then stop what is left of its
         process tree (it, helpers it started, its process group), by start time."""
         roots = [p for p in (self.started, self._daemon_proc()) if p is not None]
+        # its helpers, found while it is alive: once it exits they are no longer provably ours
+        found = {p.pid: p for r in roots for p in tree(r)}
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline and any(r.handle() is not None for r in roots):
             if self.proc is not None:
@@ -279,7 +281,8 @@ class MountedFs:
             time.sleep(0.05)
         if wait and any(r.handle() is not None for r in roots):
             steps.append(f"daemon did not exit within {wait:g} s; killed it")
-        left = sorted({pid for r in roots for pid in kill_tree(r)})
+        found.update((p.pid, p) for r in roots for p in tree(r))
+        left = sorted(kill(list(found.values())))
         if left:
             steps.append(f"stopped its processes {', '.join(map(str, left))}")
         if self.proc is not None:
