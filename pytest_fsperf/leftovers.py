@@ -1,6 +1,7 @@
 """Nothing the plugin starts outlives its session, whatever ends it.
 
-Each pytest process keeps a record (JSON lines, in a 0700 state directory of its user) of
+Each pytest process keeps a record (JSON lines, in a 0700 state directory of its user, where
+no other user can create it first: see state_dir) of
 every process, mount and directory it creates, and marks each one done when it removed it
 itself. A watchdog, in a session of its own, waits on a pipe that only pytest holds open:
 when pytest dies (SIGKILL too) the pipe closes and the watchdog removes what the record still
@@ -19,6 +20,7 @@ import contextlib
 import fcntl
 import json
 import os
+import pwd
 import re
 import shutil
 import stat
@@ -29,20 +31,62 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import UsageError
 from .mounts.mountinfo import read_mounts
 from .mounts.probe import abort_connection
 from .procs import Proc, kill_tree
 
 
+class StateDirError(UsageError):
+    """The state directory exists but is not a private directory of this user."""
+
+
+RUN_DIR = "/run"  # root's: only root can create entries in it
+
+
 def state_dir() -> str:
-    """$TMPDIR/pytest-fsperf.state-UID: made 0700, and refused if another user owns it."""
-    path = os.path.join(tempfile.gettempdir(), f"pytest-fsperf.state-{os.geteuid()}")
+    """Where this user's records live, in a place only this user can create it: for root
+    /run/pytest-fsperf; otherwise $XDG_RUNTIME_DIR/pytest-fsperf (that directory is the
+    user's own, 0700); else $TMPDIR/pytest-fsperf.state-UID. Made 0700; StateDirError if it
+    exists and is not a private directory of this user (another user made it first)."""
+    uid = os.geteuid()
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if uid == 0 and _private(RUN_DIR, 0o022):
+        path = os.path.join(RUN_DIR, "pytest-fsperf")
+    elif runtime and os.path.isabs(runtime) and _private(runtime):
+        path = os.path.join(runtime, "pytest-fsperf")
+    else:
+        path = os.path.join(tempfile.gettempdir(), f"pytest-fsperf.state-{uid}")
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
-    st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) & 0o077:
-        raise OSError(f"{path} is not a private directory of this user")
+    if not _private(path):
+        try:
+            owner = os.lstat(path).st_uid
+        except OSError as exc:
+            raise StateDirError(f"cannot use the state directory {path}: {exc.strerror}") from None
+        who = "you" if owner == uid else f"user {_user(owner)}"
+        raise StateDirError(f"the state directory {path} is not a 0700 directory of yours (it "
+                            f"belongs to {who}): remove it, or set TMPDIR to a directory of "
+                            "your own")
     return path
+
+
+def _private(path: str, others: int = 0o077) -> bool:
+    """A real, writable directory of this user in which others have none of the
+    permissions `others` (0o077: they cannot even enter it)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+            and not stat.S_IMODE(st.st_mode) & others and os.access(path, os.W_OK))
+
+
+def _user(uid: int) -> str:
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
 
 
 @dataclass

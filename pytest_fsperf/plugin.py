@@ -105,8 +105,10 @@ def _guard(config: pytest.Config, state: FsperfSession) -> None:
         if not hasattr(config, "workerinput"):
             state.swept = leftovers.sweep()
         record = leftovers.start()
+    except leftovers.StateDirError as exc:  # another user made it: never use it
+        raise pytest.UsageError(f"pytest-fsperf: {exc}") from None
     except Exception as exc:  # never let the clean-up of others stop this session
-        state.swept = [f"cannot keep a record of what this session starts: {exc}"]
+        state.unrecorded = f"{exc}"
         return
     watchdog = leftovers.start_watchdog(record)
 

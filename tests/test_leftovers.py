@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -327,3 +328,46 @@ def test_a_reused_pid_never_kills_a_stranger_or_its_group(tmp_path):
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def test_a_state_dir_another_user_made_first_never_switches_off_crash_cleanup(pytester, monkeypatch,
+                                                                            request):
+    """As found: `mkdir -m700 $TMPDIR/pytest-fsperf.state-0` as nobody made root's session
+    run with no record and no watchdog (and print a false "removed what an earlier session
+    left" line). Root's record now lives under /run, where only root creates entries; a
+    user without one is refused in one line when the directory is not its own."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another user")
+    tmp = Path(tempfile.mkdtemp(prefix="fsperf-sticky-", dir="/tmp"))  # nobody reaches it
+    tmp.chmod(0o1777)
+    request.addfinalizer(lambda: shutil.rmtree(tmp))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    planted = tmp / "pytest-fsperf.state-0"
+    subprocess.run(["/usr/bin/python3", "-c", f"import os; os.mkdir({str(planted)!r}, 0o700)"],
+                   user=65534, group=65534, extra_groups=[], check=True)
+    assert leftovers.state_dir() == "/run/pytest-fsperf"
+    pytester.makepyfile("""
+        from pytest_fsperf import leftovers
+        def test_recorded():
+            assert leftovers._records, "no record kept"
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "earlier session" not in result.stdout.str()
+    assert "kept no record" not in result.stdout.str()
+    # where /run cannot be used, the fallback refuses the planted directory in one line
+    monkeypatch.setattr(leftovers, "RUN_DIR", str(pytester.path / "no-run"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    with pytest.raises(leftovers.StateDirError, match=r"is not a 0700 directory of yours \(it "
+                                                      r"belongs to user nobody \(uid 65534\)\)"):
+        leftovers.state_dir()
+    pytester.makeconftest("""
+        from pytest_fsperf import leftovers
+        leftovers.RUN_DIR = "/nonexistent-run"  # as where /run cannot be used
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.stderr.fnmatch_lines(["*pytest-fsperf: the state directory */pytest-fsperf.state-0 is "
+                                 "not a 0700 directory of yours*"])
+    assert "Traceback" not in result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR

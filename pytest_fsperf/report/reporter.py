@@ -56,6 +56,10 @@ class Reporter:
         for line in state.swept:
             terminalreporter.write_line(f"pytest-fsperf removed what an earlier session left: {line}",
                                         yellow=True)
+        if state.unrecorded:
+            terminalreporter.write_line("pytest-fsperf kept no record of what this session started "
+                                        f"({state.unrecorded}): had it been killed, nothing would "
+                                        "have removed its mounts and processes", yellow=True)
         if not state.results and not state.leftovers:
             return
         terminalreporter.write_sep("=", "fsperf")
