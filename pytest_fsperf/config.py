@@ -274,6 +274,9 @@ OPTIONS = (
     Option("fsperf_workload_timeout", "workload_timeout", _positive, None, "SECONDS",
            "seconds after which a workload is taken to hang (default: its runtime, or its bytes "
            "at 2 MB/s, plus 2 minutes)"),
+    Option("fsperf_lock_timeout", "lock_timeout", _positive, 900.0, "SECONDS",
+           "seconds a test waits for the machine lock another session of yours holds, then "
+           "fails naming the holder (default 900; a lock another user holds fails at once)"),
     Option("fsperf_baseline", "baseline", _name, None, "NAME", "compare each scenario with this "
            "baseline (shipped, e.g. ossfs-2.0.4, or saved with --fsperf-save-baseline)"),
     Option("fsperf_gate", "gate", _choice("none", "baseline"), "none", "WHAT",
@@ -351,6 +354,7 @@ class Settings:
     backend_config: BackendConfig = field(default_factory=BackendConfig)
     mount_timeout: float = 30.0
     workload_timeout: float | None = None  # None: derived from each workload
+    lock_timeout: float = 900.0
     baseline: str | None = None
     gate: str = "none"
     save_baseline: str | None = None

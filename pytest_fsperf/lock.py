@@ -2,6 +2,9 @@
 
 The lock file is never followed through a symlink, and any user can lock it: flock needs
 only a read descriptor, so a file root created earlier does not lock out later users.
+So any user can also hold it: a waiting test says who holds it (PID, user, command, since
+when, from /proc/locks), gives up after a deadline, and fails at once when the holder is
+another user (whose measurement would overlap this one, or who holds it to stall us).
 """
 
 from __future__ import annotations
@@ -10,10 +13,15 @@ import contextlib
 import errno
 import fcntl
 import os
+import pwd
 import stat
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+
+import psutil
 
 from .errors import MeasurementError
 
@@ -44,11 +52,82 @@ def _open(path: str) -> int:
     return fd
 
 
+@dataclass(frozen=True)
+class Holder:
+    pid: int
+    uid: int | None
+    user: str
+    command: str
+    since: str  # the holder's start, as HH:MM:SS
+
+    def __str__(self) -> str:
+        return f"PID {self.pid} (user {self.user}, {self.command!r}, running since {self.since})"
+
+
+def holder(fd: int) -> Holder | None:
+    """Who holds the flock on fd's file, from /proc/locks (None: not found or not visible)."""
+    st = os.fstat(fd)
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5] == key and parts[4].isdigit():
+            return _describe(int(parts[4]))
+    return None
+
+
+def _describe(pid: int) -> Holder:
+    try:
+        p = psutil.Process(pid)
+        with p.oneshot():
+            uid = p.uids().effective
+            command = " ".join(p.cmdline())[:120] or p.name()
+            since = time.strftime("%H:%M:%S", time.localtime(p.create_time()))
+    except psutil.Error:
+        return Holder(pid, None, "?", "?", "?")
+    try:
+        user = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        user = str(uid)
+    return Holder(pid, uid, user, command, since)
+
+
 @contextmanager
-def machine_lock(path: str = LOCK_PATH) -> Iterator[None]:
+def machine_lock(path: str | None = None, timeout: float = 900.0,
+                 say: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the lock for the block. Busy: `say` who holds it, wait at most `timeout` s
+    (MeasurementError then), or fail at once if another user holds it."""
+    path = path or LOCK_PATH
     fd = _open(path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # blocks; Ctrl-C interrupts it
+        _take(fd, path, timeout, say)
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def _take(fd: int, path: str, timeout: float, say: Callable[[str], None] | None) -> None:
+    deadline = time.monotonic() + timeout
+    told: Holder | None = None
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        who = holder(fd)
+        if who is not None and who.uid is not None and who.uid != os.geteuid():
+            raise MeasurementError(f"the machine lock {path} is held by another user: {who}; "
+                                   "measurements would overlap (stop it, or point TMPDIR elsewhere)")
+        if who != told and who is not None and say is not None:
+            say(f"pytest-fsperf: waiting for the machine lock {path}, held by {who}")
+            told = who
+        if time.monotonic() > deadline:
+            raise MeasurementError(f"gave up after {timeout:g} s waiting for the machine lock "
+                                   f"{path}, held by {who or 'a process not visible here'} "
+                                   "(--fsperf-lock-timeout)")
+        time.sleep(0.2)  # Ctrl-C interrupts it

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import threading
 import warnings
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import NoReturn
 
 import pytest
@@ -216,13 +216,24 @@ def fsperf_target(request: pytest.FixtureRequest) -> Iterator[Target]:
         state.close_target(target)
 
 
+def _say(config: pytest.Config) -> Callable[[str], None]:
+    """A line on the terminal now (not at the session's end)."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+
+    def say(text: str) -> None:
+        if terminal is not None:
+            terminal.write_line(text, yellow=True)
+
+    return say
+
+
 @pytest.fixture
 def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
     """Measure workloads on the filesystem under test, in a work dir of this test's own."""
     state = request.config.stash[STATE]
     req = request.node.stash.get(MOUNT, None)
     shared = request.getfixturevalue("fsperf_target") if req is None else None
-    with machine_lock():
+    with machine_lock(timeout=state.settings.lock_timeout, say=_say(request.config)):
         target = shared or _open(state, _plan(request, req))
         workdir = ref_workdir = None
         handle: Fsperf | None = None

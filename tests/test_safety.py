@@ -924,3 +924,77 @@ def test_helper_interpreters_run_isolated_from_root_dir(monkeypatch):
     for args, cwd in seen:
         assert args[1] == "-I" and cwd == "/", args
     assert pytest_fsperf.__file__
+
+
+# 22.7 the machine lock: a holder is named, a deadline ends the wait, another user's lock fails
+
+def hold_lock(path: Path, user: int | None) -> subprocess.Popen[str]:
+    code = (f"import fcntl, os, sys, time\nfd = os.open({str(path)!r}, os.O_RDONLY)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(60)\n")
+    kw = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
+    holder = subprocess.Popen([SYSTEM_PYTHON, "-c", code], stdout=subprocess.PIPE, text=True,
+                              cwd="/", **kw)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_a_lock_another_user_holds_fails_at_once_naming_the_holder(sticky_dir, monkeypatch,
+                                                                     pytester):
+    """As found: `flock $TMPDIR/pytest-fsperf.lock sleep 40` as nobody blocked root's pytest
+    with no message until killed."""
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    path = sticky_dir / "pytest-fsperf.lock"
+    with machine_lock(str(path)):
+        pass
+    holder = hold_lock(path, NOBODY)
+    try:
+        began = time.monotonic()
+        with pytest.raises(MeasurementError, match=rf"held by another user: PID {holder.pid} "
+                                                   r"\(user nobody, .*python3.*running since"), \
+                machine_lock(str(path), timeout=600):
+            pass
+        assert time.monotonic() - began < 5
+        # a whole session: the test fails in one line, the session ends, nothing hangs
+        monkeypatch.setenv("TMPDIR", str(sticky_dir))
+        pytester.makepyfile("""
+            def test_one(fsperf):
+                fsperf.fio(rw="write", bs="4k", size="64k")
+
+            def test_two(fsperf):
+                fsperf.fio(rw="write", bs="4k", size="64k")
+        """)
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
+        result.assert_outcomes(errors=2)
+        result.stdout.fnmatch_lines([f"*the machine lock {path} is held by another user: "
+                                     f"PID {holder.pid} (user nobody*"])
+        assert "Traceback" not in result.stdout.str()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_lock_this_user_holds_is_waited_for_until_the_deadline(sticky_dir):
+    if not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs {SYSTEM_PYTHON}")
+    path = sticky_dir / "pytest-fsperf.lock"
+    with machine_lock(str(path)):
+        pass
+    holder = hold_lock(path, None)
+    said: list[str] = []
+    try:
+        began = time.monotonic()
+        with pytest.raises(MeasurementError, match=rf"gave up after 1.5 s waiting for the machine "
+                                                   rf"lock {path}, held by PID {holder.pid} "
+                                                   r"\(user root.*\(--fsperf-lock-timeout\)"), \
+                machine_lock(str(path), timeout=1.5, say=said.append):
+            pass
+        assert 1.5 <= time.monotonic() - began < 5
+        assert len(said) == 1 and said[0].startswith(
+            f"pytest-fsperf: waiting for the machine lock {path}, held by PID {holder.pid} "
+            "(user root, ")
+    finally:
+        holder.kill()
+        holder.wait()
+    with machine_lock(str(path), timeout=1.5, say=said.append):  # free again: taken at once
+        assert len(said) == 1
