@@ -3,15 +3,20 @@
 A regular file (or a new one) is replaced atomically: the data goes to a fresh temporary
 file created with O_EXCL in the same directory (never a fixed `PATH.tmp` another user could
 plant a link at), then renamed over it. A character device or FIFO the user named
-(`/dev/stdout`, a pipe) is written straight into, never replaced. Anything else (a directory,
-a socket, a symlink to a regular file) is refused with one line.
+(`/dev/stdout`, a pipe) is written straight into, never replaced: opened without blocking
+and checked (fstat) to be the one looked at. Anything else (a directory, a socket, a
+symlink to a regular file) is refused with one line, and so is a target named at start-up
+that has become something else since (a FIFO or a symlink planted at a new file's name).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
@@ -21,47 +26,77 @@ class OutputError(UsageError):
     """An output file cannot be written: names the file and why."""
 
 
-def _kind(path: Path) -> str:
-    """'new', 'file' or 'stream' (device/FIFO, also behind a link); else OutputError."""
+@dataclass(frozen=True)
+class Seen:
+    """What a target was: 'new', 'file' or 'stream' (a device or FIFO, maybe behind a link),
+    and for a stream the (device, inode) it reaches."""
+
+    kind: str
+    ident: tuple[int, int] | None = None
+    link: bool = False
+
+    def __str__(self) -> str:
+        kind = {"new": "absent", "file": "a regular file"}.get(self.kind, "a device or FIFO")
+        return f"{kind}{' behind a symlink' if self.link else ''}"
+
+
+READER_WAIT = 5.0  # s a FIFO may go without a reader before the write fails
+
+# What each target named at start-up (check) was; write() refuses one that changed since.
+_seen: dict[str, Seen] = {}
+
+
+def _look(path: Path) -> Seen:
+    """What path is now; OutputError for a kind never written."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        return "new"
+        return Seen("new")
     except OSError as exc:
         raise OutputError(f"{path}: {exc.strerror or exc}") from None
     if stat.S_ISREG(st.st_mode):
-        return "file"
+        return Seen("file")
     if stat.S_ISLNK(st.st_mode):
         try:
             st = os.stat(path)
         except OSError:
             raise OutputError(f"{path} is a dangling symlink; name the file itself") from None
         if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
-            return "stream"
+            return Seen("stream", (st.st_dev, st.st_ino), link=True)
         raise OutputError(f"{path} is a symlink; name the file it points to")
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
-        return "stream"
+        return Seen("stream", (st.st_dev, st.st_ino))
     if stat.S_ISDIR(st.st_mode):
         raise OutputError(f"{path} is a directory; give a file name")
     raise OutputError(f"{path} is not a regular file, device or FIFO")
 
 
+def _key(path: Path) -> str:
+    return os.path.abspath(path)
+
+
 def check(path: Path) -> None:
-    """Fail now (at configuration) for a path that write() would refuse later."""
-    _kind(path)
+    """Fail now (at configuration) for a path that write() would refuse later, and note
+    what it is: a target that changes kind before the write is refused then."""
+    _seen[_key(path)] = _look(path)
+
+
+def _changed(before: Seen, now: Seen) -> bool:
+    if before.kind in ("new", "file"):  # our own earlier write makes a new file a file
+        return now.kind not in ("new", "file")
+    return now != before
 
 
 def write(path: Path, data: bytes | str) -> Path:
     """Write data to path as described above; creates missing parent directories."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    kind = _kind(path)
-    if kind == "stream":
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_NOCTTY)
-            with os.fdopen(fd, "wb") as f:
-                f.write(raw)
-        except OSError as exc:
-            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    now = _look(path)
+    before = _seen.get(_key(path))
+    if before is not None and _changed(before, now):
+        raise OutputError(f"{path} changed since pytest started (it was {before}, now {now}); "
+                          "not written")
+    if now.kind == "stream":
+        _write_stream(path, now, raw)
         return path
     tmp = None
     try:
@@ -78,6 +113,34 @@ def write(path: Path, data: bytes | str) -> Path:
                 os.unlink(tmp)
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path
+
+
+def _write_stream(path: Path, seen: Seen, raw: bytes) -> None:
+    """Into a device or FIFO: opened without blocking (a FIFO no one reads fails at once
+    instead of hanging), and written only if it is the stream that was looked at."""
+    deadline = time.monotonic() + READER_WAIT
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
+            break
+        except OSError as exc:
+            if exc.errno == errno.ENXIO and time.monotonic() < deadline:
+                time.sleep(0.05)  # a FIFO whose reader is about to open it
+                continue
+            why = (f"no process reads this FIFO (waited {READER_WAIT:g} s)"
+                   if exc.errno == errno.ENXIO else exc.strerror or exc)
+            raise OutputError(f"cannot write {path}: {why}") from None
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != seen.ident:
+            raise OutputError(f"{path} was replaced while it was opened; not written")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "wb", closefd=False) as f:
+            f.write(raw)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
 
 
 def _mkstemp(path: Path) -> tuple[int, str]:

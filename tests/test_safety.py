@@ -998,3 +998,48 @@ def test_a_lock_this_user_holds_is_waited_for_until_the_deadline(sticky_dir):
         holder.wait()
     with machine_lock(str(path), timeout=1.5, say=said.append):  # free again: taken at once
         assert len(said) == 1
+
+
+# 22.8 an output path swapped by another user after the start-up check
+
+SWAP_SUITE = """
+import os, subprocess
+def test_it(fsperf):
+    fsperf.fio(rw="write", bs="4k", size="64k")
+    subprocess.run([{python!r}, "-c", {code!r}], user={nobody}, group={nobody}, extra_groups=[],
+                   check=True, cwd="/")
+"""
+
+
+@pytest.mark.parametrize("swap", ["fifo", "symlink"])
+def test_an_output_swapped_mid_run_is_one_red_line(pytester, sticky_dir, swap):
+    """As found (fs.protected_fifos=0, protected_symlinks=0): nobody made a FIFO at the
+    not-yet-existing --fsperf-json path mid-run and pytest hung at the final write, then
+    printed a traceback; a symlink rep.json -> /dev/null planted mid-run was followed and
+    the report silently lost, rc 0."""
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    need("fio")
+    target = sticky_dir / "rep.json"
+    code = (f"import os; os.mkfifo({str(target)!r}, 0o666)" if swap == "fifo" else
+            f"import os; os.symlink('/dev/null', {str(target)!r})")
+    pytester.makepyfile(SWAP_SUITE.format(python=SYSTEM_PYTHON, code=code, nobody=NOBODY))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--fsperf-json={target}",
+                                           timeout=60)
+    result.assert_outcomes(passed=1)
+    kind = "a device or FIFO" + (" behind a symlink" if swap == "symlink" else "")
+    result.stdout.fnmatch_lines([f"pytest-fsperf: {target} changed since pytest started (it was "
+                                 f"absent, now {kind}); not written"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert os.path.islink(target) if swap == "symlink" else stat.S_ISFIFO(os.lstat(target).st_mode)
+
+
+def test_a_fifo_no_one_reads_fails_in_one_line_not_a_hang(tmp_path, monkeypatch):
+    monkeypatch.setattr(outfile, "READER_WAIT", 0.5)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    began = time.monotonic()
+    with pytest.raises(outfile.OutputError, match=r"no process reads this FIFO \(waited 0.5 s\)"):
+        outfile.write(fifo, "{}\n")
+    assert time.monotonic() - began < 5
