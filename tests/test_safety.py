@@ -582,7 +582,7 @@ def test_sysbench_bounds(pytester, call, needle):
 
 @pytest.mark.parametrize(("ini", "needle"), [
     (b"[backend x]\ncommand =\n", "`command` is empty"),
-    (b"[backend x]\ncommand = sh -c {port:>99999999999}\n", "takes no format spec"),
+    (b"[backend x]\ncommand = sh -c {port:>99999999999}\n", "without indexing, attributes, conversions or format specs"),
     (b"[fsperf]\nbucket = caf\xe9\n", "not UTF-8 text")])
 def test_bad_backend_config_is_one_line(pytester, ini, needle):
     cfg = pytester.path / "b.ini"
@@ -1043,3 +1043,35 @@ def test_a_fifo_no_one_reads_fails_in_one_line_not_a_hang(tmp_path, monkeypatch)
     with pytest.raises(outfile.OutputError, match=r"no process reads this FIFO \(waited 0.5 s\)"):
         outfile.write(fifo, "{}\n")
     assert time.monotonic() - began < 5
+
+
+# 22.9 template fields are plain names: no indexing, attributes or conversions
+
+@pytest.mark.parametrize("option", ["{token[0]}{token[1]}{token[2]}", "{token.__class__.__mro__}",
+                                    "{secret_key[0]}", "{token!r}", "{token:>40}",
+                                    "{files[passwd].__class__}"])
+def test_a_template_field_that_is_not_a_plain_name_is_refused(option):
+    rclone = next(b for b in BUILTIN if b.name == "rclone")
+    with pytest.raises(UsageError, match="fields are plain names") as caught:
+        render(rclone, SECRETS, (option,), "/m", "/p")
+    r = render(rclone, SECRETS, (), "/m", "/p")
+    token = str(r.fields["token"])
+    assert token[:3] not in str(caught.value).replace(option, "")
+
+
+@pytest.mark.integration
+def test_a_secret_is_not_handed_out_a_character_at_a_time(pytester):
+    """As found: --fsperf-mount-options="{token[0]}{token[1]}{token[2]}" expanded onto
+    bindfs's argv and into an unmasked error."""
+    need("bindfs")
+    need("fio")
+    pytester.makepyfile("""
+        def test_it(fsperf):
+            fsperf.fio(rw="write", bs="4k", size="64k")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-backend=bindfs",
+                                "--fsperf-mount-options={token[0]}{token[1]}{token[2]}")
+    result.assert_outcomes(errors=1)
+    assert ("usage error: backend 'bindfs' option: bad template '{token[0]}{token[1]}{token[2]}': "
+            "fields are plain names") in result.stdout.str()
+    assert ours() == ([], [])

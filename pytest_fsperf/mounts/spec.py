@@ -6,7 +6,8 @@ directory of this mount), `port` (a free TCP port on 127.0.0.1), `token` (a rand
 secret), `options` (the user's options; an argv element that is exactly "{options}"
 expands to them), `options_lines` (one per line, for config files) and `files[NAME]`
 (the path of a generated private file). The user's options may use these fields too,
-e.g. `-o use_cache={private}/cache`.
+e.g. `-o use_cache={private}/cache`. Fields are plain names (and files[NAME]): no indexing,
+attributes, conversions or format specs.
 """
 
 from __future__ import annotations
@@ -75,23 +76,46 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _fill(template: str, fields: Mapping[str, object], what: str) -> str:
+# A template field is a plain name, or files[NAME] (a private file of the backend's): no
+# indexing, attributes, conversions or format specs, which would hand out a secret a
+# character at a time ({token[0]}) or reach into objects ({token.__class__}).
+PLAIN_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|files\[[A-Za-z0-9_.-]+\]")
+
+
+class TemplateError(UsageError):
+    """A template field that is not a plain name."""
+
+
+def _check_fields(template: str, what: str) -> None:
     try:
-        for _text, name, spec, conversion in string.Formatter().parse(template):
-            if name is not None and (spec or conversion):
-                raise UsageError(f"{what}: bad template {template!r}: {{{name}}} takes no "
-                                 "format spec or conversion")
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise TemplateError(f"{what}: bad template {template!r}: {exc}") from None
+    for _text, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if spec or conversion or not PLAIN_FIELD.fullmatch(name):
+            raise TemplateError(f"{what}: bad template {template!r}: fields are plain names "
+                                "({endpoint}, {private}, {files[NAME]} ...), without indexing, "
+                                "attributes, conversions or format specs")
+
+
+def _fill(template: str, fields: Mapping[str, object], what: str) -> str:
+    _check_fields(template, what)
+    try:
         return template.format_map(fields)
     except KeyError as exc:
         raise UsageError(f"{what}: needs {exc.args[0]!r}, which is not configured") from None
-    except (ValueError, IndexError, AttributeError) as exc:
+    except (ValueError, IndexError, AttributeError, TypeError) as exc:
         raise UsageError(f"{what}: bad template {template!r}: {exc}") from None
 
 
-def _try(template: str, fields: Mapping[str, object]) -> str | None:
-    """The template filled, or None when a field is missing."""
+def _try(template: str, fields: Mapping[str, object], what: str = "") -> str | None:
+    """The template filled, or None when a field is missing; TemplateError for a field
+    that is not a plain name."""
+    _check_fields(template, what)
     try:
-        return _fill(template, fields, "")
+        return _fill(template, fields, what)
     except UsageError:
         return None
 
@@ -113,7 +137,7 @@ def render(backend: Backend, config: Mapping[str, str], options: tuple[str, ...]
     fields.update(mountpoint=mountpoint, private=private, port=free_port(),
                   token=secrets.token_hex(16))
     # Options may name {private}, {mountpoint} or config values, e.g. use_cache={private}/cache.
-    options = tuple(_try(o, fields) or o for o in options)
+    options = tuple(_try(o, fields, f"{where} option") or o for o in options)
     joined = " ".join(options)
     for name, pattern in backend.option_fields.items():
         found = re.search(pattern, joined)
