@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import statistics
 import time
 from collections.abc import Mapping
@@ -23,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import canary
+from . import canary, inputs
 from .errors import UsageError
 from .paired import t_quantile
 from .stats import direction, mad, shift
@@ -45,23 +46,30 @@ def load(folder: Path, name: str, where: str) -> list[tuple[str, dict[str, Any]]
     """NAME: that run; 'latest': every saved run, newest first (each workload is then compared
     with the newest runs whose fingerprint matches its own)."""
     if name == "latest":
-        found = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+        found = sorted(folder.glob("*.json"), key=_mtime) if folder.is_dir() else []
         if not found:
             raise UsageError(f"{where}: no saved run in {folder}")
         return [(path.stem, _read(path, where)) for path in reversed(found)]
     path = folder / f"{name}.json"
-    if not path.is_file():
+    if not os.path.lexists(path):  # something else of that name: _read says what
         have = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
         raise UsageError(f"{where}: no saved run {name!r} in {folder}"
                          + (f" (have: {', '.join(have)})" if have else ""))
     return [(path.stem, _read(path, where))]
 
 
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0  # a dangling link: _read names it
+
+
 def _read(path: Path, where: str) -> dict[str, Any]:
     try:
-        doc: dict[str, Any] = json.loads(path.read_text("utf-8"))
-    except ValueError as exc:
-        raise UsageError(f"{where}: {path} is not a saved run: {exc}") from None
+        doc: dict[str, Any] = inputs.read_json(path)
+    except inputs.InputError as exc:
+        raise UsageError(f"{where}: saved run {path} {exc}") from None
     problem = shape_problem(doc)
     if problem:
         raise UsageError(f"{where}: {path} is not a saved run: {problem}")

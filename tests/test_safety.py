@@ -1075,3 +1075,82 @@ def test_a_secret_is_not_handed_out_a_character_at_a_time(pytester):
     assert ("usage error: backend 'bindfs' option: bad template '{token[0]}{token[1]}{token[2]}': "
             "fields are plain names") in result.stdout.str()
     assert ours() == ([], [])
+
+
+# 22.10 hostile files: one line naming the file or value, never a traceback or a hang
+
+HOSTILE_RUNS = {
+    "nested": lambda p: p.write_text("[" * 100_000 + "]" * 100_000),
+    "nan": lambda p: p.write_text('{"results": [{"test": "t", "name": "w", '
+                                  '"total": {"bw_bytes": NaN}}]}'),
+    "infinite": lambda p: p.write_text('{"results": [{"test": "t", "name": "w", '
+                                       '"total": {"bw_bytes": 1e999}}]}'),
+    "huge-int": lambda p: p.write_text('{"results": [], "x": ' + "9" * 5000 + "}"),
+    "dangling": lambda p: p.symlink_to(p.parent / "missing"),
+    "directory": lambda p: p.mkdir(),
+    "fifo": lambda p: os.mkfifo(p),
+}
+SAYS = {"nested": "is not JSON this plugin reads: nested too deeply", "nan": "holds NaN, which no measurement gives",
+        "infinite": "holds 1e999, which no measurement gives", "huge-int": "is not JSON: Exceeds",
+        "dangling": "does not exist (a dangling symlink)", "directory": "is a directory, not a file",
+        "fifo": "is a FIFO, not a file"}
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE_RUNS))
+@pytest.mark.parametrize("name", ["base", "latest"])
+def test_a_hostile_saved_run_is_one_line(pytester, kind, name):
+    """As found: deeply nested JSON -> INTERNALERROR (RecursionError); a dangling symlink or
+    a directory named *.json with --fsperf-compare=latest -> FileNotFoundError /
+    IsADirectoryError; a FIFO named *.json hangs; NaN gave the verdict `bw nanx`."""
+    folder = pytester.path / ".fsperf" / "runs"
+    folder.mkdir(parents=True)
+    HOSTILE_RUNS[kind](folder / "base.json")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--fsperf-compare={name}",
+                                           timeout=60)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines([f"*--fsperf-compare={name} (command line): saved run "
+                                 f"*base.json {SAYS[kind]}*"])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    assert len([ln for ln in result.stderr.lines if ln.strip()]) == 1
+
+
+@pytest.mark.parametrize("kind", ["nested", "huge-int", "fifo", "dev-zero", "directory"])
+def test_a_hostile_price_list_is_one_line(pytester, kind):
+    """As found: a 5000-digit integer or deeply nested TOML -> INTERNALERROR; a FIFO or
+    /dev/zero hung pytest at configure."""
+    path = pytester.path / "prices.toml"
+    if kind == "nested":
+        path.write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    elif kind == "huge-int":
+        path.write_text("[mine]\nx = " + "9" * 5000 + "\n")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.mkdir()
+    says = {"nested": "nested too deeply", "huge-int": "is not TOML: Exceeds", "fifo": "is a FIFO",
+            "dev-zero": "is a device", "directory": "is a directory"}[kind]
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--fsperf-prices={path}",
+                                           timeout=60)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines([f"*--fsperf-prices={path} (command line)*{says}*"])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+@pytest.mark.parametrize("value", ["NaN", "+Inf", "-Inf", "-5"])
+def test_juicefs_stats_that_are_not_counts_are_not_measured(value):
+    """As found: JuiceFS .stats with NaN/Inf raised an uncaught OverflowError; negative
+    counters were taken as they were."""
+    from pytest_fsperf.store import juicefs
+    good = "# TYPE juicefs_object_request_durations_histogram_seconds_GET counter\n" \
+           "juicefs_object_request_durations_histogram_seconds_GET_total 3\n"
+    bad = good.replace(" 3\n", f" {value}\n")
+    with pytest.raises(ValueError, match="not a count"):
+        juicefs.parse(bad)
+    before, after = juicefs.parse(good), juicefs.parse(good.replace(" 3\n", " 1\n"))
+    with pytest.raises(ValueError, match="went down from 3 to 1"):
+        juicefs.difference(before, after)
+    assert juicefs.difference(after, before).by_kind["GET"] == 2

@@ -7,12 +7,13 @@ bytes/s (bw), percent of one core (cpu) or bytes (rss). Ranges keep `high` too.
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .. import inputs
 from ..errors import UsageError
 
 METRICS = {"bw": "bw", "cpu": "daemon_cpu", "rss": "daemon_rss"}  # file key -> result metric
@@ -41,8 +42,11 @@ def saved_dir(root: Path) -> Path:
 def load(name: str, root: Path, where: str) -> Baseline:
     """A saved baseline (.fsperf/baselines/NAME.json under the rootdir) first, then a shipped one."""
     local = saved_dir(root) / f"{name}.json"
-    if local.is_file():
-        text, origin = local.read_text("utf-8"), str(local)
+    if os.path.lexists(local):
+        try:
+            text, origin = inputs.read_text(local), str(local)
+        except inputs.InputError as exc:
+            raise UsageError(f"{where}: baseline {local} {exc}") from None
     elif name in shipped_names():
         folder = resources.files("pytest_fsperf.baselines").joinpath("data")
         text = folder.joinpath(f"{name}.json").read_text("utf-8")
@@ -52,9 +56,9 @@ def load(name: str, root: Path, where: str) -> Baseline:
         raise UsageError(f"{where}: unknown baseline {name!r} (shipped: {', '.join(shipped_names())}"
                          + (f"; saved: {', '.join(saved)}" if saved else "") + ")")
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"{where}: baseline {origin}: not JSON: {exc}") from None
+        data = inputs.parse_json(text)
+    except inputs.InputError as exc:
+        raise UsageError(f"{where}: baseline {origin} {exc}") from None
     problem = shape_problem(data)
     if problem:
         raise UsageError(f"{where}: baseline {origin}: {problem}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from importlib import resources
 from pathlib import Path
@@ -33,7 +34,20 @@ def document(environment: dict[str, Any], results: list[dict[str, Any]],
     }
 
 
+def finite(doc: Any) -> Any:
+    """doc with every NaN or infinite float as null (not measured): JSON has no such number,
+    and the plugin's readers refuse them."""
+    if isinstance(doc, float):
+        return doc if math.isfinite(doc) else None
+    if isinstance(doc, dict):
+        return {k: finite(v) for k, v in doc.items()}
+    if isinstance(doc, list | tuple):
+        return [finite(v) for v in doc]
+    return doc
+
+
 def write(path: Path, doc: Any) -> Path:
     """Write JSON atomically (a reader never sees half a file); creates the directory.
     Raises outfile.OutputError, naming the file, when it cannot."""
-    return outfile.write(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return outfile.write(path, json.dumps(finite(doc), indent=2, sort_keys=True,
+                                          allow_nan=False) + "\n")

@@ -7,18 +7,13 @@ store's region pays none)."""
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .. import inputs
 from .requests import KINDS, Requests
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 DEFAULT = "aws-s3-standard"
 
@@ -98,9 +93,9 @@ def _entry(name: str, raw: Any, origin: str) -> PriceList:
 
 def parse(text: str, origin: str) -> dict[str, PriceList]:
     try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PriceError(f"{origin}: not TOML: {exc}") from None
+        doc = inputs.parse_toml(text)
+    except inputs.InputError as exc:
+        raise PriceError(f"{origin} {exc}") from None
     return {name: _entry(name, raw, origin) for name, raw in doc.items()}
 
 
@@ -114,9 +109,9 @@ def load(path: Path | None) -> dict[str, PriceList]:
     table = shipped()
     if path is not None:
         try:
-            text = path.read_text("utf-8")
-        except OSError as exc:
-            raise PriceError(f"cannot read {path}: {exc.strerror or exc}") from None
+            text = inputs.read_text(path, limit=1 << 20)
+        except inputs.InputError as exc:
+            raise PriceError(f"{path} {exc}") from None
         table.update(parse(text, str(path)))
     return table
 

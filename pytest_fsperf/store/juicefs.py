@@ -5,6 +5,7 @@ a window it gives the requests of any JuiceFS mount, also one the plugin did not
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -21,9 +22,15 @@ METHOD_KIND = {"GET": "GET", "HEAD": "HEAD", "LIST": "LIST", "PUT": "PUT", "DELE
 
 
 def parse(text: str) -> dict[str, float]:
-    """Every sample of .stats by its full name (the parser, not hand-split lines)."""
-    return {s.name: s.value for family in text_string_to_metric_families(text)
-            for s in family.samples if not s.labels}
+    """Every sample of .stats by its full name (the parser, not hand-split lines). Counters
+    and levels are finite and not negative: anything else is a ValueError (the figures of
+    that window are then "not measured", with this reason)."""
+    found = {s.name: s.value for family in text_string_to_metric_families(text)
+             for s in family.samples if not s.labels}
+    for name, value in found.items():
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"JuiceFS .stats gives {name} = {value}, not a count")
+    return found
 
 
 def has_stats(mount: Path) -> bool:
@@ -35,7 +42,11 @@ def has_stats(mount: Path) -> bool:
 
 def difference(before: dict[str, float], after: dict[str, float]) -> Requests:
     def grew(name: str) -> int:
-        return int(after.get(name, 0.0) - before.get(name, 0.0))
+        was, now = before.get(name, 0.0), after.get(name, 0.0)
+        if now < was:
+            raise ValueError(f"JuiceFS .stats: {name} went down from {was:g} to {now:g} "
+                             "(the client restarted?)")
+        return int(now - was)
 
     by_api: dict[str, int] = {}
     data: dict[str, int] = {}
@@ -93,7 +104,7 @@ def own_counters(before: dict[str, float], after: dict[str, float]) -> dict[str,
     cache hits and misses, its CPU seconds (differences) and its memory (at the end)."""
     out: dict[str, float] = {}
     for name, (key, counter) in OWN.items():
-        if name in after:
+        if name in after and not (counter and after[name] < before.get(name, 0.0)):
             out[key] = after[name] - before.get(name, 0.0) if counter else after[name]
     for name, value in after.items():  # object time per method: seconds spent in requests
         if (m := re.fullmatch(r"juicefs_object_request_durations_histogram_seconds_(\w+?)_sum",
