@@ -87,14 +87,17 @@ def _changed(before: Seen, now: Seen) -> bool:
     return now != before
 
 
-def write(path: Path, data: bytes | str) -> Path:
-    """Write data to path as described above; creates missing parent directories."""
+def write(path: Path, data: bytes | str, streams: bool = True) -> Path:
+    """Write data to path as described above; creates missing parent directories.
+    streams=False: a file the plugin names itself (a saved run), never a device or FIFO."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     now = _look(path)
     before = _seen.get(_key(path))
     if before is not None and _changed(before, now):
         raise OutputError(f"{path} changed since pytest started (it was {before}, now {now}); "
                           "not written")
+    if now.kind == "stream" and not streams:
+        raise OutputError(f"{path} is {now}, not a file; not written")
     if now.kind == "stream":
         _write_stream(path, now, raw)
         return path

@@ -249,7 +249,7 @@ class FsperfSession:
             "scale": self.settings.scale, "environment": env, "entries": entries,
         }
         path = baselines.saved_dir(self.settings.root) / f"{name}.json"
-        jsonout.write(path, data)
+        jsonout.write(path, data, streams=False)
         self.saved_baseline = str(path)
 
     @property

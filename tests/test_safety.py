@@ -1154,3 +1154,22 @@ def test_juicefs_stats_that_are_not_counts_are_not_measured(value):
     with pytest.raises(ValueError, match="went down from 3 to 1"):
         juicefs.difference(before, after)
     assert juicefs.difference(after, before).by_kind["GET"] == 2
+
+
+def test_a_saved_run_is_never_written_into_a_device_or_fifo(pytester):
+    """A saved run's name is the plugin's own: a link to /dev/null planted there is one red
+    line, not a report silently lost."""
+    need("fio")
+    runs = pytester.path / ".fsperf" / "runs"
+    runs.mkdir(parents=True)
+    (runs / "mine.json").symlink_to("/dev/null")
+    pytester.makepyfile("""
+        def test_it(fsperf):
+            fsperf.fio(rw="write", bs="4k", size="64k")
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fsperf-save=mine",
+                                           timeout=60)
+    result.stdout.fnmatch_lines([f"pytest-fsperf: {runs / 'mine.json'} is a device or FIFO behind "
+                                 "a symlink, not a file; not written"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert (runs / "mine.json").is_symlink()

@@ -46,8 +46,8 @@ def finite(doc: Any) -> Any:
     return doc
 
 
-def write(path: Path, doc: Any) -> Path:
+def write(path: Path, doc: Any, streams: bool = True) -> Path:
     """Write JSON atomically (a reader never sees half a file); creates the directory.
-    Raises outfile.OutputError, naming the file, when it cannot."""
+    Raises outfile.OutputError, naming the file, when it cannot (outfile.write: streams)."""
     return outfile.write(path, json.dumps(finite(doc), indent=2, sort_keys=True,
-                                          allow_nan=False) + "\n")
+                                          allow_nan=False) + "\n", streams)

@@ -117,7 +117,7 @@ class Reporter:
             bigger, smaller = markdown.benchmark_action(state.results)
             for suffix, data in (("bigger", bigger), ("smaller", smaller)):
                 out = s.action_prefix.with_name(f"{s.action_prefix.name}-{suffix}.json")
-                todo.append(partial(jsonout.write, out, data))
+                todo.append(partial(jsonout.write, out, data, streams=False))
         return todo
 
     def view(self, env: dict[str, Any] | None = None) -> view.View:
@@ -127,4 +127,5 @@ class Reporter:
 
     def _save_run(self, name: str, doc: dict[str, Any]) -> None:
         s = self.state.settings
-        self.state.saved_run = str(jsonout.write(runs.storage(s.root, s.storage) / f"{name}.json", doc))
+        self.state.saved_run = str(jsonout.write(runs.storage(s.root, s.storage) / f"{name}.json", doc,
+                                                 streams=False))
