@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from pytest_fsperf.engine import fio_clients
+from pytest_fsperf.mounts.spec import free_port
 from tests.conftest import need, ours, run_json
 
 pytestmark = pytest.mark.integration
@@ -76,8 +76,8 @@ def test_two_s3fs_clients_of_one_bucket(pytester, minio):
     assert rows["r"]["cold_read"] == "verified", rows["r"]["cold_evidence"]
     assert rows["r"]["requests"]["by_kind"]["GET"] >= 2  # both clients read from the store
     result.stdout.fnmatch_lines(["Clients", "*test_two r: imbalance *% (the slowest client*",
-                                 "*test_two*r*all 2*", "*127.0.0.1:*pytest-fsperf-s3fs-*",
-                                 "*127.0.0.1:*pytest-fsperf-s3fs-*"])
+                                 "*test_two*r*all 2*", "*fio-0-*.sock*pytest-fsperf-s3fs-*",
+                                 "*fio-1-*.sock*pytest-fsperf-s3fs-*"])
     assert ours() == ([], []) and servers_left() == []
 
 
@@ -118,7 +118,7 @@ def test_a_client_server_killed_mid_run_is_named_and_nothing_is_left(pytester, m
                 time.sleep(0.1)
             time.sleep(2.5)  # mid-run
             victim = sorted(found, key=lambda p: p.pid)[-1]
-            port = " ".join(victim.cmdline()).split("--server=sock:", 1)[1]
+            port = os.path.basename(" ".join(victim.cmdline()).split("--server=sock:", 1)[1])
             with open("victim", "w") as f:
                 f.write(port)
             for child in victim.children(recursive=True):
@@ -145,7 +145,7 @@ def test_servers_the_user_started(pytester, tmp_path):
     """--fsperf-fio-servers: the jobs run on the user's servers, in the work dir seen through
     their mounts (here the same directory); no daemon is claimed for them."""
     need("fio")
-    ports = [fio_clients.free_port() for _ in range(2)]
+    ports = [free_port() for _ in range(2)]
     procs = [subprocess.Popen(["fio", f"--server=ip:127.0.0.1,{p}"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL) for p in ports]
     try:

@@ -44,7 +44,8 @@ class Server:
 
     @property
     def address(self) -> str:
-        return self.sock if self.sock else f"{self.host}:{self.port}"
+        """host:port, or the name of a server's socket in the session's directory"""
+        return os.path.basename(self.sock) if self.sock else f"{self.host}:{self.port}"
 
     @property
     def client_arg(self) -> str:
@@ -162,7 +163,7 @@ def parse(text: str, servers: Sequence[Server]) -> tuple[list[ClientResult], Cli
             by_port[str(block["hostname"])] = block
         else:
             by_port[f"{block.get('hostname')}:{block.get('port')}"] = block
-    missing = [s.address for s in servers if s.address not in by_port]
+    missing = [s.address for s in servers if (s.sock or s.address) not in by_port]
     if missing or (aggregate is None and len(servers) > 1):
         raise MeasurementError(f"fio reported no figures for client {', '.join(missing) or '?'}")
 
@@ -176,8 +177,8 @@ def parse(text: str, servers: Sequence[Server]) -> tuple[list[ClientResult], Cli
                             _direction(wr) if wr["total_ios"] else None,
                             cpu * float(str(block.get("job_runtime", 0))) / 1000)
 
-    clients = [one(s.address, by_port[s.address]) for s in servers]
-    return clients, one(AGGREGATE, aggregate or by_port[servers[0].address])
+    clients = [one(s.address, by_port[s.sock or s.address]) for s in servers]
+    return clients, one(AGGREGATE, aggregate or by_port[servers[0].sock or servers[0].address])
 
 
 class Controller:
