@@ -803,6 +803,7 @@ def test_option_values_that_name_a_file_elsewhere_are_refused(pytester, tmp_path
         p.read_bytes() for p in pytester.path.rglob("*") if p.is_file() and p != secret)
 
 
+@pytest.mark.fio
 def test_every_string_option_is_placed_by_whether_it_names_a_file():
     """Each allow-listed option that fio 3.33 takes as a string is either checked for a file
     form (PATHS, MEMORY, PATTERNS) or known to be plain text: a new one fails here."""
