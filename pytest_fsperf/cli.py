@@ -81,8 +81,9 @@ def parser() -> Parser:
     bench.add_argument("--baseline", metavar="NAME",
                        help="show measured / documented per scenario (see `fsperf baselines`)")
     bench.add_argument("--gate", action="store_true",
-                       help="with --baseline: a figure worse than documented beyond the "
-                            "tolerance fails")
+                       help="with --baseline and --scale 1 (the documents' size): a figure "
+                            "worse than documented beyond the tolerance fails; at another "
+                            "scale the comparison is shown, not judged")
     bench.add_argument("--rounds", type=int, metavar="N", help="run each workload N times")
     bench.add_argument("--tolerance", metavar="PERCENT", help="default 10%%")
     bench.add_argument("--inconclusive", choices=("fail", "warn"),

@@ -282,6 +282,10 @@ OPTIONS = (
     Option("fsperf_gate", "gate", _choice("none", "baseline"), "none", "WHAT",
            "'baseline': fail a scenario that misses its baseline by more than the tolerance; "
            "default 'none': only report measured / documented"),
+    Option("fsperf_baseline_any_scale", "baseline_any_scale", _flag, False, "0|1",
+           "1: let --fsperf-gate=baseline pass or fail a shipped baseline's figures also when "
+           "--fsperf-scale is not 1 (default: such a comparison is shown and labelled, never "
+           "judged: the documents measured at full size)"),
     Option("fsperf_rounds", "rounds", _rounds, 1, "N",
            "run every workload N times and judge the medians (default 1)"),
     Option("fsperf_warmup", "warmup", _flag, False, "0|1",
@@ -357,6 +361,7 @@ class Settings:
     lock_timeout: float = 900.0
     baseline: str | None = None
     gate: str = "none"
+    baseline_any_scale: bool = False
     save_baseline: str | None = None
     rounds: int = 1
     warmup: bool = False

@@ -333,7 +333,7 @@ def _judge(item: pytest.Item) -> list[str]:
     tolerance = for_item(s, "tolerance", plan.tolerance, "fsperf marker tolerance").value
     builds = [c for c in record.comparisons if c.kind.is_gate]
     j = judge_item(plan, record.results, baseline, s.gate == "baseline", earlier, tolerance, builds,
-                   s.scale)
+                   s.scale, s.baseline_any_scale)
     record.judgement = j
     failures = list(j.failures)
     if s.inconclusive == "fail":

@@ -120,28 +120,39 @@ def test_suites_run_on_the_embedded_default(pytester, suite):
 
 
 def test_baseline_ratio_shown_then_gated(pytester):
+    """A shipped baseline at another scale than the document's (1): labelled in every
+    report, neither a pass nor a fail under --fsperf-gate=baseline unless asked."""
     pytester.makepyfile("""
         from pytest_fsperf import fsperf
 
         @fsperf(baseline="ossfs-2.0.4", tolerance="10%")
         def test_write(fsperf):
-            fsperf.scenario("seq_write_1t")
+            fsperf.scenario("seq_write_1t", rate="20m")  # far below any documented figure
     """)
     result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-scale=0.0005")
     result.assert_outcomes(passed=1)
     result.stdout.re_match_lines([
         r"baseline ossfs-2.0.4: measured / documented, shown, not gated.*",
         r"\s+ossfs-2.0.4: documented at full scale on ecs.g9i.48xlarge: 192 vCPU.*scale 0.0005.*",
-        r"\s+test_write\s+seq_write_1t\s+bw\s+\S+ [GM]B/s\s+2.20 GB/s\s+\d+\.\d\d\s+(ok|below)"])
-    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-scale=0.0005",
-                                "--fsperf-gate=baseline", "--fsperf-baseline=goofys-0.24.0")
-    out = result.stdout.str()
-    assert "ossfs-2.0.4" not in out  # the command line's baseline wins over the marker's
-    if "below" in out:
-        result.stdout.fnmatch_lines(["*seq_write_1t: bandwidth * < 90% of goofys-0.24.0's 450 MB/s*"])
-        result.assert_outcomes(failed=1)
-    else:
-        result.assert_outcomes(passed=1)
+        r"\s+test_write\s+seq_write_1t\s+bw\s+\S+ MB/s\s+2.20 GB/s\s+0\.\d\d\s+"
+        r"scale 0.0005, documented at 1: not judged"])
+    out = {k: pytester.path / f"r.{k}" for k in ("json", "md", "html")}
+    gated = ["-p", "no:cacheprovider", "--fsperf-scale=0.0005", "--fsperf-gate=baseline",
+             "--fsperf-baseline=goofys-0.24.0", f"--fsperf-json={out['json']}",
+             f"--fsperf-markdown={out['md']}", f"--fsperf-html={out['html']}"]
+    result = pytester.runpytest(*gated)
+    result.assert_outcomes(passed=1)  # not judged: neither passed nor failed on the baseline
+    assert "ossfs-2.0.4" not in result.stdout.str()  # the command line's baseline wins
+    note = "scale 0.0005, documented at 1: not judged"
+    assert note in out["md"].read_text() and note in out["html"].read_text()
+    (row,) = json.loads(out["json"].read_text())["results"]
+    assert {c["note"] for c in row["baseline_checks"]} == {note}
+    assert {c["ok"] for c in row["baseline_checks"]} == {None}
+    result = pytester.runpytest(*gated, "--fsperf-baseline-any-scale=1")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*seq_write_1t: bandwidth * < 90% of goofys-0.24.0's 450 MB/s*",
+                                 "*seq_write_1t*below; scale 0.0005, documented at 1: judged "
+                                 "(--fsperf-baseline-any-scale)*"])
 
 
 def test_save_a_baseline_then_gate_on_it(pytester):

@@ -53,23 +53,39 @@ def key_of(result: WorkloadResult) -> str:
     return result.scenario or f"{result.test}:{result.name}"
 
 
-def scale_mismatch(baseline: Baseline, scale: float | None) -> str:
-    """A saved baseline measured at another --fsperf-scale: its figures do not compare."""
-    saved = baseline.data.get("scale")
-    if baseline.origin == "shipped" or scale is None or not isinstance(saved, int | float):
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-12 * max(abs(a), abs(b))
+
+
+def scale_mismatch(baseline: Baseline, scale: float | None, judge_scaled: bool = False) -> str:
+    """Why a baseline's figures are not a verdict at this --fsperf-scale, or "".
+
+    A saved baseline measured at another scale is not compared. A shipped one was measured
+    at the document's full size (scale 1): at another scale files shrink until they wrap or
+    fit the page cache, and counts of small files fall a hundredfold, so no shipped figure is
+    taken as scale-free. Such a comparison is shown, labelled, and judged only when asked
+    (judge_scaled: --fsperf-baseline-any-scale)."""
+    if scale is None:
         return ""
-    if abs(saved - scale) <= 1e-12 * max(abs(saved), abs(scale)):
+    if baseline.origin == "shipped":
+        if _same(scale, 1.0):
+            return ""
+        return (f"scale {scale:g}, documented at 1: " +
+                ("judged (--fsperf-baseline-any-scale)" if judge_scaled else "not judged"))
+    saved = baseline.data.get("scale")
+    if not isinstance(saved, int | float) or _same(saved, scale):
         return ""
     return f"saved at scale {saved:g}, measured at {scale:g}: not compared"
 
 
 def check(result: WorkloadResult, baseline: Baseline, tolerance: float,
-          scale: float | None = None) -> list[Check]:
+          scale: float | None = None, judge_scaled: bool = False) -> list[Check]:
     key = key_of(result)
     entry = baseline.entry(key)
     if entry is None:
         return []
-    mismatch = scale_mismatch(baseline, scale)
+    mismatch = scale_mismatch(baseline, scale, judge_scaled)
+    judged_anyway = mismatch.endswith("(--fsperf-baseline-any-scale)")
     measured = result.metrics()
     checks = []
     for metric, figure in entry.items():
@@ -78,7 +94,7 @@ def check(result: WorkloadResult, baseline: Baseline, tolerance: float,
         documented = float(figure["value"])
         value = measured.get(METRICS[metric])
         ratio = value / documented if value is not None and documented else None
-        if value is None or mismatch:
+        if value is None or (mismatch and not judged_anyway):
             ok = None
         elif metric == "bw":
             ok = value >= documented * (1 - tolerance)

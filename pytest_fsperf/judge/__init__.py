@@ -56,7 +56,7 @@ class Judgement:
 def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | None = None,
                gated: bool = False, earlier: Earlier | None = None,
                tolerance: float = 0.10, builds: Sequence[Comparison] = (),
-               scale: float | None = None) -> Judgement:
+               scale: float | None = None, judge_scaled: bool = False) -> Judgement:
     """Raises UsageError for thresholds no workload of the test can answer. `builds`: the
     release gate's comparisons of the candidate build against the reference."""
     verdict = judge(plan, results)
@@ -67,7 +67,7 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
         j.baseline = {"name": baseline.name, "origin": baseline.origin,
                       "hardware": baseline.data.get("hardware"), "scale": baseline.data.get("scale")}
         for r in judged:
-            j.checks[r.name] = check(r, baseline, tolerance, scale)
+            j.checks[r.name] = check(r, baseline, tolerance, scale, judge_scaled)
             for c in j.checks[r.name]:
                 if gated and c.ok is False:
                     j.failures.append(c.message(r.name, tolerance))

@@ -432,8 +432,9 @@ def baseline_checks(results: list[Row], gated: bool, scale: object = None) -> Se
         for c in r.get("baseline_checks", []):
             measured = BASELINE_SHOW[c["metric"]](c["measured"]) if c["measured"] is not None else "-"
             ratio = f"{c['ratio']:.2f}" if c["ratio"] is not None else "-"
-            mark = c.get("note") or {True: "ok", False: "below" if c["metric"] == "bw" else "above",
-                                     None: "-"}[c["ok"]]
+            mark = {True: "ok", False: "below" if c["metric"] == "bw" else "above",
+                    None: ""}[c["ok"]]
+            mark = "; ".join(m for m in (mark, c.get("note")) if m) or "-"
             rows.append((short_test(r), c["key"], c["metric"], measured, _documented(c), ratio, mark))
     saved = all(info.get("origin") not in ("shipped", None) for info in infos.values())
     column = "saved" if saved else "documented"
