@@ -43,8 +43,11 @@ class Fsperf(Workspace):
         return self.drop_pages()
 
     def fio(self, name: str | None = None, *, judged: bool = True, clients: int | None = None,
-            **options: object) -> WorkloadResult:
+            per_job: bool = False, **options: object) -> WorkloadResult:
         """Run one fio job in the work directory and measure it with the daemon.
+
+        per_job=True: fio reports each job apart (no group_reporting), as a command line
+        without it prints: `result.jobs` holds each job's figures, read/write their sum.
 
         clients=N: on N mounts of the backend at once (the test's own and N-1 more of the same
         bucket), each with its own daemon and `fio --server`, driven by fio's controller; or on
@@ -54,7 +57,10 @@ class Fsperf(Workspace):
         rw = str(options.get("rw", "read"))
         self.job(name, options, where)  # every option checked before anything runs
         if clients is None:
-            return self.repeat(name or rw, lambda n: self.run_fio(n, judged, options, where))
+            given = {**options, "per_job": per_job}
+            return self.repeat(name or rw, lambda n: self.run_fio(n, judged, given, where))
+        if per_job:
+            raise UsageError(f"{where}: per_job with clients: fio's clients report per client")
         n = many.count(clients, where)
         base, job = self.job(name, options, where)
         return self.repeat(base, lambda label: many.measure(self, self.unique(label), judged, job,

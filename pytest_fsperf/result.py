@@ -49,6 +49,18 @@ class IoStats:
 
 
 @dataclass(frozen=True)
+class JobStats:
+    """One fio job of several reported apart (fsperf.fio(per_job=True)), as fio printed it."""
+
+    read: IoStats | None
+    write: IoStats | None
+
+    @property
+    def bw_bytes(self) -> float:
+        return sum(d.bw_bytes for d in (self.read, self.write) if d is not None)
+
+
+@dataclass(frozen=True)
 class ProcessStats:
     """One process of a daemon of several (a supervisor and its workers)."""
 
@@ -155,6 +167,8 @@ class WorkloadResult:
     daemon_counters: dict[str, float] | None = None  # the daemon's own (JuiceFS .stats)
     # many clients (fsperf.fio(clients=N)): each one; read/write above are fio's "All clients"
     clients: tuple[ClientStats, ...] = ()
+    # fio's jobs reported apart (per_job=True): each one; read/write above are their sum
+    jobs: tuple[JobStats, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     output_file: str = field(default="", compare=False)  # fio's JSON; lives for the session
 

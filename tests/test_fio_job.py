@@ -1,7 +1,12 @@
+import json
+import subprocess
+from pathlib import Path
+
 import pytest
 
-from pytest_fsperf.engine.fio import build_job, command, is_reading
+from pytest_fsperf.engine.fio import build_job, command, is_reading, parse_output, percentile
 from pytest_fsperf.errors import UsageError
+from tests.conftest import need
 
 
 def job(scale=1.0, **kw):
@@ -70,3 +75,40 @@ def test_unflushed_writes_on_a_fuse_mount_are_noted():
     assert _unflushed({"rw": "read"}, fuse) == ()
     assert _unflushed({}, fuse) == ()
     assert _unflushed({"rw": "write"}, Lookup(None, "no daemon: ext4")) == ()
+
+
+# -- jobs reported apart (per_job): fio's own sums, exactly ----------------------------------
+
+def run_apart(tmp_path, jobs: int = 3) -> str:
+    out = str(tmp_path / "out.json")
+    args = command({"rw": "randread", "bs": "4k", "size": "4M", "numjobs": str(jobs),
+                    "ioengine": "psync"}, "fsperf", str(tmp_path), out, grouped=False)
+    assert "--group_reporting" not in args and "--output-format=json+" in args
+    subprocess.run(args, check=True, capture_output=True)
+    return out
+
+
+@pytest.mark.fio
+def test_percentiles_from_bins_are_fios_own(tmp_path):
+    need("fio")
+    data = json.loads(Path(run_apart(tmp_path, 1)).read_text())
+    clat = data["jobs"][0]["read"]["clat_ns"]
+    bins = {int(k): int(v) for k, v in clat["bins"].items()}
+    for p, value in clat["percentile"].items():
+        assert percentile(bins, float(p)) == value, p
+
+
+@pytest.mark.fio
+def test_jobs_reported_apart_sum_as_fios_group_line(tmp_path):
+    need("fio")
+    out = run_apart(tmp_path, 3)
+    read, write, _raw, jobs = parse_output(out)
+    blocks = [j["read"] for j in json.loads(Path(out).read_text())["jobs"]]
+    assert write is None and len(jobs) == 3
+    assert [j.read.bw_bytes for j in jobs] == [float(b["bw_bytes"]) for b in blocks]
+    assert read.io_bytes == sum(b["io_bytes"] for b in blocks) == 3 * (4 << 20)
+    runtime = max(b["runtime"] for b in blocks)
+    assert read.bw_bytes == float(read.io_bytes * 1000 // runtime)  # fio's agg, to the byte
+    assert read.total_ios == sum(b["total_ios"] for b in blocks)
+    p99s = [b["clat_ns"]["percentile"]["99.000000"] for b in blocks]
+    assert min(p99s) <= read.lat_p99_ns <= max(p99s)

@@ -13,6 +13,7 @@ from pytest_fsperf.engine.meta import make_tree, run_meta, tree_paths
 from pytest_fsperf.engine.steps import ENGINES
 from pytest_fsperf.result import OpStats, WorkloadResult
 from pytest_fsperf.scenarios import SCENARIOS
+from tests.conftest import need
 from pytest_fsperf.scenarios.juicefs import grade
 
 pytestmark = pytest.mark.usefixtures("need_fio")
@@ -404,3 +405,32 @@ def test_mdtest_has_no_directory_rename_without_directories():
 
     assert "rename_dir" in mdtest.phases(25)
     assert mdtest.phases(0) == ("create", "stat", "read", "rename", "remove")
+
+
+@pytest.mark.integration
+def test_fluid_read_compares_each_job_with_the_documents_per_job_figures(pytester):
+    """Document 003's fio commands have no --group_reporting: its "13.1MB/s-13.2MB/s" is the
+    min-max of the 8 jobs' own bandwidths. A Fluid suite run on a real mount reports each
+    job and compares the slowest and fastest with that range; the total is shown too."""
+    need("bindfs")
+    need("fio")
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", "--pyargs", "pytest_fsperf.suites.fluid",
+                                "-k", "fluid_cold_read", "--fsperf-backend=bindfs",
+                                "--fsperf-scale=0.001", "--fsperf-baseline=fluid-hpfs-unaccelerated",
+                                f"--fsperf-json={out}")
+    result.assert_outcomes(passed=1)
+    doc = json.loads(out.read_text())
+    (row,) = [r for r in doc["results"] if r.get("scenario") == "fluid_cold_read"]
+    jobs = row["jobs"]
+    assert len(jobs) == 8
+    each = [j["read"]["bw_bytes"] for j in jobs]
+    assert row["read"]["io_bytes"] == sum(j["read"]["io_bytes"] for j in jobs)
+    (bw,) = [c for c in row["baseline_checks"] if c["metric"] == "bw"]
+    assert bw["per"] == "job" and bw["measured"] == min(each) and bw["measured_high"] == max(each)
+    assert bw["documented"] == 13.1e6 and bw["high"] == 13.2e6
+    assert bw["ratio"] == pytest.approx(min(each) / 13.1e6)
+    assert any(n.startswith("8 jobs reported apart: per job ") for n in row["notes"])
+    result.stdout.re_match_lines([r".*fluid_cold_read\s+bw\s+\S+ [GMk]B/s to \S+ [GMk]B/s per job\s+"
+                                  r"13.1 MB/s to 13.2 MB/s per job\s+\d+\.\d\d\s+scale 0.001, "
+                                  r"documented at 1: not judged"])

@@ -17,6 +17,9 @@ from .. import inputs
 from ..errors import UsageError
 
 METRICS = {"bw": "bw", "cpu": "daemon_cpu", "rss": "daemon_rss"}  # file key -> result metric
+# what a figure counts: the whole workload, or each fio job apart (the document's command
+# had no --group_reporting: "X-Y MB/s" is the jobs' min-max)
+PER = ("total", "job")
 
 
 @dataclass(frozen=True)
@@ -83,5 +86,7 @@ def shape_problem(data: object) -> str | None:
         for metric, figure in entry.items():
             if metric in METRICS and not (isinstance(figure, dict) and _number(figure.get("value"))):
                 return f"entry {key!r}: {metric} needs a numeric `value`"
+            if metric in METRICS and figure.get("per", "total") not in PER:
+                return f"entry {key!r}: {metric} `per` must be one of {', '.join(PER)}"
     return None
 

@@ -32,18 +32,29 @@ class Check:
     ok: bool | None  # within tolerance; None: not measured, or not comparable (note says)
     high: float | None = None  # a documented range's top
     note: str = ""  # why the figure is not judged
+    per: str = "total"  # "job": each fio job's own figure (measured: the slowest job's)
+    measured_high: float | None = None  # per job: the fastest job's
 
     @property
     def shown(self) -> str:
         """The documented figure in the unit the measured one is shown in."""
-        return show_documented(self.metric, self.documented, self.high)
+        return show_documented(self.metric, self.documented, self.high) + self.unit
+
+    @property
+    def unit(self) -> str:
+        return " per job" if self.per == "job" else ""
+
+    @property
+    def measured_shown(self) -> str:
+        if self.measured is None:
+            return "-"
+        return show_documented(self.metric, self.measured, self.measured_high) + self.unit
 
     def message(self, workload: str, tolerance: float) -> str:
-        shown = SHOW[self.metric](self.measured) if self.measured is not None else "-"
         bound = f"{100 * (1 - tolerance):g}% of" if self.metric == "bw" else f"{100 * (1 + tolerance):g}% of"
         op = "<" if self.metric == "bw" else ">"
-        return (f"{workload}: {LABELS[self.metric]} {shown} {op} {bound} {self.baseline}'s "
-                f"{self.shown} ({self.key})")
+        return (f"{workload}: {LABELS[self.metric]} {self.measured_shown} {op} {bound} "
+                f"{self.baseline}'s {self.shown} ({self.key})")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -93,6 +104,13 @@ def check(result: WorkloadResult, baseline: Baseline, tolerance: float,
             continue
         documented = float(figure["value"])
         value = measured.get(METRICS[metric])
+        per, top, note = str(figure.get("per", "total")), None, mismatch
+        if per == "job":  # the slowest job against the document's slowest, the range shown
+            each = [j.bw_bytes for j in result.jobs]
+            value, top = (min(each), max(each)) if each else (None, None)
+            if not each:
+                note = ("documented per job; this run reported only the total (per_job=False)"
+                        + (f"; {mismatch}" if mismatch else ""))
         ratio = value / documented if value is not None and documented else None
         if value is None or (mismatch and not judged_anyway):
             ok = None
@@ -103,7 +121,7 @@ def check(result: WorkloadResult, baseline: Baseline, tolerance: float,
         high = figure.get("high")
         checks.append(Check(baseline.name, key, metric, value, documented,
                             str(figure.get("printed", "")), ratio, ok,
-                            float(high) if isinstance(high, int | float) else None, mismatch))
+                            float(high) if isinstance(high, int | float) else None, note, per, top))
     return checks
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from .. import leftovers
 from ..errors import MeasurementError, UsageError, WorkloadHung
 from ..procs import Proc, kill_tree
-from ..result import IoStats
+from ..result import IoStats, JobStats
 from .fio_options import PATHS, refusal
 from .fiosize import check_size, parse_fio_size, scale_count, scale_size
 
@@ -162,10 +162,14 @@ def is_reading(job: dict[str, str]) -> bool:
     return job.get("rw", job.get("readwrite", "read")) in READING
 
 
-def command(job: dict[str, str], name: str, workdir: str, output: str) -> list[str]:
+def command(job: dict[str, str], name: str, workdir: str, output: str,
+            grouped: bool = True) -> list[str]:
+    """grouped=False: each job reported apart, as a command line without --group_reporting
+    prints it (in json+, whose latency bins let parse_output merge the jobs exactly)."""
     directory = workdir.replace(":", "\\:")  # fio splits a directory on ':' unless escaped
-    args = [fio_binary(), f"--name={name}", f"--directory={directory}", "--group_reporting",
-            "--output-format=json", f"--output={output}"]
+    args = [fio_binary(), f"--name={name}", f"--directory={directory}",
+            *(["--group_reporting", "--output-format=json"] if grouped else
+              ["--output-format=json+"]), f"--output={output}"]
     args += [f"--{key}={value}" for key, value in job.items() if key != "name"]
     return args
 
@@ -304,8 +308,12 @@ def _direction(block: dict[str, Any]) -> IoStats:
     )
 
 
-def parse_output(path: str) -> tuple[IoStats | None, IoStats | None, dict[str, Any]]:
-    """(read, write, raw job) from fio's JSON file; fio may print warnings before the JSON."""
+def parse_output(path: str) -> tuple[IoStats | None, IoStats | None, dict[str, Any],
+                                     tuple[JobStats, ...]]:
+    """(read, write, raw job, each job) from fio's JSON file; fio may print warnings before
+    the JSON. One grouped job: its figures, and no jobs apart. Jobs reported apart (json+):
+    each one's figures, and their sum as fio's group line computes it (bytes over the
+    longest job's time; latency percentiles from the merged histograms)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
@@ -313,14 +321,65 @@ def parse_output(path: str) -> tuple[IoStats | None, IoStats | None, dict[str, A
         jobs = data["jobs"]
     except (OSError, ValueError, KeyError) as exc:
         raise MeasurementError(f"fio wrote no readable JSON to {path}: {exc}") from None
-    if len(jobs) != 1:
-        raise MeasurementError(f"expected one grouped fio job in {path}, found {len(jobs)}")
-    job = jobs[0]
-    if job.get("error"):
-        raise MeasurementError(f"fio job failed with error {job['error']} ({os.strerror(job['error'])})")
-    read = _direction(job["read"]) if job["read"]["total_ios"] else None
-    write = _direction(job["write"]) if job["write"]["total_ios"] else None
-    return read, write, {"fio version": data.get("fio version"), "job": job}
+    if not jobs:
+        raise MeasurementError(f"fio reported no job in {path}")
+    for job in jobs:
+        if job.get("error"):
+            raise MeasurementError(f"fio job failed with error {job['error']} "
+                                   f"({os.strerror(job['error'])})")
+    raw = {"fio version": data.get("fio version"), "job": jobs[0] if len(jobs) == 1 else
+           {"jobs_apart": len(jobs)}}
+    if len(jobs) == 1:
+        job = jobs[0]
+        return _maybe(job["read"]), _maybe(job["write"]), raw, ()
+    apart = tuple(JobStats(_maybe(j["read"]), _maybe(j["write"])) for j in jobs)
+    return _merged([j["read"] for j in jobs]), _merged([j["write"] for j in jobs]), raw, apart
+
+
+def _maybe(block: dict[str, Any]) -> IoStats | None:
+    return _direction(block) if block["total_ios"] else None
+
+
+def _merged(blocks: list[dict[str, Any]]) -> IoStats | None:
+    """One direction of jobs reported apart, as fio's group line sums them: bytes and I/Os
+    over the longest job's runtime; mean latency weighted by samples; percentiles from the
+    jobs' latency bins added up (json+), found as fio finds them."""
+    blocks = [b for b in blocks if b["total_ios"]]
+    if not blocks:
+        return None
+    kind = "lat" if "percentile" in blocks[0].get("lat_ns", {}) else "clat"
+    lats = [b.get(f"{kind}_ns", {}) for b in blocks]
+    io_bytes = sum(int(b["io_bytes"]) for b in blocks)
+    total_ios = sum(int(b["total_ios"]) for b in blocks)
+    runtime = max(int(b["runtime"]) for b in blocks)
+    samples = sum(int(lat.get("N", 0)) for lat in lats)
+    mean = (sum(float(lat.get("mean", 0.0)) * int(lat.get("N", 0)) for lat in lats) / samples
+            if samples else 0.0)
+    bins: dict[int, int] = {}
+    for lat in lats:
+        for value, count in lat.get("bins", {}).items():
+            bins[int(value)] = bins.get(int(value), 0) + int(count)
+    return IoStats(
+        io_bytes=io_bytes,
+        bw_bytes=float(io_bytes * 1000 // runtime) if runtime else 0.0,
+        iops=1000.0 * total_ios / runtime if runtime else 0.0,
+        total_ios=total_ios, runtime_ms=runtime, lat_mean_ns=mean,
+        lat_p50_ns=percentile(bins, 50.0), lat_p99_ns=percentile(bins, 99.0),
+        lat_p999_ns=percentile(bins, 99.9), lat_kind=kind)
+
+
+def percentile(bins: dict[int, int], p: float) -> float | None:
+    """The latency at percentile p of a histogram {bin value: count}, as fio computes its
+    own (the first bin whose running count reaches p% of all); None without samples."""
+    total = sum(bins.values())
+    if not total:
+        return None
+    running = 0
+    for value in sorted(bins):
+        running += bins[value]
+        if running >= p / 100.0 * total:
+            return float(value)
+    return float(max(bins))
 
 
 LAT_LOGS = ("write_lat_log", "log_avg_msec", "write_bw_log", "write_iops_log", "per_job_logs")

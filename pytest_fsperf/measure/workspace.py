@@ -15,7 +15,7 @@ from typing import Any
 
 import psutil
 
-from .. import cache, progress, timeline
+from .. import cache, progress, timeline, units
 from ..cache import ColdRead, DaemonCache, PageCache
 from ..config import Settings
 from ..diskmeter import DiskMeter
@@ -24,7 +24,7 @@ from ..errors import MeasurementError, UsageError, WorkloadHung
 from ..meters import DaemonExited, DaemonMeter
 from ..mounts.daemon import Lookup
 from ..paired import Budget
-from ..result import DaemonStats, OpStats, WorkloadResult, check_cold, median_round
+from ..result import DaemonStats, JobStats, OpStats, WorkloadResult, check_cold, median_round
 from ..session import FsperfSession, Target, safe_name
 from ..store import juicefs
 from ..store.cost import Cost
@@ -281,8 +281,13 @@ class Workspace:
 
     def run_fio(self, name: str | None, judged: bool, options: Mapping[str, object], where: str,
              layout: bool = True, scaled: bool = False) -> WorkloadResult:
+        """options may hold per_job (not a fio option): each job reported apart."""
+        options = dict(options)
+        per_job = options.pop("per_job", False)
+        if not isinstance(per_job, bool):
+            raise UsageError(f"{where}: per_job={per_job!r} must be True or False")
         base, job = self.job(name, options, where, scaled)
-        return self.measure(self.unique(base), judged, job, layout)
+        return self.measure(self.unique(base), judged, job, layout, grouped=not per_job)
 
     def local_dir(self) -> str:
         """The session's private local directory (fio's output files; never on the mount)."""
@@ -298,14 +303,16 @@ class Workspace:
                            out + ".layout.json", self.deadline(job), self.on_hang)
         self.recold()
 
-    def measure(self, label: str, judged: bool, job: dict[str, str], layout: bool) -> WorkloadResult:
+    def measure(self, label: str, judged: bool, job: dict[str, str], layout: bool,
+                grouped: bool = True) -> WorkloadResult:
         out = self.output(label)
         # One fio job name per test ("fsperf"): a read finds the files a write left.
         if layout and fio_engine.is_reading(job):
             self.layout(job, out)
         logged = fio_engine.with_lat_log(job, out)  # latency per second, for the timeline
         proc = fio_engine.FioProcess(
-            fio_engine.command(logged, "fsperf", str(self.workdir), out + ".json"), out + ".json.log")
+            fio_engine.command(logged, "fsperf", str(self.workdir), out + ".json", grouped),
+            out + ".json.log")
 
         fio_io = progress.TreeIo(lambda: proc.proc.pid if proc.proc else None)
         with self.measured(label, fio_io, on_exit=proc.stop_now, timed_io=True) as w:
@@ -314,13 +321,13 @@ class Workspace:
             except WorkloadHung as exc:
                 raise WorkloadHung(f"{label}: {exc}") from None
             fio_engine.check_exit(code, out + ".json")
-        read, write, raw = fio_engine.parse_output(out + ".json")
+        read, write, raw, jobs = fio_engine.parse_output(out + ".json")
         if w.timeline is not None and logged is not job:
             w.timeline = dataclasses.replace(w.timeline, clat=fio_engine.read_clat_logs(out))
         return self.record(w, name=label, kind="fio", options=job, read=read, write=write,
                            tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
                            judged=judged, raw=raw, output_file=out + ".json",
-                           notes=_unflushed(job, w.lookup))
+                           notes=_unflushed(job, w.lookup) + _per_job(jobs), jobs=jobs)
 
     def deadline(self, job: dict[str, str]) -> float:
         return self._state.settings.workload_timeout or fio_engine.deadline(job)
@@ -498,6 +505,16 @@ class Workspace:
         return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)
 
     # -- A/B -----------------------------------------------------------------
+
+
+def _per_job(jobs: tuple[JobStats, ...]) -> tuple[str, ...]:
+    """Each job's bandwidth, as fio prints it for jobs reported apart (min-max)."""
+    if not jobs:
+        return ()
+    bws = [j.bw_bytes for j in jobs]
+    return (f"{len(jobs)} jobs reported apart: per job {units.format_rate(min(bws))} to "
+            f"{units.format_rate(max(bws))}; bandwidth and IOPS are their sum over the longest "
+            "job's time, as fio's group line adds them",)
 
 
 def _stalled(label: str, seconds: float, limit: float | None) -> str:

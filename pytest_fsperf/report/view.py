@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import units
-from ..baselines.check import SHOW as BASELINE_SHOW
 from ..baselines.check import show_documented
 from ..cache import ColdRead, DaemonCache, PageCache
 from ..result import SHORT_WINDOW, countable_cpu, cpu_seconds_of
@@ -430,7 +429,8 @@ def baseline_checks(results: list[Row], gated: bool, scale: object = None) -> Se
     rows = []
     for r in named:
         for c in r.get("baseline_checks", []):
-            measured = BASELINE_SHOW[c["metric"]](c["measured"]) if c["measured"] is not None else "-"
+            measured = (show_documented(c["metric"], c["measured"], c.get("measured_high"))
+                        + _per(c) if c["measured"] is not None else "-")
             ratio = f"{c['ratio']:.2f}" if c["ratio"] is not None else "-"
             mark = {True: "ok", False: "below" if c["metric"] == "bw" else "above",
                     None: ""}[c["ok"]]
@@ -450,7 +450,11 @@ def _infos(r: Row) -> list[dict[str, Any]]:
 
 
 def _documented(c: Mapping[str, Any]) -> str:
-    return show_documented(c["metric"], c["documented"], c.get("high"))
+    return show_documented(c["metric"], c["documented"], c.get("high")) + _per(c)
+
+
+def _per(c: Mapping[str, Any]) -> str:
+    return " per job" if c.get("per") == "job" else ""
 
 
 def _origin(info: Mapping[str, Any], scale: object) -> str:
