@@ -13,8 +13,8 @@ from pytest_fsperf.engine.meta import make_tree, run_meta, tree_paths
 from pytest_fsperf.engine.steps import ENGINES
 from pytest_fsperf.result import OpStats, WorkloadResult
 from pytest_fsperf.scenarios import SCENARIOS
-from tests.conftest import need
 from pytest_fsperf.scenarios.juicefs import grade
+from tests.conftest import need
 
 pytestmark = pytest.mark.usefixtures("need_fio")
 
