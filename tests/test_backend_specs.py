@@ -6,11 +6,12 @@ import os
 
 import pytest
 
+from pytest_fsperf.engine.fio import not_sequential
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.mounts.builtin import BUILTIN
 from pytest_fsperf.mounts.mounter import BinaryMissing, MountedFs, MountError, MountPlan
-from pytest_fsperf.mounts.registry import Registry, load_config
-from pytest_fsperf.mounts.request import from_marker, mount_params, option_id
+from pytest_fsperf.mounts.registry import BackendConfig, Registry, load_config
+from pytest_fsperf.mounts.request import MountRequest, from_marker, mount_params, option_id, resolve
 from pytest_fsperf.mounts.spec import Backend, render
 
 S3 = {"endpoint": "http://127.0.0.1:9000", "bucket": "bench", "access_key": "AKIDEXAMPLE",
@@ -51,12 +52,13 @@ def test_ossfs1_like_the_documented_command():
 
 def test_ossfs2_options_go_into_the_generated_config_file():
     r = render(backend("ossfs2"), S3, ("--upload_buffer_size=33554432",), "/mnt/ossfs2", "/p")
-    assert r.argv == ("ossfs2", "mount", "/mnt/ossfs2", "-c", "/p/ossfs2.conf")
+    # in the foreground (it forks away otherwise), its log in the private dir (not /tmp/ossfs2)
+    assert r.argv == ("ossfs2", "mount", "/mnt/ossfs2", "-c", "/p/ossfs2.conf", "-f")
     assert r.files["/p/ossfs2.conf"].splitlines() == [
         "--oss_endpoint=http://127.0.0.1:9000", "--oss_bucket=bench",
         "--oss_access_key_id=AKIDEXAMPLE",
         "--oss_access_key_secret=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY",
-        "--upload_buffer_size=33554432"]
+        "--log_dir=/p/log", "--upload_buffer_size=33554432"]
 
 
 def test_goofys_and_mountpoint_s3_take_keys_from_the_environment():
@@ -196,3 +198,36 @@ def test_private_files_are_mode_0600_and_a_failed_mount_shows_the_daemons_words(
     finally:
         fs.close()
     assert not os.path.exists(fs.private)
+
+
+@pytest.mark.parametrize("name", ["ossfs", "ossfs2"])
+def test_oss_signing_backends_need_a_real_oss_endpoint(name):
+    """ossfs signs the OSS way (OSS ak:sig / OSS4-HMAC-SHA256): the plugin's MinIO cannot
+    authenticate it, so no endpoint (or fsperf_s3) is one line, before any server starts."""
+    def fixture(_name):
+        raise AssertionError("no server may start for it")
+
+    for config in (None, "fsperf_s3"):
+        req = MountRequest(name, (), config, "test_x: fsperf_mount")
+        with pytest.raises(UsageError, match=rf"test_x: fsperf_mount: {name} signs its requests "
+                                             r"the OSS way .*configure an OSS endpoint"):
+            resolve(req, Registry([]), BackendConfig(), fixture, 5.0)
+
+
+def test_goofys_cache_is_known_and_mountpoint_s3_may_delete_and_overwrite():
+    g = render(backend("goofys"), S3, ("--cache", "--free:10%:/home/u/cache"), "/m", "/p")
+    assert g.cache_dirs == ("/home/u/cache",)  # one the user named: kept, and `not cold`
+    assert render(backend("goofys"), S3, (), "/m", "/p").cache_dirs == ()
+    m = render(backend("mountpoint-s3"), S3, (), "/m", "/p")
+    assert "--allow-delete" in m.argv and "--allow-overwrite" in m.argv
+    assert backend("mountpoint-s3").sequential_writes
+
+
+@pytest.mark.parametrize(("job", "why"), [
+    ({"rw": "randwrite"}, "rw=randwrite writes at random offsets"),
+    ({"rw": "randrw"}, "rw=randrw writes at random offsets"),
+    ({"rw": "rw"}, "rw=rw rewrites the files it reads"),
+    ({"rw": "write", "overwrite": "1"}, "overwrite=1 rewrites existing files in place"),
+    ({"rw": "write"}, ""), ({"rw": "read"}, ""), ({"rw": "randread"}, "")])
+def test_what_a_sequential_writer_refuses(job, why):
+    assert not_sequential(job) == why

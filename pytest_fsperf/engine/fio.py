@@ -158,6 +158,18 @@ def valid_name(name: str) -> bool:
     return bool(_NAME.fullmatch(name))
 
 
+def not_sequential(job: dict[str, str]) -> str:
+    """Why this job does more than write new files front to back, or ""."""
+    rw = job.get("rw", job.get("readwrite", "read"))
+    if rw in ("randwrite", "randrw", "trimwrite"):
+        return f"rw={rw} writes at random offsets"
+    if rw in ("rw", "readwrite"):
+        return f"rw={rw} rewrites the files it reads"
+    if job.get("overwrite") == "1":
+        return "overwrite=1 rewrites existing files in place"
+    return ""
+
+
 def is_reading(job: dict[str, str]) -> bool:
     return job.get("rw", job.get("readwrite", "read")) in READING
 

@@ -277,6 +277,11 @@ class Workspace:
         if name is not None and not fio_engine.valid_name(name):
             raise UsageError(f"{where}: name={name!r} must be letters, digits, '_', '.', '-'")
         job = fio_engine.build_job(dict(options), 1.0 if scaled else self.scale, where)
+        owned = self.target.owned
+        why = owned and owned.backend.sequential_writes and fio_engine.not_sequential(job)
+        if owned and why:
+            raise UsageError(f"{where}: {owned.backend.name} writes only new files, front to "
+                             f"back: {why}")
         return name or job.get("rw", "read"), job
 
     def run_fio(self, name: str | None, judged: bool, options: Mapping[str, object], where: str,

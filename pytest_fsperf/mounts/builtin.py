@@ -123,7 +123,7 @@ BUILTIN: tuple[Backend, ...] = (
         option_fields=USE_CACHE, cache_dirs=USE_CACHE_DIRS, cache_scoped=True,
     ),
     Backend(
-        name="ossfs", binary="ossfs", store="s3",
+        name="ossfs", binary="ossfs", store="oss",
         install="install ossfs 1.x from https://github.com/aliyun/ossfs/releases",
         command=("ossfs", "{bucket}", "{mountpoint}", "-f", "-ourl={endpoint}",
                  "-opasswd_file={files[passwd]}", "{options}"),
@@ -131,20 +131,25 @@ BUILTIN: tuple[Backend, ...] = (
         option_fields=USE_CACHE, cache_dirs=USE_CACHE_DIRS, cache_scoped=True,
     ),
     Backend(
-        name="ossfs2", binary="ossfs2", store="s3",
+        name="ossfs2", binary="ossfs2", store="oss",
         install="install ossfs 2.0 from Alibaba Cloud (see its 'Install ossfs 2.0' guide)",
         # Options are lines of the generated config file, e.g. "--upload_buffer_size=33554432".
-        command=("ossfs2", "mount", "{mountpoint}", "-c", "{files[ossfs2.conf]}"),
+        # In the foreground (-f: it forks away otherwise), logging into its private dir
+        # (the default /tmp/ossfs2 is shared by every instance).
+        command=("ossfs2", "mount", "{mountpoint}", "-c", "{files[ossfs2.conf]}", "-f"),
         requires=S3_NEEDS,
         files={"ossfs2.conf": "--oss_endpoint={endpoint}\n--oss_bucket={bucket}\n"
                               "--oss_access_key_id={access_key}\n--oss_access_key_secret={secret_key}\n"
-                              "{options_lines}\n"},
+                              "--log_dir={private}/log\n{options_lines}\n"},
     ),
     Backend(
         name="goofys", binary="goofys", store="s3",
         install="install goofys from https://github.com/kahing/goofys/releases",
         command=("goofys", "-f", "--endpoint", "{endpoint}", "{options}", "{bucket}", "{mountpoint}"),
         requires=S3_NEEDS, defaults=REGION, env=AWS_ENV,
+        # --cache "[catfs options:]DIR" keeps a disk cache (catfs) in DIR: one the user named,
+        # so a cold start keeps it and says `not cold`
+        option_fields={"cache": r"--cache[= ]\"?(?:\S*:)?(/[^\s\"]+)"}, cache_dirs=("{cache}",),
     ),
     Backend(
         name="juicefs", binary="juicefs",
@@ -166,9 +171,12 @@ BUILTIN: tuple[Backend, ...] = (
     Backend(
         name="mountpoint-s3", binary="mount-s3", store="s3",
         install="install mount-s3 from https://github.com/awslabs/mountpoint-s3/releases",
+        # --allow-delete / --allow-overwrite: the work directory is removed after each test,
+        # and a write job may replace a file an earlier one left (O_TRUNC)
         command=("mount-s3", "{bucket}", "{mountpoint}", "--foreground", "--endpoint-url",
-                 "{endpoint}", "--force-path-style", "--region", "{region}", "{options}"),
-        requires=S3_NEEDS, defaults=REGION, env=AWS_ENV,
+                 "{endpoint}", "--force-path-style", "--region", "{region}", "--allow-delete",
+                 "--allow-overwrite", "{options}"),
+        requires=S3_NEEDS, defaults=REGION, env=AWS_ENV, sequential_writes=True,
         # mount-s3 keeps its cache in CACHE/mountpoint-cache (and empties it at mount and exit)
         option_fields={"cache": r"--cache[= ](\S+)"}, cache_dirs=("{cache}/mountpoint-cache",),
         cache_scoped=True,

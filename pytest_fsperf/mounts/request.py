@@ -104,8 +104,14 @@ def resolve(req: MountRequest, registry: Registry, file_config: BackendConfig,
     """Backend and values: the marker's config, over the config file's, over the fsperf_s3
     server for an S3 backend that has no endpoint."""
     backend = registry.get(req.backend, req.where)
-    require_binary(backend)  # before starting a server for it
     values = dict(file_config.values)
+    if backend.store == "oss" and (not (values.get("endpoint") or (isinstance(req.config, Mapping)
+                                        and req.config.get("endpoint")))
+                                   or req.config == "fsperf_s3"):
+        raise UsageError(f"{req.where}: {backend.name} signs its requests the OSS way (OSS "
+                         "ak:sig / OSS4-HMAC-SHA256), which the plugin's MinIO does not accept: "
+                         "configure an OSS endpoint, bucket and keys (--fsperf-backend-config)")
+    require_binary(backend)  # before starting a server for it
     if isinstance(req.config, str):
         given = fixture(req.config)
         getter = getattr(given, "config", None)

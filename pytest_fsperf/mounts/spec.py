@@ -45,7 +45,12 @@ class Backend:
     cache_scoped: bool = False
     option_fields: Mapping[str, str] = field(default_factory=dict)  # field -> regex, group 1
     secrets: tuple[str, ...] = ("access_key", "secret_key")
-    store: str = ""  # "s3": with no endpoint configured, use the fsperf_s3 server
+    # "s3": with no endpoint configured, use the fsperf_s3 server; "oss": signs requests the
+    # OSS way (OSS ak:sig, OSS4-HMAC-SHA256), so it needs a real OSS endpoint, never MinIO
+    store: str = ""
+    # writes only new files, front to back (mount-s3): random writes and in-place rewrites
+    # are refused before a run, not failed by the daemon midway
+    sequential_writes: bool = False
     settle: Callable[[Rendered], str] | None = None  # wait for pending uploads before unmount
     # Before the first mount (format a volume): given the rendered mount and its environment
     prepare: Callable[[Rendered, Mapping[str, str]], None] | None = None
