@@ -80,3 +80,25 @@ def test_each_row_is_that_systems_row_in_document_order():
 def test_unknown_baseline_names_the_shipped_ones(tmp_path):
     with pytest.raises(UsageError, match=r"unknown baseline 'nope' \(shipped: fluid-hpfs"):
         load("nope", tmp_path, "--fsperf-baseline=nope (command line)")
+
+
+@pytest.mark.parametrize("doc", shipped(), ids=lambda d: d["name"])
+def test_recorded_conditions_are_the_sources(doc):
+    """The fio engine each baseline records is the one its document's fio commands name
+    (fio's default, psync, where they name none); Fluid's read service limits too."""
+    text = (SEEDS / doc["source"]).read_text("utf-8")
+    engines = set(re.findall(r"--ioengine=(\w+)", text))
+    assert doc["conditions"]["ioengine"] == (engines.pop() if engines else "psync")
+    assert not engines  # one engine per document
+    if doc["system"] == "fluid":
+        assert "2C4G" in text and doc["conditions"]["limits"] == "read service 2C4G"
+    if doc["system"] == "juicefs":
+        assert "Redis 6.2.3" in text and doc["conditions"]["metadata"] == "Redis 6.2.3"
+
+
+def test_scenarios_use_the_engine_of_their_document():
+    for sid in ("seq_write_1t", "seq_read_1t", "seq_read_4t", "jfs_fio_seq_write",
+                "jfs_fio_seq_read", "jfs_fio_rand_write", "jfs_fio_rand_read"):
+        assert SCENARIOS[sid].steps[-1].params["ioengine"] == "libaio", sid
+    for sid in ("fluid_cold_read", "fluid_warmed_read", "fluid_steady_read"):
+        assert "ioengine" not in SCENARIOS[sid].steps[-1].params, sid

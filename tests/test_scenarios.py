@@ -434,3 +434,24 @@ def test_fluid_read_compares_each_job_with_the_documents_per_job_figures(pyteste
     result.stdout.re_match_lines([r".*fluid_cold_read\s+bw\s+\S+ [GMk]B/s to \S+ [GMk]B/s per job\s+"
                                   r"13.1 MB/s to 13.2 MB/s per job\s+\d+\.\d\d\s+scale 0.001, "
                                   r"documented at 1: not judged"])
+
+
+def test_a_condition_that_differs_from_the_documents_is_named_next_to_the_ratio(pytester):
+    pytester.makepyfile("""
+        def test_default(fsperf):
+            fsperf.scenario("jfs_fio_seq_write")
+
+        def test_psync(fsperf):
+            fsperf.scenario("jfs_fio_seq_write", ioengine="psync")
+    """)
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-scale=0.002",
+                                "--fsperf-baseline=juicefs-0.17-dev", f"--fsperf-json={out}")
+    result.assert_outcomes(passed=2)
+    notes = {r["test"].rsplit("::", 1)[1]: {c["note"] for c in r["baseline_checks"]}
+             for r in json.loads(out.read_text())["results"]}
+    assert notes["test_default"] == {"scale 0.002, documented at 1: not judged"}
+    assert notes["test_psync"] == {"scale 0.002, documented at 1: not judged; measured with "
+                                   "psync, documented with libaio"}
+    result.stdout.fnmatch_lines(["*test_psync*jfs_fio_seq_write*measured with psync, documented "
+                                 "with libaio*"])

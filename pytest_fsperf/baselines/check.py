@@ -89,6 +89,20 @@ def scale_mismatch(baseline: Baseline, scale: float | None, judge_scaled: bool =
     return f"saved at scale {saved:g}, measured at {scale:g}: not compared"
 
 
+def conditions_differ(result: WorkloadResult, baseline: Baseline) -> list[str]:
+    """Each condition of the baseline's source that this measurement did not share, named:
+    shown next to the ratio (the figure is still compared: a difference is for the reader
+    to weigh, not a reason to hide it)."""
+    conditions = baseline.data.get("conditions") or {}
+    said = []
+    documented = conditions.get("ioengine")
+    if result.kind == "fio" and isinstance(documented, str):
+        used = result.options.get("ioengine", "psync")  # fio's default on Linux
+        if used != documented:
+            said.append(f"measured with {used}, documented with {documented}")
+    return said
+
+
 def check(result: WorkloadResult, baseline: Baseline, tolerance: float,
           scale: float | None = None, judge_scaled: bool = False) -> list[Check]:
     key = key_of(result)
@@ -97,6 +111,7 @@ def check(result: WorkloadResult, baseline: Baseline, tolerance: float,
         return []
     mismatch = scale_mismatch(baseline, scale, judge_scaled)
     judged_anyway = mismatch.endswith("(--fsperf-baseline-any-scale)")
+    differ = conditions_differ(result, baseline)
     measured = result.metrics()
     checks = []
     for metric, figure in entry.items():
@@ -119,6 +134,7 @@ def check(result: WorkloadResult, baseline: Baseline, tolerance: float,
         else:
             ok = value <= documented * (1 + tolerance)
         high = figure.get("high")
+        note = "; ".join(n for n in (note, *differ) if n)
         checks.append(Check(baseline.name, key, metric, value, documented,
                             str(figure.get("printed", "")), ratio, ok,
                             float(high) if isinstance(high, int | float) else None, note, per, top))

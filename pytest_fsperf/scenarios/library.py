@@ -47,6 +47,8 @@ def sysbench(mode: str) -> Step:
 
 COLD, DROP = Step("cold"), Step("drop")
 SEQ_1M = {"bs": "1M", "direct": 1}
+# documents 000, 001 and 004 run fio with --ioengine=libaio; 002 and 003 give none (psync)
+LIBAIO = {"ioengine": "libaio"}
 OSSFS2 = "000 (ossfs 2.0.0beta / 1.91.4) and 001 (ossfs 2.0.4 / 1.91.8 / goofys 0.24.0)"
 OSSFS1 = "002 (ossfs 1.88.x vs 1.91+, sysbench fileio, ls/find, direct_read)"
 FLUID = "003 (Fluid dataset cache over object storage and HPFS)"
@@ -59,7 +61,7 @@ SYSBENCH_FIO = {"bs": "16k", "nrfiles": 128, "filesize": "8M", "size": "1G", "nu
                 "thread": 1, "time_based": 1, "runtime": "120s", "file_service_type": "random"}
 FIO_MODE: dict[str, dict[str, object]] = {"seqwr": {"rw": "write"}, "seqrd": {"rw": "read"},
             "rndrw": {"rw": "randrw", "rwmixread": 60}}
-JFS_FIO = {"bs": "1m", "size": "1g", "numjobs": 4, "direct": 1}
+JFS_FIO = {**LIBAIO, "bs": "1m", "size": "1g", "numjobs": 4, "direct": 1}
 # The document's read command has no --group_reporting: its "X-Y MB/s" is fio's min-max of
 # the 8 jobs' own bandwidths, so the jobs are reported apart here too (per_job).
 FLUID_READ = {"rw": "read", "filename": "file1", "bs": "1M", "size": "15G", "numjobs": 8,
@@ -67,12 +69,12 @@ FLUID_READ = {"rw": "read", "filename": "file1", "bs": "1M", "size": "15G", "num
 
 _ALL = [
     Scenario("seq_write_1t", OSSFS2, "1 thread sequential write of 100 GB, 1 MiB, direct",
-             (fio(rw="write", size="100G", numjobs=1, **SEQ_1M),)),
+             (fio(rw="write", size="100G", numjobs=1, **SEQ_1M, **LIBAIO),)),
     Scenario("seq_read_1t", OSSFS2, "1 thread sequential read of 100 GB after a cold start",
-             (COLD, fio(rw="read", size="100G", numjobs=1, **SEQ_1M))),
+             (COLD, fio(rw="read", size="100G", numjobs=1, **SEQ_1M, **LIBAIO))),
     Scenario("seq_read_4t", OSSFS2, "4 threads each reading its own 100 GB file for 30 s",
              (COLD, fio(rw="read", size="100G", numjobs=4, nrfiles=1, thread=1, time_based=1,
-                        runtime="30s", **SEQ_1M))),
+                        runtime="30s", **SEQ_1M, **LIBAIO))),
     Scenario("ttfb_1k_cold", ASKED, "time to first byte: 16 threads open 1,000 files of 1 MiB "
              "and read 1 byte, then the rest, after a cold start (p50/p99: max_ttfb)",
              (files(mode="write", count=1000, size="1MiB", threads=16, subdir="ttfb"), COLD,
