@@ -22,6 +22,7 @@ from .baselines import load as load_baseline
 from .baselines import shipped_names
 from .baselines.check import show_documented
 from .errors import UsageError
+from .scenarios.library import SCENARIOS
 
 SUITES = ("ossfs2", "ossfs1", "fluid", "juicefs_bench")
 DEFAULT_SCALE = 0.01
@@ -231,17 +232,31 @@ def baselines(a: argparse.Namespace) -> int:
     b = load_baseline(a.name, root, "fsperf baselines")
     print(f"{b.name}: {b.data.get('system', '')} {b.data.get('version', '')} ({b.origin}); "
           f"measured on {b.data.get('hardware', '?')}; source {b.data.get('source', '?')}")
+    conditions = {"os": b.data.get("os"), "kernel": b.data.get("kernel"),
+                  "mount options": b.data.get("mount_options"),
+                  **{k.replace("_", " "): v for k, v in (b.data.get("conditions") or {}).items()}}
+    print("conditions: " + "; ".join(f"{k} {v}" for k, v in conditions.items() if v))
+    if b.origin == "shipped":
+        print("compared only at --fsperf-scale=1 (the document's sizes); at another scale the "
+              "report shows the ratio, labelled, and does not judge it")
     rows = [("scenario", "bandwidth", "daemon CPU", "daemon memory")]  # a second table
     for scenario, entry in b.data.get("entries", {}).items():
         rows.append((scenario, *(_figure(key, entry.get(key)) for key in ("bw", "cpu", "rss"))))
     _table(rows)
+    for scenario in b.data.get("entries", {}):
+        sc = SCENARIOS.get(scenario)
+        if sc is not None:
+            print(f"\n{scenario}: {sc.title}\n  {sc.fidelity}")
+            if sc.command:
+                print(f"  the document's command: {sc.command}")
     return 0
 
 
 def _figure(key: str, figure: object) -> str:
     if not isinstance(figure, dict):
         return "-"
-    return show_documented(key, figure["value"], figure.get("high"))
+    per = " per job" if figure.get("per") == "job" else ""
+    return show_documented(key, figure["value"], figure.get("high")) + per
 
 
 def main(argv: Sequence[str] | None = None) -> int:

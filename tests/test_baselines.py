@@ -102,3 +102,32 @@ def test_scenarios_use_the_engine_of_their_document():
         assert SCENARIOS[sid].steps[-1].params["ioengine"] == "libaio", sid
     for sid in ("fluid_cold_read", "fluid_warmed_read", "fluid_steady_read"):
         assert "ioengine" not in SCENARIOS[sid].steps[-1].params, sid
+
+
+NOT_THE_DOCUMENTS = ["smallfile_write_128t", "smallfile_read_128t", "direct_read_10x10g",
+                     "sysbench_seqwr", "sysbench_seqrd", "sysbench_rndrw", "ls_1k", "ls_10k",
+                     "ls_100k", "ls_names_1k", "find_10k", "find_100k"]
+
+
+@pytest.mark.parametrize("sid", NOT_THE_DOCUMENTS)
+def test_a_scenario_that_is_not_the_documents_says_how_it_differs(sid):
+    assert SCENARIOS[sid].fidelity.startswith("differs: "), sid
+    assert len(SCENARIOS[sid].differs) > 30
+
+
+def test_scenarios_that_reproduce_their_document_carry_its_command():
+    for sid in ("seq_write_1t", "seq_read_1t", "seq_read_4t", "fluid_cold_read",
+                "jfs_fio_seq_read", "jfs_fio_rand_read", "find_1k"):
+        assert SCENARIOS[sid].fidelity == "reproduces the document", sid
+    for sid, sc in SCENARIOS.items():
+        if sc.command:
+            text = (SEEDS / {"000": "000_a221596934122c99.txt", "001": "001_5c6165ec3554c758.txt",
+                             "002": "002_74ed11894baa55e6.txt", "003": "003_8928cee803509f64.txt",
+                             "004": "004_26d197d451f6e18e.txt"}[sc.source[:3]]).read_text("utf-8")
+            if sc.command.startswith("fio "):  # the fio line as the document prints it
+                first = sc.command.split("; ")[0]
+                printed = " ".join(text.replace("\\", " ").split())  # "\" continuations
+                assert " ".join(first.split()) in printed, sid
+    # the juicefs reads follow the document's sequence: the write first, no cold start
+    assert [st.engine for st in SCENARIOS["jfs_fio_rand_read"].steps] == ["fio", "fio"]
+    assert SCENARIOS["find_1k"].steps[-1].params["per_dir"] == 0  # 1,000 files, as documented

@@ -161,3 +161,10 @@ def test_baselines_lists_the_shipped_ones_and_shows_one(tmp_path):
     one = fsperf(tmp_path, "baselines", "fluid-zos-mem-cloud")
     assert one.returncode == 0
     assert "193 MB/s" in one.stdout and "193MB/s-193MB/s" not in one.stdout
+    assert "per job" in one.stdout and "conditions: " in one.stdout
+    assert "ioengine psync" in one.stdout and "limits read service 2C4G" in one.stdout
+    assert "the document's command: fio --name=seqread-single" in one.stdout
+    assert "compared only at --fsperf-scale=1" in one.stdout
+    small = fsperf(tmp_path, "baselines", "ossfs-2.0.4")
+    assert "smallfile_read_128t: 128 threads read" in small.stdout
+    assert "differs: the page cache is dropped and the mount restarted" in small.stdout

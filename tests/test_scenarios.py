@@ -455,3 +455,16 @@ def test_a_condition_that_differs_from_the_documents_is_named_next_to_the_ratio(
                                    "psync, documented with libaio"}
     result.stdout.fnmatch_lines(["*test_psync*jfs_fio_seq_write*measured with psync, documented "
                                  "with libaio*"])
+
+
+def test_the_report_says_how_a_compared_scenario_differs_from_its_document(pytester):
+    pytester.makepyfile("""
+        def test_small(fsperf):
+            fsperf.scenario("smallfile_read_128t")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-scale=0.0005",
+                                "--fsperf-baseline=ossfs-2.0.4")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*smallfile_read_128t differs: the page cache is dropped and the "
+                                 "mount restarted before every round; the document drops caches "
+                                 "once, runs 5 times back to back and reports the steady run"])

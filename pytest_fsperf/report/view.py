@@ -13,6 +13,7 @@ from .. import units
 from ..baselines.check import show_documented
 from ..cache import ColdRead, DaemonCache, PageCache
 from ..result import SHORT_WINDOW, countable_cpu, cpu_seconds_of
+from ..scenarios.library import SCENARIOS
 from ..stats import median
 from ..timeline import sparkline
 from ..vocab import METRICS, CompareKind, Metric, Outcome
@@ -426,6 +427,9 @@ def baseline_checks(results: list[Row], gated: bool, scale: object = None) -> Se
                       if r.get("baseline") and not r.get("baseline_checks")})
     if missing:
         lines.append(f"no documented figure, not compared: {', '.join(missing)}")
+    checked = sorted({c["key"] for r in named for c in r.get("baseline_checks", [])})
+    lines += [f"{key} {SCENARIOS[key].fidelity}" for key in checked
+              if key in SCENARIOS and SCENARIOS[key].differs]
     rows = []
     for r in named:
         for c in r.get("baseline_checks", []):

@@ -7,7 +7,7 @@ judged). --fsperf-scale shrinks sizes and file counts as for any workload.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import UsageError
 
@@ -27,6 +27,17 @@ class Scenario:
     # each run in files of its own, removed after it (juicefs bench writes into a new
     # directory every time): a rewrite of last run's files is another workload
     fresh: bool = False
+    command: str = ""  # the source document's own command(s) for it, as printed there
+    # how this scenario differs from the document's protocol; "" where it reproduces it
+    # (a scenario of our own, ASKED, differs by being ours)
+    differs: str = ""
+
+    @property
+    def fidelity(self) -> str:
+        """'reproduces the document', or 'differs: ...', or 'ours: ...'."""
+        if self.source == ASKED:
+            return "ours: not in the documents"
+        return f"differs: {self.differs}" if self.differs else "reproduces the document"
 
 
 def fio(**params: object) -> Step:
@@ -115,8 +126,9 @@ for n, label in ((1000, "1k"), (10_000, "10k"), (100_000, "100k")):
                  (COLD, meta(op="list_stat", entries=n))),
         Scenario(f"ls_names_{label}", OSSFS1, f"ls -f (names only) of {n:,} files, cold",
                  (COLD, meta(op="list", entries=n))),
-        Scenario(f"find_{label}", OSSFS1, f"find over {n:,} files in directories of 100, cold",
-                 (COLD, meta(op="walk", entries=n, per_dir=100))),
+        Scenario(f"find_{label}", OSSFS1, f"find over {n:,} files" +
+                 (", cold" if n == 1000 else " in directories of 100, cold"),
+                 (COLD, meta(op="walk", entries=n, per_dir=0 if n == 1000 else 100))),
     ]
 _ALL += [
     Scenario("fluid_cold_read", FLUID, "8 jobs, iodepth 4, read one 15 GB file: first read, cold",
@@ -143,15 +155,71 @@ _ALL += [
              (DROP, meta(op="stat", entries=100))),
     Scenario("jfs_fio_seq_write", JFS, "fio: 4 jobs x 1 GiB sequential write, 1 MiB, direct",
              (fio(rw="write", **JFS_FIO),)),
-    Scenario("jfs_fio_seq_read", JFS, "fio: 4 jobs x 1 GiB sequential read, 1 MiB, direct",
-             (COLD, fio(rw="read", **JFS_FIO))),
+    Scenario("jfs_fio_seq_read", JFS, "fio: 4 jobs x 1 GiB sequential read, 1 MiB, direct, of "
+             "the files the write just left (the document's sequence: no cold start)",
+             (fio(rw="write", **JFS_FIO), fio(rw="read", **JFS_FIO))),
     Scenario("jfs_fio_rand_write", JFS, "fio: 4 jobs x 1 GiB random write, 1 MiB, direct",
              (fio(rw="randwrite", **JFS_FIO),)),
-    Scenario("jfs_fio_rand_read", JFS, "fio: 4 jobs x 1 GiB random read, 1 MiB, direct",
-             (COLD, fio(rw="randread", **JFS_FIO))),
+    Scenario("jfs_fio_rand_read", JFS, "fio: 4 jobs x 1 GiB random read, 1 MiB, direct, of "
+             "the files the random write just left (the document's sequence: no cold start)",
+             (fio(rw="randwrite", **JFS_FIO), fio(rw="randread", **JFS_FIO))),
 ]
 
-SCENARIOS: dict[str, Scenario] = {s.id: s for s in _ALL}
+_OSS_WRITE = ("fio --name=file-100G --ioengine=libaio --rw=write --bs=1M --size=100G "
+              "--numjobs=1 --direct=1 --directory=/mnt/oss/fio_direct_write --group_reporting")
+_OSS_4T = ("fio --name=file-100g --ioengine=libaio --direct=1 --iodepth=1 --numjobs=4 --nrfiles=1 "
+           "--rw={rw} --bs=1M --size=100G --group_reporting --thread --directory=/mnt/oss/fio")
+_RW_BENCH = ("./rw-bench --dir DIR --file-size-KB 128 --file-count 100000 --write; "
+             "echo 1 > /proc/sys/vm/drop_caches; ./rw-bench --dir DIR --threads 128 "
+             "(5 runs back to back, the steady one reported)")
+_FLUID = ("fio --name=seqread-single --filename=file1 --rw=read --bs=1M --size=15G --numjobs=8 "
+          "--iodepth=4 --direct=1")
+_JFS = ("fio --name=jfs-test --directory=/mnt/jfs --ioengine=libaio --rw={rw} --bs=1m --size=1g "
+        "--numjobs=4 --direct=1 --group_reporting")
+_SYSBENCH = "sysbench fileio (128 files, 16 KiB blocks; the document gives no command line)"
+COMMANDS = {
+    "seq_write_1t": _OSS_WRITE,
+    "seq_read_1t": "echo 1 > /proc/sys/vm/drop_caches; fio --name=file-100G --ioengine=libaio "
+                   "--direct=1 --rw=read --bs=1M --directory=/mnt/oss/fio_direct_write "
+                   "--group_reporting --numjobs=1",
+    "seq_read_4t": (_OSS_4T.format(rw="write") + "; echo 1 > /proc/sys/vm/drop_caches; "
+                    + _OSS_4T.format(rw="read") + " --time_based --runtime=30"),
+    "smallfile_read_128t": _RW_BENCH,
+    "smallfile_write_128t": "./rw-bench --dir DIR --file-size-KB 128 --file-count 100000 --write",
+    "fluid_cold_read": _FLUID, "fluid_warmed_read": _FLUID, "fluid_steady_read": _FLUID,
+    **{f"jfs_fio_{k}": _JFS.format(rw=rw) for k, rw in (
+        ("seq_write", "write"), ("seq_read", "read"), ("rand_write", "randwrite"),
+        ("rand_read", "randread"))},
+    **{f"jfs_bench_{k}": "juicefs bench /mnt/jfs -p N" for k in (
+        "big_write", "big_read", "small_write", "small_read", "stat")},
+    **{f"sysbench_{m}": _SYSBENCH for m in ("seqwr", "seqrd", "rndrw")},
+}
+DIFFERS = {
+    "smallfile_read_128t": "the page cache is dropped and the mount restarted before every "
+                           "round; the document drops caches once, runs 5 times back to back "
+                           "and reports the steady run",
+    "smallfile_write_128t": "the document published no write figure; its program defaults to 8 "
+                            "threads and its write command gives none: 128 threads are ours",
+    "direct_read_10x10g": "fio direct I/O here; the document's figures came from sysbench or "
+                          "scripts of its own",
+    **{f"sysbench_{m}": "without sysbench installed, a fio job of the same shape runs, which "
+                        "interleaves the files in the sequential modes and skips the final fsync"
+       for m in ("seqwr", "seqrd", "rndrw")},
+}
+for _n, _label in ((1000, "1k"), (10_000, "10k"), (100_000, "100k")):
+    DIFFERS[f"ls_{_label}"] = ("the document says `ls` of 1,000 files without its flags: `ls -l` "
+                               "(readdir + lstat of each) here"
+                               + ("" if _n == 1000 else f"; {_n:,} files are ours"))
+    DIFFERS[f"ls_names_{_label}"] = ("the document says `ls` of 1,000 files without its flags: "
+                                     "`ls -f` (names only) here"
+                                     + ("" if _n == 1000 else f"; {_n:,} files are ours"))
+    if _n != 1000:
+        DIFFERS[f"find_{_label}"] = (f"the document runs `find` over 1,000 files; {_n:,} files in "
+                                     "directories of 100 are ours")
+
+SCENARIOS: dict[str, Scenario] = {
+    s.id: replace(s, command=COMMANDS.get(s.id, ""), differs=DIFFERS.get(s.id, ""))
+    for s in _ALL}
 
 
 def get(scenario_id: str, where: str) -> Scenario:
