@@ -21,6 +21,7 @@ from . import runs, units
 from .baselines import load as load_baseline
 from .baselines import shipped_names
 from .baselines.check import show_documented
+from .baselines.relative import entries as relative_entries
 from .errors import UsageError
 from .scenarios.library import SCENARIOS
 
@@ -224,7 +225,8 @@ def baselines(a: argparse.Namespace) -> int:
         for name in shipped_names():
             b = load_baseline(name, root, "fsperf baselines")
             rows.append((name, f"{b.data.get('system', '')} {b.data.get('version', '')}".strip(),
-                         ", ".join(b.data.get("entries", {}))))
+                         ", ".join(b.data.get("entries", {})) or "relative: " + ", ".join(
+                             b.data.get("relative", {}))))
         _table(rows)
         print("documented at full scale on the machines they name (fsperf baselines NAME); "
               "compare with fsperf bench --baseline NAME")
@@ -242,7 +244,12 @@ def baselines(a: argparse.Namespace) -> int:
     rows = [("scenario", "bandwidth", "daemon CPU", "daemon memory")]  # a second table
     for scenario, entry in b.data.get("entries", {}).items():
         rows.append((scenario, *(_figure(key, entry.get(key)) for key in ("bw", "cpu", "rss"))))
-    _table(rows)
+    if len(rows) > 1:
+        _table(rows)
+    for e in relative_entries(b).values():
+        print(f"\n{b.name}:{e.name}: {e.b} against {e.a}: {e.printed} less time, B/A "
+              f"{e.speedup:.2f}x of a rate (fsperf.compare(..., expect=\"{b.name}:{e.name}\") "
+              f"checks an A/B of yours; {e.scenario} is the workload)")
     for scenario in b.data.get("entries", {}):
         sc = SCENARIOS.get(scenario)
         if sc is not None:

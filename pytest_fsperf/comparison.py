@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .baselines.relative import Expectation
 from .paired import Budget, Direction, Paired, paired
 from .result import WorkloadResult
 from .vocab import METRICS as FIGURES
@@ -59,6 +60,8 @@ class Comparison:
     stopped: str = ""  # why no more pairs were run
     seconds: float = 0.0  # wall time of the comparison, cold starts included
     kind: CompareKind = CompareKind.OPTIONS
+    # a relative baseline's documented gain, checked against this B/A (compare(expect=...))
+    expectation: Expectation | None = None
 
     def ratio(self, metric: str = "bw") -> float:
         """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's bandwidth."""

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from . import units
 from .ab import Release, Workload, gate, run_compare
+from .baselines import Baseline
+from .baselines.check import scale_mismatch
+from .baselines.relative import RelativeEntry
+from .baselines.relative import check as check_relative
+from .baselines.relative import find as find_relative
 from .comparison import Comparison
 from .engine import steps
 from .errors import UsageError
@@ -129,7 +135,8 @@ class Fsperf(Workspace):
     def compare(self, workload: Workload, a: Sequence[str] | str = (), b: Sequence[str] | str = (),
                 rounds: int = 3, name: str | None = None, tolerance: object = None,
                 max_rounds: int | None = None, seconds: float | None = None,
-                a_build: str | None = None, b_build: str | None = None) -> Comparison:
+                a_build: str | None = None, b_build: str | None = None,
+                expect: str | None = None) -> Comparison:
         """Run the same workload with mount options (or builds of the daemon) A and B in
         interleaved pairs, A B then B A, each run after a cold remount; at least `rounds`
         pairs, more while the outcome is undecided, up to `max_rounds` pairs or `seconds`
@@ -137,7 +144,9 @@ class Fsperf(Workspace):
         B/A (geometric mean of the pairs) with its interval, and per figure "B better",
         "B worse", "same" or "inconclusive" (paired.py says how). `workload` is fio options
         (a dict) or a function taking this fixture; `a_build`/`b_build` an executable used
-        in place of the backend's binary. `tolerance` (default --fsperf-tolerance, 10%)."""
+        in place of the backend's binary. `tolerance` (default --fsperf-tolerance, 10%).
+        `expect="NAME:ENTRY"`: a relative baseline's documented gain of B over A (e.g.
+        "ossfs-1.91-options:readdir_optimize_ls"), checked against this B/A."""
         where = f"{self.test}: fsperf.compare()"
         tol = self.tolerance
         if tolerance is not None:
@@ -145,10 +154,26 @@ class Fsperf(Workspace):
                 tol = units.parse_percent(tolerance) / 100
             except ValueError as exc:
                 raise UsageError(f"{where}: tolerance: {exc}") from None
+        relative = (None if expect is None else
+                    find_relative(str(expect), self._state.settings.root, where))
         outcome = run_compare(self, workload, a, b, rounds, name, where, tol, max_rounds, seconds,
                               a_build, b_build)
+        if relative is not None:
+            outcome = self._expected(outcome, *relative, tol)
         self.comparisons.append(outcome)
         return outcome
+
+    def _expected(self, outcome: Comparison, baseline: Baseline, entry: RelativeEntry,
+                  tolerance: float) -> Comparison:
+        """The comparison with the documented gain checked against its deciding figure (a
+        rate: B/A is the speedup), under the scale rule of every shipped baseline."""
+        s = self._state.settings
+        why_not = scale_mismatch(baseline, s.scale, s.baseline_any_scale)
+        m = outcome.metrics.get(outcome.decided_by)
+        ratio, low, high = (m.ratio, m.ci_low, m.ci_high) if m else (None, None, None)
+        found = check_relative(baseline, entry, ratio, low, high, tolerance, why_not,
+                               not why_not or why_not.endswith("(--fsperf-baseline-any-scale)"))
+        return dataclasses.replace(outcome, expectation=found)
 
     def repeat(self, name: str, run: Callable[[str], WorkloadResult],
                tag: Callable[[WorkloadResult], WorkloadResult] | None = None) -> WorkloadResult:

@@ -332,8 +332,9 @@ def _judge(item: pytest.Item) -> list[str]:
                if state.earlier_name else None)
     tolerance = for_item(s, "tolerance", plan.tolerance, "fsperf marker tolerance").value
     builds = [c for c in record.comparisons if c.kind.is_gate]
+    expected = [c.expectation for c in record.comparisons if c.expectation is not None]
     j = judge_item(plan, record.results, baseline, s.gate == "baseline", earlier, tolerance, builds,
-                   s.scale, s.baseline_any_scale)
+                   s.scale, s.baseline_any_scale, expected)
     record.judgement = j
     failures = list(j.failures)
     if s.inconclusive == "fail":

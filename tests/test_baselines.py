@@ -47,7 +47,7 @@ def test_numbers_match_the_source_text(doc):
         assert isinstance(doc[field], str)
     if doc["kernel"]:
         assert doc["kernel"].split()[0] in text
-    assert doc["entries"]
+    assert doc["entries"] or doc.get("relative")
     for scenario, figures in doc["entries"].items():
         assert scenario in SCENARIOS, scenario
         for key, fig in figures.items():
@@ -87,6 +87,9 @@ def test_recorded_conditions_are_the_sources(doc):
     """The fio engine each baseline records is the one its document's fio commands name
     (fio's default, psync, where they name none); Fluid's read service limits too."""
     text = (SEEDS / doc["source"]).read_text("utf-8")
+    if doc.get("kind") == "relative":  # no fio: the document's figures came from its scripts
+        assert "sysbench" in text and "sysbench" in doc["conditions"]["tools"]
+        return
     engines = set(re.findall(r"--ioengine=(\w+)", text))
     assert doc["conditions"]["ioengine"] == (engines.pop() if engines else "psync")
     assert not engines  # one engine per document
@@ -131,3 +134,51 @@ def test_scenarios_that_reproduce_their_document_carry_its_command():
     # the juicefs reads follow the document's sequence: the write first, no cold start
     assert [st.engine for st in SCENARIOS["jfs_fio_rand_read"].steps] == ["fio", "fio"]
     assert SCENARIOS["find_1k"].steps[-1].params["per_dir"] == 0  # 1,000 files, as documented
+
+
+# Each relative figure of document 002, by its sentence: the operation, the side compared
+# against, and the figure in the place the document gives it.
+RELATIVE_ROWS = {
+    "readdir_optimize_ls_vs_1.88": r"ls操作效能較1\.88\.x版本耗時減少74\.8%",
+    "readdir_optimize_ls": r"ls操作效能較1\.88\.x版本耗時減少74\.8%,效能提升至4\.0倍;"
+                           r"較1\.91及以上版本未開啟readdir最佳化功能耗時減少74\.3%",
+    "readdir_optimize_find_vs_1.88": r"find操作效能較1\.88\.x版本耗時減少58\.8%",
+    "readdir_optimize_find": r"find操作效能較1\.88\.x版本耗時減少58\.8%,效能提升至2\.4倍;"
+                             r"較1\.91及以上版本未開啟readdir最佳化功能耗時減少58\.8%",
+    "direct_read_vs_1.88": r"大檔案讀取耗時較1\.88\.x版本減少85\.3%",
+    "direct_read": r"大檔案讀取耗時較1\.88\.x版本減少85\.3%,較1\.91及以上版本未開啟直讀功能時減少79%",
+}
+
+
+def test_relative_figures_are_the_documents_by_their_sentence():
+    from pytest_fsperf.baselines.relative import entries
+    b = load("ossfs-1.91-options", Path("/nonexistent"), "t")
+    text = (SEEDS / b.data["source"]).read_text("utf-8")
+    found = entries(b)
+    assert set(found) == set(RELATIVE_ROWS)
+    for name, row in RELATIVE_ROWS.items():
+        assert re.search(row, text), name
+        e = found[name]
+        assert row.replace("\\", "").endswith(e.printed), name  # the figure is the row's last
+        assert e.less_time == pytest.approx(float(e.printed.rstrip("%")) / 100)
+        assert e.scenario in SCENARIOS
+        assert ("1.88" in e.a) == name.endswith("_vs_1.88")
+    # 74.3% less time is the document's 3.9x
+    assert found["readdir_optimize_ls"].speedup == pytest.approx(3.9, abs=0.05)
+    assert found["readdir_optimize_ls_vs_1.88"].speedup == pytest.approx(4.0, abs=0.05)
+    assert found["readdir_optimize_find"].speedup == pytest.approx(2.4, abs=0.05)
+
+
+@pytest.mark.parametrize(("ratio", "low", "high", "outcome"), [
+    (3.9, 3.6, 4.2, "as documented"), (1.1, 1.0, 1.2, "smaller gain than documented"),
+    (6.0, 5.5, 6.5, "larger gain than documented"), (None, None, None, "inconclusive"),
+    (1.87, 0.92, 3.80, "inconclusive")])  # spread too wide to say, though it holds 3.9
+def test_an_ab_against_a_documented_gain(ratio, low, high, outcome):
+    from pytest_fsperf.baselines.relative import check, entries
+    b = load("ossfs-1.91-options", Path("/nonexistent"), "t")
+    e = check(b, entries(b)["readdir_optimize_ls"], ratio, low, high, 0.10)
+    assert e.outcome == outcome and e.failing == (outcome == "smaller gain than documented")
+    assert e.message().startswith("ossfs-1.91-options:readdir_optimize_ls: B/A ")
+    scaled = check(b, entries(b)["readdir_optimize_ls"], ratio, low, high, 0.10,
+                   "scale 0.01, documented at 1: not judged", judged=False)
+    assert not scaled.failing and "scale 0.01" in scaled.message()

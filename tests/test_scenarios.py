@@ -468,3 +468,48 @@ def test_the_report_says_how_a_compared_scenario_differs_from_its_document(pytes
     result.stdout.fnmatch_lines(["*smallfile_read_128t differs: the page cache is dropped and the "
                                  "mount restarted before every round; the document drops caches "
                                  "once, runs 5 times back to back and reports the steady run"])
+
+
+@pytest.mark.integration
+def test_an_ab_is_checked_against_a_documented_gain(pytester):
+    """Document 002's relative figures (ls with -o readdir_optimize: 74.3% less time, 3.9x)
+    ship as a relative baseline; an A/B of the user's own is checked against it. Here B adds
+    an option that changes nothing: B/A near 1 is a smaller gain than documented, shown, and
+    a failure under --fsperf-gate=baseline."""
+    need("bindfs")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("bindfs")
+        def test_ls(fsperf):
+            ab = fsperf.compare(lambda fs: fs.meta(op="list_stat", entries=1000), a=[],
+                                b=["--multithreaded"], rounds=3, max_rounds=6,
+                                expect="ossfs-1.91-options:readdir_optimize_ls")
+            assert ab.expectation.expected > 3.8
+            assert ab.expectation.outcome in ("smaller gain than documented", "inconclusive")
+    """)
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-json={out}")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*documented gain ossfs-1.91-options:readdir_optimize_ls: B/A *x*"
+                                 "documented 3.89x (74.3% less time, ossfs 1.91+ with -o "
+                                 "readdir_optimize against ossfs 1.91+ without -o readdir_optimize)*"])
+    (c,) = json.loads(out.read_text())["comparisons"]
+    assert c["expectation"]["entry"] == "readdir_optimize_ls"
+    if c["expectation"]["outcome"] == "smaller gain than documented":
+        result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-gate=baseline")
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(["*ossfs-1.91-options:readdir_optimize_ls: B/A *: smaller gain "
+                                     "than documented*"])
+    pytester.makepyfile(test_bad="""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("bindfs")
+        def test_bad(fsperf):
+            fsperf.compare(dict(rw="read", bs="1M", size="1M"), b=["--multithreaded"],
+                           expect="ossfs-1.91-options:nope")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "test_bad.py")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*expect='ossfs-1.91-options:nope': ossfs-1.91-options has no "
+                                 "relative entry 'nope' (has: direct_read, *"])

@@ -13,6 +13,7 @@ from typing import Any
 from .. import runs
 from ..baselines import Baseline
 from ..baselines.check import Check, check
+from ..baselines.relative import Expectation
 from ..comparison import Comparison
 from ..plan import Plan
 from ..result import WorkloadResult
@@ -56,7 +57,8 @@ class Judgement:
 def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | None = None,
                gated: bool = False, earlier: Earlier | None = None,
                tolerance: float = 0.10, builds: Sequence[Comparison] = (),
-               scale: float | None = None, judge_scaled: bool = False) -> Judgement:
+               scale: float | None = None, judge_scaled: bool = False,
+               expectations: Sequence[Expectation] = ()) -> Judgement:
     """Raises UsageError for thresholds no workload of the test can answer. `builds`: the
     release gate's comparisons of the candidate build against the reference."""
     verdict = judge(plan, results)
@@ -72,6 +74,9 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
                 if gated and c.ok is False:
                     j.failures.append(c.message(r.name, tolerance))
                     j.outcomes[r.name] = Outcome.FAIL
+    for e in expectations:  # a relative baseline's documented gain, against an A/B's B/A
+        if gated and e.failing:
+            j.failures.append(e.message())
     for gate in builds:
         outcome = BUILD_OUTCOMES.get(gate.outcome)
         if outcome is None:

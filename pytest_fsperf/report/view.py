@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import units
 from ..baselines.check import show_documented
+from ..baselines.relative import Expectation
 from ..cache import ColdRead, DaemonCache, PageCache
 from ..result import SHORT_WINDOW, countable_cpu, cpu_seconds_of
 from ..scenarios.library import SCENARIOS
@@ -411,6 +412,8 @@ def comparison(c: Mapping[str, Any]) -> Section:
     if c.get("decided_by"):
         lines += (f"decided on {_name(c['decided_by'])}: B/A is the geometric mean of the pairs' "
                   "ratios; interval: paired t on their logs (flags widened for early stopping)",)
+    if c.get("expectation"):
+        lines += ("documented gain " + Expectation(**c["expectation"]).message(),)
     return Section(f"{what} {short_test(c)} {c['name']} on {c['backend']}: {how}", lines, table, chart)
 
 

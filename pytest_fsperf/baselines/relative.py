@@ -1,0 +1,109 @@
+"""Relative baselines: what a document says one option set (or build) gains over another,
+as an expected ratio B/A, checked by an A/B of the user's own (fsperf.compare(...,
+expect="NAME:ENTRY")). Document 002 gives only such figures for ossfs 1.91+: `ls` of 1,000
+files 74.3% less time with -o readdir_optimize, 10 files of 10 GB read 79% faster with
+-o direct_read, each against 1.91+ without the option and against 1.88.x."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from . import Baseline, load
+
+
+@dataclass(frozen=True)
+class RelativeEntry:
+    name: str
+    scenario: str  # the workload both sides run
+    a: str  # what A is, as the document says
+    b: str
+    b_options: tuple[str, ...]  # the option B adds, where A is the same build without it
+    printed: str  # as the document printed it: "74.3%" less time
+    less_time: float  # 0.743: B takes 25.7% of A's time
+
+    @property
+    def speedup(self) -> float:
+        """B/A of a rate (bandwidth, operations per second) the document implies."""
+        return 1.0 / (1.0 - self.less_time)
+
+
+@dataclass(frozen=True)
+class Expectation:
+    baseline: str
+    entry: str
+    a: str
+    b: str
+    printed: str
+    expected: float  # B/A of the deciding rate
+    measured: float | None
+    ci_low: float | None
+    ci_high: float | None
+    outcome: str  # as documented / smaller gain / larger gain / inconclusive
+    note: str = ""  # a condition that differs (another scale), and whether it is judged then
+    judged: bool = True
+
+    @property
+    def failing(self) -> bool:
+        return self.judged and self.outcome == SMALLER
+
+    def message(self) -> str:
+        shown = f"{self.measured:.2f}x" if self.measured is not None else "-"
+        band = (f" [{self.ci_low:.2f}-{self.ci_high:.2f}]"
+                if self.ci_low is not None and self.ci_high is not None else "")
+        return (f"{self.baseline}:{self.entry}: B/A {shown}{band}, documented {self.expected:.2f}x "
+                f"({self.printed} less time, {self.b} against {self.a}): {self.outcome}"
+                + (f" ({self.note})" if self.note else ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+AS_DOCUMENTED, SMALLER, LARGER, UNDECIDED = ("as documented", "smaller gain than documented",
+                                             "larger gain than documented", "inconclusive")
+
+
+def entries(baseline: Baseline) -> dict[str, RelativeEntry]:
+    found = {}
+    for name, raw in (baseline.data.get("relative") or {}).items():
+        found[name] = RelativeEntry(name, str(raw["scenario"]), str(raw["a"]), str(raw["b"]),
+                                    tuple(raw.get("b_options", ())), str(raw["printed"]),
+                                    float(raw["less_time"]))
+    return found
+
+
+def find(spec: str, root: Path, where: str) -> tuple[Baseline, RelativeEntry]:
+    """'NAME:ENTRY' -> the relative baseline and its entry; UsageError naming the known ones."""
+    name, _, entry = spec.partition(":")
+    baseline = load(name, root, where)
+    known = entries(baseline)
+    if entry not in known:
+        raise UsageError(f"{where}: expect={spec!r}: {name} has no relative entry {entry!r}"
+                         f" (has: {', '.join(sorted(known)) or 'none'})")
+    return baseline, known[entry]
+
+
+def check(baseline: Baseline, entry: RelativeEntry, ratio: float | None, low: float | None,
+          high: float | None, tolerance: float, note: str = "", judged: bool = True) -> Expectation:
+    """The A/B's B/A (with its interval) against the documented gain G: as documented when
+    the whole interval lies within G's tolerance band, a smaller or larger gain when it lies
+    wholly below or above the band, else inconclusive (the runs spread too widely to say).
+    note, judged: a condition that differs (another scale), and whether a smaller gain then
+    fails."""
+    expected = entry.speedup
+    band = (expected * (1 - tolerance), expected * (1 + tolerance))
+    if ratio is None or low is None or high is None or not all(map(math.isfinite, (low, high))):
+        outcome = UNDECIDED
+    elif high < band[0]:
+        outcome = SMALLER
+    elif low > band[1]:
+        outcome = LARGER
+    elif band[0] <= low and high <= band[1]:
+        outcome = AS_DOCUMENTED
+    else:
+        outcome = UNDECIDED
+    return Expectation(baseline.name, entry.name, entry.a, entry.b, entry.printed, expected,
+                       ratio, low, high, outcome, note, judged)
