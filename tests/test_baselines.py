@@ -182,3 +182,36 @@ def test_an_ab_against_a_documented_gain(ratio, low, high, outcome):
     scaled = check(b, entries(b)["readdir_optimize_ls"], ratio, low, high, 0.10,
                    "scale 0.01, documented at 1: not judged", judged=False)
     assert not scaled.failing and "scale 0.01" in scaled.message()
+
+
+FLUID_ROWS = {"fluid_cold_read": "本地首次读", "fluid_warmed_read": "预热首次读",
+              "fluid_steady_read": "本地稳定读"}
+FLUID_COLUMNS = [  # (table, column) of each Fluid baseline in document 003
+    ("fluid-zos-unaccelerated-physical", 0, 0), ("fluid-zos-unaccelerated-cloud", 0, 1),
+    ("fluid-zos-mem-physical", 0, 2), ("fluid-zos-ssd-physical", 0, 3),
+    ("fluid-zos-mem-cloud", 0, 4), ("fluid-zos-ssd-cloud", 0, 5),
+    ("fluid-hpfs-unaccelerated", 1, 0), ("fluid-hpfs-mem-physical", 1, 1),
+    ("fluid-hpfs-ssd-physical", 1, 2)]
+
+
+@pytest.mark.parametrize(("name", "table", "column"), FLUID_COLUMNS, ids=lambda x: str(x))
+def test_each_fluid_figure_is_its_row_and_column(name, table, column):
+    """Document 003's two tables (ZOS: 6 columns, HPFS: 3), row by row: each Fluid figure is
+    the cell of its scenario's row in its baseline's column; '---' cells ship no figure."""
+    text = (SEEDS / "003_8928cee803509f64.txt").read_text("utf-8")
+    tables: list[dict[str, list[str]]] = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells and cells[0] == "本地首次读":
+            tables.append({})
+        if tables and cells and cells[0] in (*FLUID_ROWS.values(), "跨节点读"):
+            tables[-1][cells[0]] = cells[1:]
+    assert [len(t["本地首次读"]) for t in tables] == [6, 3]
+    doc = load(name, Path("/nonexistent"), "t").data
+    for scenario, row in FLUID_ROWS.items():
+        cell = tables[table][row][column]
+        if cell == "---":
+            assert scenario not in doc["entries"], (name, scenario)
+        else:
+            bw = doc["entries"][scenario]["bw"]
+            assert bw["printed"] == cell and bw["per"] == "job", (name, scenario)
