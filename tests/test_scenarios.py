@@ -137,6 +137,11 @@ def test_baseline_ratio_shown_then_gated(pytester):
         r"\s+ossfs-2.0.4: documented at full scale on ecs.g9i.48xlarge: 192 vCPU.*scale 0.0005.*",
         r"\s+test_write\s+seq_write_1t\s+bw\s+\S+ MB/s\s+2.20 GB/s\s+0\.\d\d\s+"
         r"scale 0.0005, documented at 1: not judged"])
+    cpus, kernel = os.cpu_count(), os.uname().release
+    result.stdout.fnmatch_lines([f"*ossfs-2.0.4: documented at full scale on *; measured here at "
+                                 f"scale 0.0005 ({cpus} CPUs here, 192 vCPU documented; * GiB here, "
+                                 f"768 GiB documented; kernel {kernel} here, "
+                                 "5.10.134-18.al8.x86_64 documented)*"])
     out = {k: pytester.path / f"r.{k}" for k in ("json", "md", "html")}
     gated = ["-p", "no:cacheprovider", "--fsperf-scale=0.0005", "--fsperf-gate=baseline",
              "--fsperf-baseline=goofys-0.24.0", f"--fsperf-json={out['json']}",

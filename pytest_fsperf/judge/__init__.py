@@ -67,7 +67,9 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
     judged = [r for r in results if r.judged]
     if baseline is not None:
         j.baseline = {"name": baseline.name, "origin": baseline.origin,
-                      "hardware": baseline.data.get("hardware"), "scale": baseline.data.get("scale")}
+                      "hardware": baseline.data.get("hardware"), "scale": baseline.data.get("scale"),
+                      "kernel": baseline.data.get("kernel"),
+                      "conditions": baseline.data.get("conditions") or {}}
         for r in judged:
             j.checks[r.name] = check(r, baseline, tolerance, scale, judge_scaled)
             for c in j.checks[r.name]:

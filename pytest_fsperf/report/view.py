@@ -417,7 +417,7 @@ def comparison(c: Mapping[str, Any]) -> Section:
     return Section(f"{what} {short_test(c)} {c['name']} on {c['backend']}: {how}", lines, table, chart)
 
 
-def baseline_checks(results: list[Row], gated: bool, scale: object = None) -> Section | None:
+def baseline_checks(results: list[Row], gated: bool, env: Mapping[str, Any]) -> Section | None:
     """Measured / documented per scenario and figure, for every baseline a test named; the
     workloads it has no figure for; where the figures came from."""
     named = [r for r in results if r.get("baseline") or r.get("baseline_checks")]
@@ -425,7 +425,7 @@ def baseline_checks(results: list[Row], gated: bool, scale: object = None) -> Se
         return None
     infos = {info["name"]: info for r in named for info in _infos(r)}
     how = "gated (--fsperf-gate=baseline)" if gated else "shown, not gated (--fsperf-gate=baseline gates)"
-    lines = [_origin(info, scale) for info in infos.values()]
+    lines = [_origin(info, env) for info in infos.values()]
     missing = sorted({f"{r.get('baseline_key')} ({r['baseline']['name']})" for r in named
                       if r.get("baseline") and not r.get("baseline_checks")})
     if missing:
@@ -460,17 +460,35 @@ def _documented(c: Mapping[str, Any]) -> str:
     return show_documented(c["metric"], c["documented"], c.get("high")) + _per(c)
 
 
+def _machine_differs(info: Mapping[str, Any], env: Mapping[str, Any]) -> str:
+    """The conditions of a baseline's source this machine does not share, named."""
+    said = []
+    conditions = info.get("conditions") or {}
+    machine = env.get("machine") or {}
+    cpus, mem = machine.get("cpus"), machine.get("mem_total_bytes")
+    if conditions.get("vcpu") and cpus and cpus != conditions["vcpu"]:
+        said.append(f"{cpus} CPUs here, {conditions['vcpu']} vCPU documented")
+    if conditions.get("memory_gib") and mem and abs(mem / 2**30 - conditions["memory_gib"]) > 1:
+        said.append(f"{mem / 2**30:.0f} GiB here, {conditions['memory_gib']} GiB documented")
+    if info.get("kernel") and env.get("kernel") and env["kernel"] != info["kernel"]:
+        said.append(f"kernel {env['kernel']} here, {info['kernel']} documented")
+    return "; ".join(said)
+
+
 def _per(c: Mapping[str, Any]) -> str:
     return " per job" if c.get("per") == "job" else ""
 
 
-def _origin(info: Mapping[str, Any], scale: object) -> str:
+def _origin(info: Mapping[str, Any], env: Mapping[str, Any]) -> str:
+    scale = env.get("scale")
     here = f"measured here at scale {scale:g}" if isinstance(scale, int | float) else "measured here"
     if "origin" not in info:
         return f"{info['name']}: {here}"
     if info.get("origin") == "shipped":
+        differ = _machine_differs(info, env)
         return (f"{info['name']}: documented at full scale on {info.get('hardware') or '?'}; "
-                f"{here}: read the ratios as shapes, not as a verdict on this machine")
+                f"{here}" + (f" ({differ})" if differ else "")
+                + ": read the ratios as shapes, not as a verdict on this machine")
     return (f"{info['name']}: saved by an earlier run ({info.get('origin')}) at scale "
             f"{info.get('scale')} on {info.get('hardware') or '?'}; {here}")
 
@@ -557,7 +575,7 @@ def build(env: Mapping[str, Any], results: list[Row], comparisons: Iterable[Mapp
     behind = in_comparisons(results, comparisons)
     shown = [r for r in results if (str(r["test"]), str(r["name"])) not in behind]
     sections += [s for s in (clients_table(shown), requests_table(shown, env.get("price")),
-                             baseline_checks(results, gated, env.get("scale")),
+                             baseline_checks(results, gated, env),
                              run_comparisons(results)) if s]
     saved = any(r.get("run_comparison") for r in shown)
     head = HEADER + (("vs saved run",) if saved else ())
