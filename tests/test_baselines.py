@@ -90,6 +90,11 @@ def test_recorded_conditions_are_the_sources(doc):
     if doc.get("kind") == "relative":  # no fio: the document's figures came from its scripts
         assert "sysbench" in text and "sysbench" in doc["conditions"]["tools"]
         return
+    for option in doc["conditions"].get("options", ()):  # as the document mounted it
+        assert option in text, (doc["name"], option)
+    if "vcpu" in doc["conditions"]:
+        assert f"{doc['conditions']['vcpu']} vCPU" in doc["hardware"]
+        assert f"{doc['conditions']['memory_gib']} GiB" in doc["hardware"]
     engines = set(re.findall(r"--ioengine=(\w+)", text))
     assert doc["conditions"]["ioengine"] == (engines.pop() if engines else "psync")
     assert not engines  # one engine per document

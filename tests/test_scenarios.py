@@ -141,7 +141,9 @@ def test_baseline_ratio_shown_then_gated(pytester):
     result.stdout.fnmatch_lines([f"*ossfs-2.0.4: documented at full scale on *; measured here at "
                                  f"scale 0.0005 ({cpus} CPUs here, 192 vCPU documented; * GiB here, "
                                  f"768 GiB documented; kernel {kernel} here, "
-                                 "5.10.134-18.al8.x86_64 documented)*"])
+                                 "5.10.134-18.al8.x86_64 documented)*documented with "
+                                 "upload_buffer_size=33554432, not seen on this daemon's command "
+                                 "line or mount options*"])
     out = {k: pytester.path / f"r.{k}" for k in ("json", "md", "html")}
     gated = ["-p", "no:cacheprovider", "--fsperf-scale=0.0005", "--fsperf-gate=baseline",
              "--fsperf-baseline=goofys-0.24.0", f"--fsperf-json={out['json']}",

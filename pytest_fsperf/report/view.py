@@ -425,7 +425,9 @@ def baseline_checks(results: list[Row], gated: bool, env: Mapping[str, Any]) -> 
         return None
     infos = {info["name"]: info for r in named for info in _infos(r)}
     how = "gated (--fsperf-gate=baseline)" if gated else "shown, not gated (--fsperf-gate=baseline gates)"
-    lines = [_origin(info, env) for info in infos.values()]
+    used = " ".join([*((env.get("daemon") or {}).get("cmdline") or ()),
+                     *(o for r in named for o in ((r.get("mount") or {}).get("options") or ()))])
+    lines = [_origin(info, env) + _options_differ(info, used) for info in infos.values()]
     missing = sorted({f"{r.get('baseline_key')} ({r['baseline']['name']})" for r in named
                       if r.get("baseline") and not r.get("baseline_checks")})
     if missing:
@@ -473,6 +475,14 @@ def _machine_differs(info: Mapping[str, Any], env: Mapping[str, Any]) -> str:
     if info.get("kernel") and env.get("kernel") and env["kernel"] != info["kernel"]:
         said.append(f"kernel {env['kernel']} here, {info['kernel']} documented")
     return "; ".join(said)
+
+
+def _options_differ(info: Mapping[str, Any], used: str) -> str:
+    """The documented mount options not found on this daemon's command line or among the
+    options the plugin mounted with (an option inside a config file is not seen here)."""
+    missing = [o for o in (info.get("conditions") or {}).get("options", ()) if o not in used]
+    return (f"; documented with {', '.join(missing)}, not seen on this daemon's command line "
+            "or mount options" if missing else "")
 
 
 def _per(c: Mapping[str, Any]) -> str:
