@@ -190,7 +190,7 @@ def test_an_ab_against_a_documented_gain(ratio, low, high, outcome):
 
 
 FLUID_ROWS = {"fluid_cold_read": "本地首次读", "fluid_warmed_read": "预热首次读",
-              "fluid_steady_read": "本地稳定读"}
+              "fluid_steady_read": "本地稳定读", "fluid_cross_node_read": "跨节点读"}
 FLUID_COLUMNS = [  # (table, column) of each Fluid baseline in document 003
     ("fluid-zos-unaccelerated-physical", 0, 0), ("fluid-zos-unaccelerated-cloud", 0, 1),
     ("fluid-zos-mem-physical", 0, 2), ("fluid-zos-ssd-physical", 0, 3),

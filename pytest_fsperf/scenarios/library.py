@@ -28,6 +28,8 @@ class Scenario:
     # directory every time): a rewrite of last run's files is another workload
     fresh: bool = False
     command: str = ""  # the source document's own command(s) for it, as printed there
+    # why it cannot run on one machine ("" where it can): its figures ship for reference
+    unavailable: str = ""
     # how this scenario differs from the document's protocol; "" where it reproduces it
     # (a scenario of our own, ASKED, differs by being ours)
     differs: str = ""
@@ -37,6 +39,8 @@ class Scenario:
         """'reproduces the document', or 'differs: ...', or 'ours: ...'."""
         if self.source == ASKED:
             return "ours: not in the documents"
+        if self.unavailable:
+            return f"not measurable here: {self.unavailable}"
         return f"differs: {self.differs}" if self.differs else "reproduces the document"
 
 
@@ -141,6 +145,10 @@ _ALL += [
     Scenario("fluid_steady_read", FLUID, "repeated read, nothing dropped",
              (fio(rw="write", filename="file1", bs="1M", size="15G", direct=1),
               fio(**FLUID_READ), fio(**FLUID_READ))),
+    Scenario("fluid_cross_node_read", FLUID, "8 jobs read one 15 GB file through a Fluid cache "
+             "held on another node (the reader placed by nodeSelector)", (),
+             unavailable="the reader must run on another node than the cache; one machine "
+                         "cannot measure it (its figures ship for reference)"),
     Scenario("jfs_bench_big_write", JFS, "juicefs bench: each thread writes one 1 GiB file, 1 MiB",
              (files(mode="write", count=1, size="1GiB", threads=1, subdir="big"),), fresh=True),
     Scenario("jfs_bench_big_read", JFS, "juicefs bench: each thread reads its 1 GiB file, cold",
@@ -187,6 +195,7 @@ COMMANDS = {
     "smallfile_read_128t": _RW_BENCH,
     "smallfile_write_128t": "./rw-bench --dir DIR --file-size-KB 128 --file-count 100000 --write",
     "fluid_cold_read": _FLUID, "fluid_warmed_read": _FLUID, "fluid_steady_read": _FLUID,
+    "fluid_cross_node_read": _FLUID,
     **{f"jfs_fio_{k}": _JFS.format(rw=rw) for k, rw in (
         ("seq_write", "write"), ("seq_read", "read"), ("rand_write", "randwrite"),
         ("rand_read", "randread"))},

@@ -10,6 +10,7 @@ import shutil
 from collections.abc import Mapping
 
 from ..engine.steps import ENGINES, Engine, FilesJob
+from ..errors import UsageError
 from ..measure.workspace import Workspace
 from ..result import WorkloadResult
 from .juicefs import grade as juicefs_grade
@@ -19,6 +20,8 @@ from .library import Scenario, get
 def run_scenario(fs: Workspace, scenario_id: str, overrides: Mapping[str, object],
                  where: str) -> WorkloadResult:
     sc = get(scenario_id, where)
+    if sc.unavailable:
+        raise UsageError(f"{where}: {scenario_id} cannot run here: {sc.unavailable}")
     if not sc.fresh:
         return _run(fs, sc, overrides, where, None)
     fresh = f"-{secrets.token_hex(3)}"
