@@ -64,13 +64,14 @@ class Fsperf(Workspace):
         self.job(name, options, where)  # every option checked before anything runs
         if clients is None:
             given = {**options, "per_job": per_job}
-            return self.repeat(name or rw, lambda n: self.run_fio(n, judged, given, where))
+            return self.repeat(name or rw, lambda n: self.run_fio(n, judged, given, where),
+                               judged=judged)
         if per_job:
             raise UsageError(f"{where}: per_job with clients: fio's clients report per client")
         n = many.count(clients, where)
         base, job = self.job(name, options, where)
         return self.repeat(base, lambda label: many.measure(self, self.unique(label), judged, job,
-                                                            n, where))
+                                                            n, where), judged=judged)
 
     def files(self, name: str | None = None, *, judged: bool = True,
               **params: object) -> WorkloadResult:
@@ -80,7 +81,8 @@ class Fsperf(Workspace):
         where = f"{self.test}: fsperf.files()"
         job = steps.job(steps.FilesJob, params, where, name)
         return self.repeat(name or f"files_{job.mode}",
-                           lambda n: steps.files_step(self, n, job, judged, where))
+                           lambda n: steps.files_step(self, n, job, judged, where),
+                           judged=judged)
 
     def meta(self, name: str | None = None, *, judged: bool = True,
              **params: object) -> WorkloadResult:
@@ -89,7 +91,8 @@ class Fsperf(Workspace):
         where = f"{self.test}: fsperf.meta()"
         job = steps.job(steps.MetaJob, params, where, name)
         return self.repeat(name or f"meta_{job.op}",
-                           lambda n: steps.meta_step(self, n, job, judged, where))
+                           lambda n: steps.meta_step(self, n, job, judged, where),
+                           judged=judged)
 
     def checkpoint(self, name: str | None = None, *, judged: bool = True,
                    **params: object) -> WorkloadResult:
@@ -100,7 +103,8 @@ class Fsperf(Workspace):
         where = f"{self.test}: fsperf.checkpoint()"
         job = steps.job(steps.CheckpointJob, params, where, name)
         return self.repeat(name or f"checkpoint_{job.mode}",
-                           lambda n: steps.checkpoint_step(self, n, job, judged, where))
+                           lambda n: steps.checkpoint_step(self, n, job, judged, where),
+                           judged=judged)
 
     def mdtest(self, name: str | None = None, *, judged: bool = True,
                **params: object) -> dict[str, WorkloadResult]:
@@ -123,7 +127,8 @@ class Fsperf(Workspace):
         where = f"{self.test}: fsperf.sysbench()"
         job = steps.job(steps.SysbenchJob, params, where, name)
         return self.repeat(name or f"sysbench_{job.mode}",
-                           lambda n: steps.sysbench_step(self, n, job, judged, where))
+                           lambda n: steps.sysbench_step(self, n, job, judged, where),
+                           judged=judged)
 
     def scenario(self, scenario_id: str, **overrides: object) -> WorkloadResult:
         """Run a built-in scenario (pytest_fsperf.scenarios) by id; its last step is the
@@ -176,11 +181,19 @@ class Fsperf(Workspace):
         return dataclasses.replace(outcome, expectation=found)
 
     def repeat(self, name: str, run: Callable[[str], WorkloadResult],
-               tag: Callable[[WorkloadResult], WorkloadResult] | None = None) -> WorkloadResult:
-        """Under a release gate (--fsperf-reference, --fsperf-reference-mount), every workload
-        runs on the reference and the candidate in interleaved pairs instead of rounds."""
+               tag: Callable[[WorkloadResult], WorkloadResult] | None = None,
+               judged: bool = True) -> WorkloadResult:
+        """Under a release gate (--fsperf-reference, --fsperf-reference-mount), every judged
+        workload runs on the reference and the candidate in interleaved pairs instead of
+        rounds; an unjudged one (judged=False: preparation) runs once, on the candidate."""
         if self.release is None:
             return super().repeat(name, run, tag)
+        if not judged:
+            owned = self.target.owned
+            if (self.release.reference_place is None and owned is not None
+                    and owned.build != self.release.candidate):
+                self.remount(None, wipe=False, build=self.release.candidate)
+            return self.keep((tag or (lambda r: r))(run(name)))
         label = self.unique(name)
         comparison, mine, theirs = gate(self, label, run, self.release, self.budget(),
                                         self.tolerance)

@@ -164,3 +164,27 @@ def test_mount_gate_flags_are_checked_where_they_are_given(pytester, tmp_path):
     r = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={tmp_path}",
                            f"--fsperf-reference-mount={tmp_path / 'nope'}")
     r.stderr.fnmatch_lines(["*--fsperf-reference-mount=* (command line): no such directory*"])
+
+
+def test_an_unjudged_layout_step_runs_once_on_the_candidate_and_is_not_gated(pytester, tmp_path):
+    """As found: a layout step (fsperf.files(mode="write", ..., judged=False)) ran 16 pairs
+    (145 s) and failed the test as a REGRESSION, though the user said not to judge it. Here
+    the candidate writes far slower: only the judged read may be gated."""
+    need("rclone")
+    need("fio")
+    pytester.makepyfile("""
+        def test_layout_then_read(fsperf):
+            fsperf.files(name="layout", mode="write", count=20, size="256KiB", threads=4,
+                         judged=False)
+            fsperf.fio(rw="read", bs="1M", size="8M", direct=1)
+    """)
+    rclone = shutil.which("rclone")
+    result, doc = run(pytester, f"--fsperf-reference={rclone}",
+                      f"--fsperf-candidate={slower_build(tmp_path, '2M')}")
+    names = [r["name"] for r in doc["results"]]
+    assert names.count("layout") == 1 and not any(n.startswith("layout.") for n in names), names
+    (c,) = doc["comparisons"]  # the read only
+    assert c["name"] == "read"
+    assert "layout: regression" not in result.stdout.str()
+    (layout,) = [r for r in doc["results"] if r["name"] == "layout"]
+    assert layout["judged"] is False and layout["mount"]["command"][0].endswith("rclone-candidate")
