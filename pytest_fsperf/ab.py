@@ -45,15 +45,18 @@ class Pairs:
 
 
 def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResult],
-               budget: Budget, tolerance: float, gate: bool = False) -> Pairs:
+               budget: Budget, tolerance: float, gate: bool = False,
+               started: float | None = None) -> Pairs:
     """Pairs A B, B A, ... (each run after its side's enter(): a cold start) until the
-    deciding figure is decisive or the budget is spent. gate: "not worse" decides too."""
+    deciding figure is decisive or the budget is spent. gate: "not worse" decides too.
+    started: when the comparison began (time.monotonic), so that its preparation counts."""
     by_name = {s.name: s for s in sides}
     runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
     ran = ""
-    t0 = time.monotonic()
+    t0 = time.monotonic() if started is None else started
     stopped = ""
     pair = 0
+    spent_before = time.monotonic() - t0  # preparation before the first pair
     while True:
         for name in order(pair):
             by_name[name].enter()
@@ -66,13 +69,17 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
                          budget.looks, gate)
         decided = m.outcome != Difference.INCONCLUSIVE
         elapsed = time.monotonic() - t0
-        if should_stop(decided, budget, pair, elapsed):
-            if decided:
+        last = elapsed - spent_before  # this pair: its cold starts and runs
+        spent_before = elapsed
+        if should_stop(decided, budget, pair, elapsed, last):
+            if decided and pair >= budget.min_pairs:
                 stopped = f"decided after {pair} pairs"
             elif pair >= budget.max_pairs:
-                stopped = f"budget spent: {pair} pairs"
+                stopped = f"pairs spent: {pair} of at most {budget.max_pairs}"
             else:
-                stopped = f"budget spent: {elapsed:.0f} s"
+                stopped = (f"time budget spent: {elapsed:.0f} s of {budget.seconds:.0f} s, "
+                           f"{pair} pair{'' if pair == 1 else 's'}, the last {last:.0f} s "
+                           "(cold starts included)")
             return Pairs(runs["A"], runs["B"], ran, stopped, elapsed)
 
 
@@ -129,11 +136,12 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
             shown += (f"build {builds[name]}",)
         return Side(name, shown, lambda: fs.cold_start(options[name], build=builds[name]))
 
+    started = time.monotonic()  # the layout and every cold start count in the budget
     try:
         if job is not None and fio_engine.is_reading(job):
             fs.remount(options["A"], wipe=False, build=builds["A"])
             fs.layout(job, fs.output(base))
-        pairs = interleave((side("A"), side("B")), run, budget, tolerance)
+        pairs = interleave((side("A"), side("B")), run, budget, tolerance, started=started)
     finally:
         if owned.options != original or owned.build != original_build or not owned.alive():
             fs.remount(original, wipe=False, build=original_build)

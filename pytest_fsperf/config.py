@@ -328,7 +328,8 @@ OPTIONS = (
     Option("fsperf_ab_max_rounds", "ab_max_rounds", _pairs, 16, "N",
            "an interleaved A/B adds pairs until decisive, up to N pairs (default 16)"),
     Option("fsperf_ab_seconds", "ab_seconds", _timeout, 300.0, "SECONDS",
-           "... or until this many seconds are spent (default 300)"),
+           "... or until this many seconds of wall time are spent, layout and cold starts "
+           "included; a pair that would not fit is not started (default 300)"),
     Option("fsperf_stall_limit", "stall_limit", _timeout, None, "SECONDS",
            "stop a fio workload that moved nothing for this many seconds, and fail it "
            "(default: only --fsperf-workload-timeout stops a workload)"),

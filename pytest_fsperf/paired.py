@@ -145,7 +145,7 @@ class Budget:
 
     min_pairs: int = 3
     max_pairs: int = 12
-    seconds: float = 300.0  # of measuring, both sides
+    seconds: float = 300.0  # wall time of the whole comparison: layout, cold starts, runs
 
     @property
     def looks(self) -> int:
@@ -155,8 +155,13 @@ class Budget:
         return pairs >= self.max_pairs or seconds >= self.seconds
 
 
-def should_stop(decided: bool, budget: Budget, pairs: int, seconds: float) -> bool:
-    """Stop at the first decisive look, or when the budget is spent."""
+def should_stop(decided: bool, budget: Budget, pairs: int, seconds: float,
+                next_pair: float = 0.0) -> bool:
+    """Stop at the first decisive look (never before min_pairs), at the cap on pairs, or
+    when the time budget is spent or the next pair (next_pair s, as the last ones took)
+    would not fit in it: the budget bounds the wall time, even before min_pairs."""
+    if seconds + next_pair > budget.seconds:
+        return True
     if pairs < budget.min_pairs:
         return False
     return decided or budget.spent(pairs, seconds)

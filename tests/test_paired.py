@@ -155,6 +155,28 @@ def test_the_budget_stops_an_undecided_comparison():
     assert should_stop(False, budget, 3, 61.0)
     assert paired([1.0, 1.0], [1.0, 1.0], 0.05).direction == "same"
     assert not should_stop(True, budget, 2, 0.0)  # never before min_pairs
+    # wall time: a pair that would not fit in what is left is not started, even before min_pairs
+    assert should_stop(False, budget, 1, 40.0, next_pair=25.0)
+    assert not should_stop(False, budget, 1, 30.0, next_pair=25.0)
+
+
+def test_the_time_budget_bounds_the_wall_time_of_slow_pairs():
+    """As found: a 60 s budget ran 259 s (remounts and layout were not counted, and the
+    minimum pairs ran whatever they cost). Each side's cold start here takes 0.4 s."""
+    import time as clock
+
+    from pytest_fsperf.ab import Side, interleave
+    from tests.test_rounds import result
+
+    sides = (Side("A", (), lambda: clock.sleep(0.4)), Side("B", (), lambda: clock.sleep(0.4)))
+    began = clock.monotonic()
+    pairs = interleave(sides, lambda side, n: result(100e6 if side == "A" else 101e6 + n),
+                       Budget(min_pairs=3, max_pairs=12, seconds=2.0), 0.05,
+                       started=began - 0.5)  # 0.5 s of layout before the first pair
+    took = clock.monotonic() - began + 0.5
+    assert took <= 2.0 + 0.1, took  # never past the budget by more than the overhead
+    assert len(pairs.a) == 1  # 0.5 + 0.8 s; a second pair of 0.8 s would end at 2.1 s
+    assert pairs.stopped.startswith("time budget spent: 1 s of 2 s, 1 pair, the last 1 s")
 
 
 def test_order_alternates_so_neither_side_always_runs_first():
