@@ -11,9 +11,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .cache import ColdRead
 from .comparison import Comparison, compare, judge_metric, primary
 from .engine import fio as fio_engine
-from .errors import UsageError
+from .errors import MeasurementError, UsageError
 from .measure.workspace import Workspace
 from .mounts.request import parse_options
 from .paired import Budget, order, should_stop
@@ -42,6 +43,19 @@ class Pairs:
     order: str
     stopped: str
     seconds: float
+    dropped: tuple[str, ...] = ()  # runs not used, each with why
+
+
+RERUNS = 1  # a run that is not valid is run again this often before its pair is dropped
+MAX_DROPPED = 3  # pairs dropped before the comparison stops as unstable
+
+
+def invalid(r: WorkloadResult) -> str:
+    """Why a run may not stand in a pair ("" where it may): a cold read the page cache
+    served (the daemon did not send the bytes) measures the cache, not the daemon."""
+    if r.cold_read == ColdRead.NOT_COLD:
+        return f"{r.name}: not cold ({r.cold_evidence})"
+    return ""
 
 
 def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResult],
@@ -57,11 +71,32 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
     stopped = ""
     pair = 0
     spent_before = time.monotonic() - t0  # preparation before the first pair
+    dropped: list[str] = []  # every run not used, with why
+    dropped_pairs = 0
     while True:
+        these: dict[str, WorkloadResult] = {}
         for name in order(pair):
-            by_name[name].enter()
-            runs[name].append(run(name, pair + 1))
-            ran += name
+            for _attempt in range(1 + RERUNS):  # an invalid run is run again, bounded
+                by_name[name].enter()
+                got = run(name, pair + 1)
+                ran += name
+                why = invalid(got)
+                if not why:
+                    these[name] = got
+                    break
+                dropped.append(why)
+            if name not in these:  # still invalid after its reruns: the pair is not used
+                break
+        if len(these) < 2:
+            ran += "x"  # in the order shown: a pair dropped
+            dropped_pairs += 1
+            elapsed = time.monotonic() - t0
+            if dropped_pairs >= MAX_DROPPED or elapsed >= budget.seconds:
+                return Pairs(runs["A"], runs["B"], ran, f"unstable: {dropped_pairs} pairs dropped "
+                             "(runs not cold after a rerun)", elapsed, tuple(dropped))
+            continue
+        runs["A"].append(these["A"])
+        runs["B"].append(these["B"])
         pair += 1
         metric = primary(runs["B"][0])
         m = judge_metric(metric, [r.single_metrics().get(metric) for r in runs["A"]],
@@ -80,7 +115,7 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
                 stopped = (f"time budget spent: {elapsed:.0f} s of {budget.seconds:.0f} s, "
                            f"{pair} pair{'' if pair == 1 else 's'}, the last {last:.0f} s "
                            "(cold starts included)")
-            return Pairs(runs["A"], runs["B"], ran, stopped, elapsed)
+            return Pairs(runs["A"], runs["B"], ran, stopped, elapsed, tuple(dropped))
 
 
 def _rounds(rounds: int, max_rounds: int | None, seconds: float | None, settings_budget: Budget,
@@ -147,7 +182,7 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
             fs.remount(original, wipe=False, build=original_build)
     return compare(fs.test, base, owned.backend.name, side("A").shown, side("B").shown,
                    pairs.a, pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
-                   CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS)
+                   CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS, pairs.dropped)
 
 
 def check_build(path: str | None, where: str) -> str | None:
@@ -198,8 +233,12 @@ def gate(fs: Workspace, label: str, run: Callable[[str], WorkloadResult], releas
         if owned is not None and (owned.build != release.candidate or not owned.alive()):
             fs.remount(None, wipe=False, build=release.candidate)
     backend = owned.backend.name if owned is not None else (fs.target.mount().fstype or "mount")
+    if not pairs.b:
+        raise MeasurementError(f"{label}: release gate: no valid pair ({pairs.stopped}): "
+                               + "; ".join(pairs.dropped))
     c = compare(fs.test, label, backend, (release.reference,), (release.candidate,), pairs.a,
                 pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
-                CompareKind.MOUNT_GATE if release.reference_place else CompareKind.GATE)
+                CompareKind.MOUNT_GATE if release.reference_place else CompareKind.GATE,
+                pairs.dropped)
     reference_run = median_round(pairs.a, f"{label}[reference]")
     return c, median_round(pairs.b, label), dataclasses.replace(reference_run, judged=False)

@@ -62,6 +62,7 @@ class Comparison:
     kind: CompareKind = CompareKind.OPTIONS
     # a relative baseline's documented gain, checked against this B/A (compare(expect=...))
     expectation: Expectation | None = None
+    dropped: tuple[str, ...] = ()  # runs not used (not cold after a rerun), each with why
 
     def ratio(self, metric: str = "bw") -> float:
         """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's bandwidth."""
@@ -123,7 +124,7 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
             b_options: tuple[str, ...], a: list[WorkloadResult], b: list[WorkloadResult],
             order_run: str, tolerance: float = 0.10, budget: Budget | None = None,
             stopped: str = "", seconds: float = 0.0,
-            kind: CompareKind = CompareKind.OPTIONS) -> Comparison:
+            kind: CompareKind = CompareKind.OPTIONS, dropped: tuple[str, ...] = ()) -> Comparison:
     """Every figure of the pairs judged; the deciding figure with the stopping rule's looks."""
     decided_by = primary(b[0]) if b else "bw"
     looks = budget.looks if budget else 1
@@ -137,4 +138,4 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
                                        looks if metric == decided_by else 1, kind.is_gate)
     return Comparison(test, name, backend, a_options, b_options, len(b), order_run,
                       tuple(r.name for r in a), tuple(r.name for r in b), metrics, decided_by,
-                      stopped, seconds, kind)
+                      stopped, seconds, kind, dropped=dropped)

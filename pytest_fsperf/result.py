@@ -160,6 +160,7 @@ class WorkloadResult:
     canary: tuple[float, ...] = ()  # machine canary scores around its rounds (saved/compared runs)
     cold_read: ColdRead = ColdRead.UNCHECKED  # was a cold read served by the daemon?
     cold_evidence: str = ""  # the bytes behind that, in words
+    round_cold: tuple[ColdRead, ...] = ()  # each round's own cold check (rounds, A/B pairs)
     requests: Requests | None = None  # what the object store served in the window, by kind
     requests_note: str = ""  # why there are no request figures, when there are none
     cost: Cost | None = None  # those requests at the chosen price list's prices
@@ -312,7 +313,8 @@ def median_round(runs: list[WorkloadResult], name: str) -> WorkloadResult:
     key = "bw" if runs[0].io_bytes else "ops"
     ordered = sorted(runs, key=lambda r: r.single_metrics().get(key) or 0.0)
     return replace(ordered[(len(ordered) - 1) // 2], name=name, rounds=tuple(
-        {**r.single_metrics(), "seconds": r.wall_seconds} for r in runs))
+        {**r.single_metrics(), "seconds": r.wall_seconds} for r in runs),
+        round_cold=tuple(r.cold_read for r in runs))
 
 
 def summary(r: WorkloadResult) -> dict[str, dict[str, float | int]]:

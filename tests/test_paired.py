@@ -189,3 +189,54 @@ def test_a_count_an_option_takes_to_zero_is_a_change_and_zero_against_zero_is_no
     assert gone.direction == Direction.DOWN and gone.ratio is not None and gone.ratio < 0.01
     assert paired([0, 0, 0], [0, 0, 0], 0.1).direction == Direction.SAME
     assert paired([0, 0, 0], [40, 40, 40], 0.1).direction == Direction.UP
+
+
+def test_a_run_that_was_not_cold_is_rerun_then_its_pair_dropped():
+    """Only valid runs stand in pairs: a cold read the page cache served is run again once;
+    still not cold, its whole pair is dropped and named."""
+    import dataclasses
+
+    from pytest_fsperf.ab import Side, interleave
+    from pytest_fsperf.cache import ColdRead
+    from tests.test_rounds import result
+
+    calls: list[str] = []
+    not_cold = {1: "1 of 8 MB",  # the first run (A1): cold on its rerun
+                4: "the daemon sent 0.0 MB for 8.4 MB read",  # pair 2's B, and its rerun
+                5: "the daemon sent 0.0 MB for 8.4 MB read"}
+
+    def run(side: str, n: int):
+        calls.append(f"{side}{n}")
+        r = dataclasses.replace(result(100e6 if side == "A" else 100e6 + len(calls)),
+                                name=f"read.{side}{n}", cold_read=ColdRead.VERIFIED)
+        why = not_cold.get(len(calls))
+        return dataclasses.replace(r, cold_read=ColdRead.NOT_COLD, cold_evidence=why) if why else r
+
+    sides = (Side("A", (), lambda: None), Side("B", (), lambda: None))
+    pairs = interleave(sides, run, Budget(min_pairs=3, max_pairs=3, seconds=60), 0.05)
+    assert len(pairs.a) == len(pairs.b) == 3
+    assert all(r.cold_read == ColdRead.VERIFIED for r in pairs.a + pairs.b)
+    assert pairs.dropped == ("read.A1: not cold (1 of 8 MB)",
+                             "read.B2: not cold (the daemon sent 0.0 MB for 8.4 MB read)",
+                             "read.B2: not cold (the daemon sent 0.0 MB for 8.4 MB read)")
+    # A1 rerun; pair 2 (B A) dropped after B's rerun, A never run; pair 2 again, then 3
+    assert pairs.order == "AABBBxBAAB", pairs.order
+
+
+def test_a_comparison_whose_pairs_are_never_cold_stops_as_unstable():
+    import dataclasses
+
+    from pytest_fsperf.ab import Side, interleave
+    from pytest_fsperf.cache import ColdRead
+    from tests.test_rounds import result
+
+    def run(side: str, n: int):
+        return dataclasses.replace(result(100e6), name=f"read.{side}{n}",
+                                   cold_read=ColdRead.NOT_COLD, cold_evidence="0 MB")
+
+    sides = (Side("A", (), lambda: None), Side("B", (), lambda: None))
+    pairs = interleave(sides, run, Budget(min_pairs=3, max_pairs=12, seconds=60), 0.05)
+    assert pairs.a == [] and pairs.b == []
+    assert pairs.stopped == "unstable: 3 pairs dropped (runs not cold after a rerun)"
+    assert len(pairs.dropped) == 6  # the first side twice per pair; the second never ran
+    assert pairs.order == "AAxAAxAAx"
