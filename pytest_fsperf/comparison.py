@@ -63,6 +63,10 @@ class Comparison:
     # a relative baseline's documented gain, checked against this B/A (compare(expect=...))
     expectation: Expectation | None = None
     dropped: tuple[str, ...] = ()  # runs not used (not cold after a rerun), each with why
+    # a release gate that would pass although its sides differ by more than any build
+    # plausibly could, or its runs spread too widely, says why and decides nothing
+    # (unstable()); a regression stands
+    unstable: str = ""
 
     def ratio(self, metric: str = "bw") -> float:
         """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's bandwidth."""
@@ -74,13 +78,15 @@ class Comparison:
     @property
     def outcome(self) -> Difference:
         m = self.metrics.get(self.decided_by)
-        return m.outcome if m else Difference.INCONCLUSIVE
+        return m.outcome if m and not self.unstable else Difference.INCONCLUSIVE
 
     def message(self, tolerance: float) -> str:
         """One line for a test's failure or warning: what was found, on which figure, by what."""
         m = self.metrics.get(self.decided_by)
         if m is None or m.ratio is None:
             return f"{self.name}: no {self.decided_by} figures on both sides to compare"
+        if self.unstable:
+            return f"{self.name}: the measurement is unstable, nothing decided: {self.unstable}"
         band = (f", {100 * m.level:.4g}% interval {m.ci_low:.3f} to {m.ci_high:.3f}"
                 if m.ci_low is not None and m.ci_high is not None else "")
         ref = "the reference mount" if self.kind == CompareKind.MOUNT_GATE else "the reference build"
@@ -115,6 +121,38 @@ def judge_metric(metric: str, av: Sequence[float | None], bv: Sequence[float | N
                             p.low, p.high, p.level, _outcome(metric, p, gate))
 
 
+IMPLAUSIBLE = 1.5  # B/A (or its inverse) no build plausibly makes; a side's max/min spread
+
+
+def unstable(metrics: dict[str, MetricComparison], decided_by: str) -> str:
+    """Why a release gate's pairs cannot be trusted ("" where they can): sides that differ by
+    more than IMPLAUSIBLE, or runs within one side spread that widely, with what it looks
+    like - runs in two clusters (bimodal), or the daemon's CPU-seconds per GB jumping."""
+    m = metrics.get(decided_by)
+    if m is None or m.ratio is None:
+        return ""
+    said = []
+    if not 1 / IMPLAUSIBLE <= m.ratio <= IMPLAUSIBLE:
+        said.append(f"B/A {m.ratio:.2f}, beyond what a build plausibly changes "
+                    f"(1/{IMPLAUSIBLE:g} to {IMPLAUSIBLE:g})")
+    for side, values in (("A", m.a), ("B", m.b)):
+        known = sorted(v for v in values if v)
+        if len(known) >= 2 and known[-1] / known[0] > IMPLAUSIBLE:
+            gap = max(range(len(known) - 1), key=lambda i: known[i + 1] / known[i])
+            two = known[gap + 1] / known[gap] > IMPLAUSIBLE ** 0.5
+            said.append(f"{side}'s runs spread {known[-1] / known[0]:.1f}x"
+                        + (f" in two clusters (bimodal: {gap + 1} near {known[gap]:.3g}, "
+                           f"{len(known) - gap - 1} near {known[-1]:.3g})" if two else ""))
+    cpu = metrics.get("daemon_cpu_per_gb")
+    if said and cpu is not None:
+        for side, values in (("A", cpu.a), ("B", cpu.b)):
+            known = sorted(v for v in values if v)
+            if len(known) >= 2 and known[-1] / known[0] > IMPLAUSIBLE:
+                said.append(f"{side}'s daemon CPU-s per GB jumps {known[0]:.2g} to {known[-1]:.2g} "
+                            "(cache state differing between runs?)")
+    return "; ".join(said)
+
+
 def primary(result: WorkloadResult) -> str:
     """The figure that decides: bandwidth where bytes moved, else operations per second."""
     return "bw" if result.io_bytes else "ops"
@@ -138,4 +176,7 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
                                        looks if metric == decided_by else 1, kind.is_gate)
     return Comparison(test, name, backend, a_options, b_options, len(b), order_run,
                       tuple(r.name for r in a), tuple(r.name for r in b), metrics, decided_by,
-                      stopped, seconds, kind, dropped=dropped)
+                      stopped, seconds, kind, dropped=dropped,
+                      unstable=unstable(metrics, decided_by) if kind.is_gate and (
+                          decided_by in metrics
+                          and metrics[decided_by].outcome != Difference.B_WORSE) else "")

@@ -240,3 +240,25 @@ def test_a_comparison_whose_pairs_are_never_cold_stops_as_unstable():
     assert pairs.stopped == "unstable: 3 pairs dropped (runs not cold after a rerun)"
     assert len(pairs.dropped) == 6  # the first side twice per pair; the second never ran
     assert pairs.order == "AAxAAxAAx"
+
+
+def test_a_gate_that_would_pass_on_implausible_pairs_says_unstable():
+    """As found: two identical builds at scale 0.002 passed `not worse` with B/A 2.53, runs
+    alternating between ~2.7 GB/s and ~0.68 GB/s: nothing said that this is implausible."""
+    from pytest_fsperf.comparison import Comparison, judge_metric, unstable
+    from pytest_fsperf.vocab import CompareKind
+
+    a = [0.68e9, 2.7e9, 0.69e9, 2.6e9]
+    b = [2.7e9, 2.65e9, 2.72e9, 2.68e9]
+    cpu_a, cpu_b = [1.2, 0.1, 1.15, 0.11], [0.1, 0.1, 0.11, 0.1]
+    metrics = {"bw": judge_metric("bw", a, b, 0.1, gate=True),
+               "daemon_cpu_per_gb": judge_metric("daemon_cpu_per_gb", cpu_a, cpu_b, 0.1)}
+    why = unstable(metrics, "bw")
+    assert "A's runs spread 4.0x in two clusters (bimodal: 2 near 6.9e+08, 2 near 2.7e+09)" in why
+    assert "A's daemon CPU-s per GB jumps 0.1 to 1.2" in why
+    c = Comparison("t", "read", "bindfs", ("a",), ("b",), 4, "ABBAABBA", (), (), metrics, "bw",
+                   "decided", 10.0, CompareKind.GATE, unstable=why)
+    assert c.outcome == Difference.INCONCLUSIVE
+    assert c.message(0.1).startswith("read: the measurement is unstable, nothing decided: ")
+    steady = {"bw": judge_metric("bw", [1.0e9, 1.02e9, 0.99e9], [1.01e9, 1.0e9, 1.03e9], 0.1)}
+    assert unstable(steady, "bw") == ""
