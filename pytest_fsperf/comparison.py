@@ -67,6 +67,7 @@ class Comparison:
     # plausibly could, or its runs spread too widely, says why and decides nothing
     # (unstable()); a regression stands
     unstable: str = ""
+    short: str = ""  # runs too short for a precise reading, and what would lengthen them
 
     def ratio(self, metric: str = "bw") -> float:
         """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's bandwidth."""
@@ -153,6 +154,20 @@ def unstable(metrics: dict[str, MetricComparison], decided_by: str) -> str:
     return "; ".join(said)
 
 
+SHORT_RUN = 2.0  # s: a run shorter than this reads coarsely (timers, cold-start jitter)
+
+
+def short_runs(runs: Sequence[WorkloadResult]) -> str:
+    """Say so when the runs behind a comparison are short, and what lengthens them."""
+    walls = [r.wall_seconds for r in runs if r.wall_seconds]
+    if not walls or statistics.median(walls) >= SHORT_RUN:
+        return ""
+    how = ("a larger size or count (size=, count=, entries=)" if runs[0].kind != "fio" or
+           "time_based" not in runs[0].options else "a longer runtime")
+    return (f"runs of {statistics.median(walls):.2g} s at the median, under the {SHORT_RUN:g} s a "
+            f"precise reading needs: give the workload {how}")
+
+
 def primary(result: WorkloadResult) -> str:
     """The figure that decides: bandwidth where bytes moved, else operations per second."""
     return "bw" if result.io_bytes else "ops"
@@ -179,4 +194,5 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
                       stopped, seconds, kind, dropped=dropped,
                       unstable=unstable(metrics, decided_by) if kind.is_gate and (
                           decided_by in metrics
-                          and metrics[decided_by].outcome != Difference.B_WORSE) else "")
+                          and metrics[decided_by].outcome != Difference.B_WORSE) else "",
+                      short=short_runs([*a, *b]))

@@ -262,3 +262,20 @@ def test_a_gate_that_would_pass_on_implausible_pairs_says_unstable():
     assert c.message(0.1).startswith("read: the measurement is unstable, nothing decided: ")
     steady = {"bw": judge_metric("bw", [1.0e9, 1.02e9, 0.99e9], [1.01e9, 1.0e9, 1.03e9], 0.1)}
     assert unstable(steady, "bw") == ""
+
+
+def test_a_comparison_of_short_runs_says_so_and_how_to_lengthen_them():
+    import dataclasses
+
+    from pytest_fsperf.comparison import compare, short_runs
+    from tests.test_rounds import result
+
+    quick = [dataclasses.replace(result(1e9), wall_seconds=0.7) for _ in range(3)]
+    assert short_runs(quick) == ("runs of 0.7 s at the median, under the 2 s a precise reading "
+                                 "needs: give the workload a larger size or count (size=, count=, "
+                                 "entries=)")
+    timed = [dataclasses.replace(r, options={"time_based": "1"}) for r in quick]
+    assert short_runs(timed).endswith("a longer runtime")
+    assert short_runs([dataclasses.replace(r, wall_seconds=3.0) for r in quick]) == ""
+    c = compare("t", "read", "bindfs", (), (), quick, quick, "ABBAAB")
+    assert c.short.startswith("runs of 0.7 s")

@@ -412,6 +412,8 @@ def comparison(c: Mapping[str, Any]) -> Section:
     if c.get("decided_by"):
         lines += (f"decided on {_name(c['decided_by'])}: B/A is the geometric mean of the pairs' "
                   "ratios; interval: paired t on their logs (flags widened for early stopping)",)
+    if c.get("short"):
+        lines += (c["short"],)
     if c.get("unstable"):
         lines += (f"the measurement is unstable, nothing decided: {c['unstable']}",)
     if c.get("dropped"):
