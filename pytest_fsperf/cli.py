@@ -63,7 +63,7 @@ def parser() -> Parser:
         help="run a shipped suite of workloads on a mount and print the figures",
         description="Run a shipped suite (fio jobs, small-file and metadata workloads from the "
                     "published benchmarks) on MOUNT, measuring bandwidth, IOPS, latency and the "
-                    "FUSE daemon's CPU%% and peak memory. Sizes are the documents' (100 GB "
+                    "FUSE daemon's CPU% and peak memory. Sizes are the documents' (100 GB "
                     "files, 100,000 small files) times --scale. Anything after -- goes to "
                     "pytest unchanged (e.g. -- --fsperf-rounds=3 -v).",
         epilog="suites:\n" + "\n".join(_suite_line(s) for s in SUITES) + "\n\n" + EXIT_CODES

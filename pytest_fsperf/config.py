@@ -417,7 +417,9 @@ def for_item(settings: Settings, name: str, marker: T | None, where: str) -> Cho
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("fsperf", "filesystem performance (pytest-fsperf); precedence: " + RULE)
     for opt in OPTIONS:
-        group.addoption(opt.flag, dest=opt.name, metavar=opt.metavar, default=None, help=opt.help)
+        # argparse formats a flag's help with %: a bare "10%" would crash `pytest --help`
+        group.addoption(opt.flag, dest=opt.name, metavar=opt.metavar, default=None,
+                        help=opt.help.replace("%", "%%"))
         parser.addini(opt.name, opt.help, default="")
 
 

@@ -168,3 +168,21 @@ def test_baselines_lists_the_shipped_ones_and_shows_one(tmp_path):
     small = fsperf(tmp_path, "baselines", "ossfs-2.0.4")
     assert "smallfile_read_128t: 128 threads read" in small.stdout
     assert "differs: the page cache is dropped and the mount restarted" in small.stdout
+
+
+@pytest.mark.parametrize("args", [(), ("bench",), ("compare-runs",), ("baselines",)])
+def test_every_help_renders(tmp_path, args):
+    """As found: `pytest --help` crashed on the bare % of --fsperf-tolerance's help, and
+    `fsperf bench --help` printed CPU%%."""
+    r = fsperf(tmp_path, *args, "--help")
+    assert r.returncode == 0, r.stderr
+    assert "%%" not in r.stdout and "Traceback" not in r.stderr
+
+
+def test_pytest_help_renders_every_fsperf_option(pytester):
+    result = pytester.runpytest("--help")
+    assert result.ret == 0
+    out = result.stdout.str()
+    assert "--fsperf-tolerance=PERCENT" in out and "default 10%;" in out and "%%" not in out
+    from pytest_fsperf.config import OPTIONS
+    assert all(opt.flag in out for opt in OPTIONS)
