@@ -223,3 +223,26 @@ def test_xdist_never_overlaps_measured_tests(pytester, tmp_path):
     assert all(a_end <= b_start for (_, a_end), (b_start, _) in itertools.pairwise(windows))
     assert len(json.loads(out.read_text())["results"]) == 4
     result.stdout.re_match_lines([r"test_measured\[\d\]\s+write"])
+
+
+@pytest.mark.parametrize(("marker", "decision"), [
+    ("", "fsperf decision: NOTHING JUDGED: 1 workload: 0 failing, 0 inconclusive, 0 passed, "
+         "1 not judged"),
+    ('@fsperf(max_cpu="250%")', "fsperf decision: PARTIAL (max_cpu not judged (*)): 1 workload: "
+                                "0 failing, 0 inconclusive, 1 passed, 0 not judged"),
+    ('@fsperf(min_bw="1B/s")', "fsperf decision: PASS: 1 workload: 0 failing, 0 inconclusive, "
+                               "1 passed, 0 not judged"),
+])
+def test_the_decision_says_what_was_decided(pytester, marker, decision):
+    """As found: PASS when nothing was judged, and max_cpu on a directory without a FUSE
+    daemon gave no message and counted as passed."""
+    pytester.makepyfile(f"""
+        from pytest_fsperf import fsperf
+
+        {marker}
+        def test_w(fsperf):
+            fsperf.fio(rw="write", bs="4k", size="64k")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([decision])

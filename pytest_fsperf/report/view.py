@@ -204,21 +204,34 @@ def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
             inconclusive_fails: bool) -> tuple[str, ...]:
     """The decision first: what failed and why, what could not be decided, every A/B."""
     verdicts = [Outcome.of(r.get("verdict")) for r in results]
+    comparisons = list(comparisons)
     failing = sum(v.failing for v in verdicts)
     unsure = sum(v.unsure for v in verdicts)
     passed = sum(v in (Outcome.PASS, Outcome.PARTIAL) for v in verdicts)
+    partial = [n.partition(": ")[2] for r, v in zip(results, verdicts, strict=True)
+               if v == Outcome.PARTIAL for n in r.get("not_judged") or ()]
+    decided_ab = [c for c in comparisons
+                  if str((c["metrics"].get(c.get("decided_by") or "bw") or {}).get("outcome"))
+                  not in ("inconclusive", "None") and not c.get("unstable")]
     if failing or (unsure and inconclusive_fails):
         decision = "FAIL"
     elif unsure:
         decision = "PASS with warnings"
+    elif not passed and not decided_ab:
+        decision = "NOTHING JUDGED"  # no threshold, baseline or comparison decided anything
+    elif partial:
+        decision = f"PARTIAL ({'; '.join(sorted(set(partial)))})"
     else:
         decision = "PASS"
     how = ""
     if unsure:
         how = (" (these fail their tests: --fsperf-inconclusive=fail)" if inconclusive_fails
                else " (warnings: --fsperf-inconclusive=warn)")
-    lines = [f"{decision}: {len(results)} workloads: {failing} failing, {unsure} inconclusive"
-             f"{how}, {passed} passed, {len(results) - failing - unsure - passed} not judged"]
+    count = f"{len(results)} workload{'' if len(results) == 1 else 's'}"
+    lines = [f"{decision}: {count}: {failing} failing, {unsure} inconclusive"
+             f"{how}, {passed} passed, {len(results) - failing - unsure - passed} not judged"
+             + (f"; {len(decided_ab)} of {len(comparisons)} comparisons decided"
+                if comparisons else "")]
     for r, v in zip(results, verdicts, strict=True):
         if v.failing or v.unsure:
             lines += [f"{v}: {short_test(r)} {line}" for line in r.get("failures") or [r["name"]]]
