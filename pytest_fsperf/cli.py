@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from . import runs, units
 from .baselines import load as load_baseline
-from .baselines import shipped_names
+from .baselines import saved_dir, shipped_names
 from .baselines.check import show_documented
 from .baselines.relative import entries as relative_entries
 from .errors import UsageError
@@ -173,7 +173,7 @@ def _run_doc(ref: str, storage: Path, where: str) -> tuple[str, dict[str, object
 def compare_runs(a: argparse.Namespace) -> int:
     where = "fsperf compare-runs"
     try:
-        tolerance = units.parse_percent(a.tolerance) / 100
+        tolerance = units.parse_tolerance(a.tolerance)
     except ValueError as exc:
         raise UsageError(f"{where}: --tolerance: {exc}") from None
     storage = Path(a.storage)
@@ -200,7 +200,7 @@ def compare_runs(a: argparse.Namespace) -> int:
             print(c.message(tolerance), file=sys.stderr)
     head = ("workload", base_name, new_name, "ratio", "95% interval", "outcome")
     _table([head, *rows])
-    print(f"{len(rows)} workloads: {failing} regressed, {unsure} undecided "
+    print(f"{len(rows)} workload{'' if len(rows) == 1 else 's'}: {failing} regressed, {unsure} undecided "
           f"(tolerance {100 * tolerance:g}%)")
     if failing or (unsure and a.inconclusive == "fail"):
         return 1
@@ -227,9 +227,20 @@ def baselines(a: argparse.Namespace) -> int:
             rows.append((name, f"{b.data.get('system', '')} {b.data.get('version', '')}".strip(),
                          ", ".join(b.data.get("entries", {})) or "relative: " + ", ".join(
                              b.data.get("relative", {}))))
+        folder = saved_dir(root)
+        saved = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+        for name in saved:
+            try:
+                b = load_baseline(name, root, "fsperf baselines")
+            except UsageError as exc:  # one that cannot be read is named, not a traceback
+                rows.append((name, "saved (unreadable)", str(exc)[:80]))
+                continue
+            rows.append((name, f"saved at scale {b.data.get('scale')}",
+                         ", ".join(b.data.get("entries", {}))))
         _table(rows)
-        print("documented at full scale on the machines they name (fsperf baselines NAME); "
-              "compare with fsperf bench --baseline NAME")
+        print("shipped: documented at full scale on the machines they name; saved: by "
+              f"--fsperf-save-baseline in {folder} (fsperf baselines NAME); compare with "
+              "fsperf bench --baseline NAME")
         return 0
     b = load_baseline(a.name, root, "fsperf baselines")
     print(f"{b.name}: {b.data.get('system', '')} {b.data.get('version', '')} ({b.origin}); "

@@ -201,7 +201,7 @@ def _executable(raw: Raw) -> str:
 
 def _tolerance(raw: Raw) -> float:
     try:
-        value = units.parse_percent(raw.text) / 100
+        value = units.parse_tolerance(raw.text)
     except ValueError as exc:
         raise UsageError(f"{raw.where}: {exc}") from None
     if not 0 <= value < 1:

@@ -156,7 +156,7 @@ class Fsperf(Workspace):
         tol = self.tolerance
         if tolerance is not None:
             try:
-                tol = units.parse_percent(tolerance) / 100
+                tol = units.parse_tolerance(tolerance)
             except ValueError as exc:
                 raise UsageError(f"{where}: tolerance: {exc}") from None
         relative = (None if expect is None else

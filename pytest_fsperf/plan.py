@@ -8,6 +8,7 @@ measured and reported).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -114,7 +115,7 @@ def build_plan(test: str, markers: Iterable[tuple[tuple[object, ...], Mapping[st
     tolerance = None
     if "tolerance" in merged:
         try:
-            tolerance = units.parse_percent(merged.pop("tolerance")) / 100
+            tolerance = units.parse_tolerance(merged.pop("tolerance"))
         except ValueError as exc:
             raise UsageError(f"{test}: fsperf marker tolerance: {exc}") from None
         if not 0 <= tolerance < 1:
@@ -129,8 +130,11 @@ def build_plan(test: str, markers: Iterable[tuple[tuple[object, ...], Mapping[st
     thresholds = []
     for key, value in merged.items():
         if key not in KEYWORDS:
-            known = ", ".join([*KEYWORDS, *BASELINE_KEYS])
-            raise UsageError(f"{test}: fsperf marker: unknown keyword {key!r} (known: {known})")
+            names = [*KEYWORDS, *BASELINE_KEYS]
+            close = difflib.get_close_matches(key, names, n=1, cutoff=0.5)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise UsageError(f"{test}: fsperf marker: unknown keyword {key!r} ({hint}known: "
+                             f"{', '.join(names)})")
         try:
             limit = KEYWORDS[key].parse(value)
         except ValueError as exc:

@@ -265,4 +265,6 @@ def compare(run: str, key: str, old: dict[str, Any], new: dict[str, Any], tolera
     if outcome != REGRESSION and (more := _more_requests(run, key, old, new, history, tolerance)):
         return more
     note = _one_round_note(a, b, tolerance) if min(len(a), len(b)) < 2 else ""
+    if note and len(history) < 2:  # one round against one run: no spread, nothing decided
+        outcome, lo, hi = INCONCLUSIVE, None, None
     return RunComparison(run, key, metric, outcome, a, b, ratio, lo, hi, [], names, machine, note)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import baselines, canary, leftovers, runs
+from . import baselines, canary, leftovers, runs, units
 from .baselines import Baseline
 from .config import Settings
 from .errors import MeasurementError
@@ -243,7 +243,7 @@ class FsperfSession:
         data = {
             "name": name, "system": m.get("fstype", ""), "version": "",
             "hardware": f"{env['machine']['cpu_model']}, {env['machine']['cpus']} CPUs, "
-                        f"{env['machine']['mem_total_bytes']} bytes RAM",
+                        f"{units.format_size(env['machine']['mem_total_bytes'])} RAM",
             "os": env.get("os") or "", "kernel": env["kernel"], "source": "saved run",
             "number_format": "en", "mount_options": "; ".join(mounts) or m.get("options", ""),
             "scale": self.settings.scale, "environment": env, "entries": entries,

@@ -62,13 +62,20 @@ def parse_bytes(value: object, *, rate: bool = False) -> float:
     return _finite(number * BYTE_UNITS[unit], text)
 
 
-def parse_percent(value: object) -> float:
-    """'250%' -> 250.0 (100% is one fully busy core)."""
-    text = _require_text(value, "250%")
+def parse_percent(value: object, example: str = "250%", meaning: str = "100% = one core") -> float:
+    """'250%' -> 250.0; `example` and `meaning` say what kind of percentage is asked for in
+    the error (a CPU share by default; '10%' for a tolerance)."""
+    text = _require_text(value, example)
     number, unit = _split(text)
     if unit != "%":
-        raise ValueError(f"{text!r} must be a percentage such as '250%' (100% = one core)")
+        raise ValueError(f"{text!r} must be a percentage such as '{example}'"
+                         + (f" ({meaning})" if meaning else ""))
     return number
+
+
+def parse_tolerance(value: object) -> float:
+    """'10%' -> 0.10: how far a figure may move before it counts as changed."""
+    return parse_percent(value, "10%", "") / 100
 
 
 def parse_duration_ns(value: object) -> float:

@@ -171,3 +171,22 @@ def test_a_cold_read_served_from_the_page_cache_says_so(pytester, bindfs):
     assert rows["real"]["cold_read"] == "verified" and rows["fake"]["cold_read"] == "NOT cold"
     assert rows["fake"]["verdict"] == "INCONCLUSIVE"
     result.stdout.re_match_lines([r"test_cold\s+fake\s+.*NOT cold: page cache served it\s+INCONCLUSIVE"])
+
+
+def test_a_threshold_not_judged_for_a_short_window_says_so(pytester, bindfs):
+    """As found: `seq_read: max_cpu not judged (found by fdinfo fuse_connection)` where the
+    reason was I/O under 0.5 s."""
+    mount = bindfs()
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf
+
+        @fsperf(max_cpu="250%")
+        def test_tiny(fsperf):
+            fsperf.fio(rw="write", bs="4k", size="64k")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={mount.point}")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["fsperf decision: PARTIAL (max_cpu not judged (I/O ran * s, under "
+                                 "the 0.5 s daemon CPU time needs: it is counted in 10 ms ticks)): "
+                                 "1 workload: *"])
+    assert "found by fdinfo" not in result.stdout.str().split("fsperf decision")[1]

@@ -137,7 +137,7 @@ def test_compare_runs_judges_every_workload_and_exits_for_ci(tmp_path, new, code
     r = fsperf(tmp_path, "compare-runs", "base", "new")
     assert r.returncode == code, r.stdout + r.stderr
     assert "t.py::test_read::seq_read_1t" in r.stdout and outcome in r.stdout
-    assert "95% interval" in r.stdout and "1 workloads" in r.stdout
+    assert "95% interval" in r.stdout and "1 workload:" in r.stdout
     by_path = fsperf(tmp_path, "compare-runs", str(runs_dir / "base.json"), str(runs_dir / "new.json"))
     assert by_path.returncode == code
 
@@ -186,3 +186,30 @@ def test_pytest_help_renders_every_fsperf_option(pytester):
     assert "--fsperf-tolerance=PERCENT" in out and "default 10%;" in out and "%%" not in out
     from pytest_fsperf.config import OPTIONS
     assert all(opt.flag in out for opt in OPTIONS)
+
+
+@pytest.mark.unit
+def test_a_single_round_compare_decides_nothing(tmp_path):
+    """As found: one round against one run said `pass 1.012x` with no interval, while the
+    README says a single round can never show significance."""
+    (tmp_path / "a.json").write_text(json.dumps(_run([100e6])))
+    (tmp_path / "b.json").write_text(json.dumps(_run([101.2e6])))
+    r = fsperf(tmp_path, "compare-runs", "./a.json", "./b.json")
+    assert r.returncode == 1, r.stdout
+    line = next(ln for ln in r.stdout.splitlines() if "seq_read_1t" in ln)
+    assert line.split()[-1] == "inconclusive" and " - " in line and "1.012x" in line
+    assert "one round cannot show a difference" in r.stderr
+    assert fsperf(tmp_path, "compare-runs", "./a.json", "./b.json",
+                  "--inconclusive=warn").returncode == 0
+
+
+@pytest.mark.unit
+def test_baselines_lists_saved_ones_too(tmp_path):
+    saved = tmp_path / ".fsperf" / "baselines"
+    saved.mkdir(parents=True)
+    (saved / "mine.json").write_text(json.dumps({"scale": 0.01, "entries": {
+        "seq_read_1t": {"bw": {"printed": "1 GB/s", "value": 1e9}}}}))
+    r = fsperf(tmp_path, "baselines")
+    assert r.returncode == 0
+    assert any(ln.split()[:5] == ["mine", "saved", "at", "scale", "0.01"]
+               for ln in r.stdout.splitlines()), r.stdout

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ..cache import ColdRead
 from ..errors import UsageError
 from ..plan import Plan
-from ..result import SHAPE, WorkloadResult
+from ..result import SHAPE, SHORT_WINDOW, WorkloadResult
 from ..stats import median_ci
 from ..timeline import MIN_INTERVALS
 from ..vocab import Outcome
@@ -47,7 +47,9 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
             measured = r.metrics()[metric]
             if measured is None:
                 why = ((r.requests_note or "no object-store request counters") if metric.startswith(
-                    ("req_", "cost")) else _no_shape(r) if metric in SHAPE else r.daemon_note)
+                    ("req_", "cost")) else _no_shape(r) if metric in SHAPE else
+                    _short_cpu(r) if metric == "daemon_cpu" and r.daemon is not None else
+                    r.daemon_note)
                 verdict.notes.append(f"{r.name}: {threshold.keyword} not judged ({why})")
                 if verdict.per_workload[r.name] == Outcome.PASS:
                     verdict.per_workload[r.name] = Outcome.PARTIAL
@@ -74,3 +76,11 @@ def _no_shape(r: WorkloadResult) -> str:
     if r.timeline is None:
         return f"it ran under {MIN_INTERVALS + 1} s: no timeline"
     return "too few intervals, or the daemon could not be read, for this figure"
+
+
+def _short_cpu(r: WorkloadResult) -> str:
+    """Why a daemon that was found has no CPU figure: its I/O window was too short."""
+    assert r.daemon is not None
+    seconds = r.daemon.cpu_window_seconds or r.daemon.wall_seconds
+    return (f"I/O ran {seconds:.2g} s, under the {SHORT_WINDOW:g} s daemon CPU time needs: it is "
+            "counted in 10 ms ticks")
