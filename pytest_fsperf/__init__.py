@@ -1,4 +1,8 @@
-"""pytest-fsperf: filesystem performance regression tests for FUSE mounts."""
+"""pytest-fsperf: filesystem performance regression tests for FUSE mounts.
+
+PYTEST_DONT_REWRITE: the plugin's own asserts need no rewriting, and the `fsperf` command
+imports the package before pytest would mark it (which warned on every run).
+"""
 
 from __future__ import annotations
 

@@ -213,3 +213,24 @@ def test_baselines_lists_saved_ones_too(tmp_path):
     assert r.returncode == 0
     assert any(ln.split()[:5] == ["mine", "saved", "at", "scale", "0.01"]
                for ln in r.stdout.splitlines()), r.stdout
+
+
+@pytest.mark.integration
+def test_a_non_editable_install_runs_without_an_assertion_rewrite_warning(tmp_path):
+    """As found: a fresh non-editable install printed PytestAssertRewriteWarning on every
+    `fsperf bench`: the command imports the package before pytest marks it for rewriting."""
+    need("fio")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    root = Path(__file__).resolve().parent.parent
+    installed = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(root)],
+                               capture_output=True, text=True, timeout=600, check=False)
+    if installed.returncode != 0:
+        pytest.skip(f"could not install into a venv: {installed.stderr.strip()[-200:]}")
+    work = tmp_path / "work"
+    work.mkdir()
+    r = subprocess.run([str(venv / "bin" / "fsperf"), "bench", "--scale", "0.001", "-k",
+                        "seq_write_1t"], cwd=work, capture_output=True, text=True, timeout=300,
+                       check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "PytestAssertRewriteWarning" not in r.stdout + r.stderr
