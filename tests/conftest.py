@@ -210,9 +210,23 @@ def run_json(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, A
     return result, json.loads(out.read_text()) if out.exists() else None
 
 
-def pause(pid: int, after: float, seconds: float) -> threading.Thread:
-    """SIGSTOP the process `after` s from now for `seconds` s, then SIGCONT it (started)."""
+def measured_fio() -> bool:
+    """A measuring fio runs on this machine (not a layout pass: create_only)."""
+    for p in psutil.process_iter(["name", "cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or ())
+        if p.info["name"] == "fio" and "--name=fsperf" in cmd and "create_only" not in cmd:
+            return True
+    return False
+
+
+def pause(pid: int, after: float, seconds: float,
+          when: Callable[[], bool] | None = None) -> threading.Thread:
+    """SIGSTOP the process `after` s from now (or from when `when()` first holds, polled for
+    at most 60 s) for `seconds` s, then SIGCONT it (started)."""
     def stop() -> None:
+        deadline = time.monotonic() + 60
+        while when is not None and not when() and time.monotonic() < deadline:
+            time.sleep(0.05)
         time.sleep(after)
         os.kill(pid, signal.SIGSTOP)
         time.sleep(seconds)

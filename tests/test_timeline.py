@@ -12,7 +12,7 @@ import time
 import pytest
 
 from pytest_fsperf.timeline import Timeline, decay, longest_stall, rss_growth, shape, sparkline, swing
-from tests.conftest import need, pause, run_json
+from tests.conftest import measured_fio, need, pause, run_json
 
 
 def line(moved, rss=None, step=1.0):
@@ -63,7 +63,7 @@ def test_a_daemon_stopped_for_3_s_is_a_stall_and_the_run_ends_cleanly(pytester, 
             fsperf.fio(rw="read", bs="128k", filename="f", size="64M", direct=1,
                        time_based=1, runtime=9, rate="20m")
     """)
-    thread = pause(m.pid, 3.0, 3.0)
+    thread = pause(m.pid, 1.5, 3.0, when=measured_fio)  # inside the measured window
     try:
         result, doc = run(pytester, f"--fsperf-mount={m.point}")
     finally:
