@@ -168,23 +168,29 @@ def test_mount_gate_flags_are_checked_where_they_are_given(pytester, tmp_path):
 
 def test_an_unjudged_layout_step_runs_once_on_the_candidate_and_is_not_gated(pytester, tmp_path):
     """As found: a layout step (fsperf.files(mode="write", ..., judged=False)) ran 16 pairs
-    (145 s) and failed the test as a REGRESSION, though the user said not to judge it. Here
-    the candidate writes far slower: only the judged read may be gated."""
-    need("rclone")
+    (145 s) and failed the test as a REGRESSION, though the user said not to judge it. Only
+    the judged read may be gated; the layout runs once, on the candidate build."""
+    binary = need("bindfs")
     need("fio")
+    candidate = tmp_path / "bindfs-candidate"
+    candidate.write_text(f'#!/bin/sh\nexec {binary} "$@"\n')
+    candidate.chmod(0o755)
     pytester.makepyfile("""
         def test_layout_then_read(fsperf):
             fsperf.files(name="layout", mode="write", count=20, size="256KiB", threads=4,
                          judged=False)
-            fsperf.fio(rw="read", bs="1M", size="8M", direct=1)
+            fsperf.fio(rw="read", bs="1M", size="4M", direct=1)
     """)
-    rclone = shutil.which("rclone")
-    result, doc = run(pytester, f"--fsperf-reference={rclone}",
-                      f"--fsperf-candidate={slower_build(tmp_path, '2M')}")
+    out = pytester.path / "fsperf.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-backend=bindfs",
+                                f"--fsperf-json={out}", "--fsperf-ab-max-rounds=4",
+                                f"--fsperf-reference={binary}", f"--fsperf-candidate={candidate}",
+                                "--fsperf-inconclusive=warn")
+    doc = json.loads(out.read_text())
     names = [r["name"] for r in doc["results"]]
     assert names.count("layout") == 1 and not any(n.startswith("layout.") for n in names), names
     (c,) = doc["comparisons"]  # the read only
     assert c["name"] == "read"
     assert "layout: regression" not in result.stdout.str()
     (layout,) = [r for r in doc["results"] if r["name"] == "layout"]
-    assert layout["judged"] is False and layout["mount"]["command"][0].endswith("rclone-candidate")
+    assert layout["judged"] is False and layout["mount"]["command"][0] == str(candidate)
