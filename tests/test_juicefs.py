@@ -119,8 +119,9 @@ def test_the_jfs_bench_scenarios_agree_with_juicefs_bench(pytester, minio):
     """On one owned JuiceFS, the jfs_bench_* scenarios at scale 0.25 (a 256 MiB big file, 25
     small files of 128 KiB, one thread) and `juicefs bench --big-file-size 256
     --small-file-count 25 -p 1`, in the same state (new files each run, page cache dropped,
-    JuiceFS's block cache as the write left it): each row's median of three within the band
-    the README states (the same work, timed by two clocks, on a noisy 2-core machine)."""
+    JuiceFS's block cache as the write left it): each row's median of five within the band
+    the README states (the same work, timed by two clocks, on a noisy 2-core machine; the
+    0.03 s small-file rows swing most, so five runs, not three)."""
     from tests.conftest import need
 
     need("juicefs")
@@ -136,7 +137,7 @@ def test_the_jfs_bench_scenarios_agree_with_juicefs_bench(pytester, minio):
         @fsperf_mount("juicefs")
         def test_both(fsperf):
             ours = {}
-            for _ in range(3):
+            for _ in range(5):
                 for row in ROWS:
                     r = fsperf.scenario(row)
                     ours.setdefault(row, []).append(value_and_cost(row, r)[0])
