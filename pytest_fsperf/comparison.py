@@ -137,21 +137,24 @@ def unstable(metrics: dict[str, MetricComparison], decided_by: str) -> str:
         said.append(f"B/A {m.ratio:.2f}, beyond what a build plausibly changes "
                     f"(1/{IMPLAUSIBLE:g} to {IMPLAUSIBLE:g})")
     for side, values in (("A", m.a), ("B", m.b)):
-        known = sorted(v for v in values if v)
-        if len(known) >= 2 and known[-1] / known[0] > IMPLAUSIBLE:
+        if known := _spread(values):
             gap = max(range(len(known) - 1), key=lambda i: known[i + 1] / known[i])
             two = known[gap + 1] / known[gap] > IMPLAUSIBLE ** 0.5
             said.append(f"{side}'s runs spread {known[-1] / known[0]:.1f}x"
                         + (f" in two clusters (bimodal: {gap + 1} near {known[gap]:.3g}, "
                            f"{len(known) - gap - 1} near {known[-1]:.3g})" if two else ""))
     cpu = metrics.get("daemon_cpu_per_gb")
-    if said and cpu is not None:
-        for side, values in (("A", cpu.a), ("B", cpu.b)):
-            known = sorted(v for v in values if v)
-            if len(known) >= 2 and known[-1] / known[0] > IMPLAUSIBLE:
-                said.append(f"{side}'s daemon CPU-s per GB jumps {known[0]:.2g} to {known[-1]:.2g} "
-                            "(cache state differing between runs?)")
+    for side, values in (("A", cpu.a), ("B", cpu.b)) if said and cpu else ():
+        if known := _spread(values):
+            said.append(f"{side}'s daemon CPU-s per GB jumps {known[0]:.2g} to {known[-1]:.2g} "
+                        "(cache state differing between runs?)")
     return "; ".join(said)
+
+
+def _spread(values: Sequence[float | None]) -> list[float]:
+    """One side's figures, sorted, when they spread past IMPLAUSIBLE (max/min); else []."""
+    known = sorted(v for v in values if v)
+    return known if len(known) >= 2 and known[-1] / known[0] > IMPLAUSIBLE else []
 
 
 SHORT_RUN = 2.0  # s: a run shorter than this reads coarsely (timers, cold-start jitter)
@@ -189,10 +192,10 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
             continue
         metrics[metric] = judge_metric(metric, av, bv, tolerance,
                                        looks if metric == decided_by else 1, kind.is_gate)
+    deciding = metrics.get(decided_by)
+    passing = kind.is_gate and deciding is not None and deciding.outcome != Difference.B_WORSE
     return Comparison(test, name, backend, a_options, b_options, len(b), order_run,
                       tuple(r.name for r in a), tuple(r.name for r in b), metrics, decided_by,
                       stopped, seconds, kind, dropped=dropped,
-                      unstable=unstable(metrics, decided_by) if kind.is_gate and (
-                          decided_by in metrics
-                          and metrics[decided_by].outcome != Difference.B_WORSE) else "",
+                      unstable=unstable(metrics, decided_by) if passing else "",
                       short=short_runs([*a, *b]))

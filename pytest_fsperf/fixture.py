@@ -63,8 +63,8 @@ class Fsperf(Workspace):
         rw = str(options.get("rw", "read"))
         self.job(name, options, where)  # every option checked before anything runs
         if clients is None:
-            given = {**options, "per_job": per_job}
-            return self.repeat(name or rw, lambda n: self.run_fio(n, judged, given, where),
+            return self.repeat(name or rw, lambda n: self.run_fio(n, judged, options, where,
+                                                                 per_job=per_job),
                                judged=judged)
         if per_job:
             raise UsageError(f"{where}: per_job with clients: fio's clients report per client")
@@ -173,11 +173,10 @@ class Fsperf(Workspace):
         """The comparison with the documented gain checked against its deciding figure (a
         rate: B/A is the speedup), under the scale rule of every shipped baseline."""
         s = self._state.settings
-        why_not = scale_mismatch(baseline, s.scale, s.baseline_any_scale)
+        rule = scale_mismatch(baseline, s.scale, s.baseline_any_scale)
         m = outcome.metrics.get(outcome.decided_by)
         ratio, low, high = (m.ratio, m.ci_low, m.ci_high) if m else (None, None, None)
-        found = check_relative(baseline, entry, ratio, low, high, tolerance, why_not,
-                               not why_not or why_not.endswith("(--fsperf-baseline-any-scale)"))
+        found = check_relative(baseline, entry, ratio, low, high, tolerance, rule.note, rule.judged)
         return dataclasses.replace(outcome, expectation=found)
 
     def repeat(self, name: str, run: Callable[[str], WorkloadResult],

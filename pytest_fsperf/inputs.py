@@ -53,12 +53,8 @@ def read_text(path: Path, limit: int = MAX_BYTES) -> str:
             raise InputError(f"is {_kind(st.st_mode)}, not a file")
         if st.st_size > limit:
             raise InputError(f"is larger than {limit >> 20} MiB")
-        data = os.read(fd, limit + 1)
-        chunks = [data]
-        while data and sum(map(len, chunks)) <= limit:
-            data = os.read(fd, limit + 1)
-            chunks.append(data)
-        raw = b"".join(chunks)
+        with os.fdopen(os.dup(fd), "rb") as f:
+            raw = f.read(limit + 1)  # a file that grew since fstat: still bounded
         if len(raw) > limit:
             raise InputError(f"is larger than {limit >> 20} MiB")
     except OSError as exc:

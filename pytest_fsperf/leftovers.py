@@ -51,15 +51,15 @@ def state_dir() -> str:
     exists and is not a private directory of this user (another user made it first)."""
     uid = os.geteuid()
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    if uid == 0 and _private(RUN_DIR, 0o022):
+    if uid == 0 and is_private(RUN_DIR, 0o022):
         path = os.path.join(RUN_DIR, "pytest-fsperf")
-    elif runtime and os.path.isabs(runtime) and _private(runtime):
+    elif runtime and os.path.isabs(runtime) and is_private(runtime):
         path = os.path.join(runtime, "pytest-fsperf")
     else:
         path = os.path.join(tempfile.gettempdir(), f"pytest-fsperf.state-{uid}")
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
-    if not _private(path):
+    if not is_private(path):
         try:
             owner = os.lstat(path).st_uid
         except OSError as exc:
@@ -71,7 +71,7 @@ def state_dir() -> str:
     return path
 
 
-def _private(path: str, others: int = 0o077) -> bool:
+def is_private(path: str, others: int = 0o077) -> bool:
     """A real, writable directory of this user in which others have none of the
     permissions `others` (0o077: they cannot even enter it)."""
     try:
@@ -362,52 +362,44 @@ def sweep(folder: str | None = None) -> list[str]:
 # Waits (importing nothing) until stdin reaches end-of-file, then settles the record. Run
 # isolated (-I: no current directory, no PYTHON* variables, no user site on sys.path) from
 # "/", so it imports the installed package; argv[2], when given, is the directory pytest
-# imported the plugin from, appended last (checked: no one else can write it).
+# imported the plugin from, appended last (so an installed copy still comes first), and
+# only when no one else can write it or anything in the package.
 _WATCHDOG = ("import os, sys\nsys.stdin.buffer.read()\nif os.path.exists(sys.argv[1]):\n"
              "    sys.path.extend(sys.argv[2:])\n"
              "    from pytest_fsperf.leftovers import settle\n    settle(sys.argv[1])\n")
 
 
-def _writable_by_others(path: str) -> bool:
-    """path, or a directory above it, can be changed by a user other than root and us."""
-    while True:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return True
-        sticky_dir = stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX
-        if st.st_uid not in (0, os.geteuid()) or (st.st_mode & 0o022 and not sticky_dir):
-            return True
-        parent = os.path.dirname(path)
-        if parent == path:
-            return False
-        path = parent
+def _closed(st: os.stat_result, sticky_ok: bool = False) -> bool:
+    """Owned by root or us, and writable by no one else (a sticky directory such as /tmp
+    lets others add entries, but not replace ours: allowed above the package only)."""
+    sticky = sticky_ok and stat.S_ISDIR(st.st_mode) and bool(st.st_mode & stat.S_ISVTX)
+    return st.st_uid in (0, os.geteuid()) and (not st.st_mode & 0o022 or sticky)
 
 
 def package_root() -> list[str]:
-    """Where an isolated interpreter finds this plugin: nothing to add when it is installed
-    (found without the current directory); else the directory pytest imported it from, if
-    no one else can write it or its package (a planted module would run as root)."""
+    """The directory pytest imported this plugin from, for the isolated watchdog's
+    sys.path - if no one else can change it, a directory above it, or anything in the
+    package (a planted module would run as root); else nothing (the installed package is
+    found, or the watchdog fails and the next session sweeps)."""
     package = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(package)
-    found = subprocess.run([sys.executable, "-I", "-c",
-                            "import importlib.util as u; s = u.find_spec('pytest_fsperf'); "
-                            "print(s.origin if s else '')"],
-                           capture_output=True, text=True, cwd="/", timeout=30, check=False)
-    if os.path.dirname(found.stdout.strip()) == package:
-        return []
-    inside = [os.path.join(d, n) for d, dirs, files in os.walk(package) for n in dirs + files]
-    if _open_to_others(root) or _writable_by_others(root) or any(map(_writable_by_others, inside)):
-        return []  # not importable safely: the watchdog will fail, the next session sweeps
-    return [root]
-
-
-def _open_to_others(path: str) -> bool:
-    """Others may create entries in it (sticky or not): they could plant a module there."""
     try:
-        return bool(os.stat(path).st_mode & 0o022)
+        if not _closed(os.stat(root)):
+            return []
+        above = os.path.dirname(root)
+        while True:
+            if not _closed(os.stat(above), sticky_ok=True):
+                return []
+            if os.path.dirname(above) == above:
+                break
+            above = os.path.dirname(above)
+        inside = [package, *(os.path.join(d, n) for d, dirs, files in os.walk(package)
+                             for n in dirs + files)]
+        if not all(_closed(os.lstat(p)) for p in inside):
+            return []
     except OSError:
-        return True
+        return []
+    return [root]
 
 
 def start_watchdog(record: Record) -> subprocess.Popen[bytes]:

@@ -373,7 +373,7 @@ def _rows(item: pytest.Item, record: ItemRecord) -> list[dict[str, object]]:
         data["verdict"] = j.outcomes.get(r.name, Outcome.NOT_JUDGED).value
         data["verdict_own"] = j.own.get(r.name, Outcome.NOT_JUDGED).value
         data["failures"] = j.lines_of(r.name)
-        data["not_judged"] = [n for n in j.notes if n.startswith(r.name + ":")]
+        data["not_judged"] = j.not_judged.get(r.name, [])
         data["baseline_checks"] = [c.to_dict() for c in j.checks.get(r.name, [])]
         data["baseline"] = j.baseline if r.name in j.checks else None
         data["baseline_key"], data["baseline_entry"] = key_of(r), entry_of(r)

@@ -903,7 +903,7 @@ with open({str(sticky_dir / 'pytest_fsperf' / '__init__.py')!r}, "w") as f:
     assert watchdog.args[1] == "-I"
 
 
-def test_helper_interpreters_run_isolated_from_root_dir(monkeypatch):
+def test_helper_interpreters_run_isolated_from_root_dir(monkeypatch, tmp_path):
     """Every `python` the plugin starts gets -I and cwd "/" (the watchdog, the removal and
     the mount probe helpers)."""
     import pytest_fsperf
@@ -920,7 +920,12 @@ def test_helper_interpreters_run_isolated_from_root_dir(monkeypatch):
     probe("/", 30)
     from pytest_fsperf import leftovers
     leftovers._remove_dir("/nonexistent/pytest-fsperf-x-0123456789ab")
-    leftovers.package_root()
+    folder = tmp_path / "state"
+    folder.mkdir(mode=0o700)
+    watchdog = leftovers.start_watchdog(leftovers.Record.create(str(folder)))
+    assert watchdog.stdin is not None
+    watchdog.stdin.close()
+    watchdog.wait(timeout=60)
     assert len(seen) >= 3
     for args, cwd in seen:
         assert args[1] == "-I" and cwd == "/", args

@@ -68,25 +68,33 @@ def _same(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-12 * max(abs(a), abs(b))
 
 
-def scale_mismatch(baseline: Baseline, scale: float | None, judge_scaled: bool = False) -> str:
-    """Why a baseline's figures are not a verdict at this --fsperf-scale, or "".
+@dataclass(frozen=True)
+class ScaleRule:
+    """How a baseline's figures stand at this --fsperf-scale: `note` says why they differ
+    ("" where they do not), `judged` whether they are a verdict all the same."""
 
-    A saved baseline measured at another scale is not compared. A shipped one was measured
+    note: str = ""
+    judged: bool = True
+
+
+def scale_mismatch(baseline: Baseline, scale: float | None, judge_scaled: bool = False) -> ScaleRule:
+    """A saved baseline measured at another scale is not compared. A shipped one was measured
     at the document's full size (scale 1): at another scale files shrink until they wrap or
     fit the page cache, and counts of small files fall a hundredfold, so no shipped figure is
     taken as scale-free. Such a comparison is shown, labelled, and judged only when asked
     (judge_scaled: --fsperf-baseline-any-scale)."""
     if scale is None:
-        return ""
+        return ScaleRule()
     if baseline.origin == "shipped":
         if _same(scale, 1.0):
-            return ""
-        return (f"scale {scale:g}, documented at 1: " +
-                ("judged (--fsperf-baseline-any-scale)" if judge_scaled else "not judged"))
+            return ScaleRule()
+        return ScaleRule(f"scale {scale:g}, documented at 1: " +
+                         ("judged (--fsperf-baseline-any-scale)" if judge_scaled else "not judged"),
+                         judge_scaled)
     saved = baseline.data.get("scale")
     if not isinstance(saved, int | float) or _same(saved, scale):
-        return ""
-    return f"saved at scale {saved:g}, measured at {scale:g}: not compared"
+        return ScaleRule()
+    return ScaleRule(f"saved at scale {saved:g}, measured at {scale:g}: not compared", False)
 
 
 def conditions_differ(result: WorkloadResult, baseline: Baseline) -> list[str]:
@@ -109,8 +117,8 @@ def check(result: WorkloadResult, baseline: Baseline, tolerance: float,
     entry = baseline.entry(key)
     if entry is None:
         return []
-    mismatch = scale_mismatch(baseline, scale, judge_scaled)
-    judged_anyway = mismatch.endswith("(--fsperf-baseline-any-scale)")
+    rule = scale_mismatch(baseline, scale, judge_scaled)
+    mismatch = rule.note
     differ = conditions_differ(result, baseline)
     measured = result.metrics()
     checks = []
@@ -127,7 +135,7 @@ def check(result: WorkloadResult, baseline: Baseline, tolerance: float,
                 note = ("documented per job; this run reported only the total (per_job=False)"
                         + (f"; {mismatch}" if mismatch else ""))
         ratio = value / documented if value is not None and documented else None
-        if value is None or (mismatch and not judged_anyway):
+        if value is None or not rule.judged:
             ok = None
         elif metric == "bw":
             ok = value >= documented * (1 - tolerance)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import stat
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -25,6 +24,7 @@ from ..errors import MeasurementError
 from ..procs import Proc, kill_tree
 from ..result import IoStats
 from .fio import _direction, fio_binary
+from .fio_options import control
 
 AGGREGATE = "All clients"
 
@@ -63,9 +63,7 @@ class ClientResult:
 def _private(folder: str) -> None:
     """The servers' sockets go only into a directory of this user that no one else can
     enter: connect() on a unix socket needs search permission on its directory."""
-    st = os.lstat(folder)
-    if (not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid()
-            or stat.S_IMODE(st.st_mode) & 0o077):
+    if not leftovers.is_private(folder):
         raise MeasurementError(f"fio servers' sockets need a private directory: {folder} is not "
                                "a 0700 directory of this user")
 
@@ -137,7 +135,7 @@ def job_file(path: str, directory: str, options: dict[str, str]) -> str:
     characters (a newline would start an option of the caller's choosing) and `${`."""
     lines = ["[fsperf]", f"directory={directory.replace(':', chr(92) + ':')}"]
     for key, value in options.items():
-        if any(ord(c) < 32 or ord(c) == 127 for c in key + value):
+        if control(key + value):
             raise MeasurementError(f"fio option {key!r} holds a control character")
         if key != "name":
             lines.append(f"{key}={value}")

@@ -48,6 +48,7 @@ class Judgement:
     earlier: dict[str, runs.RunComparison] = field(default_factory=dict)  # against a saved run
     baseline: dict[str, Any] | None = None  # the baseline named: name, origin, hardware, scale
     own: dict[str, Outcome] = field(default_factory=dict)  # per workload, saved runs left out
+    not_judged: dict[str, list[str]] = field(default_factory=dict)  # per workload: which, why
 
     def lines_of(self, workload: str) -> list[str]:
         """The failure and inconclusive lines behind one workload's outcome."""
@@ -63,7 +64,7 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
     release gate's comparisons of the candidate build against the reference."""
     verdict = judge(plan, results)
     j = Judgement(dict(verdict.per_workload), list(verdict.failures), list(verdict.inconclusive),
-                  list(verdict.notes))
+                  list(verdict.notes), not_judged=dict(verdict.not_judged))
     judged = [r for r in results if r.judged]
     if baseline is not None:
         j.baseline = {"name": baseline.name, "origin": baseline.origin,

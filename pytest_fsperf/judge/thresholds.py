@@ -19,6 +19,7 @@ class Verdict:
     inconclusive: list[str] = field(default_factory=list)  # the rounds' spread straddles a limit
     notes: list[str] = field(default_factory=list)
     per_workload: dict[str, Outcome] = field(default_factory=dict)
+    not_judged: dict[str, list[str]] = field(default_factory=dict)  # workload -> each threshold, why
 
 
 def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
@@ -50,7 +51,9 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
                     ("req_", "cost")) else _no_shape(r) if metric in SHAPE else
                     _short_cpu(r) if metric == "daemon_cpu" and r.daemon is not None else
                     r.daemon_note)
-                verdict.notes.append(f"{r.name}: {threshold.keyword} not judged ({why})")
+                said = f"{threshold.keyword} not judged ({why})"
+                verdict.notes.append(f"{r.name}: {said}")
+                verdict.not_judged.setdefault(r.name, []).append(said)
                 if verdict.per_workload[r.name] == Outcome.PASS:
                     verdict.per_workload[r.name] = Outcome.PARTIAL
                 continue

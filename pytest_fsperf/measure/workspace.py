@@ -285,10 +285,8 @@ class Workspace:
         return name or job.get("rw", "read"), job
 
     def run_fio(self, name: str | None, judged: bool, options: Mapping[str, object], where: str,
-             layout: bool = True, scaled: bool = False) -> WorkloadResult:
-        """options may hold per_job (not a fio option): each job reported apart."""
-        options = dict(options)
-        per_job = options.pop("per_job", False)
+             layout: bool = True, scaled: bool = False, per_job: bool = False) -> WorkloadResult:
+        """per_job: each of fio's jobs reported apart (fsperf.fio(per_job=True))."""
         if not isinstance(per_job, bool):
             raise UsageError(f"{where}: per_job={per_job!r} must be True or False")
         base, job = self.job(name, options, where, scaled)

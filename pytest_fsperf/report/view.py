@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import units
-from ..baselines.check import show_documented
+from ..baselines.check import Check
 from ..baselines.relative import Expectation
 from ..cache import ColdRead, DaemonCache, PageCache
 from ..result import SHORT_WINDOW, countable_cpu, cpu_seconds_of
 from ..scenarios.library import SCENARIOS
 from ..stats import median
 from ..timeline import sparkline
-from ..vocab import METRICS, CompareKind, Metric, Outcome
+from ..vocab import METRICS, CompareKind, Difference, Metric, Outcome
 
 HEADER = ("test", "workload", "bandwidth", "per second", "IOPS or ops", "p99 lat", "daemon CPU",
           "daemon peak mem", "cache", "verdict")
@@ -208,11 +208,9 @@ def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
     failing = sum(v.failing for v in verdicts)
     unsure = sum(v.unsure for v in verdicts)
     passed = sum(v in (Outcome.PASS, Outcome.PARTIAL) for v in verdicts)
-    partial = [n.partition(": ")[2] for r, v in zip(results, verdicts, strict=True)
+    partial = [n for r, v in zip(results, verdicts, strict=True)
                if v == Outcome.PARTIAL for n in r.get("not_judged") or ()]
-    decided_ab = [c for c in comparisons
-                  if str((c["metrics"].get(c.get("decided_by") or "bw") or {}).get("outcome"))
-                  not in ("inconclusive", "None") and not c.get("unstable")]
+    decided_ab = [c for c in comparisons if _decided(c)]
     if failing or (unsure and inconclusive_fails):
         decision = "FAIL"
     elif unsure:
@@ -247,6 +245,13 @@ def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
                      f"{_name(m['metric'])} B/A {m['ratio']:.3f}{band}: {m.get('outcome')} "
                      f"({c['rounds']} pairs)")
     return tuple(lines)
+
+
+def _decided(c: Mapping[str, Any]) -> bool:
+    """An A/B or gate that reached an outcome on its deciding figure (and is not unstable)."""
+    m = c["metrics"].get(c.get("decided_by") or "bw")
+    return (m is not None and m.get("outcome") is not None and not c.get("unstable")
+            and Difference(m["outcome"]) != Difference.INCONCLUSIVE)
 
 
 def notes(results: list[Row]) -> list[str]:
@@ -458,13 +463,13 @@ def baseline_checks(results: list[Row], gated: bool, env: Mapping[str, Any]) -> 
     rows = []
     for r in named:
         for c in r.get("baseline_checks", []):
-            measured = (show_documented(c["metric"], c["measured"], c.get("measured_high"))
-                        + _per(c) if c["measured"] is not None else "-")
+            check = Check(**c)  # shown as the failure message shows it
             ratio = f"{c['ratio']:.2f}" if c["ratio"] is not None else "-"
             mark = {True: "ok", False: "below" if c["metric"] == "bw" else "above",
                     None: ""}[c["ok"]]
             mark = "; ".join(m for m in (mark, c.get("note")) if m) or "-"
-            rows.append((short_test(r), c["key"], c["metric"], measured, _documented(c), ratio, mark))
+            rows.append((short_test(r), c["key"], c["metric"], check.measured_shown, check.shown,
+                         ratio, mark))
     saved = all(info.get("origin") not in ("shipped", None) for info in infos.values())
     column = "saved" if saved else "documented"
     table = (Table(("test", "scenario", "figure", "measured", column, "ratio", ""), tuple(rows),
@@ -476,10 +481,6 @@ def _infos(r: Row) -> list[dict[str, Any]]:
     if r.get("baseline"):
         return [r["baseline"]]
     return [{"name": c["baseline"]} for c in r.get("baseline_checks", [])]
-
-
-def _documented(c: Mapping[str, Any]) -> str:
-    return show_documented(c["metric"], c["documented"], c.get("high")) + _per(c)
 
 
 def _machine_differs(info: Mapping[str, Any], env: Mapping[str, Any]) -> str:
@@ -503,10 +504,6 @@ def _options_differ(info: Mapping[str, Any], used: str) -> str:
     missing = [o for o in (info.get("conditions") or {}).get("options", ()) if o not in used]
     return (f"; documented with {', '.join(missing)}, not seen on this daemon's command line "
             "or mount options" if missing else "")
-
-
-def _per(c: Mapping[str, Any]) -> str:
-    return " per job" if c.get("per") == "job" else ""
 
 
 def _origin(info: Mapping[str, Any], env: Mapping[str, Any]) -> str:

@@ -55,8 +55,12 @@ def _run(fs: Workspace, sc: Scenario, overrides: Mapping[str, object], where: st
 
         def once(label: str, engine: Engine | None = engine, judged: bool = final,
                  params: dict[str, object] = params, job: object = job) -> WorkloadResult:
-            if engine is None:
-                return fs.run_fio(label, judged, params, where)
+            if engine is None:  # fio: per_job is fsperf.fio()'s, not an option of fio's
+                options = {k: v for k, v in params.items() if k != "per_job"}
+                per_job = params.get("per_job", False)
+                if not isinstance(per_job, bool):
+                    raise UsageError(f"{where}: per_job={per_job!r} must be True or False")
+                return fs.run_fio(label, judged, options, where, per_job=per_job)
             if fresh is not None and judged and isinstance(job, FilesJob) and job.mode == "write":
                 # a fresh write: new files in every round
                 job = dataclasses.replace(job, subdir=f"{job.subdir}.{next(rounds)}")
