@@ -234,3 +234,15 @@ def test_a_non_editable_install_runs_without_an_assertion_rewrite_warning(tmp_pa
                        check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "PytestAssertRewriteWarning" not in r.stdout + r.stderr
+
+
+@pytest.mark.unit
+def test_python_m_pytest_help_from_the_repository_works():
+    """The first thing a new user types, from the checkout, with its conftest and config."""
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=root, capture_output=True,
+                       text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    assert "filesystem performance (pytest-fsperf)" in r.stdout
+    assert "--fsperf-tolerance=PERCENT" in r.stdout
+    assert "Traceback (most recent call last)" not in r.stdout + r.stderr
