@@ -16,6 +16,7 @@ from .comparison import Comparison, compare, judge_metric, primary
 from .engine import fio as fio_engine
 from .errors import MeasurementError, UsageError
 from .measure.workspace import Workspace
+from .meters import DaemonExited
 from .mounts.request import parse_options
 from .paired import Budget, order, should_stop
 from .result import WorkloadResult, median_round
@@ -44,17 +45,23 @@ class Pairs:
     stopped: str
     seconds: float
     dropped: tuple[str, ...] = ()  # runs not used, each with why
+    died: tuple[str, ...] = ()  # runs whose daemon died (also in dropped), e.g. "B3"
 
 
 RERUNS = 1  # a run that is not valid is run again this often before its pair is dropped
 MAX_DROPPED = 3  # pairs dropped before the comparison stops as unstable
 
 
-def invalid(r: WorkloadResult) -> str:
+def invalid(r: WorkloadResult, fresh_is_usual: bool) -> str:
     """Why a run may not stand in a pair ("" where it may): a cold read the page cache
-    served (the daemon did not send the bytes) measures the cache, not the daemon."""
+    served (the daemon did not send the bytes) measures the cache, not the daemon; files
+    made just for this run (laid out or created by it) where the other runs find theirs in
+    place read and write unlike them (a freshly written file came off this machine's disk
+    2x faster than a rewritten one)."""
     if r.cold_read == ColdRead.NOT_COLD:
         return f"{r.name}: not cold ({r.cold_evidence})"
+    if r.fresh_files and not fresh_is_usual:
+        return f"{r.name}: its files were made just for it (the other runs reuse theirs)"
     return ""
 
 
@@ -68,19 +75,31 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
     runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
     ran = ""
     t0 = time.monotonic() if started is None else started
-    stopped = ""
     pair = 0
     spent_before = time.monotonic() - t0  # preparation before the first pair
+    spent = Spent(spent_before)
     dropped: list[str] = []  # every run not used, with why
+    died: list[str] = []
     dropped_pairs = 0
+    fresh_is_usual = False  # every run makes its own files (fio unlink=1): that is the state
     while True:
         these: dict[str, WorkloadResult] = {}
         for name in order(pair):
-            for _attempt in range(1 + RERUNS):  # an invalid run is run again, bounded
-                by_name[name].enter()
-                got = run(name, pair + 1)
+            for attempt in range(1 + RERUNS):  # an invalid run is run again, bounded
+                spent.cold += _timed(by_name[name].enter)  # a cold start: a dead daemon's remount
+                t = time.monotonic()
                 ran += name
-                why = invalid(got)
+                try:
+                    got = run(name, pair + 1)
+                except DaemonExited as exc:
+                    died.append(f"{name}{pair + 1}")
+                    dropped.append(f"{name}{pair + 1}: the daemon died ({exc})")
+                    continue
+                finally:
+                    spent.runs += time.monotonic() - t
+                if got.fresh_files and attempt == RERUNS:
+                    fresh_is_usual = True  # made again on the rerun: no run finds them in place
+                why = invalid(got, fresh_is_usual)
                 if not why:
                     these[name] = got
                     break
@@ -93,7 +112,8 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
             elapsed = time.monotonic() - t0
             if dropped_pairs >= MAX_DROPPED or elapsed >= budget.seconds:
                 return Pairs(runs["A"], runs["B"], ran, f"unstable: {dropped_pairs} pairs dropped "
-                             "(runs not cold after a rerun)", elapsed, tuple(dropped))
+                             f"(runs not valid after a rerun); {spent.shown(elapsed, budget)}",
+                             elapsed, tuple(dropped), tuple(died))
             continue
         runs["A"].append(these["A"])
         runs["B"].append(these["B"])
@@ -101,29 +121,49 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
         metric = primary(runs["B"][0])
         m = judge_metric(metric, [r.single_metrics().get(metric) for r in runs["A"]],
                          [r.single_metrics().get(metric) for r in runs["B"]], tolerance,
-                         budget.looks, gate)
+                         budget.anytime, gate)
         decided = m.outcome != Difference.INCONCLUSIVE
         elapsed = time.monotonic() - t0
         last = elapsed - spent_before  # this pair: its cold starts and runs
         spent_before = elapsed
         if should_stop(decided, budget, pair, elapsed, last):
+            pairs = f"{pair} pair{'' if pair == 1 else 's'}"
             if decided and pair >= budget.min_pairs:
-                stopped = f"decided after {pair} pairs"
+                why = f"decided after {pairs}"
             elif pair >= budget.max_pairs:
-                stopped = f"pairs spent: {pair} of at most {budget.max_pairs}"
+                why = f"pair cap reached ({pairs}, a safety cap: --fsperf-ab-max-rounds)"
             else:
-                stopped = (f"time budget spent: {elapsed:.0f} s of {budget.seconds:.0f} s, "
-                           f"{pair} pair{'' if pair == 1 else 's'}, the last {last:.0f} s "
-                           "(cold starts included)")
-            return Pairs(runs["A"], runs["B"], ran, stopped, elapsed, tuple(dropped))
+                why = (f"time budget spent after {pairs}: the next pair (about {last:.0f} s, "
+                       "cold starts included) would not fit")
+            return Pairs(runs["A"], runs["B"], ran, f"{why}; {spent.shown(elapsed, budget)}",
+                         elapsed, tuple(dropped), tuple(died))
+
+
+@dataclass
+class Spent:
+    """Where an interleaved comparison's wall time went, as the report says it."""
+
+    before: float  # layout and anything else before the first pair
+    cold: float = 0.0  # cold starts (remounts, cache drops)
+    runs: float = 0.0  # the measured runs, including runs not used
+
+    def shown(self, elapsed: float, budget: Budget) -> str:
+        return (f"{elapsed:.0f} s of {budget.seconds:.0f} s: layout {self.before:.0f} s, "
+                f"cold starts {self.cold:.0f} s, runs {self.runs:.0f} s")
+
+
+def _timed(call: Callable[[], object]) -> float:
+    t = time.monotonic()
+    call()
+    return time.monotonic() - t
 
 
 def _rounds(rounds: int, max_rounds: int | None, seconds: float | None, settings_budget: Budget,
             where: str) -> Budget:
     for key, value, low in (("rounds", rounds, 1), ("max_rounds", max_rounds, 1)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or not low <= value <= 100):
-            raise UsageError(f"{where}: {key}={value!r} must be a whole number from 1 to 100")
+                                  or not low <= value <= 1000):
+            raise UsageError(f"{where}: {key}={value!r} must be a whole number from 1 to 1000")
     most = max_rounds if max_rounds is not None else max(rounds, settings_budget.max_pairs)
     if most < rounds:
         raise UsageError(f"{where}: max_rounds={most} is below rounds={rounds}")
@@ -182,7 +222,8 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
             fs.remount(original, wipe=False, build=original_build)
     return compare(fs.test, base, owned.backend.name, side("A").shown, side("B").shown,
                    pairs.a, pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
-                   CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS, pairs.dropped)
+                   CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS, pairs.dropped,
+                   pairs.died)
 
 
 def check_build(path: str | None, where: str) -> str | None:
@@ -239,6 +280,6 @@ def gate(fs: Workspace, label: str, run: Callable[[str], WorkloadResult], releas
     c = compare(fs.test, label, backend, (release.reference,), (release.candidate,), pairs.a,
                 pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
                 CompareKind.MOUNT_GATE if release.reference_place else CompareKind.GATE,
-                pairs.dropped)
+                pairs.dropped, pairs.died)
     reference_run = median_round(pairs.a, f"{label}[reference]")
     return c, median_round(pairs.b, label), dataclasses.replace(reference_run, judged=False)

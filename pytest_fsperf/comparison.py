@@ -38,6 +38,12 @@ class MetricComparison:
     ci_high: float | None = None
     level: float = 0.0
     outcome: Difference = Difference.INCONCLUSIVE
+    anytime: bool = False  # the interval is a confidence sequence: it held at every look
+
+    @property
+    def interval(self) -> str:
+        """'98% interval' or '70% anytime interval', as the reports name it."""
+        return f"{100 * self.level:.4g}% {'anytime ' if self.anytime else ''}interval"
 
     @property
     def bigger_is_better(self) -> bool:
@@ -68,6 +74,9 @@ class Comparison:
     # (unstable()); a regression stands
     unstable: str = ""
     short: str = ""  # runs too short for a precise reading, and what would lengthen them
+    # B's daemon died during some of its runs (they were rerun, not used): whatever the
+    # figures say, B is worse - a release gate does not pass a build that crashes
+    crashed: str = ""
 
     def ratio(self, metric: str = "bw") -> float:
         """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's bandwidth."""
@@ -78,17 +87,21 @@ class Comparison:
 
     @property
     def outcome(self) -> Difference:
+        if self.crashed:
+            return Difference.B_WORSE
         m = self.metrics.get(self.decided_by)
         return m.outcome if m and not self.unstable else Difference.INCONCLUSIVE
 
     def message(self, tolerance: float) -> str:
         """One line for a test's failure or warning: what was found, on which figure, by what."""
+        if self.crashed:
+            return f"{self.name}: {self.crashed}"
         m = self.metrics.get(self.decided_by)
         if m is None or m.ratio is None:
             return f"{self.name}: no {self.decided_by} figures on both sides to compare"
         if self.unstable:
             return f"{self.name}: the measurement is unstable, nothing decided: {self.unstable}"
-        band = (f", {100 * m.level:.4g}% interval {m.ci_low:.3f} to {m.ci_high:.3f}"
+        band = (f", {m.interval} {m.ci_low:.3f} to {m.ci_high:.3f}"
                 if m.ci_low is not None and m.ci_high is not None else "")
         ref = "the reference mount" if self.kind == CompareKind.MOUNT_GATE else "the reference build"
         what = {Difference.B_WORSE: f"regression against {ref}",
@@ -115,11 +128,12 @@ def _outcome(metric: str, p: Paired, gate: bool) -> Difference:
 
 
 def judge_metric(metric: str, av: Sequence[float | None], bv: Sequence[float | None],
-                 tolerance: float, looks: int = 1, gate: bool = False) -> MetricComparison:
-    """gate: a release gate's one-sided question; "not worse" decides (paired.py)."""
-    p = paired(av, bv, tolerance, looks)
+                 tolerance: float, anytime: bool = False, gate: bool = False) -> MetricComparison:
+    """anytime: the figure is looked at after every pair (paired.py's confidence sequences);
+    gate: a release gate's one-sided question, "not worse" decides."""
+    p = paired(av, bv, tolerance, anytime)
     return MetricComparison(metric, tuple(av), tuple(bv), median(av), median(bv), p.ratio,
-                            p.low, p.high, p.level, _outcome(metric, p, gate))
+                            p.low, p.high, p.level, _outcome(metric, p, gate), p.anytime)
 
 
 IMPLAUSIBLE = 1.5  # B/A (or its inverse) no build plausibly makes; a side's max/min spread
@@ -180,10 +194,12 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
             b_options: tuple[str, ...], a: list[WorkloadResult], b: list[WorkloadResult],
             order_run: str, tolerance: float = 0.10, budget: Budget | None = None,
             stopped: str = "", seconds: float = 0.0,
-            kind: CompareKind = CompareKind.OPTIONS, dropped: tuple[str, ...] = ()) -> Comparison:
-    """Every figure of the pairs judged; the deciding figure with the stopping rule's looks."""
+            kind: CompareKind = CompareKind.OPTIONS, dropped: tuple[str, ...] = (),
+            died: tuple[str, ...] = ()) -> Comparison:
+    """Every figure of the pairs judged; the deciding figure as the stopping rule saw it
+    (looked at after every pair when the budget let pairs be added)."""
     decided_by = primary(b[0]) if b else "bw"
-    looks = budget.looks if budget else 1
+    anytime = budget.anytime if budget else False
     metrics = {}
     for metric in METRICS:
         av = tuple(r.single_metrics().get(metric) for r in a)
@@ -191,11 +207,21 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
         if all(v is None for v in av + bv):
             continue
         metrics[metric] = judge_metric(metric, av, bv, tolerance,
-                                       looks if metric == decided_by else 1, kind.is_gate)
+                                       anytime and metric == decided_by, kind.is_gate)
     deciding = metrics.get(decided_by)
     passing = kind.is_gate and deciding is not None and deciding.outcome != Difference.B_WORSE
     return Comparison(test, name, backend, a_options, b_options, len(b), order_run,
                       tuple(r.name for r in a), tuple(r.name for r in b), metrics, decided_by,
                       stopped, seconds, kind, dropped=dropped,
                       unstable=unstable(metrics, decided_by) if passing else "",
-                      short=short_runs([*a, *b]))
+                      short=short_runs([*a, *b]), crashed=_crashed(died, kind))
+
+
+def _crashed(died: tuple[str, ...], kind: CompareKind) -> str:
+    """B's runs whose daemon died, said as a finding (died: "B3", "A1", ...)."""
+    b = [d for d in died if d.startswith("B")]
+    if not b:
+        return ""
+    who = "the candidate's daemon" if kind.is_gate else "B's daemon"
+    return (f"{who} died during {len(b)} run{'' if len(b) == 1 else 's'} ({', '.join(b)}; "
+            "rerun, not used in the figures): a build that crashes is worse, whatever its speed")

@@ -219,8 +219,8 @@ def _prices_file(raw: Raw) -> Path:
 
 def _pairs(raw: Raw) -> int:
     n = _rounds(raw)
-    if not 3 <= n <= 100:
-        raise UsageError(f"{raw.where}: must be from 3 to 100")
+    if not 3 <= n <= 1000:
+        raise UsageError(f"{raw.where}: must be from 3 to 1000")
     return n
 
 
@@ -325,11 +325,13 @@ OPTIONS = (
     Option("fsperf_tolerance", "tolerance", _tolerance, 0.10, "PERCENT",
            "how far B may be from A (or this run from a saved one, or from a baseline) and still "
            "be the same (default 10%; marker tolerance=)"),
-    Option("fsperf_ab_max_rounds", "ab_max_rounds", _pairs, 16, "N",
-           "an interleaved A/B adds pairs until decisive, up to N pairs (default 16)"),
+    Option("fsperf_ab_max_rounds", "ab_max_rounds", _pairs, 100, "N",
+           "a safety cap on the pairs of an interleaved A/B (default 100); the time budget "
+           "decides how many fit"),
     Option("fsperf_ab_seconds", "ab_seconds", _timeout, 300.0, "SECONDS",
-           "... or until this many seconds of wall time are spent, layout and cold starts "
-           "included; a pair that would not fit is not started (default 300)"),
+           "an interleaved A/B adds pairs until decisive or until this many seconds of wall "
+           "time are spent, layout and cold starts included; a pair that would not fit is not "
+           "started (default 300)"),
     Option("fsperf_stall_limit", "stall_limit", _timeout, None, "SECONDS",
            "stop a fio workload that moved nothing for this many seconds, and fail it "
            "(default: only --fsperf-workload-timeout stops a workload)"),
@@ -380,7 +382,7 @@ class Settings:
     candidate: str | None = None
     reference_mount: Path | None = None  # release gate between two existing mounts
     tolerance: float = 0.10
-    ab_max_rounds: int = 16
+    ab_max_rounds: int = 100
     ab_seconds: float = 300.0
     stall_limit: float | None = None
     fio_servers: tuple[fio_clients.Server, ...] = ()

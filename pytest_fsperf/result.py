@@ -161,6 +161,9 @@ class WorkloadResult:
     cold_read: ColdRead = ColdRead.UNCHECKED  # was a cold read served by the daemon?
     cold_evidence: str = ""  # the bytes behind that, in words
     round_cold: tuple[ColdRead, ...] = ()  # each round's own cold check (rounds, A/B pairs)
+    # fio: the files were created by this run or laid out just before it (True), or were
+    # found as an earlier run left them (False); a fresh file reads unlike a reused one
+    fresh_files: bool | None = None
     requests: Requests | None = None  # what the object store served in the window, by kind
     requests_note: str = ""  # why there are no request figures, when there are none
     cost: Cost | None = None  # those requests at the chosen price list's prices

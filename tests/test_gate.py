@@ -46,7 +46,8 @@ def test_a_slower_candidate_fails_the_gate(pytester, tmp_path):
                       f"--fsperf-candidate={slower_build(tmp_path, '8M')}")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*read: regression against the reference build: bandwidth 0.*x "
-                                 "(* pairs, *% interval * to *; tolerance 10%; decided after * pairs)*"])
+                                 "(* pairs, 98% anytime interval * to *; tolerance 10%; decided after * pairs; "
+                                 "* s of * s: layout * s, cold starts * s, runs * s)*"])
     (c,) = doc["comparisons"]
     assert c["kind"] == "gate" and c["order"].startswith("ABBA")
     assert c["metrics"]["bw"]["outcome"] == "B worse" and c["metrics"]["bw"]["ratio"] < 0.5

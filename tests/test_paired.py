@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from pytest_fsperf.comparison import judge_metric
 from pytest_fsperf.paired import (
+    ALPHA,
     Budget,
     Direction,
     log_ratios,
@@ -48,7 +49,7 @@ def test_drift_of_the_machine_cancels_within_pairs(drift, seed):
     """The machine slows by up to 15% per pair (up to 3x over the run); the pairs still see
     B = A, so no difference may be flagged, and the estimate stays near 1."""
     a, b = drifting(8, 1.0, drift, 0.02, random.Random(seed))
-    r = paired(a, b, 0.05, Budget().looks)
+    r = paired(a, b, 0.05, anytime=True)
     assert r.direction in ("same", "unclear")
     assert 0.95 < r.ratio < 1.05
 
@@ -57,7 +58,7 @@ def test_drift_of_the_machine_cancels_within_pairs(drift, seed):
 @given(drift=st.floats(0.0, 0.15), seed=st.integers(0, 10**6))
 def test_a_real_slowdown_is_found_through_the_drift(drift, seed):
     a, b = drifting(10, 0.85, drift, 0.02, random.Random(seed))
-    r = paired(a, b, 0.05, Budget().looks)
+    r = paired(a, b, 0.05, anytime=True)
     assert r.direction == "down"
     assert r.low < 0.85 * 1.05 and r.high > 0.85 * 0.95
 
@@ -69,7 +70,7 @@ def test_unpaired_statistics_would_have_been_fooled():
 
     a, b = drifting(8, 0.85, 0.1, 0.02, random.Random(3))
     assert shift(b, a, 0.05)[3] == "unclear"
-    assert paired(a, b, 0.05, Budget().looks).direction == "down"
+    assert paired(a, b, 0.05, anytime=True).direction == "down"
 
 
 @settings(max_examples=40, deadline=None)
@@ -96,32 +97,105 @@ def run_sequential(true: float, noise: float, rng: random.Random, budget: Budget
     for n in range(1, budget.max_pairs + 1):
         a.append(1.0)
         b.append(true * math.exp(rng.gauss(0, noise)))
-        m = judge_metric("bw", a, b, 0.05, budget.looks, gate)
+        m = judge_metric("bw", a, b, 0.05, budget.anytime, gate)
         if should_stop(m.outcome != Difference.INCONCLUSIVE, budget, n, 0.0):
             return m.outcome, n
     raise AssertionError("the budget must stop it")
 
 
+def bonferroni(true: float, noise: float, rng: random.Random, cap: int) -> tuple[Difference, int]:
+    """The rule before confidence sequences, for comparison: a look may flag only with a
+    1 - ALPHA/L interval, L the looks the pair cap allows; 'not worse' on the plain 90%."""
+    d: list[float] = []
+    looks = cap - 3 + 1
+    for n in range(1, cap + 1):
+        d.append(math.log(true) + rng.gauss(0, noise))
+        if n < 3:
+            continue
+        mean = sum(d) / n
+        se = math.sqrt(sum((v - mean) ** 2 for v in d) / (n - 1) / n)
+        if mean < math.log(0.95) and mean + t_quantile(1 - ALPHA / looks / 2, n - 1) * se < 0:
+            return Difference.B_WORSE, n
+        if mean > math.log(1.05) and mean - t_quantile(1 - ALPHA / looks / 2, n - 1) * se > 0:
+            return Difference.B_BETTER, n
+        if mean - t_quantile(0.95, n - 1) * se >= math.log(0.95):
+            return Difference.NOT_WORSE, n
+    return Difference.INCONCLUSIVE, cap
+
+
 FLAGS = (Difference.B_BETTER, Difference.B_WORSE)
+PASSES = (Difference.NOT_WORSE, Difference.SAME)
 
 
-@pytest.mark.parametrize("gate", [False, True], ids=["two-sided", "gate"])
-def test_stopping_early_keeps_false_alarms_rare_and_catches_slowdowns(gate):
-    """Looked at after every pair: over 1000 A/A comparisons at 6% per-pair noise at most
-    1% flag a difference; 10% slowdowns are caught at least 95% of the time."""
+@pytest.mark.parametrize("noise", [0.03, 0.06, 0.10])
+def test_the_confidence_sequence_holds_at_every_look(noise):
+    """The claim the gate rests on: for A/A pairs, looked at after every one of 200 pairs,
+    the 98% sequence (the flag's) leaves out the true B/A (1) at some look in at most 2% of
+    comparisons, and the 70% one (the pass's) in at most 30% - whatever the per-pair noise, and for noise with heavy
+    tails (one pair in ten three times as noisy) too."""
+    from pytest_fsperf.paired import FLAG_MIXTURE, PASS_ALPHA, PASS_MIXTURE, radius
+
+    rng = random.Random(int(noise * 1000))
+    for alpha, mixture, trials in ((ALPHA, FLAG_MIXTURE, 1500), (PASS_ALPHA, PASS_MIXTURE, 600)):
+        for heavy in (False, True):
+            missed = 0
+            for _ in range(trials):
+                total = squares = 0.0
+                for n in range(1, 201):
+                    spread = noise * (3 if heavy and rng.random() < 0.1 else 1)
+                    x = rng.gauss(0, spread)
+                    total, squares = total + x, squares + x * x
+                    if n < 2:
+                        continue
+                    mean = total / n
+                    se = math.sqrt(max(squares - n * mean * mean, 0.0) / (n - 1) / n)
+                    if abs(mean) > radius(n, alpha, mixture) * se:
+                        missed += 1
+                        break
+            assert missed <= alpha * trials, (alpha, heavy, missed)
+
+
+@pytest.mark.parametrize("noise", [0.06, 0.10])
+def test_pairs_that_the_time_allows_catch_slowdowns_and_keep_false_alarms_rare(noise):
+    """Looked at after every pair, up to 60 pairs (what a 300 s budget allows a short
+    workload): at most 1% of 600 A/A comparisons flag a difference, at least 95% of 10%
+    slowdowns are caught and at most 1% of them pass, at 6% and at 10% noise per pair
+    (the small-file reads of issue 24 had about 10%)."""
     rng = random.Random(7)
-    budget = Budget(min_pairs=3, max_pairs=16, seconds=1e9)
-    aa = [run_sequential(1.0, 0.06, rng, budget, gate) for _ in range(1000)]
-    slow = [run_sequential(0.9, 0.06, rng, budget, gate) for _ in range(300)]
-    assert sum(d in FLAGS for d, _n in aa) <= 10
-    assert sum(d == Difference.B_WORSE for d, _n in slow) >= 0.95 * len(slow)
-    assert all(n >= budget.min_pairs for _d, n in aa + slow)
+    budget = Budget(min_pairs=3, max_pairs=60, seconds=1e9)
+    for gate in (False, True):
+        aa = [run_sequential(1.0, noise, rng, budget, gate)[0] for _ in range(600)]
+        slow = [run_sequential(0.9, noise, rng, budget, gate)[0] for _ in range(300)]
+        assert sum(d in FLAGS for d in aa) <= 6
+        assert sum(d == Difference.B_WORSE for d in slow) >= 0.95 * len(slow)
+        assert sum(d in PASSES for d in slow) <= 3
 
 
-def test_a_gate_passes_a_good_candidate_in_about_half_the_pairs():
-    """The gate's one-sided 'not worse' stops A/A comparisons far sooner than waiting for
+def test_the_sequence_gains_power_and_pairs_over_bonferroni():
+    """As found: a 10% slower build at about 10% noise per pair was caught in 1 of 3 gates;
+    the rest ran out of pairs (16) with B/A 0.90. Bonferroni must fix its looks in advance:
+    16 looks miss a third of these slowdowns, and a cap that lets the time decide (100 pairs)
+    costs every look a wider interval. The confidence sequence pays for no cap: it catches
+    more than Bonferroni at 16, and sooner than Bonferroni at 100; it flags no more A/A."""
+    budget = Budget(min_pairs=3, max_pairs=100, seconds=1e9)
+    found = {}
+    for rule in ("sequence", "bonferroni16", "bonferroni100"):
+        rng = random.Random(3)
+        if rule == "sequence":
+            slow = [run_sequential(0.9, 0.10, rng, budget, gate=True) for _ in range(400)]
+        else:
+            slow = [bonferroni(0.9, 0.10, rng, int(rule[10:])) for _ in range(400)]
+        caught = [n for d, n in slow if d == Difference.B_WORSE]
+        found[rule] = (len(caught) / len(slow), sorted(caught)[len(caught) // 2])
+    assert found["bonferroni16"][0] < 0.8
+    assert found["sequence"][0] >= 0.98
+    assert found["sequence"][1] < found["bonferroni100"][1]
+
+
+def test_a_gate_passes_a_good_candidate_sooner_than_same_and_rarely_a_slow_one():
+    """The gate's one-sided 'not worse' stops A/A comparisons sooner than waiting for
     'same', and almost never lets a 10% slower candidate through."""
-    budget = Budget(min_pairs=3, max_pairs=16, seconds=1e9)
+    budget = Budget(min_pairs=3, max_pairs=60, seconds=1e9)
 
     def pairs(gate: bool) -> list[int]:
         rng = random.Random(11)
@@ -129,13 +203,13 @@ def test_a_gate_passes_a_good_candidate_in_about_half_the_pairs():
                                       for _ in range(400)))
 
     two_sided, one_sided = pairs(False), pairs(True)
-    assert one_sided[200] <= 0.7 * two_sided[200]
+    assert one_sided[200] <= 0.8 * two_sided[200]
     rng = random.Random(5)
     slow = [run_sequential(0.9, 0.06, rng, budget, gate=True)[0] for _ in range(400)]
-    assert sum(d in (Difference.NOT_WORSE, Difference.SAME) for d in slow) <= 4
+    assert sum(d in PASSES for d in slow) <= 4
     at_limit = [run_sequential(0.95, 0.06, rng, budget, gate=True)[0] for _ in range(400)]
-    passed = sum(d in (Difference.NOT_WORSE, Difference.SAME) for d in at_limit) / 400
-    assert passed < 0.25  # the false-pass rate at exactly the tolerance, stated in the README
+    passed = sum(d in PASSES for d in at_limit) / 400
+    assert passed < 0.15  # the false-pass rate at exactly the tolerance, stated in the README
 
 
 def test_not_worse_is_the_gates_word_only():
@@ -148,7 +222,7 @@ def test_not_worse_is_the_gates_word_only():
 
 def test_the_budget_stops_an_undecided_comparison():
     budget = Budget(min_pairs=3, max_pairs=5, seconds=60)
-    undecided = paired([1.0, 1.0, 1.0], [0.8, 1.2, 1.0], 0.05, budget.looks)
+    undecided = paired([1.0, 1.0, 1.0], [0.8, 1.2, 1.0], 0.05, budget.anytime)
     assert undecided.direction == "unclear"
     assert not should_stop(False, budget, 3, 10.0)
     assert should_stop(False, budget, 5, 10.0)
@@ -176,7 +250,9 @@ def test_the_time_budget_bounds_the_wall_time_of_slow_pairs():
     took = clock.monotonic() - began + 0.5
     assert took <= 2.0 + 0.1, took  # never past the budget by more than the overhead
     assert len(pairs.a) == 1  # 0.5 + 0.8 s; a second pair of 0.8 s would end at 2.1 s
-    assert pairs.stopped.startswith("time budget spent: 1 s of 2 s, 1 pair, the last 1 s")
+    assert pairs.stopped.startswith("time budget spent after 1 pair: the next pair (about 1 s, "
+                                    "cold starts included) would not fit; 1 s of 2 s: layout ")
+    assert "cold starts 1 s, runs 0 s" in pairs.stopped
 
 
 def test_order_alternates_so_neither_side_always_runs_first():
@@ -237,7 +313,8 @@ def test_a_comparison_whose_pairs_are_never_cold_stops_as_unstable():
     sides = (Side("A", (), lambda: None), Side("B", (), lambda: None))
     pairs = interleave(sides, run, Budget(min_pairs=3, max_pairs=12, seconds=60), 0.05)
     assert pairs.a == [] and pairs.b == []
-    assert pairs.stopped == "unstable: 3 pairs dropped (runs not cold after a rerun)"
+    assert pairs.stopped.startswith("unstable: 3 pairs dropped (runs not valid after a rerun); "
+                                    "0 s of 60 s: layout 0 s, cold starts 0 s, runs 0 s")
     assert len(pairs.dropped) == 6  # the first side twice per pair; the second never ran
     assert pairs.order == "AAxAAxAAx"
 
@@ -279,3 +356,65 @@ def test_a_comparison_of_short_runs_says_so_and_how_to_lengthen_them():
     assert short_runs([dataclasses.replace(r, wall_seconds=3.0) for r in quick]) == ""
     c = compare("t", "read", "bindfs", (), (), quick, quick, "ABBAAB")
     assert c.short.startswith("runs of 0.7 s")
+
+
+def test_a_run_on_files_made_just_for_it_is_rerun_unless_every_run_makes_its_own():
+    """As found: in a gate the first run read a file laid out just before it, the others
+    found theirs in place; both sides of a pair must meet the same state. A workload that
+    makes its files every run (fio unlink=1) is its own state: rerun once, then accepted."""
+    import dataclasses
+
+    from pytest_fsperf.ab import Side, interleave
+    from tests.test_rounds import result
+
+    def runs(fresh: set[int]):
+        calls: list[int] = []
+
+        def run(side: str, n: int):
+            calls.append(n)
+            r = dataclasses.replace(result(100e6), name=f"read.{side}{n}")
+            return dataclasses.replace(r, fresh_files=len(calls) in fresh or not fresh)
+        return run
+
+    sides = (Side("A", (), lambda: None), Side("B", (), lambda: None))
+    first = interleave(sides, runs({1}), Budget(min_pairs=3, max_pairs=3, seconds=60), 0.05)
+    assert first.order == "AABBAAB"
+    assert first.dropped == ("read.A1: its files were made just for it (the other runs reuse "
+                             "theirs)",)
+    always = interleave(sides, runs(set()), Budget(min_pairs=3, max_pairs=3, seconds=60), 0.05)
+    assert always.order == "AABBAAB" and len(always.a) == 3  # accepted from the rerun on
+
+
+def test_a_daemon_that_dies_is_rerun_and_a_candidate_that_crashes_fails_the_gate():
+    from pytest_fsperf.ab import Side, interleave
+    from pytest_fsperf.comparison import compare
+    from pytest_fsperf.meters import DaemonExited
+    from pytest_fsperf.vocab import CompareKind
+    from tests.test_rounds import result
+
+    calls: list[str] = []
+    remounts: list[str] = []
+
+    def run(side: str, n: int):
+        calls.append(f"{side}{n}")
+        if len(calls) == 2:  # B1's daemon dies during its run
+            raise DaemonExited("read.B1: the daemon (PID 4242) exited during the workload")
+        return result(100e6)
+
+    sides = (Side("A", (), lambda: remounts.append("A")), Side("B", (), lambda: remounts.append("B")))
+    pairs = interleave(sides, run, Budget(min_pairs=3, max_pairs=3, seconds=60), 0.05, gate=True)
+    assert pairs.order == "ABBBAAB" and len(pairs.b) == 3
+    assert remounts == ["A", "B", "B", "B", "A", "A", "B"]  # a cold start (remount) before the rerun
+    assert pairs.died == ("B1",)
+    assert pairs.dropped == ("B1: the daemon died (read.B1: the daemon (PID 4242) exited during "
+                             "the workload)",)
+    c = compare("t", "read", "bindfs", ("ref",), ("cand",), pairs.a, pairs.b, pairs.order,
+                0.05, None, pairs.stopped, pairs.seconds, CompareKind.GATE, pairs.dropped,
+                pairs.died)
+    assert c.outcome == Difference.B_WORSE  # equal figures, but the candidate crashed
+    assert c.message(0.05) == ("read: the candidate's daemon died during 1 run (B1; rerun, not "
+                               "used in the figures): a build that crashes is worse, whatever "
+                               "its speed")
+    a_died = compare("t", "read", "bindfs", ("ref",), ("cand",), pairs.a, pairs.b, pairs.order,
+                     0.05, None, "", 0.0, CompareKind.GATE, (), ("A2",))
+    assert a_died.crashed == ""  # the reference's crash is a dropped run, not a finding

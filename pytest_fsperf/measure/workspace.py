@@ -310,8 +310,10 @@ class Workspace:
                 grouped: bool = True) -> WorkloadResult:
         out = self.output(label)
         # One fio job name per test ("fsperf"): a read finds the files a write left.
+        before = _files(self.workdir)
         if layout and fio_engine.is_reading(job):
             self.layout(job, out)
+        fresh = not before or _files(self.workdir) != before
         logged = fio_engine.with_lat_log(job, out)  # latency per second, for the timeline
         proc = fio_engine.FioProcess(
             fio_engine.command(logged, "fsperf", str(self.workdir), out + ".json", grouped),
@@ -330,7 +332,8 @@ class Workspace:
         return self.record(w, name=label, kind="fio", options=job, read=read, write=write,
                            tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
                            judged=judged, raw=raw, output_file=out + ".json",
-                           notes=_unflushed(job, w.lookup) + _per_job(jobs), jobs=jobs)
+                           notes=_unflushed(job, w.lookup) + _per_job(jobs), jobs=jobs,
+                           fresh_files=fresh)
 
     def deadline(self, job: dict[str, str]) -> float:
         return self._state.settings.workload_timeout or fio_engine.deadline(job)
@@ -508,6 +511,19 @@ class Workspace:
         return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)
 
     # -- A/B -----------------------------------------------------------------
+
+
+def _files(workdir: Path) -> dict[str, tuple[int, int]]:
+    """The work dir's regular files (fio's): name -> (size, mtime_ns), to tell whether a
+    run's files were made for it or found in place."""
+    found = {}
+    with contextlib.suppress(OSError), os.scandir(workdir) as entries:
+        for e in entries:
+            with contextlib.suppress(OSError):
+                if e.is_file(follow_symlinks=False):
+                    st = e.stat(follow_symlinks=False)
+                    found[e.name] = (st.st_size, st.st_mtime_ns)
+    return found
 
 
 def _per_job(jobs: tuple[JobStats, ...]) -> tuple[str, ...]:

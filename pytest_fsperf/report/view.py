@@ -237,8 +237,7 @@ def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
         m = c["metrics"].get(c.get("decided_by") or "bw")
         if not m or m.get("ratio") is None:
             continue
-        level = f"{100 * m['level']:.4g}% " if m.get("level") else ""
-        band = (f", {level}interval {m['ci_low']:.3f} to {m['ci_high']:.3f}"
+        band = (f", {_interval(m)} {m['ci_low']:.3f} to {m['ci_high']:.3f}"
                 if m.get("ci_low") is not None else "")
         kind = CompareKind(c.get("kind") or "options")
         lines.append(f"{'release gate' if kind.is_gate else 'A/B'} {short_test(c)} {c['name']}: "
@@ -247,11 +246,18 @@ def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
     return tuple(lines)
 
 
+def _interval(m: Mapping[str, Any]) -> str:
+    """A comparison's interval as named: its level, and whether it held at every look."""
+    level = f"{100 * m['level']:.4g}% " if m.get("level") else ""
+    return f"{level}{'anytime ' if m.get('anytime') else ''}interval"
+
+
 def _decided(c: Mapping[str, Any]) -> bool:
     """An A/B or gate that reached an outcome on its deciding figure (and is not unstable)."""
     m = c["metrics"].get(c.get("decided_by") or "bw")
-    return (m is not None and m.get("outcome") is not None and not c.get("unstable")
-            and Difference(m["outcome"]) != Difference.INCONCLUSIVE)
+    return bool(c.get("crashed")) or (
+        m is not None and m.get("outcome") is not None and not c.get("unstable")
+        and Difference(m["outcome"]) != Difference.INCONCLUSIVE)
 
 
 def notes(results: list[Row]) -> list[str]:
@@ -406,7 +412,8 @@ def comparison(c: Mapping[str, Any]) -> Section:
         ratio = f"{m['ratio']:.2f}" if m["ratio"] is not None else "-"
         band = "-"
         if m.get("ci_low") is not None:
-            level = f"{100 * m['level']:.4g}%: " if m.get("level") else ""
+            level = (f"{100 * m['level']:.4g}%{' anytime' if m.get('anytime') else ''}: "
+                     if m.get("level") else "")
             band = f"{level}{m['ci_low']:.2f}-{m['ci_high']:.2f}"
         rows.append((_name(metric), _figure(metric, m["a_median"]), _figure(metric, m["b_median"]),
                      ratio, band, str(m.get("outcome", "-")),
@@ -429,11 +436,14 @@ def comparison(c: Mapping[str, Any]) -> Section:
     lines: tuple[str, ...] = (f"A: {a}", f"B: {b}")
     if c.get("decided_by"):
         lines += (f"decided on {_name(c['decided_by'])}: B/A is the geometric mean of the pairs' "
-                  "ratios; interval: paired t on their logs (flags widened for early stopping)",)
+                  "ratios; interval: on their logs, paired t (judged once) or an anytime "
+                  "confidence sequence (looked at after every pair, valid at every look)",)
     if c.get("short"):
         lines += (c["short"],)
     if c.get("unstable"):
         lines += (f"the measurement is unstable, nothing decided: {c['unstable']}",)
+    if c.get("crashed"):
+        lines += (c["crashed"],)
     if c.get("dropped"):
         lines += (f"{len(c['dropped'])} runs not used (x in the order: a pair dropped): "
                   + "; ".join(c["dropped"]),)
