@@ -292,6 +292,9 @@ OPTIONS = (
            "1: run one unjudged, discarded warm-up round before the rounds"),
     Option("fsperf_inconclusive", "inconclusive", _choice("fail", "warn"), "fail", "fail|warn",
            "when the rounds' spread is too wide to decide a threshold: 'fail' (default) or 'warn'"),
+    Option("fsperf_machine_changed", "machine_changed", _choice("fail", "warn"), None, "fail|warn",
+           "when a saved-run comparison finds the machine canary moved (the machine, not the "
+           "filesystem, changed): 'fail' or 'warn' (default: as --fsperf-inconclusive)"),
     Option("fsperf_save", "save", _name, None, "NAME",
            "save this run (every round's figures, the environment) as NAME in the storage directory"),
     Option("fsperf_autosave", "autosave", _flag, False, "0|1",
@@ -369,6 +372,7 @@ class Settings:
     rounds: int = 1
     warmup: bool = False
     inconclusive: str = "fail"
+    machine_changed: str | None = None  # None: as inconclusive
     save: str | None = None
     autosave: bool = False
     storage: Path | None = None

@@ -337,11 +337,12 @@ def _judge(item: pytest.Item) -> list[str]:
                    s.scale, s.baseline_any_scale, expected)
     record.judgement = j
     failures = list(j.failures)
-    if s.inconclusive == "fail":
-        failures += j.unsure
-    else:
-        path, line, _ = item.location
-        for text in j.unsure:
+    path, line, _ = item.location
+    for lines, how in ((j.unsure, s.inconclusive), (j.machine, s.machine_changed or s.inconclusive)):
+        if how == "fail":
+            failures += lines
+            continue
+        for text in lines:
             warnings.warn_explicit(pytest.PytestWarning(f"fsperf: {text}"), pytest.PytestWarning,
                                    str(item.config.rootpath / path), (line or 0) + 1)
     return failures + (j.notes if failures else [])

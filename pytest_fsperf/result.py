@@ -27,6 +27,12 @@ def countable_cpu(seconds: float, cpu_percent: float) -> float | None:
     return cpu_percent if seconds >= SHORT_WINDOW else None
 
 
+def short_cpu_note(seconds: float) -> str:
+    """Why a daemon CPU% is not given: its window was too short."""
+    return (f"not measured: the I/O ran {seconds:.2g} s, under the {SHORT_WINDOW:g} s that CPU "
+            "time counted in 10 ms ticks needs")
+
+
 def cpu_seconds_of(daemon: dict[str, Any]) -> float:
     """The window a daemon row's CPU% is over (rows from before it was kept: the whole run)."""
     return float(daemon.get("cpu_window_seconds") or daemon["wall_seconds"])
@@ -307,6 +313,13 @@ class WorkloadResult:
         data["requests"] = self.requests.to_dict() if self.requests else None
         data["cost"] = self.cost.to_dict() if self.cost else None
         data["timeline"] = self.timeline.to_dict() if self.timeline else None
+        # not measured is null with its reason, never 0.0 (a dashboard would plot 0%)
+        for stats, row in ((self.daemon, data["daemon"]),
+                           *((c.daemon, d["daemon"]) for c, d in zip(self.clients, data["clients"],
+                                                                      strict=True))):
+            if stats is not None and stats.countable_cpu is None:
+                row["cpu_percent"] = None
+                row["cpu_percent_note"] = short_cpu_note(stats.cpu_window_seconds or stats.wall_seconds)
         return data
 
 

@@ -114,3 +114,29 @@ def test_ab_outcomes_follow_the_direction_of_each_figure():
     same = compare("t", "read", "rclone", (), (), a, a, "ABBAAB", 0.10)
     assert same.metrics["bw"].outcome == Difference.SAME
     assert same.to_dict()["metrics"]["bw"]["outcome"] == "same"  # plain words in JSON
+
+
+@pytest.mark.unit
+def test_a_cpu_figure_not_measured_is_null_with_its_reason_in_the_json():
+    """As found: a read whose I/O ran under 0.5 s stored "cpu_percent": 0.0 beside
+    "cpu_seconds": 0.07 (the table rightly showed '-'); a dashboard plots that as 0%."""
+    import dataclasses
+
+    import jsonschema
+
+    from pytest_fsperf.report import jsonout
+    from pytest_fsperf.result import DaemonStats
+
+    daemon = DaemonStats(pid=7, wall_seconds=0.3, cpu_seconds=0.07, cpu_percent=0.0,
+                         peak_rss_bytes=5 << 20, peak_rss_method="VmHWM", read_bytes=None,
+                         write_bytes=None, cpu_window="I/O", cpu_window_seconds=0.3)
+    short = dataclasses.replace(result(100e6), daemon=daemon).to_dict()
+    assert short["daemon"]["cpu_percent"] is None
+    assert short["daemon"]["cpu_percent_note"] == (
+        "not measured: the I/O ran 0.3 s, under the 0.5 s that CPU time counted in 10 ms "
+        "ticks needs")
+    assert short["daemon"]["cpu_seconds"] == 0.07  # what was read stays
+    long = dataclasses.replace(daemon, wall_seconds=3.0, cpu_window_seconds=3.0, cpu_percent=12.5)
+    kept = dataclasses.replace(result(100e6), daemon=long).to_dict()
+    assert kept["daemon"]["cpu_percent"] == 12.5 and "cpu_percent_note" not in kept["daemon"]
+    jsonschema.validate(short["daemon"], jsonout.schema()["$defs"]["result"]["properties"]["daemon"])

@@ -266,3 +266,31 @@ def test_a_canary_moved_past_the_whole_tolerance_is_a_changed_machine_however_no
     from pytest_fsperf import canary
     assert canary.changed([60.0, 100.0, 75.0, 78.0, 99.0, 70.0], [100.0, 101.0, 99.0], 0.05)
     assert not canary.changed([97.0, 101.0, 99.5], [100.0, 101.0, 99.0], 0.05)
+
+
+def test_a_changed_machine_fails_or_warns_as_asked(pytester):
+    """As found: saved-run compares on a busy box mostly ended `machine changed`, exit 1,
+    with no way to let that warn while a real inconclusive still fails."""
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    pytester.makepyfile("""
+        def test_w(fsperf):
+            fsperf.fio(name="w", rw="write", bs="64k", size="1M")
+    """)
+    args = ("-p", "no:cacheprovider", "--fsperf-rounds=3")
+    pytester.runpytest(*args, "--fsperf-save=base").assert_outcomes(passed=1)
+    path = pytester.path / ".fsperf" / "runs" / "base.json"
+    doc = json.loads(path.read_text())
+    doc["results"][0]["canary"] = [10 * c for c in doc["results"][0]["canary"]]  # a 10x machine
+    path.write_text(json.dumps(doc))
+    r = pytester.runpytest(*args, "--fsperf-compare=base")
+    r.assert_outcomes(failed=1)  # as inconclusive: fail by default
+    r.stdout.fnmatch_lines(["*w: the machine changed since run 'base'*"])
+    r = pytester.runpytest(*args, "--fsperf-compare=base", "--fsperf-machine-changed=warn")
+    r.assert_outcomes(passed=1, warnings=1)
+    r.stdout.fnmatch_lines(["*PytestWarning: fsperf: w: the machine changed since run 'base'*"])
+    r = pytester.runpytest(*args, "--fsperf-compare=base", "--fsperf-inconclusive=warn",
+                           "--fsperf-machine-changed=fail")
+    r.assert_outcomes(failed=1)
+    r = pytester.runpytest(*args, "--fsperf-machine-changed=maybe")
+    r.stderr.fnmatch_lines(["*--fsperf-machine-changed=maybe (command line)*"])

@@ -43,6 +43,7 @@ class Judgement:
     outcomes: dict[str, Outcome]  # per workload
     failures: list[str] = field(default_factory=list)  # fail the test
     unsure: list[str] = field(default_factory=list)  # inconclusive or incomparable
+    machine: list[str] = field(default_factory=list)  # saved runs: the machine canary moved
     notes: list[str] = field(default_factory=list)  # shown with failures (e.g. "not judged")
     checks: dict[str, list[Check]] = field(default_factory=dict)  # against the baseline
     earlier: dict[str, runs.RunComparison] = field(default_factory=dict)  # against a saved run
@@ -52,7 +53,8 @@ class Judgement:
 
     def lines_of(self, workload: str) -> list[str]:
         """The failure and inconclusive lines behind one workload's outcome."""
-        return [f for f in self.failures + self.unsure if f.startswith(workload + ":")]
+        return [f for f in self.failures + self.unsure + self.machine
+                if f.startswith(workload + ":")]
 
 
 def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | None = None,
@@ -102,6 +104,8 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
             outcome = RUN_OUTCOMES.get(cmp.outcome)
             if outcome is None:
                 continue
-            (j.failures if outcome.failing else j.unsure).append(cmp.message(tolerance, r.name))
+            said = (j.failures if outcome.failing else j.machine
+                    if outcome == Outcome.MACHINE_CHANGED else j.unsure)
+            said.append(cmp.message(tolerance, r.name))
             j.outcomes[r.name] = j.outcomes[r.name].worst(outcome)
     return j
