@@ -39,16 +39,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from pytest_fsperf import canary, runs
 from pytest_fsperf.ab import Release, gate
 from pytest_fsperf.config import Settings
+from pytest_fsperf.engine import steps
 from pytest_fsperf.measure.workspace import Workspace
 from pytest_fsperf.mounts.mounter import MountPlan
 from pytest_fsperf.mounts.registry import Registry
+from pytest_fsperf.result import WorkloadResult
 from pytest_fsperf.session import FsperfSession, Target
 from pytest_fsperf.stats import median
 from pytest_fsperf.vocab import Difference
@@ -103,21 +105,38 @@ def job(seconds: float) -> dict[str, object]:
             "runtime": f"{seconds:g}s"}
 
 
+# The small-file engine: cold reads of 2000 files of 128 KiB (about 0.5-1 s per run here);
+# the metadata engine: a cold `ls -l` (list+stat) of 20000 entries.
+FILES = steps.FilesJob(mode="read", count=2000, size="128KiB", threads=8, subdir="files")
+META = steps.MetaJob(op="list_stat", entries=20000)
+
+
+def runner(ws: Workspace, workload: str, seconds: float) -> Callable[[str], WorkloadResult]:
+    """One run of the trial's workload, measured after the cold start the gate made."""
+    if workload == "files":
+        return lambda label: ws.keep(steps.files_step(ws, label, FILES, True, "gate_detection"))
+    if workload == "meta":
+        return lambda label: ws.keep(steps.meta_step(ws, label, META, True, "gate_detection"))
+    _base, spec = ws.job("read", job(seconds), "gate_detection")
+    return lambda label: ws.keep(ws.measure(label, True, spec, layout=True))
+
+
 def build_trial(session: FsperfSession, target: Target, n: int, a: str, b: str,
-                seconds: float) -> tuple[Difference, int, float, float]:
-    """One release gate; returns the bandwidth outcome, pairs, seconds of measurement, wall s."""
+                seconds: float, workload: str) -> tuple[Difference, int, float, float, str]:
+    """One release gate; returns the deciding figure's outcome, pairs, seconds of measurement,
+    wall s (everything counted) and the stop reason."""
     ws = Workspace(session, target, f"gate::trial{n}", target.new_workdir(f"trial{n}"))
     t0 = time.monotonic()
-    _base, spec = ws.job("read", job(seconds), "gate_detection")
-    c, _b, _a = gate(ws, "read", lambda label: ws.keep(ws.measure(label, True, spec, layout=True)),
-                     Release(a, b), ws.budget(), TOLERANCE)
+    c, _b, _a = gate(ws, workload, runner(ws, workload, seconds), Release(a, b), ws.budget(),
+                     TOLERANCE)
     measured = sum(r.wall_seconds for r in ws.results)
     target.remove(str(ws.workdir))
-    bw = c.metrics["bw"]
-    ratios = [f"{y / x:.3f}" for x, y in zip(bw.a, bw.b, strict=True) if x and y]
-    print(f"  pairs B/A {' '.join(ratios)}; B/A {bw.ratio:.3f} [{bw.ci_low or 0:.3f}, "
-          f"{bw.ci_high or 0:.3f}]", flush=True)
-    return bw.outcome, c.rounds, measured, time.monotonic() - t0
+    m = c.metrics[c.decided_by]
+    ratios = [f"{y / x:.3f}" for x, y in zip(m.a, m.b, strict=True) if x and y]
+    print(f"  pairs B/A {' '.join(ratios)}; B/A {m.ratio:.3f} [{m.ci_low or 0:.3f}, "
+          f"{m.ci_high or 0:.3f}]; {c.stopped}" + (f"; unstable: {c.unstable}" if c.unstable else "")
+          + (f"; dropped: {'; '.join(c.dropped)}" if c.dropped else ""), flush=True)
+    return c.outcome, c.rounds, measured, time.monotonic() - t0, c.stopped
 
 
 def _side(ws: Workspace, build: str, rounds: int, seconds: float, local: str,
@@ -171,7 +190,11 @@ def main() -> None:
     ap.add_argument("--aa-trials", type=int, default=100)
     ap.add_argument("--injection", choices=("quota", "bwlimit"), default="quota")
     ap.add_argument("--seconds", type=float, default=3.0, help="each fio read")
-    ap.add_argument("--max-pairs", type=int, default=16)
+    ap.add_argument("--max-pairs", type=int, default=100, help="a safety cap; the time decides")
+    ap.add_argument("--budget", type=float, default=300.0, help="seconds per gate, all counted")
+    ap.add_argument("--workload", choices=("fio", "files", "meta"), default="fio",
+                    help="fio: 128 KiB direct reads of --seconds; files: a cold read of 2000 "
+                         "files of 128 KiB; meta: a cold ls -l of 20000 entries")
     ap.add_argument("--rounds", type=int, default=5, help="saved mode: rounds per run")
     ap.add_argument("--aa-cgroup", choices=("same", "own"), default="same",
                     help="A/A: B in A's cgroup, or in its own with the same quota")
@@ -179,7 +202,7 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="fsperf-gate-"))
     source = scratch / "source"
     source.mkdir()
-    session = FsperfSession(Settings(ab_max_rounds=args.max_pairs, ab_seconds=600.0))
+    session = FsperfSession(Settings(ab_max_rounds=args.max_pairs, ab_seconds=args.budget))
     try:
         if args.injection == "quota":
             subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "tmpfs", str(source)], check=True)
@@ -207,7 +230,8 @@ def main() -> None:
             bg = next(loads)
             if args.mode == "builds":
                 with load(bg, scratch):
-                    row: tuple[object, ...] = (*build_trial(session, target, n, a, b, args.seconds), bg)
+                    row: tuple[object, ...] = (*build_trial(session, target, n, a, b, args.seconds,
+                                                            args.workload), bg)
             else:
                 outcome, moved, run = saved_trial(session, target, n, b, args.seconds, args.rounds,
                                                   bg, scratch, history)
@@ -239,15 +263,17 @@ def with_retry_rmdir(path: Path) -> None:
 
 def summary(args: argparse.Namespace, found: dict[str, list[tuple[object, ...]]]) -> None:
     slow, aa = found["slow"], found["A/A"]
-    print(f"mode {args.mode}, injection {args.injection}, {args.seconds:g} s reads, "
-          f"tolerance {100 * TOLERANCE:g}%, loads cycled {'/'.join(LOADS)}")
+    print(f"mode {args.mode}, injection {args.injection}, workload {args.workload} "
+          f"({args.seconds:g} s reads for fio), tolerance {100 * TOLERANCE:g}%, budget "
+          f"{args.budget:g} s, loads cycled {'/'.join(LOADS)}")
     if args.mode == "builds":
         caught = sum(r[0] == Difference.B_WORSE for r in slow)
         flagged = sum(r[0] in (Difference.B_WORSE, Difference.B_BETTER) for r in aa)
         times = [float(r[3]) for r in slow + aa]  # type: ignore[arg-type]
         measured = [float(r[2]) for r in slow + aa]  # type: ignore[arg-type]
         print(f"10% slower caught: {caught}/{len(slow)}  (target >= 95%)")
-        print(f"A/A flagged: {flagged}/{len(aa)}  (target <= 1%, over >= 100 trials)")
+        print(f"A/A flagged: {flagged}/{len(aa)}  (target <= 1%, over >= 100 trials); "
+              + ", ".join(f"{sum(r[0] == d for r in aa)} {d}" for d in Difference))
         print(f"time to a decision: median {median(times):.0f} s wall, {median(measured):.0f} s "
               f"measuring; pairs: median {median([float(r[1]) for r in slow + aa]):.0f}")  # type: ignore[arg-type]
     else:

@@ -368,9 +368,14 @@ def _rows(item: pytest.Item, record: ItemRecord) -> list[dict[str, object]]:
     """The test's results as report rows, with the one judgement rendered into them."""
     j = record.judgement or Judgement({})
     env = item.config.stash[STATE].env
+    plan = item.stash.get(PLAN, Plan(item.nodeid, ()))
     rows = []
     for r in record.results:
         data = r.to_dict()
+        # the thresholds the workload was judged by, for the charts' threshold lines
+        data["limits"] = ({t.spec.metric: {"bound": t.spec.bound, "limit": t.limit,
+                                           "text": f"{t.keyword} {t.text}"}
+                           for t in plan.thresholds} if r.judged else {})
         data["verdict"] = j.outcomes.get(r.name, Outcome.NOT_JUDGED).value
         data["verdict_own"] = j.own.get(r.name, Outcome.NOT_JUDGED).value
         data["failures"] = j.lines_of(r.name)

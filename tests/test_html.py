@@ -90,6 +90,18 @@ def test_the_report_is_the_record_of_a_decision(pytester, tmp_path):
     assert "against saved run 'base'" in page
     workloads = page[page.index("Workloads"):page.index("4 runs of A/B comparisons: in their sections")]
     assert "read[A1]" not in workloads and "test_fast" in workloads
+    # As found: bars carried no threshold line and a failing bar looked like a passing one;
+    # the A/B chart drew A #1-2 then B #1-2, not pairs.
+    bandwidth = page[page.index('aria-label="bandwidth per workload and round"'):]
+    bandwidth = bandwidth[:bandwidth.index("</svg>")]
+    assert re.search(r'<rect class="mark failing"[^>]*fill="#8b0000"[^>]*><title>test_slow write',
+                     bandwidth), bandwidth
+    assert re.search(r'<rect class="mark" [^>]*fill="#3a7bd5"[^>]*><title>test_fast write', bandwidth)
+    assert "<title>min_bw 1000GB/s</title>" in bandwidth and "<title>min_bw 1KB/s</title>" in bandwidth
+    assert "\u2026" not in bandwidth  # labels not truncated
+    pairs = page[page.index('aria-label="bandwidth per pair, A (blue) beside B (red)"'):]
+    marks = re.findall(r"<title>(pair \d [AB]):", pairs[:pairs.index("</svg>")])
+    assert marks == ["pair 1 A", "pair 1 B", "pair 2 A", "pair 2 B"], marks
     for width in (1280, 420):
         shot = tmp_path / f"report-{width}.png"
         subprocess.run([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
@@ -127,6 +139,10 @@ def test_timelines_are_drawn_a_and_b_overlaid(pytester, tmp_path):
     long = next(int(n) for label, n in drawn.items() if label.startswith("test_long"))
     ab = next(int(n) for label, n in drawn.items() if "A and B" in label)
     assert long >= 2 * 5 and ab >= 2 * 2 * 4, drawn  # bw and RSS marks per second; A and B
+    # As found: the y axis had two labels, the top one clipped and in e-notation (2e+03).
+    ticks = re.findall(r'<text class="tick"[^>]*>([^<]+)</text>', out.stdout)
+    assert len(ticks) >= 5 * 2 and not any("e+" in t or "e-" in t for t in ticks), ticks
+    assert all(re.fullmatch(r"[\d,.]+", t) for t in ticks), ticks
     shot = tmp_path / "timeline.png"
     subprocess.run([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                     "--window-size=1280,2400", f"--screenshot={shot}", report.as_uri()],

@@ -137,10 +137,12 @@ def files_step(fs: Workspace, name: str | None, j: FilesJob, judged: bool, where
     directory = os.path.join(fs.workdir, subdir)
     os.makedirs(directory, exist_ok=True)
     paths = files_engine.file_names(directory, n)
+    fresh = True  # a write makes its files; a read finds them or lays them out first
     if mode == "read":
         # What the seed's reader does before its clock starts: walk the dir, stat each file.
         listed = files_engine.list_files(directory)
-        if listed != sorted(paths):
+        fresh = listed != sorted(paths)
+        if fresh:
             files_engine.run_files([(p, nbytes) for p in paths], write=True,
                                    threads=min(threads, 16))
             fs.recold()
@@ -159,8 +161,11 @@ def files_step(fs: Workspace, name: str | None, j: FilesJob, judged: bool, where
     if first != files_engine.CHUNK:
         options["first"] = str(first)
     label = fs.unique(name or f"files_{mode}")
-    return fs.measure_engine(label, judged, "files", options, lambda: files_engine.run_files(
+    if mode == "write":
+        fresh = not all(os.path.exists(p) for p in paths[:1])  # rewrites what a run left?
+    found = fs.measure_engine(label, judged, "files", options, lambda: files_engine.run_files(
         todo, write=mode == "write", threads=threads, first=first))
+    return dataclasses.replace(found, fresh_files=fresh)
 
 
 def meta_step(fs: Workspace, name: str | None, j: MetaJob, judged: bool, where: str) -> WorkloadResult:
@@ -170,16 +175,18 @@ def meta_step(fs: Workspace, name: str | None, j: MetaJob, judged: bool, where: 
     _whole(where, entries=(entries, 1), per_dir=(per_dir, 0))
     n = max(1, round(entries * fs.scale))
     root = os.path.join(fs.workdir, f"meta-{n}-{per_dir}")
-    if not os.path.isdir(root):
+    fresh = not os.path.isdir(root)
+    if fresh:
         os.makedirs(root)
         meta_engine.make_tree(root, n, per_dir)
         fs.recold()
     paths = meta_engine.tree_paths(root, n, per_dir) if op == "stat" else None
     options = {"op": op, "entries": str(n), "per_dir": str(per_dir)}
     label = fs.unique(name or f"meta_{op}")
-    return fs.measure_engine(label, judged, "meta", options,
-                        lambda: meta_engine.run_meta(op, root, paths,
-                                                     meta_engine.expected_entries(op, n, per_dir)))
+    found = fs.measure_engine(label, judged, "meta", options,
+                              lambda: meta_engine.run_meta(op, root, paths,
+                                                           meta_engine.expected_entries(op, n, per_dir)))
+    return dataclasses.replace(found, fresh_files=fresh)
 
 
 def sysbench_step(fs: Workspace, name: str | None, j: SysbenchJob, judged: bool,

@@ -42,26 +42,49 @@ COLOURS = {"now": "#3a7bd5", "a": "#3a7bd5", "b": "#d53a3a", "saved": "#999999"}
 FIGURE_COLOURS = {"daemon_cpu": "#e07b39", "daemon_rss": "#8e44ad"}
 
 
+FAILING = "#8b0000"  # a bar whose workload failed its test: dark red, outlined
+
+
 def bar_chart(chart: Chart | None) -> str:
+    """Horizontal bars; a bar's threshold is a black tick across it (its <title> says which),
+    and a bar whose workload failed is dark red and outlined. Labels get the room they need."""
     if chart is None or not chart.bars:
         return ""
     title, show = chart.title, chart.metric.show
-    top = max(b.value for b in chart.bars) or 1.0
+    top = max([b.value for b in chart.bars] + [b.limit or 0.0 for b in chart.bars]) or 1.0
+    label_w = min(420, max(120, 7 * max(len(b.label) for b in chart.bars) + 10))
+    width_all = label_w + 470
     height = len(chart.bars) * (BAR_H + GAP) + 24
-    parts = [f'<svg class="chart" width="{W}" height="{height}" viewBox="0 0 {W} {height}" '
-             f'role="img" aria-label="{_esc(title)}">',
+    parts = [f'<svg class="chart" width="{width_all}" height="{height}" '
+             f'viewBox="0 0 {width_all} {height}" role="img" aria-label="{_esc(title)}">',
              f'<text x="0" y="14" font-weight="bold">{_esc(title)}</text>']
+    span = width_all - label_w - 90
     for i, bar in enumerate(chart.bars):
-        colour = FIGURE_COLOURS.get(chart.metric.key, COLOURS[bar.side])
+        colour = FAILING if bar.failing else FIGURE_COLOURS.get(chart.metric.key, COLOURS[bar.side])
         y = 24 + i * (BAR_H + GAP)
-        width = max(1.0, (W - LABEL_W - 90) * bar.value / top)
-        shown = bar.label if len(bar.label) <= 40 else bar.label[:39] + "\u2026"
-        parts.append(f'<text x="0" y="{y + 12}">{_esc(shown)}</text>')
-        parts.append(f'<rect class="mark" x="{LABEL_W}" y="{y}" width="{width:.1f}" height="{BAR_H}" '
-                     f'fill="{colour}"><title>{_esc(bar.label)}: {_esc(show(bar.value))}</title></rect>')
-        parts.append(f'<text x="{LABEL_W + width + 6:.1f}" y="{y + 12}">{_esc(show(bar.value))}</text>')
+        width = max(1.0, span * bar.value / top)
+        shown = bar.label if len(bar.label) <= 58 else bar.label[:57] + "\u2026"
+        outline = ' stroke="#000" stroke-width="1.5"' if bar.failing else ""
+        parts.append(f'<text x="0" y="{y + 12}">{_esc(shown)}<title>{_esc(bar.label)}</title></text>')
+        parts.append(f'<rect class="mark{" failing" if bar.failing else ""}" x="{label_w}" y="{y}" '
+                     f'width="{width:.1f}" height="{BAR_H}" fill="{colour}"{outline}>'
+                     f'<title>{_esc(bar.label)}: {_esc(show(bar.value))}'
+                     f'{" (failed)" if bar.failing else ""}</title></rect>')
+        parts.append(f'<text x="{label_w + width + 6:.1f}" y="{y + 12}">{_esc(show(bar.value))}</text>')
+        if bar.limit is not None:
+            x = label_w + span * bar.limit / top
+            parts.append(f'<line class="limit" x1="{x:.1f}" y1="{y - 2}" x2="{x:.1f}" '
+                         f'y2="{y + BAR_H + 2}" stroke="#000" stroke-width="2">'
+                         f'<title>{_esc(bar.limit_text)}</title></line>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def plain(value: float) -> str:
+    """An axis label in plain digits: 2,000 not 2e+03."""
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}" if value >= 0.01 else f"{value:.2g}"
 
 
 TH, TPAD = 150, 48  # one panel's height; the left margin for the axis labels
@@ -71,10 +94,14 @@ TRACE_COLOURS = {"": "#3a7bd5", "A": "#3a7bd5", "B": "#d53a3a"}
 def _panel(traces: list[tuple[str, list[tuple[float, float]]]], top: float, y0: int, t_end: float,
            label: str, dashed: bool = False) -> list[str]:
     """One panel: each trace a polyline of (s, value) on the shared time axis."""
-    parts = [f'<text x="0" y="{y0 + 12}">{_esc(label)}</text>',
-             f'<line x1="{TPAD}" y1="{y0 + TH}" x2="{W}" y2="{y0 + TH}" stroke="#999"/>',
-             f'<text x="{TPAD - 4}" y="{y0 + 28}" text-anchor="end">{top:,.3g}</text>',
-             f'<text x="{TPAD - 4}" y="{y0 + TH}" text-anchor="end">0</text>']
+    parts = [f'<text x="{TPAD}" y="{y0 + 12}">{_esc(label)}</text>',
+             f'<line x1="{TPAD}" y1="{y0 + TH}" x2="{W}" y2="{y0 + TH}" stroke="#999"/>']
+    for k in range(5):  # ticks at 0, 1/4 ... the top, in plain digits, with faint grid lines
+        v, y = top * k / 4, y0 + TH - (TH - 20) * k / 4
+        parts.append(f'<text class="tick" x="{TPAD - 4}" y="{y + 4:.1f}" '
+                     f'text-anchor="end">{plain(v)}</text>')
+        if k:
+            parts.append(f'<line x1="{TPAD}" y1="{y:.1f}" x2="{W}" y2="{y:.1f}" stroke="#eee"/>')
     for name, points in traces:
         if not points:
             continue

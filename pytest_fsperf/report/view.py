@@ -37,6 +37,9 @@ class Bar:
     label: str
     value: float
     side: str = "now"  # now, a, b, saved: how the chart colours it
+    limit: float | None = None  # the test's threshold on this figure, drawn across the bar
+    limit_text: str = ""  # as the user wrote it: "min_bw 2GB/s"
+    failing: bool = False  # the workload failed its test
 
 
 @dataclass(frozen=True)
@@ -424,9 +427,11 @@ def comparison(c: Mapping[str, Any]) -> Section:
     bw = c["metrics"].get("bw")
     chart = None
     if bw:
-        bars = [Bar(f"A #{i + 1}", v, "a") for i, v in enumerate(bw["a"]) if v] + [
-            Bar(f"B #{i + 1}", v, "b") for i, v in enumerate(bw["b"]) if v]
-        chart = Chart("bandwidth, A against B, per pair", METRICS["bw"], tuple(bars))
+        # each pair's A and B side by side: the pairs are what is judged
+        bars = [Bar(f"pair {i + 1} {side.upper()}", v, side)
+                for i, (a, b) in enumerate(zip(bw["a"], bw["b"], strict=True))
+                for side, v in (("a", a), ("b", b)) if v]
+        chart = Chart("bandwidth per pair, A (blue) beside B (red)", METRICS["bw"], tuple(bars))
     kind = CompareKind(c.get("kind") or "options")
     what = "release gate" if kind.is_gate else "A/B"
     cold = "page-cache drop" if kind == CompareKind.MOUNT_GATE else "cold remount"
@@ -550,16 +555,24 @@ def run_comparisons(results: list[Row]) -> Section | None:
                    (), table, Chart("median, saved against now", METRICS["bw"], tuple(bars)))
 
 
+def _bar(r: Row, text: str, value: float, metric: str) -> Bar:
+    """A bar of a workload's figure, with the test's threshold on it and whether it failed."""
+    limit = (r.get("limits") or {}).get(metric)
+    return Bar(text, value, limit=limit["limit"] if limit else None,
+               limit_text=limit["text"] if limit else "",
+               failing=r.get("verdict") in (Outcome.FAIL.value, Outcome.REGRESSION.value))
+
+
 def _charts(results: list[Row]) -> tuple[Chart, ...]:
-    per_round = [Bar(f"{label(r)} #{i + 1}", rnd["bw"]) for r in results
+    per_round = [_bar(r, f"{label(r)} #{i + 1}", rnd["bw"], "bw") for r in results
                  for i, rnd in enumerate(r.get("rounds") or []) if rnd.get("bw")]
-    single = [Bar(label(r), r["total"]["bw_bytes"]) for r in results
+    single = [_bar(r, label(r), r["total"]["bw_bytes"], "bw") for r in results
               if not r.get("rounds") and r["total"].get("io_bytes")]
     by_metric: dict[str, list[Bar]] = {"daemon_cpu": [], "daemon_rss": []}
     for r in results:
         for f in figures(r):
             if f.metric.key in by_metric:
-                by_metric[f.metric.key].append(Bar(label(r), f.value))
+                by_metric[f.metric.key].append(_bar(r, label(r), f.value, f.metric.key))
     return (Chart("bandwidth per workload and round", METRICS["bw"], tuple(per_round + single)),
             Chart("daemon CPU (100% = one core)", METRICS["daemon_cpu"], tuple(by_metric["daemon_cpu"])),
             Chart("daemon peak memory", METRICS["daemon_rss"], tuple(by_metric["daemon_rss"])))
