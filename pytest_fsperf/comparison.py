@@ -4,6 +4,7 @@ into a test's verdict by judge/; run by ab.py."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -136,13 +137,14 @@ def judge_metric(metric: str, av: Sequence[float | None], bv: Sequence[float | N
                             p.low, p.high, p.level, _outcome(metric, p, gate), p.anytime)
 
 
-IMPLAUSIBLE = 1.5  # B/A (or its inverse) no build plausibly makes; a side's max/min spread
+IMPLAUSIBLE = 1.5  # B/A (or its inverse) no build plausibly makes; a side's spread
 
 
 def unstable(metrics: dict[str, MetricComparison], decided_by: str) -> str:
     """Why a release gate's pairs cannot be trusted ("" where they can): sides that differ by
-    more than IMPLAUSIBLE, or runs within one side spread that widely, with what it looks
-    like - runs in two clusters (bimodal), or the daemon's CPU-seconds per GB jumping."""
+    more than IMPLAUSIBLE, or the middle half of one side's runs spread that widely, with
+    what it looks like - runs in two clusters (bimodal), or the daemon's CPU-seconds per GB
+    jumping."""
     m = metrics.get(decided_by)
     if m is None or m.ratio is None:
         return ""
@@ -151,24 +153,46 @@ def unstable(metrics: dict[str, MetricComparison], decided_by: str) -> str:
         said.append(f"B/A {m.ratio:.2f}, beyond what a build plausibly changes "
                     f"(1/{IMPLAUSIBLE:g} to {IMPLAUSIBLE:g})")
     for side, values in (("A", m.a), ("B", m.b)):
-        if known := _spread(values):
-            gap = max(range(len(known) - 1), key=lambda i: known[i + 1] / known[i])
-            two = known[gap + 1] / known[gap] > IMPLAUSIBLE ** 0.5
-            said.append(f"{side}'s runs spread {known[-1] / known[0]:.1f}x"
-                        + (f" in two clusters (bimodal: {gap + 1} near {known[gap]:.3g}, "
-                           f"{len(known) - gap - 1} near {known[-1]:.3g})" if two else ""))
+        if spread := _spread(values):
+            known = sorted(v for v in values if v)
+            said.append(f"{side}'s runs spread {spread:.1f}x{_clusters(known)}")
     cpu = metrics.get("daemon_cpu_per_gb")
     for side, values in (("A", cpu.a), ("B", cpu.b)) if said and cpu else ():
-        if known := _spread(values):
-            said.append(f"{side}'s daemon CPU-s per GB jumps {known[0]:.2g} to {known[-1]:.2g} "
-                        "(cache state differing between runs?)")
+        if _spread(values):
+            known = sorted(v for v in values if v)
+            said.append(f"{side}'s daemon CPU-s per GB jumps {known[0]:.2g} to {known[-1]:.2g}: "
+                        "the same bytes cost the daemon more CPU in some runs - a cache state, "
+                        "or its backing store read in two modes (bindfs over this machine's disk "
+                        "did; over tmpfs it did not)")
     return "; ".join(said)
 
 
-def _spread(values: Sequence[float | None]) -> list[float]:
-    """One side's figures, sorted, when they spread past IMPLAUSIBLE (max/min); else []."""
+def _spread(values: Sequence[float | None]) -> float:
+    """How widely one side's figures spread, when past IMPLAUSIBLE, else 0: the middle half
+    (upper over lower quartile) from 4 runs on - the extremes of many short runs say little
+    - and max over min below that."""
     known = sorted(v for v in values if v)
-    return known if len(known) >= 2 and known[-1] / known[0] > IMPLAUSIBLE else []
+    if len(known) < 2:
+        return 0.0
+    if len(known) >= 4:
+        low, _mid, high = statistics.quantiles(known, n=4, method="inclusive")
+    else:
+        low, high = known[0], known[-1]
+    spread = high / low if low > 0 else math.inf
+    return spread if spread > IMPLAUSIBLE else 0.0
+
+
+def _clusters(known: list[float]) -> str:
+    """' in two clusters (bimodal: ...)' where the sorted runs split at a gap wider than
+    sqrt(IMPLAUSIBLE) with at least a fifth of them (and 2) on each side; else ''."""
+    least = max(2, len(known) // 5) if len(known) >= 4 else 1
+    gaps = [i for i in range(least - 1, len(known) - least)
+            if known[i + 1] / known[i] > IMPLAUSIBLE ** 0.5]
+    if not gaps:
+        return ""
+    gap = max(gaps, key=lambda i: known[i + 1] / known[i])
+    return (f" in two clusters (bimodal: {gap + 1} near {statistics.median(known[:gap + 1]):.3g}, "
+            f"{len(known) - gap - 1} near {statistics.median(known[gap + 1:]):.3g})")
 
 
 SHORT_RUN = 2.0  # s: a run shorter than this reads coarsely (timers, cold-start jitter)

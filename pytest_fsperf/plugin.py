@@ -126,15 +126,25 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[STATE].progress_write = live_line(session.config)
 
 
+def test_id(item: pytest.Item) -> str:
+    """The test's id in results and saved runs: its node id, or - for a test module outside
+    the rootdir (--pyargs pytest_fsperf.suites.X, as fsperf bench runs), whose node id has
+    no file part ('::test_x') - the module's import name in front."""
+    if item.nodeid.startswith("::"):
+        module = getattr(getattr(item, "module", None), "__name__", "")
+        return f"{module}{item.nodeid}"
+    return item.nodeid
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         markers = [(m.args, m.kwargs) for m in item.iter_markers("fsperf")]
         mount = item.get_closest_marker(MARKER)
         try:
             if markers:
-                item.stash[PLAN] = build_plan(item.nodeid, markers)
+                item.stash[PLAN] = build_plan(test_id(item), markers)
             if mount is not None:
-                item.stash[MOUNT] = from_marker(mount.args, mount.kwargs, f"{item.nodeid}: {MARKER}")
+                item.stash[MOUNT] = from_marker(mount.args, mount.kwargs, f"{test_id(item)}: {MARKER}")
         except UsageError as exc:
             item.stash[PLAN_ERROR] = str(exc)
 
@@ -246,7 +256,7 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
                               f"fsperf marker rounds={plan and plan.rounds}")
             warmup = for_item(s, "warmup", plan and plan.warmup,
                               f"fsperf marker warmup={plan and plan.warmup}")
-            handle = Fsperf(state, target, request.node.nodeid, workdir, rounds.value,
+            handle = Fsperf(state, target, test_id(request.node), workdir, rounds.value,
                             warmup.value)
             tolerance = for_item(s, "tolerance", plan and plan.tolerance,
                                  f"fsperf marker tolerance={plan and plan.tolerance}")
@@ -324,9 +334,9 @@ def _judge(item: pytest.Item) -> list[str]:
         return []
     state = item.config.stash[STATE]
     s = state.settings
-    plan = item.stash.get(PLAN, Plan(item.nodeid, ()))
+    plan = item.stash.get(PLAN, Plan(test_id(item), ()))
     _properties(item, record.results)
-    chosen = for_item(s, "baseline", plan.baseline, f"{item.nodeid}: fsperf marker baseline")
+    chosen = for_item(s, "baseline", plan.baseline, f"{test_id(item)}: fsperf marker baseline")
     baseline = state.baseline(chosen.value, chosen.where) if chosen.value is not None else None
     earlier = (Earlier(state.earlier_name, state.earlier, state.env, s.compare_last)
                if state.earlier_name else None)
@@ -368,7 +378,7 @@ def _rows(item: pytest.Item, record: ItemRecord) -> list[dict[str, object]]:
     """The test's results as report rows, with the one judgement rendered into them."""
     j = record.judgement or Judgement({})
     env = item.config.stash[STATE].env
-    plan = item.stash.get(PLAN, Plan(item.nodeid, ()))
+    plan = item.stash.get(PLAN, Plan(test_id(item), ()))
     rows = []
     for r in record.results:
         data = r.to_dict()

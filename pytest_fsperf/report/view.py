@@ -249,6 +249,17 @@ def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
     return tuple(lines)
 
 
+SHOWN_RUNS = 6  # an A/B of 90 short pairs would print 90 figures per cell
+
+
+def _runs(metric: str, values: list[float | None]) -> str:
+    """A side's runs, in pair order; past SHOWN_RUNS the first ones and a count (all are in
+    the JSON file)."""
+    shown = ", ".join(_figure(metric, v) for v in values[:SHOWN_RUNS])
+    more = len(values) - SHOWN_RUNS
+    return f"{shown}, ... ({len(values)} runs)" if more > 0 else shown
+
+
 def _interval(m: Mapping[str, Any]) -> str:
     """A comparison's interval as named: its level, and whether it held at every look."""
     level = f"{100 * m['level']:.4g}% " if m.get("level") else ""
@@ -419,9 +430,8 @@ def comparison(c: Mapping[str, Any]) -> Section:
                      if m.get("level") else "")
             band = f"{level}{m['ci_low']:.2f}-{m['ci_high']:.2f}"
         rows.append((_name(metric), _figure(metric, m["a_median"]), _figure(metric, m["b_median"]),
-                     ratio, band, str(m.get("outcome", "-")),
-                     ", ".join(_figure(metric, v) for v in m["a"]),
-                     ", ".join(_figure(metric, v) for v in m["b"])))
+                     ratio, band, str(m.get("outcome", "-")), _runs(metric, m["a"]),
+                     _runs(metric, m["b"])))
     table = Table(("metric", "A median", "B median", "B/A", "interval", "outcome", "A runs",
                    "B runs"), tuple(rows), frozenset((1, 2, 3)))
     bw = c["metrics"].get("bw")
