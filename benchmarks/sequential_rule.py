@@ -6,7 +6,7 @@ Each trial adds pairs one by one, B/A of each pair = true * exp(N(0, noise)), an
 after each pair, as ab.interleave does; it stops at the first decision or at the cap
 (what the time budget allows). Tolerance 5%, as in benchmarks/gate_detection.py.
 
-    python3 benchmarks/sequential_rule.py [--trials 2000] [--cap 60]
+    python3 benchmarks/sequential_rule.py [--trials 1000] [--cap 60]
 
 Prints, per noise level and rule: A/A flagged (either way), A/A median pairs to a
 decision, 10% slowdowns caught, passed and their median pairs, and the share of
@@ -66,7 +66,7 @@ def bonferroni(true: float, noise: float, rng: random.Random, cap: int) -> tuple
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--trials", type=int, default=2000)
+    ap.add_argument("--trials", type=int, default=1000)
     ap.add_argument("--cap", type=int, default=60, help="pairs the time budget allows")
     args = ap.parse_args()
     print(f"tolerance {100 * TOLERANCE:g}%, {args.trials} trials per cell, looks after every pair")

@@ -459,3 +459,13 @@ def test_runs_in_two_modes_are_named_bimodal_and_one_mode_is_not():
                           "1.45e+03); B's runs spread 3.8x in two clusters"), why
     assert "A's daemon CPU-s per GB jumps 0.23 to 2.2" in why
     assert _clusters(sorted(TMPFS_A)) == ""  # noisy short runs, but one mode
+
+
+def test_a_note_said_of_many_workloads_is_one_line_naming_them():
+    """As found: 33 note lines for 11 JuiceFS workloads swamped the table."""
+    from pytest_fsperf.report.view import _folded
+
+    said = [(f"t w{i}", "written data may sit in the daemon's cache") for i in range(11)]
+    assert _folded([*said, ("t w0", "8 jobs reported apart")]) == [
+        "written data may sit in the daemon's cache (11 workloads: t w0, t w1, t w2 and 8 more)",
+        "t w0: 8 jobs reported apart"]

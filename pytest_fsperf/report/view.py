@@ -288,7 +288,7 @@ def notes(results: list[Row]) -> list[str]:
                    "time counted in 10 ms ticks")
     if any(r.get("daemon", {}) and r["daemon"].get("cpu_window") == "I/O" for r in results):
         out.append("daemon CPU: over the time I/O ran, not the tool's start-up and teardown")
-    out += [f"{label(r)}: {n}" for r in results for n in r.get("notes", [])]
+    out += _folded([(label(r), n) for r in results for n in r.get("notes", [])])
     out += [f"{label(r)}: {line}" for r in results if (line := processes_line(r))]
     out += [f"{label(r)}: {line}" for r in results if (line := own_counters_line(r))]
     out += [f"{label(r)}: {line}" for r in results if (line := requests_line(r))]
@@ -300,6 +300,22 @@ def notes(results: list[Row]) -> list[str]:
                    "the 95% interval of the median, which threshold verdicts use")
     out.append("CPU: 100% = one fully busy core; bandwidth and memory in powers of 1000")
     return list(dict.fromkeys(out))  # each note once
+
+
+def _folded(said: list[tuple[str, str]]) -> list[str]:
+    """'workload: note' lines, a note said of several workloads folded into one line that
+    names them (each row keeps its own notes in the JSON and HTML rows)."""
+    by_note: dict[str, list[str]] = {}
+    for who, note in said:
+        by_note.setdefault(note, []).append(who)
+    out = []
+    for note, who in by_note.items():
+        if len(who) == 1:
+            out.append(f"{who[0]}: {note}")
+        else:
+            names = ", ".join(who[:3]) + (f" and {len(who) - 3} more" if len(who) > 3 else "")
+            out.append(f"{note} ({len(who)} workloads: {names})")
+    return out
 
 
 def requests_line(r: Row) -> str:
