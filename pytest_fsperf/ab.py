@@ -56,8 +56,8 @@ def invalid(r: WorkloadResult, fresh_is_usual: bool) -> str:
     """Why a run may not stand in a pair ("" where it may): a cold read the page cache
     served (the daemon did not send the bytes) measures the cache, not the daemon; files
     made just for this run (laid out or created by it) where the other runs find theirs in
-    place read and write unlike them (a freshly written file came off this machine's disk
-    2x faster than a rewritten one)."""
+    place read and write unlike them (issue 24: a freshly written file read through bindfs
+    up to 2x faster than a rewritten one)."""
     if r.cold_read == ColdRead.NOT_COLD:
         return f"{r.name}: not cold ({r.cold_evidence})"
     if r.fresh_files and not fresh_is_usual:

@@ -161,9 +161,8 @@ def unstable(metrics: dict[str, MetricComparison], decided_by: str) -> str:
         if _spread(values):
             known = sorted(v for v in values if v)
             said.append(f"{side}'s daemon CPU-s per GB jumps {known[0]:.2g} to {known[-1]:.2g}: "
-                        "the same bytes cost the daemon more CPU in some runs - a cache state, "
-                        "or its backing store read in two modes (bindfs over this machine's disk "
-                        "did; over tmpfs it did not)")
+                        "the same bytes cost the daemon more CPU in some runs, as if it served "
+                        "them in two modes (a cache state, its backing store, its own buffers)")
     return "; ".join(said)
 
 
