@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
 
 from . import units
@@ -13,6 +14,7 @@ from .baselines.relative import RelativeEntry
 from .baselines.relative import check as check_relative
 from .baselines.relative import find as find_relative
 from .comparison import Comparison
+from .engine import jobfile as jobfile_engine
 from .engine import steps
 from .errors import UsageError
 from .measure import clients as many
@@ -49,8 +51,14 @@ class Fsperf(Workspace):
         return self.drop_pages()
 
     def fio(self, name: str | None = None, *, judged: bool = True, clients: int | None = None,
-            per_job: bool = False, **options: object) -> WorkloadResult:
+            per_job: bool = False, jobfile: str | os.PathLike[str] | None = None,
+            **options: object) -> WorkloadResult:
         """Run one fio job in the work directory and measure it with the daemon.
+
+        jobfile="seq-read.fio": your own fio job file instead (relative to the current
+        directory): each job section a workload named after it, run one after another with
+        [global] under each and `options` over both; `directory=` is the work dir's. Returns
+        the last section's result (every section's is kept and judged).
 
         per_job=True: fio reports each job apart (no group_reporting), as a command line
         without it prints: `result.jobs` holds each job's figures, read/write their sum.
@@ -59,6 +67,32 @@ class Fsperf(Workspace):
         bucket), each with its own daemon and `fio --server`, driven by fio's controller; or on
         the first N of --fsperf-fio-servers. The result is fio's "All clients" with each
         client's figures and daemon in `clients` (measure/clients.py)."""
+        where = f"{self.test}: fsperf.fio()"
+        if jobfile is not None:
+            if name is not None:
+                raise UsageError(f"{where}: name={name!r} with jobfile: its sections name the "
+                                 "workloads")
+            sections = jobfile_engine.read(jobfile, where)
+            for sec in sections:  # every section checked before any runs
+                self.job(sec.name, {**sec.options, **options},
+                         f"{where}: job file {os.fspath(jobfile)!r} [{sec.name}]")
+            found = None
+            for sec in sections:
+                note = (f"{sec.name}: from job file {os.fspath(jobfile)}"
+                        + (f"; run in the work dir, not {'; '.join(sec.dropped)}" if sec.dropped
+                           else ""))
+                before, self.notes = self.notes, (*self.notes, note)
+                try:
+                    found = self._fio(sec.name, judged, clients, per_job,
+                                      {**sec.options, **options})
+                finally:
+                    self.notes = before
+            assert found is not None  # read() returns at least one section
+            return found
+        return self._fio(name, judged, clients, per_job, options)
+
+    def _fio(self, name: str | None, judged: bool, clients: int | None, per_job: bool,
+             options: dict[str, object]) -> WorkloadResult:
         where = f"{self.test}: fsperf.fio()"
         rw = str(options.get("rw", "read"))
         self.job(name, options, where)  # every option checked before anything runs

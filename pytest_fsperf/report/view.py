@@ -306,8 +306,8 @@ def _folded(said: list[tuple[str, str]]) -> list[str]:
     """'workload: note' lines, a note said of several workloads folded into one line that
     names them (each row keeps its own notes in the JSON and HTML rows)."""
     by_note: dict[str, list[str]] = {}
-    for who, note in said:
-        by_note.setdefault(note, []).append(who)
+    for workload, text in said:
+        by_note.setdefault(text, []).append(workload)
     out = []
     for note, who in by_note.items():
         if len(who) == 1:
