@@ -25,7 +25,7 @@ from .baselines.relative import entries as relative_entries
 from .errors import UsageError
 from .scenarios.library import SCENARIOS
 
-SUITES = ("ossfs2", "ossfs1", "fluid", "juicefs_bench")
+SUITES = ("ossfs2", "ossfs1", "fluid", "juicefs_bench", "jobfile")
 DEFAULT_SCALE = 0.01
 USAGE_ERROR = 4  # as pytest's: the command line was wrong
 EXIT_CODES = """exit codes (pytest's, for CI):
@@ -77,9 +77,11 @@ def parser() -> Parser:
                             "local MinIO where it needs one), and unmount it after")
     bench.add_argument("--suite", default="ossfs2", choices=SUITES, metavar="NAME",
                        help="which suite (default ossfs2; listed below)")
-    bench.add_argument("--scale", default=DEFAULT_SCALE, type=float, metavar="FACTOR",
+    bench.add_argument("--scale", type=float, metavar="FACTOR",
                        help=f"multiply every size and file count (default {DEFAULT_SCALE}: "
-                            "1 GiB instead of 100 GiB)")
+                            "1 GiB instead of 100 GiB; 1 with --fio)")
+    bench.add_argument("--fio", metavar="FILE",
+                       help="run your fio job file instead of a suite: each section a workload")
     bench.add_argument("--baseline", metavar="NAME",
                        help="show measured / documented per scenario (see `fsperf baselines`)")
     bench.add_argument("--gate", action="store_true",
@@ -126,12 +128,17 @@ def bench_args(a: argparse.Namespace) -> list[str]:
         raise UsageError(f"{where}: give MOUNT or --backend, not both")
     if a.mount is not None and not os.path.isdir(a.mount):
         raise UsageError(f"{where}: MOUNT {a.mount!r} is not a directory")
-    if not 0 < a.scale <= 1:
-        raise UsageError(f"{where}: --scale={a.scale:g} must be above 0 and at most 1")
+    fio = getattr(a, "fio", None)
+    scale = a.scale if a.scale is not None else 1.0 if fio else DEFAULT_SCALE
+    if not 0 < scale <= 1:
+        raise UsageError(f"{where}: --scale={scale:g} must be above 0 and at most 1")
     if a.gate and not a.baseline:
         raise UsageError(f"{where}: --gate needs --baseline NAME")
-    args = ["--pyargs", f"pytest_fsperf.suites.{a.suite}", "-p", "no:cacheprovider",
-            f"--fsperf-scale={a.scale:g}"]
+    suite = "jobfile" if fio else a.suite
+    args = ["--pyargs", f"pytest_fsperf.suites.{suite}", "-p", "no:cacheprovider",
+            f"--fsperf-scale={scale:g}"]
+    if fio:
+        args.append(f"--fsperf-jobfile={os.path.abspath(fio)}")
     if a.mount is not None:
         args.append(f"--fsperf-mount={os.path.abspath(a.mount)}")
     flags = {"backend": "--fsperf-backend", "baseline": "--fsperf-baseline",

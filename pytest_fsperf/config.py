@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import outfile, runs, units
-from .engine import fio_clients
+from .engine import fio_clients, jobfile
 from .errors import UsageError
 from .mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 from .mounts.registry import BackendConfig, load_config
@@ -209,6 +209,11 @@ def _tolerance(raw: Raw) -> float:
     return value
 
 
+def _jobfile(raw: Raw) -> Path:
+    jobfile.read(raw.path, raw.where)  # one line for what fio would not read or we not run
+    return raw.path
+
+
 def _prices_file(raw: Raw) -> Path:
     try:
         cost.load(raw.path)
@@ -346,6 +351,9 @@ OPTIONS = (
            "price the object-store requests with this price list (default aws-s3-standard; "
            "also aws-s3-standard-ia, cloudflare-r2-standard, backblaze-b2, aliyun-oss-standard, "
            "self-hosted, or one of --fsperf-prices)"),
+    Option("fsperf_jobfile", "jobfile", _jobfile, None, "FILE",
+           "your fio job file, run by the jobfile suite (`fsperf bench --fio FILE`, or "
+           "`pytest --pyargs pytest_fsperf.suites.jobfile`): each section a workload"),
     Option("fsperf_prices", "prices_file", _prices_file, None, "FILE",
            "a TOML price table of your own, over the shipped one (its format: "
            "pytest_fsperf/store/data/prices.toml)"),
@@ -373,6 +381,7 @@ class Settings:
     warmup: bool = False
     inconclusive: str = "fail"
     machine_changed: str | None = None  # None: as inconclusive
+    jobfile: Path | None = None
     save: str | None = None
     autosave: bool = False
     storage: Path | None = None

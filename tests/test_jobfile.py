@@ -85,3 +85,20 @@ def test_a_job_file_runs_each_section_in_the_work_dir(pytester, tmp_path):
     assert rows["seq-read"]["options"]["rw"] == "read" and rows["seq-read"]["verdict"] == "pass"
     assert any("from job file nightly.fio; run in the work dir, not directory=/mnt/ossfs/bench"
                in n for n in rows["seq-write"]["notes"])
+
+
+def test_fsperf_bench_runs_a_job_file(tmp_path):
+    from tests.test_cli import fsperf
+
+    need("fio")
+    (tmp_path / "nightly.fio").write_text(JOBS)
+    r = fsperf(tmp_path, "bench", "--fio", "nightly.fio", "--json", "r.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "pytest_fsperf.suites.jobfile" in r.stderr and "--fsperf-scale=1 " in r.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [x["name"] for x in doc["results"]] == ["seq-write", "seq-read"]
+    assert doc["results"][0]["options"]["size"] == "4M"  # not shrunk: scale 1 with --fio
+    (tmp_path / "bad.fio").write_text("[a]\ninclude x.fio\n")
+    r = fsperf(tmp_path, "bench", "--fio", "bad.fio")
+    assert r.returncode == 4 and "Traceback" not in r.stderr
+    assert "line 2: include is not run" in r.stdout + r.stderr
