@@ -80,6 +80,14 @@ def parser() -> Parser:
     bench.add_argument("--scale", type=float, metavar="FACTOR",
                        help=f"multiply every size and file count (default {DEFAULT_SCALE}: "
                             "1 GiB instead of 100 GiB; 1 with --fio)")
+    bench.add_argument("--mount-options", metavar="OPTIONS",
+                       help="options for the backend's mount command (with --backend)")
+    bench.add_argument("--backend-config", metavar="FILE",
+                       help="INI file: endpoint, bucket, credentials, your own backends")
+    bench.add_argument("--save-baseline", metavar="NAME",
+                       help="save this run's figures as a baseline of your own")
+    bench.add_argument("--candidate", metavar="BINARY",
+                       help="with --reference: the candidate build (default: the backend's binary)")
     bench.add_argument("--fio", metavar="FILE",
                        help="run your fio job file instead of a suite: each section a workload")
     bench.add_argument("--baseline", metavar="NAME",
@@ -130,8 +138,9 @@ def bench_args(a: argparse.Namespace) -> list[str]:
         raise UsageError(f"{where}: MOUNT {a.mount!r} is not a directory")
     fio = getattr(a, "fio", None)
     scale = a.scale if a.scale is not None else 1.0 if fio else DEFAULT_SCALE
-    if not 0 < scale <= 1:
-        raise UsageError(f"{where}: --scale={scale:g} must be above 0 and at most 1")
+    if not 0 < scale <= 100:
+        raise UsageError(f"{where}: --scale={scale:g} must be above 0 and at most 100 (above 1 "
+                         "for a machine bigger than the document's)")
     if a.gate and not a.baseline:
         raise UsageError(f"{where}: --gate needs --baseline NAME")
     suite = "jobfile" if fio else a.suite
@@ -144,7 +153,9 @@ def bench_args(a: argparse.Namespace) -> list[str]:
     flags = {"backend": "--fsperf-backend", "baseline": "--fsperf-baseline",
              "rounds": "--fsperf-rounds", "tolerance": "--fsperf-tolerance",
              "inconclusive": "--fsperf-inconclusive", "save": "--fsperf-save", "compare": "--fsperf-compare",
-             "reference": "--fsperf-reference", "html": "--fsperf-html",
+             "reference": "--fsperf-reference", "candidate": "--fsperf-candidate",
+             "mount_options": "--fsperf-mount-options", "backend_config": "--fsperf-backend-config",
+             "save_baseline": "--fsperf-save-baseline", "html": "--fsperf-html",
              "json": "--fsperf-json", "markdown": "--fsperf-markdown"}
     args += [f"{flag}={getattr(a, key)}" for key, flag in flags.items()
              if getattr(a, key) is not None]

@@ -36,7 +36,9 @@ def test_help_says_what_each_command_does_and_the_exit_codes(tmp_path):
 @pytest.mark.parametrize(("args", "needle"), [
     (("bench", "--suite", "nope"), "argument --suite: invalid choice: 'nope'"),
     (("bench", "/no/such/mount"), "MOUNT '/no/such/mount' is not a directory"),
-    (("bench", "--scale", "2"), "--scale=2 must be above 0 and at most 1"),
+    (("bench", "--scale", "200"), "--scale=200 must be above 0 and at most 100"),
+    (("bench", "--backend", "bindfs", "--mount-options", "-o allow_other='x"),
+     "--fsperf-mount-options=-o allow_other='x (command line): No closing quotation"),
     (("bench", "--gate"), "--gate needs --baseline NAME"),
     (("bench", "--scale", "0.001", "--baseline", "nope"), "unknown baseline 'nope'"),
     (("compare-runs", "a", "b"), "no saved run 'a'"),
@@ -251,3 +253,19 @@ def test_python_m_pytest_help_from_the_repository_works():
     assert "filesystem performance (pytest-fsperf)" in r.stdout
     assert "--fsperf-tolerance=PERCENT" in r.stdout
     assert "Traceback (most recent call last)" not in r.stdout + r.stderr
+
+
+def test_bench_passes_mount_options_and_saves_a_baseline(tmp_path):
+    """As asked: fsperf bench takes the common flags itself (--mount-options, --backend-config,
+    --save-baseline, --candidate) rather than only after `--`."""
+    need("bindfs")
+    need("fio")
+    r = fsperf(tmp_path, "bench", "--backend", "bindfs", "--mount-options=--multithreaded",
+               "--scale", "0.001", "-k", "seq_write_1t", "--save-baseline", "mine",
+               "--json", "r.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "--fsperf-mount-options=--multithreaded" in r.stderr
+    assert "--fsperf-save-baseline=mine" in r.stderr
+    (row,) = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert "--multithreaded" in row["mount"]["command"]
+    assert list((tmp_path / ".fsperf").rglob("mine*")), "the baseline was not saved"
