@@ -32,7 +32,7 @@ A/A comparisons flag a difference with chance at most ALPHA over all looks (abou
 each way: a gate's false alarm <= 1%), less still because the estimate must also be past
 the tolerance. A candidate slower than the tolerance passes ("not worse") with chance at
 most about PASS_ALPHA / 2 at any look: 10% at exactly the tolerance, under 1% at twice it
-in the simulation (tests/test_paired.py; README "How the gate decides"). The pass level is
+in the simulation (tests/test_paired.py; docs/explanation/statistics.md). The pass level is
 lower than the flag level on purpose: calling a good build good late costs minutes,
 calling it bad costs trust.
 """

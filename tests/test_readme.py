@@ -1,22 +1,66 @@
-"""The README's own links hold: every #anchor names a heading of it."""
+"""The README and the docs/ pages hold together: every relative link names a file that is
+there, every #anchor a heading of its page, and the site builds with warnings as errors."""
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+PAGES = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
 
 
 def slug(heading: str) -> str:
-    """A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces to -."""
+    """A heading's anchor as GitHub and MkDocs make it: lower case, punctuation dropped,
+    spaces to -."""
     text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
     return text.replace(" ", "-")
 
 
-def test_every_anchor_link_names_a_heading():
-    text = README.read_text("utf-8")
-    anchors = {slug(m) for m in re.findall(r"^#{1,6} (.+)$", text, re.MULTILINE)}
-    links = set(re.findall(r"\]\(#([^)]+)\)", text))
-    assert links, "no anchor links found"
-    assert sorted(links - anchors) == []
+def anchors(page: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", page.read_text("utf-8"), flags=re.DOTALL)
+    return {slug(m) for m in re.findall(r"^#{1,6} (.+)$", text, re.MULTILINE)}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_and_anchor_holds(page):
+    text = page.read_text("utf-8")
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+://", target):
+            continue
+        path, _, anchor = target.partition("#")
+        found = (page.parent / path).resolve() if path else page
+        assert found.exists(), f"{page.name}: link to {target!r}: no such file"
+        if anchor and found.suffix == ".md":
+            assert anchor in anchors(found), f"{page.name}: link to {target!r}: no such heading"
+
+
+@pytest.mark.unit
+def test_the_readme_is_short_and_keeps_its_two_commands():
+    text = (ROOT / "README.md").read_text("utf-8")
+    assert len(text.splitlines()) <= 120
+    assert "python3 -m pytest" in text  # the test command CI runs
+    assert "fsperf bench" in text and "pytest --fsperf-mount=" in text
+
+
+def test_the_site_builds_with_warnings_as_errors(tmp_path):
+    """The options, marker and fixture reference pages are generated from the code at build
+    time (docs/hooks.py): every option of config.OPTIONS is on the built page."""
+    if shutil.which("mkdocs") is None:
+        pytest.skip("mkdocs is not installed (pip install mkdocs-material)")
+    from pytest_fsperf.config import OPTIONS
+
+    out = subprocess.run(["mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    page = (tmp_path / "site" / "reference" / "options" / "index.html").read_text("utf-8")
+    for o in OPTIONS:
+        assert f"{o.flag}={o.metavar}" in page, o.flag
+    fixture = (tmp_path / "site" / "reference" / "fixture" / "index.html").read_text("utf-8")
+    assert "fsperf.fio(" in fixture and "jobfile" in fixture

@@ -1,0 +1,54 @@
+"""MkDocs hook: the reference tables are generated from the code at build time (the option
+table in pytest_fsperf/config.py, the marker keywords in plan.py, the fixture's methods), so
+they cannot go stale."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from pytest_fsperf.config import OPTIONS
+from pytest_fsperf.fixture import Fsperf
+from pytest_fsperf.plan import BASELINE_KEYS, KEYWORDS
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def options_table() -> str:
+    rows = ["| flag | ini key | default | what it does |", "|---|---|---|---|"]
+    for o in OPTIONS:
+        default = "-" if o.default in (None, (), "") else f"`{o.default}`"
+        rows.append(f"| `{o.flag}={o.metavar}` | `{o.name}` | {_cell(default)} | {_cell(o.help)} |")
+    return "\n".join(rows)
+
+
+def markers_table() -> str:
+    rows = ["| keyword | bound | figure |", "|---|---|---|"]
+    for name, k in KEYWORDS.items():
+        rows.append(f"| `{name}` | {k.bound} | {_cell(k.label)} |")
+    rows.append("")
+    rows.append("Besides the bounds: " + ", ".join(f"`{k}`" for k in BASELINE_KEYS) + ".")
+    return "\n".join(rows)
+
+
+def fixture_methods() -> str:
+    out = []
+    for name, member in vars(Fsperf).items():  # its own methods, not the Workspace's
+        if name.startswith("_") or not callable(member) or not member.__doc__:
+            continue
+        sig = (str(inspect.signature(member)).replace("(self, ", "(").replace("(self)", "()")
+               .replace("'", ""))
+        first = inspect.cleandoc(member.__doc__).split("\n\n")[0]
+        out.append(f"- `fsperf.{name}{sig}` — {' '.join(first.split())}")
+    return "\n".join(out)
+
+
+def on_page_markdown(markdown: str, **_kwargs: Any) -> str:
+    for mark, make in (("<!-- fsperf:options -->", options_table),
+                       ("<!-- fsperf:markers -->", markers_table),
+                       ("<!-- fsperf:fixture -->", fixture_methods)):
+        if mark in markdown:
+            markdown = markdown.replace(mark, make())
+    return markdown
