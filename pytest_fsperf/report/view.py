@@ -188,7 +188,9 @@ def row(r: Row, saved: bool = False) -> tuple[str, ...]:
     cpu, mem = _daemon_cells(r)
     bw, rate = _rate_cells(r)
     lat = units.format_duration(p99) if p99 is not None else "-"
-    cells: tuple[str, ...] = (short_test(r), r["name"], bw, spark(r) or "-", rate, lat, cpu, mem,
+    # a workload the test does not judge (a layout step, a gate's reference) reads as secondary
+    name = r["name"] if r.get("judged", True) else f"{r['name']} (not judged)"
+    cells: tuple[str, ...] = (short_test(r), name, bw, spark(r) or "-", rate, lat, cpu, mem,
                               cache_cell(r),
                               str(r.get("verdict_own", r.get("verdict", "-"))))
     if saved:
@@ -590,6 +592,8 @@ def _bar(r: Row, text: str, value: float, metric: str) -> Bar:
 
 
 def _charts(results: list[Row]) -> tuple[Chart, ...]:
+    judged = [r for r in results if r.get("judged", True)]
+    results = judged or results  # layout steps only where nothing else was measured
     per_round = [_bar(r, f"{label(r)} #{i + 1}", rnd["bw"], "bw") for r in results
                  for i, rnd in enumerate(r.get("rounds") or []) if rnd.get("bw")]
     single = [_bar(r, label(r), r["total"]["bw_bytes"], "bw") for r in results
