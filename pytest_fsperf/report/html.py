@@ -184,7 +184,6 @@ def document(view: View) -> str:
             + (f"<ul>{summary}</ul>" if summary else "") + "</section>",
             f'<h2>What was measured</h2><div class="wide"><table class="facts">{facts}</table></div>',
             "<h2>Workloads</h2>" + _table(view.results),
-            "<ul>" + "".join(f"<li>{_esc(n)}</li>" for n in view.notes) + "</ul>",
             "<h2>Bandwidth</h2>" + bar_chart(bw)]
     if (cpu and cpu.bars) or (mem and mem.bars):
         body.append("<h2>FUSE daemon</h2>" + bar_chart(cpu) + bar_chart(mem))
@@ -193,6 +192,9 @@ def document(view: View) -> str:
                     "second: what it moved, and the FUSE daemon's resident memory.</p>"
                     + "".join(time_chart(c) for c in view.timelines))
     body += [_section(s) for s in view.sections]
+    if view.notes:  # after the figures, not above them
+        body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_esc(n)}</li>" for n in view.notes)
+                    + "</ul>")
     return ("<!doctype html><html><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             "<title>pytest-fsperf</title>"
