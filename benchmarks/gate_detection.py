@@ -43,15 +43,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pytest_fsperf import canary, runs
-from pytest_fsperf.ab import Release, gate
-from pytest_fsperf.config import Settings
 from pytest_fsperf.engine import steps
+from pytest_fsperf.judge import runs
+from pytest_fsperf.measure import canary
+from pytest_fsperf.measure.ab import Release, gate
 from pytest_fsperf.measure.workspace import Workspace
 from pytest_fsperf.mounts.mounter import MountPlan
 from pytest_fsperf.mounts.registry import Registry
+from pytest_fsperf.options.config import Settings
 from pytest_fsperf.result import WorkloadResult
-from pytest_fsperf.session import FsperfSession, Target
+from pytest_fsperf.session.state import FsperfSession, Target
 from pytest_fsperf.stats import median
 from pytest_fsperf.vocab import Difference
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from pytest_fsperf import meters, timeline
+from pytest_fsperf.measure import meters, timeline
 from pytest_fsperf.mounts.daemon import describe
 
 

@@ -20,8 +20,8 @@ import math
 import random
 import statistics
 
-from pytest_fsperf.comparison import judge_metric
-from pytest_fsperf.paired import ALPHA, t_quantile
+from pytest_fsperf.judge.comparison import judge_metric
+from pytest_fsperf.judge.paired import ALPHA, t_quantile
 from pytest_fsperf.vocab import Difference
 
 TOLERANCE = 0.05

@@ -18,8 +18,8 @@ import subprocess
 import tempfile
 import time
 
-from pytest_fsperf.cache import make_cold
 from pytest_fsperf.engine.files import list_files, run_files, sized
+from pytest_fsperf.measure.cache import make_cold
 
 
 def fio_job(directory: str, rw: str, files: int, threads: int, out: str) -> list[str]:

@@ -1,5 +1,5 @@
 """MkDocs hook: the reference tables are generated from the code at build time (the option
-table in pytest_fsperf/config.py, the marker keywords in plan.py, the fixture's methods), so
+table in pytest_fsperf/options/config.py, the marker keywords in plan.py, the fixture's methods), so
 they cannot go stale."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from pytest_fsperf.config import OPTIONS
 from pytest_fsperf.fixture import Fsperf
-from pytest_fsperf.plan import BASELINE_KEYS, KEYWORDS
+from pytest_fsperf.options.config import OPTIONS
+from pytest_fsperf.options.plan import BASELINE_KEYS, KEYWORDS
 
 
 def _cell(text: str) -> str:

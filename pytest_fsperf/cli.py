@@ -17,12 +17,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from . import runs, units
+from . import units
 from .baselines import load as load_baseline
 from .baselines import saved_dir, shipped_names
 from .baselines.check import show_documented
 from .baselines.relative import entries as relative_entries
 from .errors import UsageError
+from .judge import runs
 from .scenarios.library import SCENARIOS
 
 SUITES = ("ossfs2", "ossfs1", "fluid", "juicefs_bench", "jobfile")

@@ -7,22 +7,22 @@ import os
 from collections.abc import Callable, Sequence
 
 from . import units
-from .ab import Release, Workload, gate, run_compare
 from .baselines import Baseline
 from .baselines.check import scale_mismatch
 from .baselines.relative import RelativeEntry
 from .baselines.relative import check as check_relative
 from .baselines.relative import find as find_relative
-from .comparison import Comparison
 from .engine import jobfile as jobfile_engine
 from .engine import steps
 from .errors import UsageError
+from .judge.comparison import Comparison
 from .measure import clients as many
+from .measure.ab import Release, Workload, gate, run_compare
 from .measure.workspace import Workspace
 from .mounts.daemon import Lookup
 from .result import WorkloadResult
 from .scenarios.runner import run_scenario
-from .session import FsperfSession, Target
+from .session.state import FsperfSession, Target
 
 
 class Fsperf(Workspace):

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from .comparison import Comparison
 from .judge import Judgement
+from .judge.comparison import Comparison
 from .mounts.request import MountRequest
-from .plan import Plan
+from .options.plan import Plan
 from .result import WorkloadResult
-from .session import FsperfSession
+from .session.state import FsperfSession
 
 
 @dataclass

@@ -12,24 +12,25 @@ from typing import NoReturn
 
 import pytest
 
-from . import hooks, leftovers, runs
-from .ab import Release
+from . import hooks
 from .baselines.check import entry_of, key_of
-from .config import RULE, add_options, for_item, read_settings
 from .errors import MeasurementError, UsageError, message
 from .fixture import Fsperf
-from .judge import Earlier, Judgement, judge_item
+from .judge import Earlier, Judgement, judge_item, runs
 from .keys import MOUNT, PLAN, PLAN_ERROR, RECORD, STATE, ItemRecord
-from .lock import machine_lock
+from .measure.ab import Release
 from .mounts.mounter import BinaryMissing, MountPlan
 from .mounts.registry import Registry
 from .mounts.request import MARKER, MountRequest, from_marker, resolve
 from .mounts.request import MARKER_HELP as MOUNT_HELP
-from .plan import KEYWORDS, Plan, build_plan
+from .options.config import RULE, add_options, for_item, read_settings
+from .options.plan import KEYWORDS, Plan, build_plan
 from .report import benchmark_json
 from .report.reporter import Reporter, live_line
 from .result import WorkloadResult
-from .session import FsperfSession, Target
+from .session import leftovers
+from .session.lock import machine_lock
+from .session.state import FsperfSession, Target
 from .store.minio import INSTALL as MINIO_INSTALL
 from .store.minio import S3Server, find_minio, start_minio
 from .vocab import Outcome

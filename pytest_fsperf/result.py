@@ -7,11 +7,11 @@ from enum import Enum
 from statistics import median
 from typing import Any
 
-from .cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
+from .measure.cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
+from .measure.timeline import Timeline, shape
 from .stats import mad, median_ci
 from .store.cost import Cost
 from .store.requests import Requests
-from .timeline import Timeline, shape
 
 
 def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:

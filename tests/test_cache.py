@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pytest_fsperf import cache
+from pytest_fsperf.measure import cache
 
 
 def test_falls_back_to_fadvise_where_drop_caches_is_refused(tmp_path):

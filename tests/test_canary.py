@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from pytest_fsperf import canary
+from pytest_fsperf.measure import canary
 
 
 def test_a_reading_touches_only_its_directory(tmp_path):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fsperf.config import OPTIONS, RULE, Chosen, Raw, Source, choose, for_item, settings_from
 from pytest_fsperf.errors import UsageError
+from pytest_fsperf.options.config import OPTIONS, RULE, Chosen, Raw, Source, choose, for_item, settings_from
 
 
 def raw(text: str, source: Source = Source.COMMAND_LINE) -> Raw:

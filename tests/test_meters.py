@@ -9,7 +9,7 @@ import time
 import psutil
 import pytest
 
-from pytest_fsperf import meters
+from pytest_fsperf.measure import meters
 from pytest_fsperf.mounts.daemon import describe
 
 GROW = """

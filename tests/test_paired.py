@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_fsperf.comparison import judge_metric
-from pytest_fsperf.paired import (
+from pytest_fsperf.judge.comparison import judge_metric
+from pytest_fsperf.judge.paired import (
     ALPHA,
     Budget,
     Direction,
@@ -133,7 +133,7 @@ def test_the_confidence_sequence_holds_at_every_look(noise):
     the 98% sequence (the flag's) leaves out the true B/A (1) at some look in at most 2% of
     comparisons, and the 70% one (the pass's) in at most 30% - whatever the per-pair noise, and for noise with heavy
     tails (one pair in ten three times as noisy) too."""
-    from pytest_fsperf.paired import FLAG_MIXTURE, PASS_ALPHA, PASS_MIXTURE, radius
+    from pytest_fsperf.judge.paired import FLAG_MIXTURE, PASS_ALPHA, PASS_MIXTURE, radius
 
     rng = random.Random(int(noise * 1000))
     for alpha, mixture, trials in ((ALPHA, FLAG_MIXTURE, 1500), (PASS_ALPHA, PASS_MIXTURE, 600)):
@@ -239,7 +239,7 @@ def test_the_time_budget_bounds_the_wall_time_of_slow_pairs():
     minimum pairs ran whatever they cost). Each side's cold start here takes 0.4 s."""
     import time as clock
 
-    from pytest_fsperf.ab import Side, interleave
+    from pytest_fsperf.measure.ab import Side, interleave
     from tests.test_rounds import result
 
     sides = (Side("A", (), lambda: clock.sleep(0.4)), Side("B", (), lambda: clock.sleep(0.4)))
@@ -272,8 +272,8 @@ def test_a_run_that_was_not_cold_is_rerun_then_its_pair_dropped():
     still not cold, its whole pair is dropped and named."""
     import dataclasses
 
-    from pytest_fsperf.ab import Side, interleave
-    from pytest_fsperf.cache import ColdRead
+    from pytest_fsperf.measure.ab import Side, interleave
+    from pytest_fsperf.measure.cache import ColdRead
     from tests.test_rounds import result
 
     calls: list[str] = []
@@ -302,8 +302,8 @@ def test_a_run_that_was_not_cold_is_rerun_then_its_pair_dropped():
 def test_a_comparison_whose_pairs_are_never_cold_stops_as_unstable():
     import dataclasses
 
-    from pytest_fsperf.ab import Side, interleave
-    from pytest_fsperf.cache import ColdRead
+    from pytest_fsperf.measure.ab import Side, interleave
+    from pytest_fsperf.measure.cache import ColdRead
     from tests.test_rounds import result
 
     def run(side: str, n: int):
@@ -322,7 +322,7 @@ def test_a_comparison_whose_pairs_are_never_cold_stops_as_unstable():
 def test_a_gate_that_would_pass_on_implausible_pairs_says_unstable():
     """As found: two identical builds at scale 0.002 passed `not worse` with B/A 2.53, runs
     alternating between ~2.7 GB/s and ~0.68 GB/s: nothing said that this is implausible."""
-    from pytest_fsperf.comparison import Comparison, judge_metric, unstable
+    from pytest_fsperf.judge.comparison import Comparison, judge_metric, unstable
     from pytest_fsperf.vocab import CompareKind
 
     a = [0.68e9, 2.7e9, 0.69e9, 2.6e9]
@@ -344,7 +344,7 @@ def test_a_gate_that_would_pass_on_implausible_pairs_says_unstable():
 def test_a_comparison_of_short_runs_says_so_and_how_to_lengthen_them():
     import dataclasses
 
-    from pytest_fsperf.comparison import compare, short_runs
+    from pytest_fsperf.judge.comparison import compare, short_runs
     from tests.test_rounds import result
 
     quick = [dataclasses.replace(result(1e9), wall_seconds=0.7) for _ in range(3)]
@@ -364,7 +364,7 @@ def test_a_run_on_files_made_just_for_it_is_rerun_unless_every_run_makes_its_own
     makes its files every run (fio unlink=1) is its own state: rerun once, then accepted."""
     import dataclasses
 
-    from pytest_fsperf.ab import Side, interleave
+    from pytest_fsperf.measure.ab import Side, interleave
     from tests.test_rounds import result
 
     def runs(fresh: set[int]):
@@ -386,9 +386,9 @@ def test_a_run_on_files_made_just_for_it_is_rerun_unless_every_run_makes_its_own
 
 
 def test_a_daemon_that_dies_is_rerun_and_a_candidate_that_crashes_fails_the_gate():
-    from pytest_fsperf.ab import Side, interleave
-    from pytest_fsperf.comparison import compare
-    from pytest_fsperf.meters import DaemonExited
+    from pytest_fsperf.judge.comparison import compare
+    from pytest_fsperf.measure.ab import Side, interleave
+    from pytest_fsperf.measure.meters import DaemonExited
     from pytest_fsperf.vocab import CompareKind
     from tests.test_rounds import result
 
@@ -422,7 +422,7 @@ def test_a_daemon_that_dies_is_rerun_and_a_candidate_that_crashes_fails_the_gate
 
 def test_a_long_comparison_shows_its_first_runs_and_a_count_not_all_of_them():
     """As found: a 94-pair gate on 0.9 s reads printed 94 figures per cell of its table."""
-    from pytest_fsperf.comparison import compare
+    from pytest_fsperf.judge.comparison import compare
     from pytest_fsperf.report.view import comparison
     from tests.test_rounds import result
 
@@ -450,7 +450,7 @@ TMPFS_A = [1345, 2183, 1813, 1407, 1621, 1645, 1561, 2276, 2641, 2276, 2815, 243
 
 
 def test_runs_in_two_modes_are_named_bimodal_and_one_mode_is_not():
-    from pytest_fsperf.comparison import _clusters, judge_metric, unstable
+    from pytest_fsperf.judge.comparison import _clusters, judge_metric, unstable
 
     metrics = {"bw": judge_metric("bw", DISK_A, DISK_B, 0.1, True, True),
                "daemon_cpu_per_gb": judge_metric("daemon_cpu_per_gb", DISK_CPU_A, DISK_CPU_A, 0.1)}

@@ -14,7 +14,7 @@ import termios
 
 import pytest
 
-from pytest_fsperf.progress import tree_io
+from pytest_fsperf.measure.progress import tree_io
 
 TEST = """
 def test_long(fsperf):
@@ -127,7 +127,7 @@ def test_a_reaped_child_is_not_counted_twice():
     whole run when it reaps its job process. TreeIo counts the job's bytes once."""
     import time
 
-    from pytest_fsperf.progress import TreeIo
+    from pytest_fsperf.measure.progress import TreeIo
 
     code = ("import os, time\npid = os.fork()\nif pid == 0:\n"
             "    f = open('/dev/zero', 'rb')\n    [f.read(1 << 20) for _ in range(50)]\n"

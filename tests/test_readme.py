@@ -54,7 +54,7 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path):
     time (docs/hooks.py): every option of config.OPTIONS is on the built page."""
     if shutil.which("mkdocs") is None:
         pytest.skip("mkdocs is not installed (pip install mkdocs-material)")
-    from pytest_fsperf.config import OPTIONS
+    from pytest_fsperf.options.config import OPTIONS
 
     out = subprocess.run(["mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_fsperf.judge import judge
-from pytest_fsperf.plan import build_plan
+from pytest_fsperf.options.plan import build_plan
 from pytest_fsperf.result import IoStats, WorkloadResult
 from pytest_fsperf.vocab import Outcome
 
@@ -101,7 +101,7 @@ def test_rounds_and_warmup_on_a_real_run(pytester):
 
 
 def test_ab_outcomes_follow_the_direction_of_each_figure():
-    from pytest_fsperf.comparison import compare, judge_metric
+    from pytest_fsperf.judge.comparison import compare, judge_metric
     from pytest_fsperf.vocab import Difference
 
     a = [result(100e6), result(101e6), result(99e6)]

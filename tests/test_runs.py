@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_fsperf import runs
+from pytest_fsperf.judge import runs
 
 
 def res(values, **fp):
@@ -263,7 +263,7 @@ def test_prediction_interval_holds_its_ratio_and_widens_with_fewer_runs(medians,
 
 
 def test_a_canary_moved_past_the_whole_tolerance_is_a_changed_machine_however_noisy():
-    from pytest_fsperf import canary
+    from pytest_fsperf.measure import canary
     assert canary.changed([60.0, 100.0, 75.0, 78.0, 99.0, 70.0], [100.0, 101.0, 99.0], 0.05)
     assert not canary.changed([97.0, 101.0, 99.5], [100.0, 101.0, 99.0], 0.05)
 

@@ -23,15 +23,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_fsperf import outfile
 from pytest_fsperf.engine.fio import build_job
 from pytest_fsperf.engine.fio_options import JOB, WHY
 from pytest_fsperf.errors import MeasurementError, UsageError
-from pytest_fsperf.lock import machine_lock
 from pytest_fsperf.mounts.builtin import BUILTIN
 from pytest_fsperf.mounts.mounter import MountedFs, MountPlan
 from pytest_fsperf.mounts.registry import Registry
 from pytest_fsperf.mounts.spec import Backend, render
+from pytest_fsperf.session import outfile
+from pytest_fsperf.session.lock import machine_lock
 from tests.conftest import need, ours
 
 NOBODY = 65534
@@ -880,7 +880,7 @@ def test_a_package_planted_in_the_working_directory_never_runs_in_the_watchdog(
         tmp_path, sticky_dir, monkeypatch):
     """As found: pytest ran from a world-writable directory where nobody planted
     pytest_fsperf/__init__.py; after pytest died the watchdog imported it, as root."""
-    from pytest_fsperf import leftovers
+    from pytest_fsperf.session import leftovers
     pwned = sticky_dir / "pwned"
     as_nobody(f"""
 import os
@@ -918,7 +918,7 @@ def test_helper_interpreters_run_isolated_from_root_dir(monkeypatch, tmp_path):
     monkeypatch.setattr(subprocess, "Popen", spy)
     from pytest_fsperf.mounts.probe import probe
     probe("/", 30)
-    from pytest_fsperf import leftovers
+    from pytest_fsperf.session import leftovers
     leftovers._remove_dir("/nonexistent/pytest-fsperf-x-0123456789ab")
     folder = tmp_path / "state"
     folder.mkdir(mode=0o700)

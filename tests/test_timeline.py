@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from pytest_fsperf.timeline import Timeline, decay, longest_stall, rss_growth, shape, sparkline, swing
+from pytest_fsperf.measure.timeline import Timeline, decay, longest_stall, rss_growth, shape, sparkline, swing
 from tests.conftest import measured_fio, need, pause, run_json
 
 

@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import leftovers
 from ..errors import MeasurementError, UsageError, WorkloadHung
-from ..procs import Proc, kill_tree
 from ..result import IoStats, JobStats
+from ..session import leftovers
+from ..session.procs import Proc, kill_tree
 from .fio_options import PATHS, refusal
 from .fiosize import check_size, parse_fio_size, scale_count, scale_size
 

@@ -19,10 +19,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .. import leftovers
 from ..errors import MeasurementError
-from ..procs import Proc, kill_tree
 from ..result import IoStats
+from ..session import leftovers
+from ..session.procs import Proc, kill_tree
 from .fio import _direction, fio_binary
 from .fio_options import control
 

@@ -11,10 +11,10 @@ import shutil
 import subprocess
 from collections.abc import Callable
 
-from .. import leftovers
 from ..errors import MeasurementError, WorkloadHung
-from ..procs import Proc, kill_tree
 from ..result import LatencyStats, OpStats
+from ..session import leftovers
+from ..session.procs import Proc, kill_tree
 
 MODES = ("seqwr", "seqrd", "rndrw", "rndrd", "rndwr", "seqrewr")
 _HIST = re.compile(r"^\s*([\d.]+)\s+\|\**\s+(\d+)\s*$")

@@ -10,14 +10,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import runs
 from ..baselines import Baseline
 from ..baselines.check import Check, check
 from ..baselines.relative import Expectation
-from ..comparison import Comparison
-from ..plan import Plan
+from ..options.plan import Plan
 from ..result import WorkloadResult
 from ..vocab import Difference, Outcome
+from . import runs
+from .comparison import Comparison
 from .thresholds import Verdict, judge
 
 __all__ = ["Earlier", "Judgement", "Verdict", "judge", "judge_item"]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..cache import ColdRead
 from ..errors import UsageError
-from ..plan import Plan
+from ..measure.cache import ColdRead
+from ..measure.timeline import MIN_INTERVALS
+from ..options.plan import Plan
 from ..result import SHAPE, SHORT_WINDOW, WorkloadResult
 from ..stats import median_ci
-from ..timeline import MIN_INTERVALS
 from ..vocab import Outcome
 
 

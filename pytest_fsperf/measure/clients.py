@@ -16,14 +16,14 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from .. import progress
-from ..cache import ColdRead, PageCache
 from ..engine import fio as fio_engine
 from ..engine import fio_clients
 from ..engine.fio_clients import Server
 from ..errors import UsageError
 from ..mounts.daemon import Lookup
 from ..result import ClientStats, DaemonStats, ProcessStats, WorkloadResult, check_cold
+from . import progress
+from .cache import ColdRead, PageCache
 from .workspace import Workspace
 
 MAX_CLIENTS = 64

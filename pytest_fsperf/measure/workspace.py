@@ -15,21 +15,22 @@ from typing import Any
 
 import psutil
 
-from .. import cache, progress, timeline, units
-from ..cache import ColdRead, DaemonCache, PageCache
-from ..config import Settings
-from ..diskmeter import DiskMeter
+from .. import units
 from ..engine import fio as fio_engine
 from ..errors import MeasurementError, UsageError, WorkloadHung
-from ..meters import DaemonExited, DaemonMeter
+from ..judge.paired import Budget
 from ..mounts.daemon import Lookup
-from ..paired import Budget
+from ..options.config import Settings
 from ..result import DaemonStats, JobStats, OpStats, WorkloadResult, check_cold, median_round
-from ..session import FsperfSession, Target, safe_name
+from ..session.state import FsperfSession, Target, safe_name
 from ..store import juicefs
 from ..store.cost import Cost
 from ..store.requests import Requests
-from ..timeline import Timeline
+from . import cache, progress, timeline
+from .cache import ColdRead, DaemonCache, PageCache
+from .diskmeter import DiskMeter
+from .meters import DaemonExited, DaemonMeter
+from .timeline import Timeline
 
 
 def _cpu() -> float:

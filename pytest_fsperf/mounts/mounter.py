@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import leftovers
 from ..errors import MountError
-from ..procs import Proc, kill, kill_tree, tree
 from ..report.redact import mask, redact_args, redact_text
+from ..session import leftovers
+from ..session.procs import Proc, kill, kill_tree, tree
 from .daemon import Lookup, describe, find_daemon, start_time, stat_fields
 from .mountinfo import Mount, read_mounts
 from .probe import abort_connection

@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .. import outfile
+from ..session import outfile
 
 SCHEMA_ID = "pytest-fsperf/1"
 

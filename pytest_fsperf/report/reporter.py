@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from .. import outfile, runs
-from ..session import FsperfSession
+from ..judge import runs
+from ..session import outfile
+from ..session.state import FsperfSession
 from . import benchmark_json, html, jsonout, markdown, terminal, view
 
 

@@ -12,11 +12,11 @@ from typing import Any
 from .. import units
 from ..baselines.check import Check
 from ..baselines.relative import Expectation
-from ..cache import ColdRead, DaemonCache, PageCache
+from ..measure.cache import ColdRead, DaemonCache, PageCache
+from ..measure.timeline import sparkline
 from ..result import SHORT_WINDOW, countable_cpu, cpu_seconds_of
 from ..scenarios.library import SCENARIOS
 from ..stats import median
-from ..timeline import sparkline
 from ..vocab import METRICS, CompareKind, Difference, Metric, Outcome
 
 HEADER = ("test", "workload", "bandwidth", "per second", "IOPS or ops", "p99 lat", "daemon CPU",

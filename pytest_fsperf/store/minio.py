@@ -12,11 +12,11 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from .. import leftovers
 from ..errors import MeasurementError
-from ..meters import io_counters
+from ..measure.meters import io_counters
 from ..mounts.spec import free_port
-from ..procs import Proc
+from ..session import leftovers
+from ..session.procs import Proc
 from .sigv4 import signed_request
 
 MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"

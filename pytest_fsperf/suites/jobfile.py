@@ -3,7 +3,7 @@ section a workload, run one after another in the work directory, [global] under 
 
 import pytest
 
-from pytest_fsperf.fixture import Fsperf
+from ..fixture import Fsperf
 
 
 def test_jobfile(fsperf: Fsperf) -> None:

@@ -11,17 +11,17 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..engine import fio as fio_engine
+from ..errors import MeasurementError, UsageError
+from ..judge.comparison import Comparison, compare, judge_metric, primary
+from ..judge.paired import Budget, order, should_stop
+from ..mounts.request import parse_options
+from ..result import WorkloadResult, median_round
+from ..session.state import Target
+from ..vocab import CompareKind, Difference
 from .cache import ColdRead
-from .comparison import Comparison, compare, judge_metric, primary
-from .engine import fio as fio_engine
-from .errors import MeasurementError, UsageError
-from .measure.workspace import Workspace
 from .meters import DaemonExited
-from .mounts.request import parse_options
-from .paired import Budget, order, should_stop
-from .result import WorkloadResult, median_round
-from .session import Target
-from .vocab import CompareKind, Difference
+from .workspace import Workspace
 
 Workload = Mapping[str, object] | Callable[["Workspace"], WorkloadResult]
 

@@ -17,9 +17,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from .errors import MeasurementError
-from .mounts.daemon import Daemon, start_time, stat_fields
-from .result import DaemonStats, ProcessStats
+from ..errors import MeasurementError
+from ..mounts.daemon import Daemon, start_time, stat_fields
+from ..result import DaemonStats, ProcessStats
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 WATCH_INTERVAL = 0.25  # seconds between liveness / RSS samples

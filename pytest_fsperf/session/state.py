@@ -10,20 +10,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import baselines, canary, leftovers, runs, units
-from .baselines import Baseline
-from .config import Settings
-from .errors import MeasurementError
-from .mounts.daemon import Lookup, describe, find_daemon
-from .mounts.mounter import MountedFs, MountPlan
-from .mounts.mountinfo import Mount, find_mount, read_mounts
-from .mounts.probe import NoAnswer, probe
-from .report import jsonout
-from .report.environment import environment
-from .report.redact import mask
-from .store import juicefs
-from .store import requests as store_requests
-from .store.requests import Meter
+from .. import baselines, units
+from ..baselines import Baseline
+from ..errors import MeasurementError
+from ..judge import runs
+from ..measure import canary
+from ..mounts.daemon import Lookup, describe, find_daemon
+from ..mounts.mounter import MountedFs, MountPlan
+from ..mounts.mountinfo import Mount, find_mount, read_mounts
+from ..mounts.probe import NoAnswer, probe
+from ..options.config import Settings
+from ..report import jsonout
+from ..report.environment import environment
+from ..report.redact import mask
+from ..store import juicefs
+from ..store import requests as store_requests
+from ..store.requests import Meter
+from . import leftovers
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 

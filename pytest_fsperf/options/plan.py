@@ -12,9 +12,9 @@ import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from . import units
-from .errors import UsageError
-from .vocab import METRICS, Metric
+from .. import units
+from ..errors import UsageError
+from ..vocab import METRICS, Metric
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from . import outfile, runs, units
-from .engine import fio_clients, jobfile
-from .errors import UsageError
-from .mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
-from .mounts.registry import BackendConfig, load_config
-from .store import cost
-from .vocab import Text
+from .. import units
+from ..engine import fio_clients, jobfile
+from ..errors import UsageError
+from ..judge import runs
+from ..mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
+from ..mounts.registry import BackendConfig, load_config
+from ..session import outfile
+from ..store import cost
+from ..vocab import Text
 
 if TYPE_CHECKING:  # the settings are read from pytest's config; the core needs no pytest
     import pytest

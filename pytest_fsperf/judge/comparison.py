@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .baselines.relative import Expectation
+from ..baselines.relative import Expectation
+from ..result import WorkloadResult
+from ..vocab import METRICS as FIGURES
+from ..vocab import CompareKind, Difference, Text
 from .paired import Budget, Direction, Paired, paired
-from .result import WorkloadResult
-from .vocab import METRICS as FIGURES
-from .vocab import CompareKind, Difference, Text
 
 # The figures an A/B compares. Daemon CPU is compared per GB moved: a throttled side uses
 # less CPU per second only because it moves less, and must not look "better" for it.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from .vocab import Text
+from ..vocab import Text
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
 

@@ -31,9 +31,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import UsageError
-from .mounts.mountinfo import read_mounts
-from .mounts.probe import abort_connection
+from ..errors import UsageError
+from ..mounts.mountinfo import read_mounts
+from ..mounts.probe import abort_connection
 from .procs import Proc, kill_tree
 
 
@@ -366,7 +366,7 @@ def sweep(folder: str | None = None) -> list[str]:
 # only when no one else can write it or anything in the package.
 _WATCHDOG = ("import os, sys\nsys.stdin.buffer.read()\nif os.path.exists(sys.argv[1]):\n"
              "    sys.path.extend(sys.argv[2:])\n"
-             "    from pytest_fsperf.leftovers import settle\n    settle(sys.argv[1])\n")
+             "    from pytest_fsperf.session.leftovers import settle\n    settle(sys.argv[1])\n")
 
 
 def _closed(st: os.stat_result, sticky_ok: bool = False) -> bool:

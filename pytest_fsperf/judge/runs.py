@@ -24,10 +24,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import canary, inputs
-from .errors import UsageError
+from .. import inputs
+from ..errors import UsageError
+from ..measure import canary
+from ..stats import direction, mad, shift
 from .paired import t_quantile
-from .stats import direction, mad, shift
 
 PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE, INCOMPARABLE, MACHINE_CHANGED = (
     "pass", "regression", "improvement", "inconclusive", "incomparable", "machine changed")
