@@ -81,6 +81,9 @@ def parser() -> Parser:
     bench.add_argument("--scale", type=float, metavar="FACTOR",
                        help=f"multiply every size and file count (default {DEFAULT_SCALE}: "
                             "1 GiB instead of 100 GiB; 1 with --fio)")
+    bench.add_argument("--store", choices=("minio",),
+                       help="with --backend: over the plugin's own MinIO (rclone otherwise "
+                            "mounts a local directory)")
     bench.add_argument("--mount-options", metavar="OPTIONS",
                        help="options for the backend's mount command (with --backend)")
     bench.add_argument("--backend-config", metavar="FILE",
@@ -156,7 +159,8 @@ def bench_args(a: argparse.Namespace) -> list[str]:
              "inconclusive": "--fsperf-inconclusive", "save": "--fsperf-save", "compare": "--fsperf-compare",
              "reference": "--fsperf-reference", "candidate": "--fsperf-candidate",
              "mount_options": "--fsperf-mount-options", "backend_config": "--fsperf-backend-config",
-             "save_baseline": "--fsperf-save-baseline", "html": "--fsperf-html",
+             "save_baseline": "--fsperf-save-baseline", "store": "--fsperf-backend-store",
+             "html": "--fsperf-html",
              "json": "--fsperf-json", "markdown": "--fsperf-markdown"}
     args += [f"{flag}={getattr(a, key)}" for key, flag in flags.items()
              if getattr(a, key) is not None]

@@ -219,7 +219,8 @@ def fsperf_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     if s.backend is None:
         yield state.default_target()
         return
-    req = MountRequest(s.backend, s.mount_options, None, s.where("backend"))
+    req = MountRequest(s.backend, s.mount_options, "fsperf_s3" if s.backend_store else None,
+                       s.where("backend"))
     target = _open(state, _plan(request, req))
     try:
         yield target

@@ -269,3 +269,16 @@ def test_bench_passes_mount_options_and_saves_a_baseline(tmp_path):
     (row,) = json.loads((tmp_path / "r.json").read_text())["results"]
     assert "--multithreaded" in row["mount"]["command"]
     assert list((tmp_path / ".fsperf").rglob("mine*")), "the baseline was not saved"
+
+
+def test_bench_puts_rclone_over_the_plugins_minio_when_asked(tmp_path, minio):
+    """As found: `fsperf bench --backend rclone` given no bucket measured a local directory;
+    --store minio puts it over the plugin's own MinIO, as the marker's config="fsperf_s3"."""
+    need("rclone")
+    need("fio")
+    r = fsperf(tmp_path, "bench", "--backend", "rclone", "--store", "minio", "--scale", "0.001",
+               "-k", "seq_write_1t", "--json", "r.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    (row,) = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert any(str(w).startswith("fsperf:") for w in row["mount"]["command"]), row["mount"]
+    assert row["requests"] and row["requests"]["total"] >= 1  # the store saw the write

@@ -65,8 +65,9 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
     """Raises UsageError for thresholds no workload of the test can answer. `builds`: the
     release gate's comparisons of the candidate build against the reference."""
     verdict = judge(plan, results)
-    j = Judgement(dict(verdict.per_workload), list(verdict.failures), list(verdict.inconclusive),
-                  list(verdict.notes), not_judged=dict(verdict.not_judged))
+    j = Judgement(dict(verdict.per_workload), failures=list(verdict.failures),
+                  unsure=list(verdict.inconclusive), notes=list(verdict.notes),
+                  not_judged=dict(verdict.not_judged))
     judged = [r for r in results if r.judged]
     if baseline is not None:
         j.baseline = {"name": baseline.name, "origin": baseline.origin,

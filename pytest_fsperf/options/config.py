@@ -276,6 +276,9 @@ OPTIONS = (
     Option("fsperf_backend_config", "backend_config", _backend_config, BackendConfig(), "FILE",
            "INI file: [fsperf] endpoint, bucket, credentials ...; [backend NAME] sections define "
            "backends"),
+    Option("fsperf_backend_store", "backend_store", _choice("minio"), None, "minio",
+           "with --fsperf-backend: mount it over the plugin's own MinIO on 127.0.0.1 (as the "
+           "marker's config=\"fsperf_s3\"), e.g. rclone, which otherwise mounts a local directory"),
     Option("fsperf_mount_timeout", "mount_timeout", _timeout, 30.0, "SECONDS", "seconds a backend "
            "may take to mount, and an existing mount to answer its first touch (default 30)"),
     Option("fsperf_workload_timeout", "workload_timeout", _positive, None, "SECONDS",
@@ -384,6 +387,7 @@ class Settings:
     inconclusive: str = "fail"
     machine_changed: str | None = None  # None: as inconclusive
     jobfile: Path | None = None
+    backend_store: str | None = None  # "minio": --fsperf-backend over the plugin's MinIO
     save: str | None = None
     autosave: bool = False
     storage: Path | None = None
