@@ -24,10 +24,17 @@ from .baselines.check import show_documented
 from .baselines.relative import entries as relative_entries
 from .errors import UsageError
 from .judge import runs
+from .options.config import OPTIONS
 from .scenarios.library import SCENARIOS
 
 SUITES = ("ossfs2", "ossfs1", "fluid", "juicefs_bench", "jobfile")
 DEFAULT_SCALE = 0.01
+# bench's flags that go straight to a plugin option: bench's name -> the option's ini name
+PASSED = {key: f"fsperf_{key}" for key in (
+    "backend", "baseline", "rounds", "tolerance", "inconclusive", "save", "compare", "reference",
+    "candidate", "mount_options", "backend_config", "save_baseline", "html", "json",
+    "markdown")} | {"store": "fsperf_backend_store"}
+OPTION = {o.name: o for o in OPTIONS}
 USAGE_ERROR = 4  # as pytest's: the command line was wrong
 EXIT_CODES = """exit codes (pytest's, for CI):
   0  every test passed: thresholds, baseline gate, comparisons
@@ -81,17 +88,10 @@ def parser() -> Parser:
     bench.add_argument("--scale", type=float, metavar="FACTOR",
                        help=f"multiply every size and file count (default {DEFAULT_SCALE}: "
                             "1 GiB instead of 100 GiB; 1 with --fio)")
-    bench.add_argument("--store", choices=("minio",),
-                       help="with --backend: over the plugin's own MinIO (rclone otherwise "
-                            "mounts a local directory)")
-    bench.add_argument("--mount-options", metavar="OPTIONS",
-                       help="options for the backend's mount command (with --backend)")
-    bench.add_argument("--backend-config", metavar="FILE",
-                       help="INI file: endpoint, bucket, credentials, your own backends")
-    bench.add_argument("--save-baseline", metavar="NAME",
-                       help="save this run's figures as a baseline of your own")
-    bench.add_argument("--candidate", metavar="BINARY",
-                       help="with --reference: the candidate build (default: the backend's binary)")
+    for key in ("store", "mount_options", "backend_config", "save_baseline", "candidate"):
+        option = OPTION[PASSED[key]]  # said as the plugin's option says it
+        bench.add_argument("--" + key.replace("_", "-"), metavar=option.metavar,
+                           help=option.help.replace("%", "%%"))
     bench.add_argument("--fio", metavar="FILE",
                        help="run your fio job file instead of a suite: each section a workload")
     bench.add_argument("--baseline", metavar="NAME",
@@ -154,15 +154,7 @@ def bench_args(a: argparse.Namespace) -> list[str]:
         args.append(f"--fsperf-jobfile={os.path.abspath(fio)}")
     if a.mount is not None:
         args.append(f"--fsperf-mount={os.path.abspath(a.mount)}")
-    flags = {"backend": "--fsperf-backend", "baseline": "--fsperf-baseline",
-             "rounds": "--fsperf-rounds", "tolerance": "--fsperf-tolerance",
-             "inconclusive": "--fsperf-inconclusive", "save": "--fsperf-save", "compare": "--fsperf-compare",
-             "reference": "--fsperf-reference", "candidate": "--fsperf-candidate",
-             "mount_options": "--fsperf-mount-options", "backend_config": "--fsperf-backend-config",
-             "save_baseline": "--fsperf-save-baseline", "store": "--fsperf-backend-store",
-             "html": "--fsperf-html",
-             "json": "--fsperf-json", "markdown": "--fsperf-markdown"}
-    args += [f"{flag}={getattr(a, key)}" for key, flag in flags.items()
+    args += [f"{OPTION[name].flag}={getattr(a, key)}" for key, name in PASSED.items()
              if getattr(a, key) is not None]
     if a.gate:
         args.append("--fsperf-gate=baseline")

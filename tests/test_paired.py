@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.sequential_rule import bonferroni  # the rule the sequences replaced
 from pytest_fsperf.judge.comparison import judge_metric
 from pytest_fsperf.judge.paired import (
     ALPHA,
@@ -101,26 +102,6 @@ def run_sequential(true: float, noise: float, rng: random.Random, budget: Budget
         if should_stop(m.outcome != Difference.INCONCLUSIVE, budget, n, 0.0):
             return m.outcome, n
     raise AssertionError("the budget must stop it")
-
-
-def bonferroni(true: float, noise: float, rng: random.Random, cap: int) -> tuple[Difference, int]:
-    """The rule before confidence sequences, for comparison: a look may flag only with a
-    1 - ALPHA/L interval, L the looks the pair cap allows; 'not worse' on the plain 90%."""
-    d: list[float] = []
-    looks = cap - 3 + 1
-    for n in range(1, cap + 1):
-        d.append(math.log(true) + rng.gauss(0, noise))
-        if n < 3:
-            continue
-        mean = sum(d) / n
-        se = math.sqrt(sum((v - mean) ** 2 for v in d) / (n - 1) / n)
-        if mean < math.log(0.95) and mean + t_quantile(1 - ALPHA / looks / 2, n - 1) * se < 0:
-            return Difference.B_WORSE, n
-        if mean > math.log(1.05) and mean - t_quantile(1 - ALPHA / looks / 2, n - 1) * se > 0:
-            return Difference.B_BETTER, n
-        if mean - t_quantile(0.95, n - 1) * se >= math.log(0.95):
-            return Difference.NOT_WORSE, n
-    return Difference.INCONCLUSIVE, cap
 
 
 FLAGS = (Difference.B_BETTER, Difference.B_WORSE)

@@ -162,7 +162,7 @@ def files_step(fs: Workspace, name: str | None, j: FilesJob, judged: bool, where
         options["first"] = str(first)
     label = fs.unique(name or f"files_{mode}")
     if mode == "write":
-        fresh = not all(os.path.exists(p) for p in paths[:1])  # rewrites what a run left?
+        fresh = not os.path.exists(paths[0])  # else it rewrites what an earlier run left
     found = fs.measure_engine(label, judged, "files", options, lambda: files_engine.run_files(
         todo, write=mode == "write", threads=threads, first=first))
     return dataclasses.replace(found, fresh_files=fresh)

@@ -27,6 +27,12 @@ def median(values: Sequence[float | None]) -> float | None:
     return statistics.median(known) if known else None
 
 
+def interval_name(level: float, anytime: bool) -> str:
+    """'98% interval' or '70% anytime interval', as every report names it ('interval' where
+    the level is not known: a file from before it was kept)."""
+    return f"{f'{100 * level:.4g}% ' if level else ''}{'anytime ' if anytime else ''}interval"
+
+
 @dataclass(frozen=True)
 class MetricComparison:
     metric: str
@@ -43,8 +49,7 @@ class MetricComparison:
 
     @property
     def interval(self) -> str:
-        """'98% interval' or '70% anytime interval', as the reports name it."""
-        return f"{100 * self.level:.4g}% {'anytime ' if self.anytime else ''}interval"
+        return interval_name(self.level, self.anytime)
 
     @property
     def bigger_is_better(self) -> bool:
@@ -153,24 +158,27 @@ def unstable(metrics: dict[str, MetricComparison], decided_by: str) -> str:
         said.append(f"B/A {m.ratio:.2f}, beyond what a build plausibly changes "
                     f"(1/{IMPLAUSIBLE:g} to {IMPLAUSIBLE:g})")
     for side, values in (("A", m.a), ("B", m.b)):
-        if spread := _spread(values):
-            known = sorted(v for v in values if v)
+        known = _known(values)
+        if spread := _spread(known):
             said.append(f"{side}'s runs spread {spread:.1f}x{_clusters(known)}")
     cpu = metrics.get("daemon_cpu_per_gb")
     for side, values in (("A", cpu.a), ("B", cpu.b)) if said and cpu else ():
-        if _spread(values):
-            known = sorted(v for v in values if v)
+        if _spread(known := _known(values)):
             said.append(f"{side}'s daemon CPU-s per GB jumps {known[0]:.2g} to {known[-1]:.2g}: "
                         "the same bytes cost the daemon more CPU in some runs, as if it served "
                         "them in two modes (a cache state, its backing store, its own buffers)")
     return "; ".join(said)
 
 
-def _spread(values: Sequence[float | None]) -> float:
-    """How widely one side's figures spread, when past IMPLAUSIBLE, else 0: the middle half
-    (upper over lower quartile) from 4 runs on - the extremes of many short runs say little
-    - and max over min below that."""
-    known = sorted(v for v in values if v)
+def _known(values: Sequence[float | None]) -> list[float]:
+    """One side's figures that were measured (and not zero), sorted."""
+    return sorted(v for v in values if v)
+
+
+def _spread(known: list[float]) -> float:
+    """How widely one side's sorted figures spread, when past IMPLAUSIBLE, else 0: the middle
+    half (upper over lower quartile) from 4 runs on - the extremes of many short runs say
+    little - and max over min below that."""
     if len(known) < 2:
         return 0.0
     if len(known) >= 4:

@@ -155,18 +155,6 @@ def log_bf(n: int, t: float, mixture: tuple[float, ...]) -> float:
     return top + math.log(sum(math.exp(v - top) for v in logs) / len(logs))
 
 
-def _interval(d: list[float], level: float, anytime: bool) -> tuple[float, float, float]:
-    """exp(mean), and the interval at `level`: Student's t, or the confidence sequence."""
-    n = len(d)
-    mean = sum(d) / n
-    se = math.sqrt(sum((v - mean) ** 2 for v in d) / (n - 1) / n)
-    mixture = FLAG_MIXTURE if level == 1 - ALPHA else PASS_MIXTURE
-    width = radius(n, 1 - level, mixture) if anytime else t_quantile((1 + level) / 2, n - 1)
-    # too few pairs for a sequence: nothing is bounded yet, even figures that never vary
-    half = width * se if math.isfinite(width) else math.inf
-    return math.exp(mean), _exp(mean - half), _exp(mean + half)
-
-
 def _exp(x: float) -> float:
     return 0.0 if x == -math.inf else math.inf if x == math.inf else math.exp(min(x, 700.0))
 
@@ -178,21 +166,34 @@ def paired(a: Sequence[float | None], b: Sequence[float | None], tolerance: floa
     d = log_ratios(a, b)
     if not d:
         return Paired(0, None, None, None, 0.0, Direction.UNCLEAR)
-    if len(d) < 2:
+    n = len(d)
+    if n < 2:
         return Paired(1, math.exp(d[0]), None, None, 0.0, Direction.UNCLEAR)
+    mean = sum(d) / n
+    se = math.sqrt(sum((v - mean) ** 2 for v in d) / (n - 1) / n)
+    ratio = math.exp(mean)
+
+    def bounds(width: float) -> tuple[float, float]:
+        """The interval, as ratios, `width` standard errors either side; unbounded while a
+        sequence has too few pairs, even for figures that never vary."""
+        half = width * se if math.isfinite(width) else math.inf
+        return _exp(mean - half), _exp(mean + half)
+
     flag_level = 1 - ALPHA
-    ratio, lo, hi = _interval(d, flag_level, anytime)
+    lo, hi = bounds(radius(n, ALPHA, FLAG_MIXTURE) if anytime
+                    else t_quantile(1 - ALPHA / 2, n - 1))
     if ratio > 1 + tolerance and lo > 1:
-        return Paired(len(d), ratio, lo, hi, flag_level, Direction.UP, anytime=anytime)
+        return Paired(n, ratio, lo, hi, flag_level, Direction.UP, anytime=anytime)
     if ratio < 1 - tolerance and hi < 1:
-        return Paired(len(d), ratio, lo, hi, flag_level, Direction.DOWN, anytime=anytime)
+        return Paired(n, ratio, lo, hi, flag_level, Direction.DOWN, anytime=anytime)
     level = 1 - PASS_ALPHA if anytime else SAME_LEVEL
-    ratio, lo, hi = _interval(d, level, anytime)
+    lo, hi = bounds(radius(n, PASS_ALPHA, PASS_MIXTURE) if anytime
+                    else t_quantile((1 + SAME_LEVEL) / 2, n - 1))
     not_down, not_up = lo >= 1 - tolerance, hi <= 1 + tolerance
     direction = Direction.SAME if not_down and not_up else Direction.UNCLEAR
     if not (math.isfinite(hi) and lo > 0):  # not bounded yet: no interval to show
-        return Paired(len(d), ratio, None, None, level, direction, anytime=anytime)
-    return Paired(len(d), ratio, lo, hi, level, direction, not_down, not_up, anytime)
+        return Paired(n, ratio, None, None, level, direction, anytime=anytime)
+    return Paired(n, ratio, lo, hi, level, direction, not_down, not_up, anytime)
 
 
 @dataclass(frozen=True)

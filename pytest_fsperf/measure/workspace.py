@@ -312,9 +312,10 @@ class Workspace:
         out = self.output(label)
         # One fio job name per test ("fsperf"): a read finds the files a write left.
         before = _files(self.workdir)
-        if layout and fio_engine.is_reading(job):
+        laid_out = layout and fio_engine.is_reading(job)
+        if laid_out:
             self.layout(job, out)
-        fresh = not before or _files(self.workdir) != before
+        fresh = not before or (laid_out and _files(self.workdir) != before)
         logged = fio_engine.with_lat_log(job, out)  # latency per second, for the timeline
         proc = fio_engine.FioProcess(
             fio_engine.command(logged, "fsperf", str(self.workdir), out + ".json", grouped),

@@ -12,6 +12,7 @@ from typing import Any
 from .. import units
 from ..baselines.check import Check
 from ..baselines.relative import Expectation
+from ..judge.comparison import interval_name
 from ..measure.cache import ColdRead, DaemonCache, PageCache
 from ..measure.timeline import sparkline
 from ..result import SHORT_WINDOW, countable_cpu, cpu_seconds_of
@@ -242,7 +243,8 @@ def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
         m = c["metrics"].get(c.get("decided_by") or "bw")
         if not m or m.get("ratio") is None:
             continue
-        band = (f", {_interval(m)} {m['ci_low']:.3f} to {m['ci_high']:.3f}"
+        named = interval_name(m.get("level") or 0.0, bool(m.get("anytime")))
+        band = (f", {named} {m['ci_low']:.3f} to {m['ci_high']:.3f}"
                 if m.get("ci_low") is not None else "")
         kind = CompareKind(c.get("kind") or "options")
         lines.append(f"{'release gate' if kind.is_gate else 'A/B'} {short_test(c)} {c['name']}: "
@@ -260,12 +262,6 @@ def _runs(metric: str, values: list[float | None]) -> str:
     shown = ", ".join(_figure(metric, v) for v in values[:SHOWN_RUNS])
     more = len(values) - SHOWN_RUNS
     return f"{shown}, ... ({len(values)} runs)" if more > 0 else shown
-
-
-def _interval(m: Mapping[str, Any]) -> str:
-    """A comparison's interval as named: its level, and whether it held at every look."""
-    level = f"{100 * m['level']:.4g}% " if m.get("level") else ""
-    return f"{level}{'anytime ' if m.get('anytime') else ''}interval"
 
 
 def _decided(c: Mapping[str, Any]) -> bool:
