@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 
+import psutil
 import pytest
 
 from pytest_fsperf import units
@@ -20,6 +20,16 @@ def run(pytester, mount, *args):
     out = pytester.path / "fsperf.json"
     result = pytester.runpytest(f"--fsperf-mount={mount.point}", f"--fsperf-json={out}", *args)
     return result, json.loads(out.read_text()) if out.exists() else None
+
+
+def fio_at(point) -> list[int]:
+    """fio processes working under this test's own mount point (others on the box are not ours)."""
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline", "cwd"]):
+        words = [*(proc.info["cmdline"] or []), proc.info["cwd"] or ""]
+        if proc.info["name"] == "fio" and any(str(point) in w for w in words):
+            found.append(proc.pid)
+    return found
 
 
 def test_daemon_found_among_two_mounts_and_measured(pytester, bindfs):
@@ -122,7 +132,7 @@ def test_daemon_death_fails_that_test_and_the_session_goes_on(pytester, bindfs):
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines([f"*FUSE daemon PID {mount.pid} exited during long_read*"])
     assert "Traceback" not in result.stdout.str()
-    assert not [p for p in os.popen("pgrep -x fio").read().split()]
+    assert not fio_at(mount.point)
 
 
 def test_ctrl_c_stops_fio_and_removes_the_work_dir(pytester, bindfs):
@@ -134,7 +144,7 @@ def test_ctrl_c_stops_fio_and_removes_the_work_dir(pytester, bindfs):
     interrupt_pytest(pytester.path, [f"--fsperf-mount={mount.point}"],
                      lambda: bool(list(mount.source.glob("fsperf-work-*/*/fsperf*"))), 0.5)
     assert list(mount.source.iterdir()) == []
-    assert not os.popen("pgrep -x fio").read().split()
+    assert not fio_at(mount.point)
 
 
 def test_read_only_mount_is_a_usage_error(pytester, bindfs):
