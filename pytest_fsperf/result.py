@@ -8,6 +8,7 @@ from statistics import median
 from typing import Any
 
 from .measure.cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
+from .measure.placement import Placement
 from .measure.timeline import Timeline, shape
 from .stats import mad, median_ci
 from .store.cost import Cost
@@ -170,6 +171,7 @@ class WorkloadResult:
     # fio: the files were created by this run or laid out just before it (True), or were
     # found as an earlier run left them (False); a fresh file reads unlike a reused one
     fresh_files: bool | None = None
+    placement: Placement | None = None  # the CPUs the daemon and the load were pinned to
     requests: Requests | None = None  # what the object store served in the window, by kind
     requests_note: str = ""  # why there are no request figures, when there are none
     cost: Cost | None = None  # those requests at the chosen price list's prices

@@ -83,6 +83,9 @@ class Comparison:
     # B's daemon died during some of its runs (they were rerun, not used): whatever the
     # figures say, B is worse - a release gate does not pass a build that crashes
     crashed: str = ""
+    # where the runs ran: "daemon on CPU 1, load on CPU 0" when every run was pinned alike
+    # (--fsperf-cpus), "" when the scheduler placed them
+    placement: str = ""
 
     def ratio(self, metric: str = "bw") -> float:
         """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's bandwidth."""
@@ -145,7 +148,7 @@ def judge_metric(metric: str, av: Sequence[float | None], bv: Sequence[float | N
 IMPLAUSIBLE = 1.5  # B/A (or its inverse) no build plausibly makes; a side's spread
 
 
-def unstable(metrics: dict[str, MetricComparison], decided_by: str) -> str:
+def unstable(metrics: dict[str, MetricComparison], decided_by: str, pinned: str = "") -> str:
     """Why a release gate's pairs cannot be trusted ("" where they can): sides that differ by
     more than IMPLAUSIBLE, or the middle half of one side's runs spread that widely, with
     what it looks like - runs in two clusters (bimodal), or the daemon's CPU-seconds per GB
@@ -166,7 +169,10 @@ def unstable(metrics: dict[str, MetricComparison], decided_by: str) -> str:
         if _spread(known := _known(values)):
             said.append(f"{side}'s daemon CPU-s per GB jumps {known[0]:.2g} to {known[-1]:.2g}: "
                         "the same bytes cost the daemon more CPU in some runs, as if it served "
-                        "them in two modes (a cache state, its backing store, its own buffers)")
+                        "them in two modes (a cache state, its backing store, its own buffers"
+                        + (")" if pinned else ", or the scheduler waking the reader on the "
+                           "daemon's CPU in some runs and on another in others: "
+                           "--fsperf-cpus=split pins them)"))
     return "; ".join(said)
 
 
@@ -240,12 +246,26 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
         metrics[metric] = judge_metric(metric, av, bv, tolerance,
                                        anytime and metric == decided_by, kind.is_gate)
     deciding = metrics.get(decided_by)
+    pinned = placed([*a, *b])
     passing = kind.is_gate and deciding is not None and deciding.outcome != Difference.B_WORSE
     return Comparison(test, name, backend, a_options, b_options, len(b), order_run,
                       tuple(r.name for r in a), tuple(r.name for r in b), metrics, decided_by,
                       stopped, seconds, kind, dropped=dropped,
-                      unstable=unstable(metrics, decided_by) if passing else "",
-                      short=short_runs([*a, *b]), crashed=_crashed(died, kind))
+                      unstable=unstable(metrics, decided_by, pinned) if passing else "",
+                      short=short_runs([*a, *b]), crashed=_crashed(died, kind),
+                      placement=pinned)
+
+
+def placed(runs: Sequence[WorkloadResult]) -> str:
+    """How the runs were placed on CPUs, when all alike and pinned; "" when unpinned."""
+    seen = {r.placement for r in runs}
+    if seen == {None} or not seen:
+        return ""
+    if len(seen) > 1:
+        return "placed unlike each other: " + "; ".join(
+            sorted(p.shown() if p else "unpinned" for p in seen))
+    (one,) = seen
+    return one.shown() if one else ""
 
 
 def _crashed(died: tuple[str, ...], kind: CompareKind) -> str:

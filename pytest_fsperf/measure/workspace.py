@@ -30,6 +30,7 @@ from . import cache, progress, timeline
 from .cache import ColdRead, DaemonCache, PageCache
 from .diskmeter import DiskMeter
 from .meters import DaemonExited, DaemonMeter
+from .placement import Placement, pinned
 from .timeline import Timeline
 
 
@@ -78,6 +79,7 @@ class Window:
     requests_note: str = ""
     timeline: Timeline | None = None
     daemon_counters: dict[str, float] | None = None
+    placement: Placement | None = None
     peers: list[tuple[Lookup, DaemonMeter | None]] = dataclasses.field(default_factory=list)
     peer_stats: list[DaemonStats | None] = dataclasses.field(default_factory=list)
 
@@ -108,6 +110,8 @@ class Workspace:
         #: Other mounts of the same backend, one per extra client of a many-client run
         #: (measure/clients.py): a cold start covers them too; closed with close_peers().
         self.peers: list[Target] = []
+        #: In an interleaved A/B (gate, compare): runs are pinned by --fsperf-cpus=auto.
+        self.paired = False
         self.place(target, workdir)
 
     def place(self, target: Target, workdir: str) -> None:
@@ -458,8 +462,10 @@ class Workspace:
                 if m is not None:
                     m.start()
             t0 = time.monotonic()
+            w.placement = self.settings.cpus.placement(self.paired)
             try:
-                yield w
+                with pinned(w.placement, pids):
+                    yield w
             except (DaemonExited, WorkloadHung):  # the cause is named already
                 raise
             except MeasurementError:
@@ -507,7 +513,7 @@ class Workspace:
             daemon_note=w.lookup.note, wall_seconds=w.wall, mount=self.target.describe(),
             cold_steps=w.cold_steps, cache_disk_peak_bytes=w.disk_peak, requests=w.requests,
             requests_note=w.requests_note, cost=self._cost(w.requests), timeline=w.timeline,
-            daemon_counters=w.daemon_counters,
+            daemon_counters=w.daemon_counters, placement=w.placement,
             **fields)
         found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes)
         return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)

@@ -21,6 +21,7 @@ from .. import units
 from ..engine import fio_clients, jobfile
 from ..errors import UsageError
 from ..judge import runs
+from ..measure import placement
 from ..mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 from ..mounts.registry import BackendConfig, load_config
 from ..session import outfile
@@ -345,6 +346,12 @@ OPTIONS = (
            "an interleaved A/B adds pairs until decisive or until this many seconds of wall "
            "time are spent, layout and cold starts included; a pair that would not fit is not "
            "started (default 300)"),
+    Option("fsperf_cpus", "cpus", lambda raw: placement.parse(raw.text, raw.where),
+           placement.AUTO, "auto|split|off|D/L",
+           "pin the daemon's threads and the load to CPUs for every run: split (the daemon on "
+           "the upper half, the load on the lower), or DAEMON/LOAD CPU lists (e.g. 1/0); auto "
+           "(default): split in an interleaved A/B, where runs must meet the same placement, "
+           "the scheduler's choice elsewhere"),
     Option("fsperf_stall_limit", "stall_limit", _timeout, None, "SECONDS",
            "stop a fio workload that moved nothing for this many seconds, and fail it "
            "(default: only --fsperf-workload-timeout stops a workload)"),
@@ -404,6 +411,7 @@ class Settings:
     ab_max_rounds: int = 100
     ab_seconds: float = 300.0
     stall_limit: float | None = None
+    cpus: placement.CpuSetting = placement.AUTO
     fio_servers: tuple[fio_clients.Server, ...] = ()
     price: str = cost.DEFAULT
     prices_file: Path | None = None

@@ -460,6 +460,8 @@ def comparison(c: Mapping[str, Any]) -> Section:
     what = "release gate" if kind.is_gate else "A/B"
     cold = "page-cache drop" if kind == CompareKind.MOUNT_GATE else "cold remount"
     how = f"{c['rounds']} pairs, order {c['order']}, {cold} before each run"
+    if c.get("placement"):
+        how += f", {c['placement']}"
     if c.get("stopped"):
         how += f"; {c['stopped']} ({c.get('seconds', 0):.0f} s)"
     lines: tuple[str, ...] = (f"A: {a}", f"B: {b}")
