@@ -26,7 +26,7 @@ from ..session.state import FsperfSession, Target, safe_name
 from ..store import juicefs
 from ..store.cost import Cost
 from ..store.requests import Requests
-from . import cache, progress, timeline
+from . import balloon, cache, progress, timeline
 from .cache import ColdRead, DaemonCache, PageCache
 from .diskmeter import DiskMeter
 from .meters import DaemonExited, DaemonMeter
@@ -161,9 +161,16 @@ class Workspace:
             if peer.owned is not None and peer.owned.backend.has_daemon:
                 peer.owned.remount(options, wipe=True, build=build)
         self._cold = cache.make_cold(str(self.workdir), self._fuse)
-        self._cold_steps = (*steps, self._cold.method)
+        self._cold_steps = (*steps, self._cold.method, *self._settled())
         self._cold_kind = "cold"
         return self._cold
+
+    def _settled(self) -> tuple[str, ...]:
+        """After a cache drop, in an A/B: wait out the VM's free page reporting (balloon.py)."""
+        if self._cold != PageCache.DROPPED or not self.settings.settle.wanted(self.paired):
+            return ()
+        waited = balloon.settle()
+        return (balloon.said(waited),) if waited is not None else ()
 
     def keep(self, result: WorkloadResult) -> WorkloadResult:
         """Add a finished result to the test's results (the measuring calls return theirs
@@ -364,7 +371,7 @@ class Workspace:
     def drop_pages(self, after: tuple[str, ...] = ()) -> PageCache:
         self._cold = cache.make_cold(str(self.workdir), self._fuse)
         self._daemon_cold = DaemonCache.PAGE_ONLY
-        self._cold_steps = (*after, self._cold.method)
+        self._cold_steps = (*after, self._cold.method, *self._settled())
         self._cold_kind = "drop"
         return self._cold
 

@@ -21,7 +21,7 @@ from .. import units
 from ..engine import fio_clients, jobfile
 from ..errors import UsageError
 from ..judge import runs
-from ..measure import placement
+from ..measure import balloon, placement
 from ..mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 from ..mounts.registry import BackendConfig, load_config
 from ..session import outfile
@@ -352,6 +352,11 @@ OPTIONS = (
            "the upper half, the load on the lower), or DAEMON/LOAD CPU lists (e.g. 1/0); auto "
            "(default): split in an interleaved A/B, where runs must meet the same placement, "
            "the scheduler's choice elsewhere"),
+    Option("fsperf_settle", "settle", lambda raw: balloon.Settle(_choice("auto", "on", "off")(raw)),
+           balloon.Settle.AUTO, "auto|on|off",
+           "on a VM whose balloon reports free memory to the host, wait after each cache drop "
+           "until the reporting is done, so that every cold read meets the same memory (2-15 s "
+           "per cold start): auto (default) in an interleaved A/B, on: every cold start"),
     Option("fsperf_stall_limit", "stall_limit", _timeout, None, "SECONDS",
            "stop a fio workload that moved nothing for this many seconds, and fail it "
            "(default: only --fsperf-workload-timeout stops a workload)"),
@@ -412,6 +417,7 @@ class Settings:
     ab_seconds: float = 300.0
     stall_limit: float | None = None
     cpus: placement.CpuSetting = placement.AUTO
+    settle: balloon.Settle = balloon.Settle.AUTO
     fio_servers: tuple[fio_clients.Server, ...] = ()
     price: str = cost.DEFAULT
     prices_file: Path | None = None
