@@ -68,7 +68,7 @@ def test_the_report_is_the_record_of_a_decision(pytester, tmp_path):
             fsperf.compare(dict(rw="read", bs="1M", size="4M"), a=[], b=["-o", "direct_io"],
                            rounds=2, max_rounds=2)
     """)
-    base = ["-p", "no:cacheprovider", "--fsperf-backend=bindfs"]
+    base = ["-p", "no:cacheprovider", "--fsperf-backend=bindfs", "--fsperf-settle=off"]
     pytester.runpytest(*base, "--fsperf-save=base").assert_outcomes(passed=2, failed=1)
     report = pytester.path / "report.html"
     r = pytester.runpytest(*base, "--fsperf-compare=base", "--fsperf-inconclusive=warn",
@@ -128,7 +128,7 @@ def test_timelines_are_drawn_a_and_b_overlaid(pytester, tmp_path):
     """)
     report = pytester.path / "report.html"
     r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-backend=bindfs",
-                           f"--fsperf-html={report}")
+                           "--fsperf-settle=off", f"--fsperf-html={report}")
     r.assert_outcomes(passed=2)
     assert re.search(r"test_long +write .*MB/s +[▁▂▃▄▅▆▇█]{4,}", r.stdout.str()), r.stdout.str()
     out = subprocess.run([chrome, "--headless", "--no-sandbox", "--disable-gpu",

@@ -511,7 +511,8 @@ def test_an_ab_is_checked_against_a_documented_gain(pytester):
             assert ab.expectation.outcome in ("smaller gain than documented", "inconclusive")
     """)
     out = pytester.path / "r.json"
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-json={out}")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-settle=off",
+                                f"--fsperf-json={out}")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*documented gain ossfs-1.91-options:readdir_optimize_ls: B/A *x*"
                                  "documented 3.89x (74.3% less time, ossfs 1.91+ with -o "
