@@ -75,7 +75,8 @@ def test_the_same_build_passes_the_gate(pytester):
     need("fio")
     pytester.makepyfile(READ)
     result, doc = run(pytester, f"--fsperf-reference={shutil.which('rclone')}",
-                      "--fsperf-tolerance=30%", "--fsperf-inconclusive=warn", "--fsperf-settle=auto")
+                      "--fsperf-tolerance=30%", "--fsperf-inconclusive=warn", "--fsperf-settle=auto",
+                      "--fsperf-ab-max-rounds=3")  # settling costs seconds per run
     assert "regression" not in result.stdout.str()
     result.assert_outcomes(passed=1)
     (c,) = doc["comparisons"]
