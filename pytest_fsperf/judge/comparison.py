@@ -259,12 +259,10 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
 def placed(runs: Sequence[WorkloadResult]) -> str:
     """How the runs were placed on CPUs, when all alike and pinned; "" when unpinned."""
     seen = {r.placement for r in runs}
-    if seen == {None} or not seen:
-        return ""
     if len(seen) > 1:
         return "placed unlike each other: " + "; ".join(
             sorted(p.shown() if p else "unpinned" for p in seen))
-    (one,) = seen
+    one = seen.pop() if seen else None
     return one.shown() if one else ""
 
 

@@ -212,14 +212,13 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
         return Side(name, shown, lambda: fs.cold_start(options[name], build=builds[name]))
 
     started = time.monotonic()  # the layout and every cold start count in the budget
-    fs.paired = True
     try:
-        if job is not None and fio_engine.is_reading(job):
-            fs.remount(options["A"], wipe=False, build=builds["A"])
-            fs.layout(job, fs.output(base))
-        pairs = interleave((side("A"), side("B")), run, budget, tolerance, started=started)
+        with fs.pairing():
+            if job is not None and fio_engine.is_reading(job):
+                fs.remount(options["A"], wipe=False, build=builds["A"])
+                fs.layout(job, fs.output(base))
+            pairs = interleave((side("A"), side("B")), run, budget, tolerance, started=started)
     finally:
-        fs.paired = False
         if owned.options != original or owned.build != original_build or not owned.alive():
             fs.remount(original, wipe=False, build=original_build)
     return compare(fs.test, base, owned.backend.name, side("A").shown, side("B").shown,
@@ -268,12 +267,11 @@ def gate(fs: Workspace, label: str, run: Callable[[str], WorkloadResult], releas
     def side(name: str) -> Side:
         return Side(name, (builds[name],), lambda: enter(name))
 
-    fs.paired = True
     try:
-        pairs = interleave((side("A"), side("B")),
-                           lambda s, n: run(f"{label}.{s}{n}"), budget, tolerance, gate=True)
+        with fs.pairing():
+            pairs = interleave((side("A"), side("B")),
+                               lambda s, n: run(f"{label}.{s}{n}"), budget, tolerance, gate=True)
     finally:
-        fs.paired = False
         fs.place(*home)
         if owned is not None and (owned.build != release.candidate or not owned.alive()):
             fs.remount(None, wipe=False, build=release.candidate)

@@ -138,11 +138,9 @@ def pinned(placement: Placement | None, daemon_pids: Iterable[int]) -> Iterator[
         yield
     finally:
         os.sched_setaffinity(0, own)
-        first = {pid: saved.get(pid) for pid in pids}
         for pid in pids:
-            back = first[pid]
             for tid in _threads([pid]):
-                cpus = saved.get(tid, back)
+                cpus = saved.get(tid, saved.get(pid))
                 if cpus is not None:
                     with contextlib.suppress(OSError):
                         os.sched_setaffinity(tid, cpus)

@@ -110,7 +110,8 @@ class Workspace:
         #: Other mounts of the same backend, one per extra client of a many-client run
         #: (measure/clients.py): a cold start covers them too; closed with close_peers().
         self.peers: list[Target] = []
-        #: In an interleaved A/B (gate, compare): runs are pinned by --fsperf-cpus=auto.
+        #: In an interleaved A/B (inside pairing()): --fsperf-cpus and --fsperf-settle
+        #: "auto" pin each run and wait out each cache drop.
         self.paired = False
         self.place(target, workdir)
 
@@ -164,6 +165,15 @@ class Workspace:
         self._cold_steps = (*steps, self._cold.method, *self._settled())
         self._cold_kind = "cold"
         return self._cold
+
+    @contextlib.contextmanager
+    def pairing(self) -> Iterator[None]:
+        """The runs of an interleaved A/B: each must meet the same machine state."""
+        self.paired = True
+        try:
+            yield
+        finally:
+            self.paired = False
 
     def _settled(self) -> tuple[str, ...]:
         """After a cache drop, in an A/B: wait out the VM's free page reporting (balloon.py)."""
@@ -468,10 +478,10 @@ class Workspace:
             for m in (meter, *(m for _o, m in w.peers)):
                 if m is not None:
                     m.start()
-            t0 = time.monotonic()
             w.placement = self.settings.cpus.placement(self.paired)
             try:
                 with pinned(w.placement, pids):
+                    t0 = time.monotonic()  # after the pinning: its cost is not the workload's
                     yield w
             except (DaemonExited, WorkloadHung):  # the cause is named already
                 raise

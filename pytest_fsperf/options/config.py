@@ -100,21 +100,23 @@ def _mount(raw: Raw, timeout: float) -> Path:
     return Path(real)
 
 
-def _pid(raw: Raw) -> int:
+def _number(raw: Raw, cast: Callable[[str], T], what: str) -> T:
+    """raw as a number, or a usage error saying what it should have been."""
     try:
-        pid = int(raw.text)
+        return cast(raw.text)
     except ValueError:
-        raise UsageError(f"{raw.where}: not a process ID") from None
+        raise UsageError(f"{raw.where}: not {what}") from None
+
+
+def _pid(raw: Raw) -> int:
+    pid = _number(raw, int, "a process ID")
     if pid <= 0 or not os.path.exists(f"/proc/{pid}"):
         raise UsageError(f"{raw.where}: no such process")
     return pid
 
 
 def _positive(raw: Raw) -> float:
-    try:
-        value = float(raw.text)
-    except ValueError:
-        raise UsageError(f"{raw.where}: not a number") from None
+    value = _number(raw, float, "a number")
     if not math.isfinite(value) or value <= 0:
         raise UsageError(f"{raw.where}: must be a positive number")
     return value
@@ -159,10 +161,7 @@ def _name(raw: Raw) -> str:
 
 
 def _rounds(raw: Raw) -> int:
-    try:
-        n = int(raw.text)
-    except ValueError:
-        raise UsageError(f"{raw.where}: not a whole number") from None
+    n = _number(raw, int, "a whole number")
     if not 1 <= n <= 1000:
         raise UsageError(f"{raw.where}: must be from 1 to 1000")
     return n
@@ -230,6 +229,10 @@ def _pairs(raw: Raw) -> int:
     if not 3 <= n <= 1000:
         raise UsageError(f"{raw.where}: must be from 3 to 1000")
     return n
+
+
+def _settle(raw: Raw) -> balloon.Settle:
+    return balloon.Settle(_choice(*(s.value for s in balloon.Settle))(raw))
 
 
 def _servers(raw: Raw) -> tuple[fio_clients.Server, ...]:
@@ -352,7 +355,7 @@ OPTIONS = (
            "the upper half, the load on the lower), or DAEMON/LOAD CPU lists (e.g. 1/0); auto "
            "(default): split in an interleaved A/B, where runs must meet the same placement, "
            "the scheduler's choice elsewhere"),
-    Option("fsperf_settle", "settle", lambda raw: balloon.Settle(_choice("auto", "on", "off")(raw)),
+    Option("fsperf_settle", "settle", _settle,
            balloon.Settle.AUTO, "auto|on|off",
            "on a VM whose balloon reports free memory to the host, wait after each cache drop "
            "until the reporting is done, so that every cold read meets the same memory (2-15 s "
