@@ -386,7 +386,7 @@ def _rows(item: pytest.Item, record: ItemRecord) -> list[dict[str, object]]:
         data = r.to_dict()
         # the thresholds the workload was judged by, for the charts' threshold lines
         data["limits"] = ({t.spec.metric: {"bound": t.spec.bound, "limit": t.limit,
-                                           "text": f"{t.keyword} {t.text}"}
+                                           "text": f"{t.named} {t.text}"}
                            for t in plan.thresholds} if r.judged else {})
         data["verdict"] = j.outcomes.get(r.name, Outcome.NOT_JUDGED).value
         data["verdict_own"] = j.own.get(r.name, Outcome.NOT_JUDGED).value

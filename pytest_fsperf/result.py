@@ -8,6 +8,7 @@ from statistics import median
 from typing import Any
 
 from .measure.cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
+from .measure.fusetrace import FuseRequests
 from .measure.placement import Placement
 from .measure.timeline import Timeline, shape
 from .stats import mad, median_ci
@@ -172,6 +173,8 @@ class WorkloadResult:
     # found as an earlier run left them (False); a fresh file reads unlike a reused one
     fresh_files: bool | None = None
     placement: Placement | None = None  # the CPUs the daemon and the load were pinned to
+    fuse: FuseRequests | None = None  # the kernel's FUSE requests to the daemon, by opcode
+    fuse_note: str = ""  # why there is no FUSE trace, when there is none
     requests: Requests | None = None  # what the object store served in the window, by kind
     requests_note: str = ""  # why there are no request figures, when there are none
     cost: Cost | None = None  # those requests at the chosen price list's prices
@@ -264,16 +267,56 @@ class WorkloadResult:
             "cost_per_tb": (self.cost.requests / (self.io_bytes / 1e12)
                             if self.cost and self.io_bytes else None),
         })
+        figures.update(self._fuse_figures())
         figures.update({k: shape_of.get(k) for k in SHAPE})  # None: too short to have a shape
         if not self.io_bytes:  # nothing moved: no such figures
             for key in ("daemon_cpu_per_gb", "req_per_mib", "cost_per_tb"):
                 del figures[key]
         if self.ops is None or not self.ops.count:
             del figures["req_per_file"]  # fio: no count of files touched
+        if not self.io_bytes:
+            figures.pop("fuse_per_mib", None)
+        if not self.files:
+            figures.pop("fuse_per_file", None)
         # daemon and request figures stay as None when not measured: a threshold on them
         # is then "not judged", never passed
         return {k: v for k, v in figures.items()
-                if v is not None or k.startswith(("daemon_", "req_", "cost")) or k in SHAPE}
+                if v is not None or k.startswith(("daemon_", "req_", "cost", "fuse_")) or k in SHAPE}
+
+    @property
+    def files(self) -> int:
+        """The files (or entries) the workload touched: the engine's count; fio's jobs times
+        their nrfiles."""
+        if self.ops is not None:
+            return self.ops.count
+        if self.kind != "fio":
+            return 0
+        try:
+            return int(self.options.get("numjobs", "1")) * int(self.options.get("nrfiles", "1"))
+        except ValueError:
+            return 0
+
+    def _fuse_figures(self) -> dict[str, float | None]:
+        """The FUSE request figures: all requests, per MiB moved, per file; and per opcode
+        seen (fuse_requests:READ, fuse_per_file:GETATTR ...). None: not traced."""
+        f = self.fuse
+        mib, files = self.io_bytes / 2**20, self.files
+        if f is None:
+            return {"fuse_requests": None, "fuse_per_mib": None, "fuse_per_file": None}
+        out: dict[str, float | None] = {
+            "fuse_requests": float(f.total), "fuse_per_mib": f.total / mib if mib else None,
+            "fuse_per_file": f.total / files if files else None}
+        for op in f.ops:
+            out[f"fuse_requests:{op.opcode}"] = float(op.count)
+            if files:
+                out[f"fuse_per_file:{op.opcode}"] = op.count / files
+            if mib:
+                out[f"fuse_per_mib:{op.opcode}"] = op.count / mib
+        return out
+
+    def figure(self, metric: str) -> float | None:
+        """One figure by its key, as metrics() gives it (see pick)."""
+        return pick(self.metrics(), metric)
 
     @property
     def read_only_bytes(self) -> int:
@@ -295,9 +338,9 @@ class WorkloadResult:
     def values(self, metric: str) -> list[float]:
         """A figure of every round (one value without rounds)."""
         if not self.rounds:
-            own = self.single_metrics().get(metric)
+            own = pick(self.single_metrics(), metric)
             return [own] if own is not None else []
-        return [v for r in self.rounds if (v := r.get(metric)) is not None]
+        return [v for r in self.rounds if (v := pick(r, metric)) is not None]
 
     def total(self) -> dict[str, Any]:
         """The headline figures (medians over rounds), as the report and JSON show them."""
@@ -313,6 +356,7 @@ class WorkloadResult:
         data["total"] = self.total()
         data["stats"] = summary(self)
         data["requests"] = self.requests.to_dict() if self.requests else None
+        data["fuse"] = self.fuse.to_dict() if self.fuse else None
         data["cost"] = self.cost.to_dict() if self.cost else None
         data["timeline"] = self.timeline.to_dict() if self.timeline else None
         # not measured is null with its reason, never 0.0 (a dashboard would plot 0%)
@@ -323,6 +367,15 @@ class WorkloadResult:
                 row["cpu_percent"] = None
                 row["cpu_percent_note"] = short_cpu_note(stats.cpu_window_seconds or stats.wall_seconds)
         return data
+
+
+def pick(figures: dict[str, float | None], metric: str) -> float | None:
+    """A figure of a metrics() dict; a per-opcode FUSE figure (fuse_per_file:GETATTR) of an
+    opcode the trace did not see is 0 where the trace was taken."""
+    if metric in figures or ":" not in metric:
+        return figures.get(metric)
+    base = figures.get(metric.split(":", 1)[0])
+    return 0.0 if base is not None else None
 
 
 def median_round(runs: list[WorkloadResult], name: str) -> WorkloadResult:

@@ -132,6 +132,13 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
            "requests"),
     Metric("req_per_mib", "requests per MiB moved", _number, units.format_ratio, False, "requests/MiB"),
     Metric("req_per_file", "requests per file", _number, units.format_ratio, False, "requests/file"),
+    # The kernel's FUSE requests to the daemon in the window (measure/fusetrace.py).
+    Metric("fuse_requests", "FUSE requests", units.parse_count, units.format_count, False,
+           "requests"),
+    Metric("fuse_per_mib", "FUSE requests per MiB moved", _number, units.format_ratio, False,
+           "requests/MiB"),
+    Metric("fuse_per_file", "FUSE requests per file", _number, units.format_ratio, False,
+           "requests/file"),
     # At the chosen price list's prices, in its currency (store/cost.py).
     Metric("cost", "request cost", units.parse_money, units.format_money, False, "currency"),
     Metric("cost_per_tb", "request cost per TB moved", units.parse_money, units.format_money, False,

@@ -39,19 +39,21 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
                          "(use the fsperf fixture, e.g. fsperf.fio(...))")
     for threshold in plan.thresholds:
         metric = threshold.spec.metric
-        answering = [r for r in judged if metric in r.metrics()]
+        base = metric.split(":", 1)[0]  # a per-opcode FUSE figure: its opcode's share of base
+        answering = [r for r in judged if base in r.metrics()]
         if not answering:
             kinds = ", ".join(sorted({r.kind for r in judged}))
-            raise UsageError(f"{plan.test}: fsperf marker {threshold.keyword}: "
+            raise UsageError(f"{plan.test}: fsperf marker {threshold.named}: "
                              f"{kinds} workloads do not measure {threshold.spec.label}")
         for r in answering:
-            measured = r.metrics()[metric]
+            measured = r.figure(metric)
             if measured is None:
                 why = ((r.requests_note or "no object-store request counters") if metric.startswith(
                     ("req_", "cost")) else _no_shape(r) if metric in SHAPE else
                     _short_cpu(r) if metric == "daemon_cpu" and r.daemon is not None else
+                    (r.fuse_note or "no FUSE trace") if metric.startswith("fuse_") else
                     r.daemon_note)
-                said = f"{threshold.keyword} not judged ({why})"
+                said = f"{threshold.named} not judged ({why})"
                 verdict.notes.append(f"{r.name}: {said}")
                 verdict.not_judged.setdefault(r.name, []).append(said)
                 if verdict.per_workload[r.name] == Outcome.PASS:
@@ -68,7 +70,7 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
                 verdict.per_workload[r.name] = Outcome.FAIL
             else:
                 verdict.inconclusive.append(
-                    f"{r.name}: {threshold.keyword} {threshold.text} inconclusive: "
+                    f"{r.name}: {threshold.named} {threshold.text} inconclusive: "
                     f"{threshold.spec.label} {threshold.spec.show(measured)}{spread}; "
                     "run more rounds (--fsperf-rounds) or steady the machine")
                 verdict.per_workload[r.name] = verdict.per_workload[r.name].worst(Outcome.INCONCLUSIVE)

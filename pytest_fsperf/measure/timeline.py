@@ -71,6 +71,7 @@ class Sampler:
                                int | None]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fsperf-timeline", daemon=True)
+        self.started = 0.0  # time.monotonic() of the first sample: the timeline's t = 0
 
     def _daemon(self) -> tuple[float | None, int | None, int | None, int | None]:
         """CPU seconds, RSS, threads, fds: summed over the daemon's processes."""
@@ -125,6 +126,7 @@ class Sampler:
 
     def start(self) -> None:
         self._sample()
+        self.started = self._rows[0][0]
         self._thread.start()
 
     def stop(self) -> Timeline | None:

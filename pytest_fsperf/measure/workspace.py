@@ -26,9 +26,10 @@ from ..session.state import FsperfSession, Target, safe_name
 from ..store import juicefs
 from ..store.cost import Cost
 from ..store.requests import Requests
-from . import balloon, cache, progress, timeline
+from . import balloon, cache, fusetrace, progress, timeline
 from .cache import ColdRead, DaemonCache, PageCache
 from .diskmeter import DiskMeter
+from .fusetrace import FuseRequests, Trace, Tracing
 from .meters import DaemonExited, DaemonMeter
 from .placement import Placement, pinned
 from .timeline import Timeline
@@ -80,6 +81,8 @@ class Window:
     timeline: Timeline | None = None
     daemon_counters: dict[str, float] | None = None
     placement: Placement | None = None
+    fuse: FuseRequests | None = None  # the kernel's FUSE requests in the window
+    fuse_note: str = ""  # why there is no trace, when there is none
     peers: list[tuple[Lookup, DaemonMeter | None]] = dataclasses.field(default_factory=list)
     peer_stats: list[DaemonStats | None] = dataclasses.field(default_factory=list)
 
@@ -467,6 +470,7 @@ class Workspace:
                 own.start()
             except (OSError, ValueError):
                 own = None
+        trace, w.fuse_note = self._trace(lookup)
         limit = self._state.settings.stall_limit
         sampler = timeline.Sampler(counter, pids,
                                    (lambda: disk.last) if disk else None,
@@ -481,6 +485,8 @@ class Workspace:
             w.placement = self.settings.cpus.placement(self.paired)
             try:
                 with pinned(w.placement, pids):
+                    if trace is not None:
+                        trace.start()
                     t0 = time.monotonic()  # after the pinning: its cost is not the workload's
                     yield w
             except (DaemonExited, WorkloadHung):  # the cause is named already
@@ -494,6 +500,8 @@ class Workspace:
                     raise MeasurementError(_stalled(label, sampler.stalled, limit)) from None
                 raise
             w.wall = time.monotonic() - t0
+            if trace is not None:
+                trace.stop()
             if sampler.stalled is not None:
                 raise MeasurementError(_stalled(label, sampler.stalled, limit))
             w.daemon = meter.stop(label) if meter else None
@@ -510,12 +518,41 @@ class Workspace:
                 w.daemon_counters = store.counters
         finally:
             w.timeline = sampler.stop()
+            if trace is not None:
+                if w.wall:
+                    edges = ([sampler.started + x for x in w.timeline.t[1:]]
+                             if w.timeline is not None else None)
+                    with contextlib.suppress(OSError, ValueError):
+                        w.fuse = trace.summary(t0, t0 + w.wall, edges)
+                trace.close()
             if shown:
                 shown.stop()
             for m in (meter, *(m for _o, m in w.peers)):
                 if m is not None:
                     m.abort()
             w.disk_peak = disk.stop() if disk else None
+
+    def _trace(self, lookup: Lookup) -> tuple[Trace | None, str]:
+        """The FUSE request trace of the window (armed, not started), or why there is none."""
+        setting = self.settings.fuse_trace
+        if not lookup.fuse:
+            return None, ""
+        if setting == Tracing.OFF:
+            return None, "not traced (--fsperf-fuse-trace=off)"
+        why = fusetrace.unavailable()
+        if why:
+            return None, f"not available: {why}"
+        try:
+            mount = self.target.mount()
+        except (OSError, LookupError) as exc:
+            return None, f"not available: the mount could not be read ({exc})"
+        trace = Trace(fusetrace.connection_id(mount.major, mount.minor))
+        try:
+            trace.open()
+        except OSError as exc:
+            trace.close()
+            return None, f"not available: tracefs refused the trace ({exc.strerror or exc})"
+        return trace, ""
 
     def _cost(self, q: Requests | None) -> Cost | None:
         price = self._state.settings.price_list
@@ -530,8 +567,8 @@ class Workspace:
             daemon_note=w.lookup.note, wall_seconds=w.wall, mount=self.target.describe(),
             cold_steps=w.cold_steps, cache_disk_peak_bytes=w.disk_peak, requests=w.requests,
             requests_note=w.requests_note, cost=self._cost(w.requests), timeline=w.timeline,
-            daemon_counters=w.daemon_counters, placement=w.placement,
-            **fields)
+            daemon_counters=w.daemon_counters, placement=w.placement, fuse=w.fuse,
+            fuse_note=w.fuse_note, **fields)
         found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes)
         return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)
 

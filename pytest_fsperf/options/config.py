@@ -21,7 +21,7 @@ from .. import units
 from ..engine import fio_clients, jobfile
 from ..errors import UsageError
 from ..judge import runs
-from ..measure import balloon, placement
+from ..measure import balloon, fusetrace, placement
 from ..mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 from ..mounts.registry import BackendConfig, load_config
 from ..session import outfile
@@ -235,6 +235,14 @@ def _settle(raw: Raw) -> balloon.Settle:
     return balloon.Settle(_choice(*(s.value for s in balloon.Settle))(raw))
 
 
+def _tracing(raw: Raw) -> fusetrace.Tracing:
+    chosen = fusetrace.Tracing(_choice(*(t.value for t in fusetrace.Tracing))(raw))
+    why = fusetrace.unavailable() if chosen == fusetrace.Tracing.ON else None
+    if why:
+        raise UsageError(f"{raw.where}: the kernel's FUSE tracepoints cannot be used: {why}")
+    return chosen
+
+
 def _servers(raw: Raw) -> tuple[fio_clients.Server, ...]:
     try:
         return fio_clients.parse_servers(raw.text)
@@ -360,6 +368,10 @@ OPTIONS = (
            "on a VM whose balloon reports free memory to the host, wait after each cache drop "
            "until the reporting is done, so that every cold read meets the same memory (2-15 s "
            "per cold start): auto (default) in an interleaved A/B, on: every cold start"),
+    Option("fsperf_fuse_trace", "fuse_trace", _tracing, fusetrace.Tracing.AUTO, "auto|on|off",
+           "count the FUSE requests of every workload by opcode, with their service times, from "
+           "the kernel's fuse tracepoints: auto (default) where they exist and the session is "
+           "root; on: stop if they cannot be used"),
     Option("fsperf_stall_limit", "stall_limit", _timeout, None, "SECONDS",
            "stop a fio workload that moved nothing for this many seconds, and fail it "
            "(default: only --fsperf-workload-timeout stops a workload)"),
@@ -421,6 +433,7 @@ class Settings:
     stall_limit: float | None = None
     cpus: placement.CpuSetting = placement.AUTO
     settle: balloon.Settle = balloon.Settle.AUTO
+    fuse_trace: fusetrace.Tracing = fusetrace.Tracing.AUTO
     fio_servers: tuple[fio_clients.Server, ...] = ()
     price: str = cost.DEFAULT
     prices_file: Path | None = None

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import units
 from ..errors import UsageError
+from ..measure.fusetrace import OPCODES
 from ..vocab import METRICS, Metric
 
 
@@ -38,6 +39,12 @@ class Keyword:
     def show(self, value: float) -> str:
         return self.figure.show(value)
 
+    def of_opcode(self, opcode: str) -> Keyword:
+        """The same bound on one FUSE opcode's figure (max_fuse_per_file={"GETATTR": 1})."""
+        label = self.figure.label.replace("FUSE requests", f"FUSE_{opcode} requests")
+        return Keyword(replace(self.figure, key=f"{self.metric}:{opcode}", label=label,
+                               series=label), self.bound)
+
 
 KEYWORDS: dict[str, Keyword] = {
     "min_bw": Keyword(METRICS["bw"], "min"),
@@ -56,6 +63,9 @@ KEYWORDS: dict[str, Keyword] = {
     "max_puts": Keyword(METRICS["req_put"], "max"),
     "max_requests_per_file": Keyword(METRICS["req_per_file"], "max"),
     "max_requests_per_mib": Keyword(METRICS["req_per_mib"], "max"),
+    "max_fuse_requests": Keyword(METRICS["fuse_requests"], "max"),
+    "max_fuse_per_file": Keyword(METRICS["fuse_per_file"], "max"),
+    "max_fuse_per_mib": Keyword(METRICS["fuse_per_mib"], "max"),
     "max_cost": Keyword(METRICS["cost"], "max"),
     "max_cost_per_tb": Keyword(METRICS["cost_per_tb"], "max"),
     "max_ttfb": Keyword(METRICS["ttfb_p99"], "max"),
@@ -67,15 +77,26 @@ KEYWORDS: dict[str, Keyword] = {
 }
 
 
+# These take a number (all requests) or {opcode: number} (FUSE_<opcode> requests).
+PER_OPCODE = frozenset({"max_fuse_requests", "max_fuse_per_file", "max_fuse_per_mib"})
+
+
 @dataclass(frozen=True)
 class Threshold:
     keyword: str
     text: str  # as the user wrote it, for messages
     limit: float
+    opcode: str | None = None  # a bound on one FUSE opcode (max_fuse_per_file={"GETATTR": 1})
 
     @property
     def spec(self) -> Keyword:
-        return KEYWORDS[self.keyword]
+        spec = KEYWORDS[self.keyword]
+        return spec if self.opcode is None else spec.of_opcode(self.opcode)
+
+    @property
+    def named(self) -> str:
+        """The keyword as written: max_fuse_per_file["GETATTR"] for a per-opcode bound."""
+        return self.keyword if self.opcode is None else f'{self.keyword}["{self.opcode}"]'
 
     def holds(self, measured: float) -> bool:
         if self.spec.bound == "min":
@@ -85,7 +106,7 @@ class Threshold:
     def describe_failure(self, workload: str, measured: float) -> str:
         op = "<" if self.spec.bound == "min" else ">"
         shown = self.spec.show(measured)
-        return f"{workload}: {self.spec.label} {shown} {op} {self.keyword} {self.text}"
+        return f"{workload}: {self.spec.label} {shown} {op} {self.named} {self.text}"
 
 
 @dataclass(frozen=True)
@@ -135,9 +156,31 @@ def build_plan(test: str, markers: Iterable[tuple[tuple[object, ...], Mapping[st
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise UsageError(f"{test}: fsperf marker: unknown keyword {key!r} ({hint}known: "
                              f"{', '.join(names)})")
+        if key in PER_OPCODE and isinstance(value, Mapping):
+            thresholds += _per_opcode(test, key, value)
+            continue
         try:
             limit = KEYWORDS[key].parse(value)
         except ValueError as exc:
             raise UsageError(f"{test}: fsperf marker {key}: {exc}") from None
         thresholds.append(Threshold(key, str(value), limit))
     return Plan(test, tuple(thresholds), baseline, tolerance, rounds, warmup)
+
+
+def _per_opcode(test: str, key: str, limits: Mapping[object, object]) -> list[Threshold]:
+    """{"GETATTR": 1, "LOOKUP": 1}: a bound per FUSE opcode (FUSE_ prefix optional)."""
+    if not limits:
+        raise UsageError(f"{test}: fsperf marker {key}: an empty mapping bounds nothing")
+    out = []
+    for name, value in limits.items():
+        opcode = str(name).upper().removeprefix("FUSE_")
+        if opcode not in OPCODES:
+            close = difflib.get_close_matches(opcode, sorted(OPCODES), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(f"{test}: fsperf marker {key}: {name!r} is not a FUSE opcode{hint}")
+        try:
+            limit = KEYWORDS[key].parse(value)
+        except ValueError as exc:
+            raise UsageError(f"{test}: fsperf marker {key}[{name!r}]: {exc}") from None
+        out.append(Threshold(key, str(value), limit, opcode))
+    return out

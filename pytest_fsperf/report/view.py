@@ -19,6 +19,7 @@ from ..result import SHORT_WINDOW, countable_cpu, cpu_seconds_of
 from ..scenarios.library import SCENARIOS
 from ..stats import median
 from ..vocab import METRICS, CompareKind, Difference, Metric, Outcome
+from . import fuseview
 
 HEADER = ("test", "workload", "bandwidth", "per second", "IOPS or ops", "p99 lat", "daemon CPU",
           "daemon peak mem", "cache", "verdict")
@@ -290,6 +291,7 @@ def notes(results: list[Row]) -> list[str]:
     out += [f"{label(r)}: {line}" for r in results if (line := processes_line(r))]
     out += [f"{label(r)}: {line}" for r in results if (line := own_counters_line(r))]
     out += [f"{label(r)}: {line}" for r in results if (line := requests_line(r))]
+    out += fuseview.unavailable(results)
     out += [f"{label(r)}: daemon cache disk peak {units.format_mb(r['cache_disk_peak_bytes'])}"
             for r in results if r.get("cache_disk_peak_bytes")]  # 0: no cache disk was used
     rounds = sorted({len(r["rounds"]) for r in results if r.get("rounds")})
@@ -373,6 +375,15 @@ def requests_table(results: list[Row], price: Mapping[str, Any] | None) -> Secti
                      f"checked {price['checked']}, {price['origin']}); source: {price['source']}")
     return Section("Object-store requests", tuple(lines),
                    Table(head, tuple(rows), frozenset(range(2, len(head)))))
+
+
+def fuse_table(results: list[Row]) -> Section | None:
+    """The kernel's FUSE requests of every traced workload, by opcode."""
+    rows = fuseview.table_rows(results)
+    if not rows:
+        return None
+    return Section("FUSE requests", (fuseview.EXPLAINED,),
+                   Table(fuseview.HEAD, tuple(rows), frozenset({2, 3, 4})))
 
 
 def _client_bw(c: Mapping[str, Any]) -> float:
@@ -653,6 +664,7 @@ def build(env: Mapping[str, Any], results: list[Row], comparisons: Iterable[Mapp
     behind = in_comparisons(results, comparisons)
     shown = [r for r in results if (str(r["test"]), str(r["name"])) not in behind]
     sections += [s for s in (clients_table(shown), requests_table(shown, env.get("price")),
+                             fuse_table(shown),
                              baseline_checks(results, gated, env),
                              run_comparisons(results)) if s]
     saved = any(r.get("run_comparison") for r in shown)

@@ -11,7 +11,8 @@ watchdog may have died with it) and names each thing it removed.
 Removal never goes beyond the record: a process only while its PID still has the recorded
 start time; a directory only if it has a name the plugin gives (pytest-fsperf-KIND-<hex>,
 fsperf-work-<hex>) and is a real directory of this user with no mount inside; a mount is
-detached (lazily, after aborting a connection that does not answer).
+detached (lazily, after aborting a connection that does not answer); a tracefs instance
+only by the name the plugin gives it (instances/fsperf-<hex>).
 """
 
 from __future__ import annotations
@@ -169,6 +170,11 @@ def note_dir(path: str) -> Entry:
     return _note("dir", path=path)
 
 
+def note_trace(path: str) -> Entry:
+    """A tracefs instance (measure/fusetrace.py)."""
+    return _note("trace", path=path)
+
+
 def done(entry: Entry) -> None:
     if entry is not None:
         entry[0].done(entry[1])
@@ -257,6 +263,9 @@ print(f"removed {p}" if not os.path.lexists(p) else f"could not remove {p}")
 _OURS = re.compile(r"^(pytest-fsperf-[A-Za-z0-9_.+-]+-[0-9a-f]{12}|fsperf-work-[0-9a-f]{8})$")
 
 
+_TRACE = re.compile(r"^/sys/kernel/tracing/instances/fsperf-[0-9a-f]{12}$")
+
+
 def _ours(path: str) -> bool:
     return (os.path.isabs(path) and os.path.normpath(path) == path
             and bool(_OURS.fullmatch(os.path.basename(path))))
@@ -305,7 +314,21 @@ def _clean_one(e: dict[str, Any], mounts: dict[str, int]) -> str | None:
         return f"stopped process {e['pid']}" + (f" and {len(pids) - 1} more" if len(pids) > 1 else "")
     if e["kind"] == "dir":
         return _remove_dir(e["path"])
+    if e["kind"] == "trace":
+        return _remove_trace(e["path"])
     return None
+
+
+def _remove_trace(path: str) -> str | None:
+    """A tracefs instance the plugin made (by its name): rmdir stops its tracing and frees
+    its buffers; tracefs refuses it while a reader holds it open."""
+    if not _TRACE.fullmatch(path):
+        return f"kept {path} (not a tracefs instance the plugin makes)"
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        return None
+    return f"removed the trace instance {path}"
 
 
 @contextlib.contextmanager

@@ -1,0 +1,324 @@
+"""The FUSE requests the kernel sent a mount's daemon during a workload, from the kernel's
+own tracepoints fuse:fuse_request_send and fuse:fuse_request_end.
+
+Each window gets a tracefs instance of its own (instances/fsperf-<hex>, root only, noted
+in the session's leftovers record before it exists), with both events filtered in the
+kernel to the mount's connection and timestamped on CLOCK_MONOTONIC, the clock of the
+window. Events stay in the kernel's ring buffer while the workload runs (no reader wakes
+per event); a watcher drains it only when it fills past half, and whatever was lost is
+counted from the buffer's own statistics and said. Per opcode: requests sent in the
+window, errors, payload bytes and the time from send to end (queueing plus the daemon's
+service, as the kernel sees it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import errno
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..session import leftovers
+
+TRACEFS = "/sys/kernel/tracing"
+EVENTS = ("fuse_request_send", "fuse_request_end")
+PREFIX = "fsperf-"
+BUFFER_KB = 32768  # per CPU: about 800k events each
+MAX_TOTAL_KB = 1 << 20  # never more than 1 GiB of buffers on a machine of many CPUs
+DRAIN_EVERY = 1.0  # s between looks at the buffer's fill
+IN_HEADER, OUT_HEADER = 40, 16  # sizeof(struct fuse_in_header), sizeof(struct fuse_out_header)
+WRITE_IN = 40  # sizeof(struct fuse_write_in): a WRITE request's data follows it
+
+OPCODES = frozenset({  # the kernel's names, without FUSE_ (Linux 6.18's list)
+    "LOOKUP", "FORGET", "GETATTR", "SETATTR", "READLINK", "SYMLINK", "MKNOD", "MKDIR", "UNLINK",
+    "RMDIR", "RENAME", "LINK", "OPEN", "READ", "WRITE", "STATFS", "RELEASE", "FSYNC",
+    "SETXATTR", "GETXATTR", "LISTXATTR", "REMOVEXATTR", "FLUSH", "INIT", "OPENDIR", "READDIR",
+    "RELEASEDIR", "FSYNCDIR", "GETLK", "SETLK", "SETLKW", "ACCESS", "CREATE", "INTERRUPT",
+    "BMAP", "DESTROY", "IOCTL", "POLL", "NOTIFY_REPLY", "BATCH_FORGET", "FALLOCATE",
+    "READDIRPLUS", "RENAME2", "LSEEK", "COPY_FILE_RANGE", "SETUPMAPPING", "REMOVEMAPPING",
+    "SYNCFS", "TMPFILE", "STATX",
+})
+
+_LINE = re.compile(rb" (\d+)\.(\d{6}): fuse_request_(?:send: connection (\d+) req (\d+) opcode "
+                   rb"\d+ \((\w+)\) len (\d+)|end: connection (\d+) req (\d+) len (\d+) "
+                   rb"error (-?\d+))")
+
+
+class Tracing(enum.Enum):
+    AUTO = "auto"  # where the tracepoints exist and the plugin is root (default)
+    ON = "on"  # a session that cannot trace stops at its start, saying why
+    OFF = "off"
+
+
+def connection_id(major: int, minor: int) -> int:
+    """The kernel's dev_t of a mount (MKDEV), as the tracepoints print it."""
+    return (major << 20) | minor
+
+
+def unavailable(root: str = TRACEFS) -> str | None:
+    """Why the FUSE tracepoints cannot be used here, or None when they can."""
+    if os.geteuid() != 0:
+        return "not root (tracefs is root's)"
+    if not os.path.isdir(os.path.join(root, "instances")):
+        return f"tracefs is not mounted at {root}"
+    missing = [e for e in EVENTS if not os.path.isdir(os.path.join(root, "events", "fuse", e))]
+    if missing:
+        return f"this kernel has no fuse:{missing[0]} tracepoint"
+    return None
+
+
+@dataclass(frozen=True)
+class FuseOp:
+    """One opcode's requests in the window."""
+
+    opcode: str  # "READ", "GETATTR", ... (the kernel's name without FUSE_)
+    count: int  # sent in the window
+    errors: dict[str, int]  # errno name -> replies with it ("ENODATA": 12)
+    bytes: int  # payload: data a READ returned, data a WRITE carried; 0 for the others
+    p50_us: float | None  # send to end, over the requests that ended in the window
+    p99_us: float | None
+    unanswered: int = 0  # sent in the window, not answered by its end
+
+    @property
+    def failed(self) -> int:
+        return sum(self.errors.values())
+
+
+@dataclass(frozen=True)
+class FuseRequests:
+    """The FUSE request mix of one window."""
+
+    connection: int
+    seconds: float
+    ops: tuple[FuseOp, ...]  # most requests first
+    lost: int = 0  # events the ring buffer dropped: the counts are lower bounds
+    # requests sent per interval of the window's timeline, by opcode (for the timeline)
+    per_interval: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(op.count for op in self.ops)
+
+    def count(self, opcode: str) -> int:
+        return next((op.count for op in self.ops if op.opcode == opcode), 0)
+
+    def op(self, opcode: str) -> FuseOp | None:
+        return next((op for op in self.ops if op.opcode == opcode), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"connection": self.connection, "seconds": self.seconds, "total": self.total,
+                "lost": self.lost, "per_interval": self.per_interval,
+                "ops": {op.opcode: {"count": op.count, "errors": op.errors, "bytes": op.bytes,
+                                    "p50_us": op.p50_us, "p99_us": op.p99_us,
+                                    "unanswered": op.unanswered} for op in self.ops}}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FuseRequests:
+        ops = tuple(FuseOp(name, int(o["count"]), dict(o.get("errors") or {}), int(o["bytes"]),
+                           o.get("p50_us"), o.get("p99_us"), int(o.get("unanswered", 0)))
+                    for name, o in data["ops"].items())
+        return cls(int(data["connection"]), float(data["seconds"]), ops, int(data.get("lost", 0)),
+                   {k: list(v) for k, v in (data.get("per_interval") or {}).items()})
+
+
+def _percentile(ordered: list[float], q: float) -> float:
+    """Nearest rank, as fio reports its percentiles."""
+    rank = max(1, -(-len(ordered) * q // 100))
+    return ordered[int(rank) - 1]
+
+
+class Events:
+    """Sends and ends parsed from the trace text, paired by request id."""
+
+    def __init__(self, connection: int) -> None:
+        self.connection = connection
+        self.sent: dict[int, tuple[float, str, int]] = {}  # unique -> (t, opcode, len)
+        self.ended: dict[int, tuple[float, int, int]] = {}  # unique -> (t, len, error)
+        self._partial = b""  # a line the last read cut short
+
+    def feed(self, chunk: bytes) -> None:
+        conn = str(self.connection).encode()
+        text, _, self._partial = (self._partial + chunk).rpartition(b"\n")
+        for m in _LINE.finditer(text):
+            t = int(m.group(1)) + int(m.group(2)) / 1e6
+            if m.group(3) is not None:
+                if m.group(3) == conn:
+                    self.sent[int(m.group(4))] = (t, m.group(5).decode(), int(m.group(6)))
+            elif m.group(7) == conn:
+                self.ended[int(m.group(8))] = (t, int(m.group(9)), int(m.group(10)))
+
+    def summary(self, t0: float, t1: float, lost: int, edges: list[float] | None) -> FuseRequests:
+        """The requests sent from t0 to t1 (monotonic seconds); edges: the timeline's
+        interval ends (absolute), for the per-interval counts."""
+        times: dict[str, list[float]] = {}
+        counts: dict[str, int] = {}
+        errors: dict[str, dict[str, int]] = {}
+        payload: dict[str, int] = {}
+        open_: dict[str, int] = {}
+        per: dict[str, list[int]] = {}
+        for unique, (t, op, length) in self.sent.items():
+            if not t0 <= t <= t1:
+                continue
+            name = op.removeprefix("FUSE_")
+            counts[name] = counts.get(name, 0) + 1
+            end = self.ended.get(unique)
+            if name == "WRITE":
+                payload[name] = payload.get(name, 0) + max(0, length - IN_HEADER - WRITE_IN)
+            if end is None or end[0] > t1:
+                open_[name] = open_.get(name, 0) + 1
+            else:
+                times.setdefault(name, []).append(1e6 * (end[0] - t))
+                if end[2]:
+                    code = errno.errorcode.get(-end[2], str(end[2]))
+                    errors.setdefault(name, {})[code] = errors.setdefault(name, {}).get(code, 0) + 1
+                elif name == "READ":
+                    payload[name] = payload.get(name, 0) + max(0, end[1] - OUT_HEADER)
+            if edges:
+                row = per.setdefault(name, [0] * len(edges))
+                i = next((k for k, e in enumerate(edges) if t <= e), len(edges) - 1)
+                row[i] += 1
+        ops = []
+        for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            ordered = sorted(times.get(name, []))
+            ops.append(FuseOp(name, n, errors.get(name, {}), payload.get(name, 0),
+                              round(_percentile(ordered, 50), 1) if ordered else None,
+                              round(_percentile(ordered, 99), 1) if ordered else None,
+                              open_.get(name, 0)))
+        return FuseRequests(self.connection, round(t1 - t0, 3), tuple(ops), lost, per)
+
+
+class Trace:
+    """One window's trace of one FUSE connection: start(), stop(t0, t1, edges) -> FuseRequests.
+    Always close() (it removes the instance), also after a failure."""
+
+    def __init__(self, connection: int, root: str = TRACEFS, buffer_kb: int = BUFFER_KB) -> None:
+        self.connection = connection
+        self._root = root
+        ncpu = os.cpu_count() or 1
+        self._buffer_kb = max(1024, min(buffer_kb, MAX_TOTAL_KB // ncpu))
+        self.path = ""
+        self._entry: leftovers.Entry = None
+        self._events = Events(connection)
+        self._pipe: int | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def _write(self, name: str, value: str) -> None:
+        with open(os.path.join(self.path, name), "w", encoding="ascii") as f:
+            f.write(value)
+
+    def open(self) -> None:
+        """Make the instance and arm its events (tracing still off)."""
+        instances = os.path.join(self._root, "instances")
+        for _ in range(20):
+            path = os.path.join(instances, PREFIX + os.urandom(6).hex())
+            entry = leftovers.note_trace(path)
+            try:
+                os.mkdir(path)
+            except FileExistsError:
+                leftovers.done(entry)
+                continue
+            self.path, self._entry = path, entry
+            break
+        else:
+            raise FileExistsError(f"no free tracefs instance name under {instances}")
+        self._write("tracing_on", "0")
+        self._write("trace_clock", "mono")
+        self._write("options/overwrite", "0")  # a full buffer drops new events, and counts them
+        self._write("buffer_size_kb", str(self._buffer_kb))
+        for event in EVENTS:
+            self._write(f"events/fuse/{event}/filter", f"connection == {self.connection}")
+            self._write(f"events/fuse/{event}/enable", "1")
+        self._pipe = os.open(os.path.join(self.path, "trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
+
+    def start(self) -> None:
+        self._write("tracing_on", "1")
+        self._thread = threading.Thread(target=self._watch, name="fsperf-fuse-trace", daemon=True)
+        self._thread.start()
+
+    def _stats(self) -> tuple[int, int]:
+        """(bytes unread in the fullest CPU's buffer, events lost over every CPU's)."""
+        fullest = lost = 0
+        per_cpu = os.path.join(self.path, "per_cpu")
+        for cpu in os.listdir(per_cpu):
+            with open(os.path.join(per_cpu, cpu, "stats"), encoding="ascii") as f:
+                for line in f:
+                    key, _, value = line.partition(":")
+                    if key == "bytes":
+                        fullest = max(fullest, int(value))
+                    elif key in ("overrun", "dropped events"):
+                        lost += int(value)
+        return fullest, lost
+
+    def _drain(self) -> None:
+        assert self._pipe is not None
+        with self._lock:
+            while True:
+                try:
+                    chunk = os.read(self._pipe, 1 << 20)
+                except BlockingIOError:
+                    return
+                if not chunk:
+                    return
+                self._events.feed(chunk)
+
+    def _watch(self) -> None:
+        """Drain the buffers only when one is half full: a short window is read once, at
+        its end, and costs the workload nothing but the kernel's writing of each event."""
+        half = self._buffer_kb * 1024 // 2
+        while not self._stop.wait(DRAIN_EVERY):
+            with contextlib.suppress(OSError, ValueError):
+                if self._stats()[0] > half:
+                    self._drain()
+
+    def stop(self) -> None:
+        """Stop tracing and take in what the buffers hold."""
+        time.sleep(0.01)  # let an answer racing the window's end land
+        self._write("tracing_on", "0")
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._drain()
+
+    def summary(self, t0: float, t1: float, edges: list[float] | None = None) -> FuseRequests:
+        """The requests sent from t0 to t1 (time.monotonic()); edges: the ends of the
+        timeline's intervals, for the counts per interval."""
+        _, lost = self._stats()
+        return self._events.summary(t0, t1, lost, edges)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._pipe is not None:
+            os.close(self._pipe)
+            self._pipe = None
+        if self.path:
+            with contextlib.suppress(OSError):
+                self._write("tracing_on", "0")
+            for event in EVENTS:
+                with contextlib.suppress(OSError):
+                    self._write(f"events/fuse/{event}/enable", "0")
+            try:
+                os.rmdir(self.path)
+            except OSError:
+                return  # left to the record: the next session removes it
+            leftovers.done(self._entry)
+            self.path = ""
+
+
+@contextlib.contextmanager
+def traced(connection: int, root: str = TRACEFS) -> Iterator[Trace]:
+    trace = Trace(connection, root)
+    try:
+        trace.open()
+        yield trace
+    finally:
+        trace.close()

@@ -1,0 +1,69 @@
+"""The FUSE request mix in the report: a table of every traced workload, and why a workload
+was not traced (measure/fusetrace.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .. import units
+
+Row = dict[str, Any]
+SHOWN_OPS = 6  # opcodes per row; the rest are counted together
+
+
+def _us(value: float | None) -> str:
+    return units.format_duration(value * 1e3) if value is not None else "-"
+
+
+def op_cell(name: str, op: Mapping[str, Any]) -> str:
+    """READ 8192 (p50 85 us, p99 3.1 ms; 64 MiB); GETXATTR 406 (406 ENODATA)."""
+    parts = [f"p50 {_us(op.get('p50_us'))}, p99 {_us(op.get('p99_us'))}"]
+    if op.get("bytes"):
+        parts.append(units.format_size(op["bytes"]))
+    errors = op.get("errors") or {}
+    if errors:
+        parts.append(", ".join(f"{n} {code}" for code, n in sorted(errors.items())))
+    if op.get("unanswered"):
+        parts.append(f"{op['unanswered']} unanswered at the end")
+    return f"{name} {op['count']} ({'; '.join(parts)})"
+
+
+def mix(fuse: Mapping[str, Any], shown: int = SHOWN_OPS) -> str:
+    ops = list(fuse["ops"].items())
+    cells = [op_cell(name, op) for name, op in ops[:shown]]
+    rest = ops[shown:]
+    if rest:
+        cells.append(f"{len(rest)} more opcodes: {sum(op['count'] for _n, op in rest)} requests")
+    return "; ".join(cells)
+
+
+def _ratio(value: Any) -> str:
+    return units.format_ratio(value) if isinstance(value, int | float) else "-"
+
+
+def table_rows(results: list[Row]) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for r in results:
+        f = r.get("fuse")
+        if not f:
+            continue
+        m = {k: v["median"] for k, v in (r.get("stats") or {}).items()}
+        lost = f" ({f['lost']} events lost: lower bounds)" if f.get("lost") else ""
+        rows.append((str(r["test"]).rpartition("::")[2], str(r["name"]), f"{f['total']}{lost}",
+                     _ratio(m.get("fuse_per_file")), _ratio(m.get("fuse_per_mib")), mix(f)))
+    return rows
+
+
+HEAD = ("test", "workload", "FUSE requests", "per file", "per MiB",
+        "by opcode: count (send to end p50, p99; payload; errors)")
+EXPLAINED = ("FUSE requests: sent by the kernel to the daemon during the measured window, from "
+             "the fuse:fuse_request_send/end tracepoints; send to end is queueing plus the "
+             "daemon's service, as the kernel sees it")
+
+
+def unavailable(results: list[Row]) -> list[str]:
+    """Why FUSE requests were not counted, once per reason (a FUSE mount that was not traced)."""
+    seen = {str(r.get("fuse_note")) for r in results if not r.get("fuse") and r.get("fuse_note")}
+    return [f"FUSE requests {note}" if note.startswith("not ") else f"FUSE requests: {note}"
+            for note in sorted(seen)]

@@ -1,0 +1,126 @@
+"""The kernel's FUSE requests, traced on real bindfs mounts (tests/conftest.py): counts
+checked against what the workload must have sent."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from pytest_fsperf.measure import fusetrace
+from pytest_fsperf.mounts.mountinfo import find_mount, read_mounts
+
+pytestmark = pytest.mark.integration
+MiB = 2**20
+
+
+@pytest.fixture(autouse=True)
+def _traceable() -> None:
+    why = fusetrace.unavailable()
+    if why:
+        pytest.skip(f"FUSE tracepoints: {why}")
+
+
+def run(pytester, mount, *args):
+    out = pytester.path / "fsperf.json"
+    result = pytester.runpytest(f"--fsperf-mount={mount.point}", f"--fsperf-json={out}", *args)
+    return result, json.loads(out.read_text()) if out.exists() else None
+
+
+def test_a_cold_listing_of_n_files_sends_n_lookups(pytester, bindfs):
+    mount = bindfs()
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf
+
+        @fsperf(max_fuse_per_file={"LOOKUP": 1.02, "READ": 0})
+        def test_ls(fsperf):
+            fsperf.cold()
+            fsperf.meta(op="list_stat", entries=300)
+    """)
+    result, doc = run(pytester, mount)
+    result.assert_outcomes(passed=1)
+    fuse = doc["results"][0]["fuse"]
+    # one per entry (none answered from the dropped dentry cache), and one per component of
+    # the work dir's path below the mount point
+    assert 300 <= fuse["ops"]["LOOKUP"]["count"] <= 304
+    assert fuse["ops"]["LOOKUP"]["errors"] == {}
+    assert fuse["ops"]["LOOKUP"]["p50_us"] > 0
+    assert "READ" not in fuse["ops"]
+    assert doc["results"][0]["stats"]["fuse_per_file"]["median"] == pytest.approx(
+        fuse["total"] / 300)
+    result.stdout.fnmatch_lines(["*FUSE requests*", "*LOOKUP 30? (p50*"])
+
+
+def test_a_cold_read_of_m_mib_is_m_mib_of_read_replies(pytester, bindfs):
+    mount = bindfs()
+    pytester.makepyfile("""
+        def test_read(fsperf):
+            fsperf.cold()
+            fsperf.fio(rw="read", bs="1M", size="24M")
+    """)
+    result, doc = run(pytester, mount)
+    result.assert_outcomes(passed=1)
+    r = doc["results"][0]
+    read = r["fuse"]["ops"]["READ"]
+    assert read["bytes"] == 24 * MiB == r["read"]["io_bytes"]
+    assert read["count"] >= 24 * MiB // (1 * MiB)  # the kernel sends at most max_read per request
+    assert r["fuse"]["lost"] == 0
+
+
+def test_without_the_tracepoints_the_report_says_so_and_nothing_else_changes(
+        pytester, bindfs, monkeypatch):
+    mount = bindfs()
+    pytester.makepyfile("""
+        def test_read(fsperf):
+            fsperf.fio(rw="read", bs="1M", size="4M")
+    """)
+    monkeypatch.setattr(fusetrace, "EVENTS", ("fuse_request_send", "fuse_request_gone"))
+    result, doc = run(pytester, mount)
+    result.assert_outcomes(passed=1)
+    r = doc["results"][0]
+    assert r["fuse"] is None
+    assert r["fuse_note"] == "not available: this kernel has no fuse:fuse_request_gone tracepoint"
+    assert r["read"]["io_bytes"] == 4 * MiB and r["daemon"]["pid"] == mount.pid
+    result.stdout.fnmatch_lines(
+        ["*FUSE requests not available: this kernel has no fuse:fuse_request_gone tracepoint*"])
+    assert not [n for n in os.listdir(f"{fusetrace.TRACEFS}/instances")
+                if n.startswith(fusetrace.PREFIX)]
+
+
+def test_off_is_said_and_on_where_impossible_is_a_one_line_error(pytester, bindfs, monkeypatch):
+    mount = bindfs()
+    pytester.makepyfile("def test_x(fsperf):\n    fsperf.fio(rw='read', bs='1M', size='1M')\n")
+    result, doc = run(pytester, mount, "--fsperf-fuse-trace=off")
+    result.assert_outcomes(passed=1)
+    assert doc["results"][0]["fuse_note"] == "not traced (--fsperf-fuse-trace=off)"
+    monkeypatch.setattr(fusetrace, "EVENTS", ("fuse_request_gone",))
+    result, _ = run(pytester, mount, "--fsperf-fuse-trace=on")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*--fsperf-fuse-trace=on (command line): the kernel's FUSE "
+                                 "tracepoints cannot be used: this kernel has no "
+                                 "fuse:fuse_request_gone tracepoint*"])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_a_missing_xattr_is_an_error_reply_and_other_mounts_are_not_counted(bindfs):
+    mount, other = bindfs(), bindfs(name="other")
+    (mount.source / "f").write_text("x")
+    (other.source / "g").write_text("y")
+    m = find_mount(str(mount.point), read_mounts())
+    with fusetrace.traced(fusetrace.connection_id(m.major, m.minor)) as trace:
+        trace.start()
+        t0 = time.monotonic()
+        for _ in range(3):
+            with pytest.raises(OSError):
+                os.getxattr(mount.point / "f", "user.fsperf-missing")
+        (other.point / "g").read_text()  # another connection: filtered out in the kernel
+        t1 = time.monotonic()
+        trace.stop()
+        found = trace.summary(t0, t1)
+        path = trace.path
+    xattr = found.op("GETXATTR")
+    assert xattr is not None and xattr.count == 3 and xattr.errors == {"ENODATA": 3}
+    assert found.op("READ") is None
+    assert not os.path.exists(path)  # the instance is gone with the window

@@ -1,0 +1,154 @@
+"""The FUSE request trace: parsing the kernel's trace text, the figures and thresholds made
+from it (logic here; tests/test_fuse_requests.py traces real bindfs mounts)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.judge.thresholds import judge
+from pytest_fsperf.measure import fusetrace
+from pytest_fsperf.measure.cache import DaemonCache, PageCache
+from pytest_fsperf.measure.fusetrace import Events, FuseRequests
+from pytest_fsperf.options.plan import build_plan
+from pytest_fsperf.result import OpStats, WorkloadResult, pick
+from pytest_fsperf.vocab import Outcome
+
+
+def send(t: float, unique: int, op: str, length: int, conn: int = 42) -> str:
+    return (f"             ls-1234    [001] ..... {t:.6f}: fuse_request_send: connection {conn} "
+            f"req {unique} opcode 1 (FUSE_{op}) len {length}\n")
+
+
+def end(t: float, unique: int, length: int, error: int = 0, conn: int = 42) -> str:
+    return (f"          bindfs-99     [000] ..... {t:.6f}: fuse_request_end: connection {conn} "
+            f"req {unique} len {length} error {error}\n")
+
+
+def trace_text() -> bytes:
+    lines = [
+        send(9.0, 1, "LOOKUP", 50), end(9.1, 1, 144),  # before the window: not counted
+        send(10.0, 2, "LOOKUP", 50), end(10.000020, 2, 144),
+        send(10.1, 3, "GETXATTR", 60), end(10.100010, 3, 16, -61),
+        send(10.2, 4, "READ", 80), end(10.200100, 4, 16 + 131072),
+        send(10.3, 5, "READ", 80), end(10.300300, 5, 16 + 4096),
+        send(10.4, 6, "WRITE", 80 + 65536), end(10.400050, 6, 24),
+        send(10.5, 7, "READ", 80, conn=43), end(10.5001, 7, 16 + 999, conn=43),  # another mount
+        send(11.9, 8, "GETATTR", 56),  # sent in the window, answered after it
+        end(12.5, 8, 120),
+    ]
+    return "".join(lines).encode()
+
+
+def summary(edges: list[float] | None = None) -> FuseRequests:
+    events = Events(42)
+    text = trace_text()
+    events.feed(text[:333])  # the drain reads in chunks: a line may be cut in two
+    events.feed(text[333:])
+    return events.summary(10.0, 12.0, lost=0, edges=edges)
+
+
+def test_requests_in_the_window_by_opcode() -> None:
+    r = summary()
+    counts = {op.opcode: op.count for op in r.ops}
+    assert counts == {"READ": 2, "LOOKUP": 1, "GETXATTR": 1, "WRITE": 1, "GETATTR": 1}
+    assert r.total == 6
+    assert r.ops[0].opcode == "READ"  # most requests first
+
+
+def test_payload_errors_and_service_times() -> None:
+    r = summary()
+    read, write, xattr, lookup = (r.op(n) for n in ("READ", "WRITE", "GETXATTR", "LOOKUP"))
+    assert read is not None and read.bytes == 131072 + 4096
+    assert write is not None and write.bytes == 65536
+    assert xattr is not None and xattr.errors == {"ENODATA": 1} and xattr.failed == 1
+    assert lookup is not None and lookup.p50_us == pytest.approx(20, abs=1)
+    assert read.p50_us == pytest.approx(100, abs=1) and read.p99_us == pytest.approx(300, abs=1)
+    getattr_ = r.op("GETATTR")
+    assert getattr_ is not None and getattr_.unanswered == 1 and getattr_.p50_us is None
+
+
+def test_per_interval_counts_follow_the_timeline() -> None:
+    r = summary(edges=[11.0, 12.0])
+    assert r.per_interval["READ"] == [2, 0]
+    assert r.per_interval["GETATTR"] == [0, 1]
+
+
+def test_a_line_split_across_reads_is_not_lost() -> None:
+    events = Events(42)
+    text = send(10.0, 2, "LOOKUP", 50).encode()
+    events.feed(text[:40])
+    events.feed(text[40:])
+    assert events.summary(9, 11, 0, None).total == 1
+
+
+def test_round_trip_through_json() -> None:
+    r = summary(edges=[11.0, 12.0])
+    assert FuseRequests.from_dict(r.to_dict()) == r
+
+
+def test_unavailable_names_the_missing_tracepoint(tmp_path) -> None:
+    (tmp_path / "instances").mkdir()
+    (tmp_path / "events" / "fuse" / "fuse_request_end").mkdir(parents=True)
+    why = fusetrace.unavailable(str(tmp_path))
+    if os.geteuid() != 0:
+        assert why == "not root (tracefs is root's)"
+    else:
+        assert why == "this kernel has no fuse:fuse_request_send tracepoint"
+    assert fusetrace.unavailable(str(tmp_path / "nowhere")) in (
+        f"tracefs is not mounted at {tmp_path / 'nowhere'}", "not root (tracefs is root's)")
+
+
+def test_connection_id_is_the_kernels_dev_t() -> None:
+    assert fusetrace.connection_id(0, 42) == 42
+    assert fusetrace.connection_id(8, 1) == (8 << 20) | 1
+
+
+def result(fuse: FuseRequests | None, count: int = 4, note: str = "") -> WorkloadResult:
+    ops = OpStats("list+stat", count, 0, 1.0, float(count), 0.0, 1, {})
+    return WorkloadResult("t.py::test_x", "meta_list_stat", "meta", {}, PageCache.DROPPED,
+                          DaemonCache.NO_DAEMON, None, None, None, "", 1.0, 0.0, ops=ops,
+                          fuse=fuse, fuse_note=note)
+
+
+def test_figures_per_file_and_an_unseen_opcode_is_zero() -> None:
+    r = result(summary(), count=2)
+    m = r.metrics()
+    assert m["fuse_requests"] == 6 and m["fuse_per_file"] == 3.0
+    assert m["fuse_per_file:READ"] == 1.0
+    assert r.figure("fuse_per_file:RMDIR") == 0.0  # traced, never sent
+    untraced = result(None)
+    assert untraced.figure("fuse_per_file:RMDIR") is None
+    assert untraced.metrics()["fuse_per_file"] is None
+    assert pick({"fuse_per_file": 2.0}, "fuse_per_file:LOOKUP") == 0.0
+
+
+def test_per_opcode_threshold_fails_naming_the_opcode() -> None:
+    plan = build_plan("t.py::test_x", [((), {"max_fuse_per_file": {"READ": 0.5, "fuse_lookup": 1}})])
+    assert [t.opcode for t in plan.thresholds] == ["READ", "LOOKUP"]
+    verdict = judge(plan, [result(summary(), count=2)])
+    assert verdict.failures == [
+        'meta_list_stat: FUSE_READ requests per file 1 > max_fuse_per_file["READ"] 0.5']
+    assert verdict.per_workload["meta_list_stat"] == Outcome.FAIL
+
+
+def test_a_fuse_threshold_without_a_trace_is_not_judged_and_says_why() -> None:
+    plan = build_plan("t.py::test_x", [((), {"max_fuse_per_file": 5})])
+    verdict = judge(plan, [result(None, note="not available: not root (tracefs is root's)")])
+    assert verdict.failures == []
+    assert verdict.per_workload["meta_list_stat"] == Outcome.PARTIAL
+    assert verdict.notes == ["meta_list_stat: max_fuse_per_file not judged (not available: "
+                             "not root (tracefs is root's))"]
+
+
+@pytest.mark.parametrize(("limits", "said"), [
+    ({"GETATR": 1}, "'GETATR' is not a FUSE opcode (did you mean 'GETATTR'?)"),
+    ({}, "an empty mapping bounds nothing"),
+    ({"READ": "lots"}, "max_fuse_per_file['READ']"),
+])
+def test_bad_per_opcode_limits_are_one_line_errors(limits, said) -> None:
+    with pytest.raises(UsageError) as err:
+        build_plan("t.py::test_x", [((), {"max_fuse_per_file": limits})])
+    assert said in str(err.value) and "\n" not in str(err.value)
