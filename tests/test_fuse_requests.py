@@ -11,6 +11,7 @@ import pytest
 
 from pytest_fsperf.measure import fusetrace
 from pytest_fsperf.mounts.mountinfo import find_mount, read_mounts
+from tests.conftest import need
 
 pytestmark = pytest.mark.integration
 MiB = 2**20
@@ -124,3 +125,25 @@ def test_a_missing_xattr_is_an_error_reply_and_other_mounts_are_not_counted(bind
     assert xattr is not None and xattr.count == 3 and xattr.errors == {"ENODATA": 3}
     assert found.op("READ") is None
     assert not os.path.exists(path)  # the instance is gone with the window
+
+
+def test_an_ab_of_mount_options_names_the_opcode_that_changed(pytester):
+    """bindfs with -o direct_io: the kernel sends each 4 KiB read as a READ of its own
+    instead of reading ahead 128 KiB at a time; the A/B says where its B got slower."""
+    need("bindfs")
+    need("fio")
+    pytester.makepyfile("""
+        def test_ab(fsperf):
+            ab = fsperf.compare(dict(rw="read", bs="4k", size="8M"), a=[], b=["-o", "direct_io"],
+                                rounds=2, max_rounds=2)
+            print("WHERE", ab.where)
+    """)
+    out = pytester.path / "fsperf.json"
+    result = pytester.runpytest("-s", "-p", "no:cacheprovider", "--fsperf-backend=bindfs",
+                                "--fsperf-settle=off", f"--fsperf-json={out}")
+    result.assert_outcomes(passed=1)
+    (c,) = json.loads(out.read_text())["comparisons"]
+    first = c["where"][0]
+    assert first.startswith("FUSE_READ 2,048 requests (was "), c["where"]
+    result.stdout.fnmatch_lines(["*where, in the FUSE requests (medians of each side's runs): "
+                                 "FUSE_READ 2,048 requests (was *"])

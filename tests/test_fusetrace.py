@@ -42,12 +42,16 @@ def trace_text() -> bytes:
     return "".join(lines).encode()
 
 
-def summary(edges: list[float] | None = None) -> FuseRequests:
-    events = Events(42)
+def events() -> Events:
+    found = Events(42)
     text = trace_text()
-    events.feed(text[:333])  # the drain reads in chunks: a line may be cut in two
-    events.feed(text[333:])
-    return events.summary(10.0, 12.0, lost=0, edges=edges)
+    found.feed(text[:333])  # the drain reads in chunks: a line may be cut in two
+    found.feed(text[333:])
+    return found
+
+
+def summary() -> FuseRequests:
+    return events().summary(10.0, 12.0, lost=0)
 
 
 def test_requests_in_the_window_by_opcode() -> None:
@@ -71,9 +75,9 @@ def test_payload_errors_and_service_times() -> None:
 
 
 def test_per_interval_counts_follow_the_timeline() -> None:
-    r = summary(edges=[11.0, 12.0])
-    assert r.per_interval["READ"] == [2, 0]
-    assert r.per_interval["GETATTR"] == [0, 1]
+    per = events().per_interval(10.0, 12.0, [11.0, 12.0])
+    assert per["READ"] == [2, 0]
+    assert per["GETATTR"] == [0, 1]
 
 
 def test_a_line_split_across_reads_is_not_lost() -> None:
@@ -81,11 +85,11 @@ def test_a_line_split_across_reads_is_not_lost() -> None:
     text = send(10.0, 2, "LOOKUP", 50).encode()
     events.feed(text[:40])
     events.feed(text[40:])
-    assert events.summary(9, 11, 0, None).total == 1
+    assert events.summary(9, 11, 0).total == 1
 
 
 def test_round_trip_through_json() -> None:
-    r = summary(edges=[11.0, 12.0])
+    r = summary()
     assert FuseRequests.from_dict(r.to_dict()) == r
 
 
@@ -152,3 +156,32 @@ def test_bad_per_opcode_limits_are_one_line_errors(limits, said) -> None:
     with pytest.raises(UsageError) as err:
         build_plan("t.py::test_x", [((), {"max_fuse_per_file": limits})])
     assert said in str(err.value) and "\n" not in str(err.value)
+
+
+def traced(ops: dict[str, tuple[int, float]], count: int = 100) -> WorkloadResult:
+    """A metadata run whose trace saw {opcode: (requests, p50 us)}."""
+    fuse = FuseRequests(42, 1.0, tuple(fusetrace.FuseOp(n, c, {}, 0, p, p) for n, (c, p) in ops.items()))
+    return result(fuse, count=count)
+
+
+def test_where_names_an_opcode_that_went_away_per_file() -> None:
+    from pytest_fsperf.judge.where import findings
+    a = [traced({"LOOKUP": (100, 20.0), "GETATTR": (100, 15.0)}) for _ in range(3)]
+    b = [traced({"LOOKUP": (100, 20.0)}) for _ in range(3)]
+    assert findings(a, b) == ("FUSE_GETATTR 0 per file (was 1)",)
+
+
+def test_where_names_a_slower_service_with_the_same_count_first() -> None:
+    from pytest_fsperf.judge.where import findings
+    a = [traced({"READ": (8192, 410.0), "LOOKUP": (3, 20.0)}) for _ in range(3)]
+    b = [traced({"READ": (8192, 480.0), "LOOKUP": (6, 20.0)}) for _ in range(3)]
+    assert findings(a, b) == ("FUSE_READ service time p50 410 us -> 480 us (same count)",
+                              "FUSE_LOOKUP 0.06 per file (was 0.03)")
+
+
+def test_where_says_nothing_of_noise_or_without_a_trace() -> None:
+    from pytest_fsperf.judge.where import findings
+    a = [traced({"READ": (1000, 100.0)}), traced({"READ": (1000, 104.0)})]
+    b = [traced({"READ": (1040, 110.0)}), traced({"READ": (1020, 108.0)})]
+    assert findings(a, b) == ()
+    assert findings(a, [result(None)]) == ()

@@ -14,12 +14,14 @@ from ..baselines.relative import Expectation
 from ..result import WorkloadResult
 from ..vocab import METRICS as FIGURES
 from ..vocab import CompareKind, Difference, Text
+from . import where as fuse_where
 from .paired import Budget, Direction, Paired, paired
 
 # The figures an A/B compares. Daemon CPU is compared per GB moved: a throttled side uses
 # less CPU per second only because it moves less, and must not look "better" for it.
 METRICS = ("bw", "ops", "iops", "lat_p99", "daemon_cpu_per_gb", "daemon_rss", "req_total", "req_get",
-           "req_head", "req_list", "req_put", "req_per_file", "req_per_mib", "cost")
+           "req_head", "req_list", "req_put", "req_per_file", "req_per_mib", "cost",
+           "fuse_requests", "fuse_per_file", "fuse_per_mib")
 
 
 def median(values: Sequence[float | None]) -> float | None:
@@ -86,6 +88,8 @@ class Comparison:
     # where the runs ran: "daemon on CPU 1, load on CPU 0" when every run was pinned alike
     # (--fsperf-cpus), "" when the scheduler placed them
     placement: str = ""
+    # where the difference came from, in the FUSE requests (judge/where.py), largest first
+    where: tuple[str, ...] = ()
 
     def ratio(self, metric: str = "bw") -> float:
         """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's bandwidth."""
@@ -116,8 +120,11 @@ class Comparison:
         what = {Difference.B_WORSE: f"regression against {ref}",
                 Difference.INCONCLUSIVE: f"inconclusive against {ref}",
                 Difference.SAME: f"same as {ref}"}.get(m.outcome, f"{m.outcome} than {ref}")
+        told = (f"; where: {'; '.join(self.where)}"
+                if self.where and m.outcome in (Difference.B_WORSE, Difference.B_BETTER) else "")
         return (f"{self.name}: {what}: {FIGURES[m.metric].label} {m.ratio:.3f}x "
-                f"({self.rounds} pairs{band}; tolerance {100 * tolerance:g}%; {self.stopped})")
+                f"({self.rounds} pairs{band}; tolerance {100 * tolerance:g}%; {self.stopped})"
+                + told)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self, dict_factory=lambda items: {
@@ -253,7 +260,7 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
                       stopped, seconds, kind, dropped=dropped,
                       unstable=unstable(metrics, decided_by, pinned) if passing else "",
                       short=short_runs([*a, *b]), crashed=_crashed(died, kind),
-                      placement=pinned)
+                      placement=pinned, where=fuse_where.findings(a, b))
 
 
 def placed(runs: Sequence[WorkloadResult]) -> str:

@@ -13,6 +13,7 @@ service, as the kernel sees it).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import enum
 import errno
@@ -21,7 +22,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..session import leftovers
@@ -98,8 +99,6 @@ class FuseRequests:
     seconds: float
     ops: tuple[FuseOp, ...]  # most requests first
     lost: int = 0  # events the ring buffer dropped: the counts are lower bounds
-    # requests sent per interval of the window's timeline, by opcode (for the timeline)
-    per_interval: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -113,7 +112,7 @@ class FuseRequests:
 
     def to_dict(self) -> dict[str, Any]:
         return {"connection": self.connection, "seconds": self.seconds, "total": self.total,
-                "lost": self.lost, "per_interval": self.per_interval,
+                "lost": self.lost,
                 "ops": {op.opcode: {"count": op.count, "errors": op.errors, "bytes": op.bytes,
                                     "p50_us": op.p50_us, "p99_us": op.p99_us,
                                     "unanswered": op.unanswered} for op in self.ops}}
@@ -123,8 +122,7 @@ class FuseRequests:
         ops = tuple(FuseOp(name, int(o["count"]), dict(o.get("errors") or {}), int(o["bytes"]),
                            o.get("p50_us"), o.get("p99_us"), int(o.get("unanswered", 0)))
                     for name, o in data["ops"].items())
-        return cls(int(data["connection"]), float(data["seconds"]), ops, int(data.get("lost", 0)),
-                   {k: list(v) for k, v in (data.get("per_interval") or {}).items()})
+        return cls(int(data["connection"]), float(data["seconds"]), ops, int(data.get("lost", 0)))
 
 
 def _percentile(ordered: list[float], q: float) -> float:
@@ -153,19 +151,19 @@ class Events:
             elif m.group(7) == conn:
                 self.ended[int(m.group(8))] = (t, int(m.group(9)), int(m.group(10)))
 
-    def summary(self, t0: float, t1: float, lost: int, edges: list[float] | None) -> FuseRequests:
-        """The requests sent from t0 to t1 (monotonic seconds); edges: the timeline's
-        interval ends (absolute), for the per-interval counts."""
+    def _window(self, t0: float, t1: float) -> Iterator[tuple[int, float, str, int]]:
+        for unique, (t, op, length) in self.sent.items():
+            if t0 <= t <= t1:
+                yield unique, t, op.removeprefix("FUSE_"), length
+
+    def summary(self, t0: float, t1: float, lost: int) -> FuseRequests:
+        """The requests sent from t0 to t1 (monotonic seconds)."""
         times: dict[str, list[float]] = {}
         counts: dict[str, int] = {}
         errors: dict[str, dict[str, int]] = {}
         payload: dict[str, int] = {}
         open_: dict[str, int] = {}
-        per: dict[str, list[int]] = {}
-        for unique, (t, op, length) in self.sent.items():
-            if not t0 <= t <= t1:
-                continue
-            name = op.removeprefix("FUSE_")
+        for unique, t, name, length in self._window(t0, t1):
             counts[name] = counts.get(name, 0) + 1
             end = self.ended.get(unique)
             if name == "WRITE":
@@ -179,10 +177,6 @@ class Events:
                     errors.setdefault(name, {})[code] = errors.setdefault(name, {}).get(code, 0) + 1
                 elif name == "READ":
                     payload[name] = payload.get(name, 0) + max(0, end[1] - OUT_HEADER)
-            if edges:
-                row = per.setdefault(name, [0] * len(edges))
-                i = next((k for k, e in enumerate(edges) if t <= e), len(edges) - 1)
-                row[i] += 1
         ops = []
         for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
             ordered = sorted(times.get(name, []))
@@ -190,7 +184,16 @@ class Events:
                               round(_percentile(ordered, 50), 1) if ordered else None,
                               round(_percentile(ordered, 99), 1) if ordered else None,
                               open_.get(name, 0)))
-        return FuseRequests(self.connection, round(t1 - t0, 3), tuple(ops), lost, per)
+        return FuseRequests(self.connection, round(t1 - t0, 3), tuple(ops), lost)
+
+    def per_interval(self, t0: float, t1: float, edges: list[float]) -> dict[str, list[int]]:
+        """Requests sent in each interval ending at edges[i] (after edges[i-1], t0 first), by
+        opcode: the timeline's FUSE op rates."""
+        per: dict[str, list[int]] = {}
+        for _unique, t, name, _length in self._window(t0, t1):
+            row = per.setdefault(name, [0] * len(edges))
+            row[min(bisect.bisect_left(edges, t), len(edges) - 1)] += 1
+        return per
 
 
 class Trace:
@@ -287,11 +290,13 @@ class Trace:
             self._thread.join()
         self._drain()
 
-    def summary(self, t0: float, t1: float, edges: list[float] | None = None) -> FuseRequests:
-        """The requests sent from t0 to t1 (time.monotonic()); edges: the ends of the
-        timeline's intervals, for the counts per interval."""
+    def summary(self, t0: float, t1: float) -> FuseRequests:
+        """The requests sent from t0 to t1 (time.monotonic())."""
         _, lost = self._stats()
-        return self._events.summary(t0, t1, lost, edges)
+        return self._events.summary(t0, t1, lost)
+
+    def per_interval(self, t0: float, t1: float, edges: list[float]) -> dict[str, list[int]]:
+        return self._events.per_interval(t0, t1, edges)
 
     def close(self) -> None:
         self._stop.set()

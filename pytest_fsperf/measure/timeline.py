@@ -42,6 +42,8 @@ class Timeline:
     # fio's mean completion latency per second of its own clock (its latency log; it starts
     # when fio's job does, a little after t = 0): (s, ns)
     clat: list[tuple[float, float]] = field(default_factory=list)
+    # the kernel's FUSE requests sent per interval, by opcode (where the trace was on)
+    fuse_ops: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def bw(self) -> list[float]:

@@ -520,10 +520,12 @@ class Workspace:
             w.timeline = sampler.stop()
             if trace is not None:
                 if w.wall:
-                    edges = ([sampler.started + x for x in w.timeline.t[1:]]
-                             if w.timeline is not None else None)
                     with contextlib.suppress(OSError, ValueError):
-                        w.fuse = trace.summary(t0, t0 + w.wall, edges)
+                        w.fuse = trace.summary(t0, t0 + w.wall)
+                    if w.timeline is not None and w.fuse is not None:
+                        edges = [sampler.started + x for x in w.timeline.t[1:]]
+                        w.timeline = dataclasses.replace(w.timeline, fuse_ops=trace.per_interval(
+                            sampler.started, edges[-1], edges))
                 trace.close()
             if shown:
                 shown.stop()

@@ -486,6 +486,9 @@ def comparison(c: Mapping[str, Any]) -> Section:
         lines += (f"the measurement is unstable, nothing decided: {c['unstable']}",)
     if c.get("crashed"):
         lines += (c["crashed"],)
+    if c.get("where"):
+        lines += ("where, in the FUSE requests (medians of each side's runs): "
+                  + "; ".join(c["where"]),)
     if c.get("dropped"):
         lines += (f"{len(c['dropped'])} runs not used (x in the order: a pair dropped): "
                   + "; ".join(c["dropped"]),)
