@@ -371,3 +371,33 @@ def test_a_state_dir_another_user_made_first_never_switches_off_crash_cleanup(py
                                  "not a 0700 directory of yours*"])
     assert "Traceback" not in result.stderr.str()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_a_dead_sessions_trace_instance_is_removed_and_no_other(tmp_path):
+    """A tracefs instance a killed session made is removed by the next session's sweep; an
+    instance of any other name, or a path outside tracefs, named in a record, is kept."""
+    from pytest_fsperf.measure import fusetrace
+    if fusetrace.unavailable():
+        pytest.skip(f"FUSE tracepoints: {fusetrace.unavailable()}")
+    instances = f"{fusetrace.TRACEFS}/instances"
+    ours = f"{instances}/{fusetrace.PREFIX}{os.urandom(6).hex()}"
+    theirs = f"{instances}/someone-else-{os.urandom(3).hex()}"
+    os.mkdir(ours)
+    os.mkdir(theirs)
+    try:
+        folder = tmp_path / "state"
+        folder.mkdir(mode=0o700)
+        (folder / "1-dead.jsonl").write_text(
+            '{"owner": 1, "started": 1.0}\n'
+            f'{{"id": 1, "kind": "trace", "path": "{ours}"}}\n'
+            f'{{"id": 2, "kind": "trace", "path": "{theirs}"}}\n'
+            f'{{"id": 3, "kind": "trace", "path": "{tmp_path}"}}\n')
+        report = leftovers.sweep(str(folder))
+        assert not os.path.exists(ours)
+        assert os.path.isdir(theirs) and tmp_path.is_dir()
+        assert f"removed the trace instance {ours}" in report[0]
+        assert f"kept {theirs} (not a tracefs instance the plugin makes)" in report[0]
+    finally:
+        for path in (ours, theirs):
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(path)
