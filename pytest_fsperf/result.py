@@ -10,6 +10,7 @@ from typing import Any
 from .measure.cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
 from .measure.fusetrace import FuseRequests
 from .measure.placement import Placement
+from .measure.profile import Profile
 from .measure.timeline import Timeline, shape
 from .stats import mad, median_ci
 from .store.cost import Cost
@@ -184,6 +185,8 @@ class WorkloadResult:
     clients: tuple[ClientStats, ...] = ()
     # fio's jobs reported apart (per_job=True): each one; read/write above are their sum
     jobs: tuple[JobStats, ...] = ()
+    # the daemon's CPU profile (an A/B's profiled pair): in the JSON only its summary
+    profile: Profile | None = field(default=None, compare=False)
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     output_file: str = field(default="", compare=False)  # fio's JSON; lives for the session
 
@@ -357,6 +360,7 @@ class WorkloadResult:
         data["stats"] = summary(self)
         data["requests"] = self.requests.to_dict() if self.requests else None
         data["fuse"] = self.fuse.to_dict() if self.fuse else None
+        data["profile"] = self.profile.summary() if self.profile else None
         data["cost"] = self.cost.to_dict() if self.cost else None
         data["timeline"] = self.timeline.to_dict() if self.timeline else None
         # not measured is null with its reason, never 0.0 (a dashboard would plot 0%)

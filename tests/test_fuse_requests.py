@@ -140,9 +140,15 @@ def test_an_ab_of_mount_options_names_the_opcode_that_changed(pytester):
     """)
     out = pytester.path / "fsperf.json"
     result = pytester.runpytest("-s", "-p", "no:cacheprovider", "--fsperf-backend=bindfs",
-                                "--fsperf-settle=off", f"--fsperf-json={out}")
+                                "--fsperf-settle=off", f"--fsperf-json={out}",
+                                "--fsperf-profile=on")
     result.assert_outcomes(passed=1)
     (c,) = json.loads(out.read_text())["comparisons"]
+    # one more pair, profiled: both sides' folded stacks are in the record, named by the daemon
+    assert c["profile_note"].startswith("profiled one more pair (not in the figures): "), c
+    for side in ("A", "B"):
+        stacks = c["profiles"][side]
+        assert stacks and all(s.startswith("bindfs;") and n > 0 for s, n in stacks)
     first = c["where"][0]
     assert first.startswith("FUSE_READ 2,048 requests (was "), c["where"]
     result.stdout.fnmatch_lines(["*where, in the FUSE requests (medians of each side's runs): "

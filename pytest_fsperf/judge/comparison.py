@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..baselines.relative import Expectation
@@ -90,6 +90,12 @@ class Comparison:
     placement: str = ""
     # where the difference came from, in the FUSE requests (judge/where.py), largest first
     where: tuple[str, ...] = ()
+    # one more pair run with the daemon profiled (measure/profile.py): the functions whose
+    # share of its samples moved most; why not, where it was wanted and could not be done
+    profile: tuple[str, ...] = ()
+    profile_note: str = ""
+    # each side's profile, folded (stack, samples), the most sampled stacks first
+    profiles: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
     def ratio(self, metric: str = "bw") -> float:
         """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's bandwidth."""
@@ -120,8 +126,9 @@ class Comparison:
         what = {Difference.B_WORSE: f"regression against {ref}",
                 Difference.INCONCLUSIVE: f"inconclusive against {ref}",
                 Difference.SAME: f"same as {ref}"}.get(m.outcome, f"{m.outcome} than {ref}")
-        told = (f"; where: {'; '.join(self.where)}"
-                if self.where and m.outcome in (Difference.B_WORSE, Difference.B_BETTER) else "")
+        found = (*self.where, *self.profile)
+        told = (f"; where: {'; '.join(found)}"
+                if found and m.outcome in (Difference.B_WORSE, Difference.B_BETTER) else "")
         return (f"{self.name}: {what}: {FIGURES[m.metric].label} {m.ratio:.3f}x "
                 f"({self.rounds} pairs{band}; tolerance {100 * tolerance:g}%; {self.stopped})"
                 + told)

@@ -19,8 +19,10 @@ from ..mounts.request import parse_options
 from ..result import WorkloadResult, median_round
 from ..session.state import Target
 from ..vocab import CompareKind, Difference
+from . import profile
 from .cache import ColdRead
 from .meters import DaemonExited
+from .profile import Profile, Profiling
 from .workspace import Workspace
 
 Workload = Mapping[str, object] | Callable[["Workspace"], WorkloadResult]
@@ -221,10 +223,51 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
     finally:
         if owned.options != original or owned.build != original_build or not owned.alive():
             fs.remount(original, wipe=False, build=original_build)
-    return compare(fs.test, base, owned.backend.name, side("A").shown, side("B").shown,
-                   pairs.a, pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
-                   CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS, pairs.dropped,
-                   pairs.died)
+    c = compare(fs.test, base, owned.backend.name, side("A").shown, side("B").shown,
+                pairs.a, pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
+                CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS, pairs.dropped,
+                pairs.died)
+
+    def probe(name: str) -> WorkloadResult:
+        if job is not None:  # not kept: the profiled runs are not the comparison's
+            return fs.measure(fs.unique(f"{base}[{name}.profiled]"), False, job, layout=False)
+        return run(name, len(pairs.a) + 1)
+
+    try:
+        return profiled(fs, c, (side("A"), side("B")), probe)
+    finally:
+        if owned.options != original or owned.build != original_build or not owned.alive():
+            fs.remount(original, wipe=False, build=original_build)
+
+
+def profiled(fs: Workspace, c: Comparison, sides: tuple[Side, Side],
+             run: Callable[[str], WorkloadResult]) -> Comparison:
+    """One more pair, A then B, each after its cold start, with the daemon profiled
+    (--fsperf-profile: auto when B is worse, on always): which functions' share of its
+    samples moved. Its runs are not in the figures; a failure is said, never raised."""
+    setting = fs.settings.profiling
+    if setting == Profiling.OFF or (setting == Profiling.AUTO and c.outcome != Difference.B_WORSE):
+        return c
+    why = profile.unavailable()
+    if why:
+        return dataclasses.replace(c, profile_note=f"not profiled: {why}")
+    got: dict[str, Profile] = {}
+    try:
+        with fs.pairing(), fs.profiling():
+            for side in sides:
+                side.enter()
+                r = run(side.name)
+                if r.profile is None:
+                    return dataclasses.replace(c, profile_note="not profiled: no daemon profile "
+                                               f"was taken ({r.daemon_note or 'perf failed'})")
+                got[side.name] = r.profile
+    except MeasurementError as exc:
+        return dataclasses.replace(c, profile_note=f"not profiled: the profiled pair failed: {exc}")
+    a, b = got["A"], got["B"]
+    return dataclasses.replace(
+        c, profile=profile.diff(a, b), profiles={"A": profile.top(a), "B": profile.top(b)},
+        profile_note=f"profiled one more pair (not in the figures): {a.samples} samples of A's "
+                     f"daemon, {b.samples} of B's, perf record -g at {profile.FREQUENCY} Hz")
 
 
 def check_build(path: str | None, where: str) -> str | None:
@@ -283,5 +326,11 @@ def gate(fs: Workspace, label: str, run: Callable[[str], WorkloadResult], releas
                 pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
                 CompareKind.MOUNT_GATE if release.reference_place else CompareKind.GATE,
                 pairs.dropped, pairs.died)
+    try:
+        c = profiled(fs, c, (side("A"), side("B")), lambda s: run(f"{label}.{s}.profiled"))
+    finally:
+        fs.place(*home)
+        if owned is not None and (owned.build != release.candidate or not owned.alive()):
+            fs.remount(None, wipe=False, build=release.candidate)
     reference_run = median_round(pairs.a, f"{label}[reference]")
     return c, median_round(pairs.b, label), dataclasses.replace(reference_run, judged=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -32,6 +33,7 @@ from .diskmeter import DiskMeter
 from .fusetrace import FuseRequests, Trace, Tracing
 from .meters import DaemonExited, DaemonMeter
 from .placement import Placement, pinned
+from .profile import Profile, Profiler
 from .timeline import Timeline
 
 
@@ -83,6 +85,8 @@ class Window:
     placement: Placement | None = None
     fuse: FuseRequests | None = None  # the kernel's FUSE requests in the window
     fuse_note: str = ""  # why there is no trace, when there is none
+    profile: Profile | None = None  # the daemon's CPU profile, inside profiling()
+    profile_note: str = ""  # why a profile asked for was not taken
     peers: list[tuple[Lookup, DaemonMeter | None]] = dataclasses.field(default_factory=list)
     peer_stats: list[DaemonStats | None] = dataclasses.field(default_factory=list)
 
@@ -116,6 +120,7 @@ class Workspace:
         #: In an interleaved A/B (inside pairing()): --fsperf-cpus and --fsperf-settle
         #: "auto" pin each run and wait out each cache drop.
         self.paired = False
+        self._profiled = False  # inside profiling(): each window profiles the daemon
         self.place(target, workdir)
 
     def place(self, target: Target, workdir: str) -> None:
@@ -177,6 +182,15 @@ class Workspace:
             yield
         finally:
             self.paired = False
+
+    @contextlib.contextmanager
+    def profiling(self) -> Iterator[None]:
+        """Windows measured inside profile the daemon (perf record -g): an A/B's extra pair."""
+        self._profiled = True
+        try:
+            yield
+        finally:
+            self._profiled = False
 
     def _settled(self) -> tuple[str, ...]:
         """After a cache drop, in an A/B: wait out the VM's free page reporting (balloon.py)."""
@@ -471,6 +485,8 @@ class Workspace:
             except (OSError, ValueError):
                 own = None
         trace, w.fuse_note = self._trace(lookup)
+        profiler = (Profiler(pids, os.path.join(self.local_dir(), f"{safe_name(label)}.perf.data"))
+                    if self._profiled and pids else None)
         limit = self._state.settings.stall_limit
         sampler = timeline.Sampler(counter, pids,
                                    (lambda: disk.last) if disk else None,
@@ -485,6 +501,8 @@ class Workspace:
             w.placement = self.settings.cpus.placement(self.paired)
             try:
                 with pinned(w.placement, pids):
+                    if profiler is not None:
+                        profiler.start()
                     if trace is not None:
                         trace.start()
                     t0 = time.monotonic()  # after the pinning: its cost is not the workload's
@@ -502,6 +520,11 @@ class Workspace:
             w.wall = time.monotonic() - t0
             if trace is not None:
                 trace.stop()
+            if profiler is not None:
+                try:
+                    w.profile = profiler.stop()
+                except (OSError, subprocess.SubprocessError) as exc:
+                    w.profile_note = f"the profile failed: {exc}"
             if sampler.stalled is not None:
                 raise MeasurementError(_stalled(label, sampler.stalled, limit))
             w.daemon = meter.stop(label) if meter else None
@@ -527,6 +550,8 @@ class Workspace:
                         w.timeline = dataclasses.replace(w.timeline, fuse_ops=trace.per_interval(
                             sampler.started, edges[-1], edges))
                 trace.close()
+            if profiler is not None:
+                profiler.close()
             if shown:
                 shown.stop()
             for m in (meter, *(m for _o, m in w.peers)):
@@ -570,7 +595,7 @@ class Workspace:
             cold_steps=w.cold_steps, cache_disk_peak_bytes=w.disk_peak, requests=w.requests,
             requests_note=w.requests_note, cost=self._cost(w.requests), timeline=w.timeline,
             daemon_counters=w.daemon_counters, placement=w.placement, fuse=w.fuse,
-            fuse_note=w.fuse_note, **fields)
+            fuse_note=w.fuse_note, profile=w.profile, **fields)
         found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes)
         return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)
 

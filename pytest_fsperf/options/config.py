@@ -21,7 +21,7 @@ from .. import units
 from ..engine import fio_clients, jobfile
 from ..errors import UsageError
 from ..judge import runs
-from ..measure import balloon, fusetrace, placement
+from ..measure import balloon, fusetrace, placement, profile
 from ..mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 from ..mounts.registry import BackendConfig, load_config
 from ..session import outfile
@@ -243,6 +243,10 @@ def _tracing(raw: Raw) -> fusetrace.Tracing:
     return chosen
 
 
+def _profiling(raw: Raw) -> profile.Profiling:
+    return profile.Profiling(_choice(*(t.value for t in profile.Profiling))(raw))
+
+
 def _servers(raw: Raw) -> tuple[fio_clients.Server, ...]:
     try:
         return fio_clients.parse_servers(raw.text)
@@ -372,6 +376,9 @@ OPTIONS = (
            "count the FUSE requests of every workload by opcode, with their service times, from "
            "the kernel's fuse tracepoints: auto (default) where they exist and the session is "
            "root; on: stop if they cannot be used"),
+    Option("fsperf_profile", "profiling", _profiling, profile.Profiling.AUTO, "auto|on|off",
+           "profile the daemon (perf record -g) over one more pair of an A/B and say which "
+           "functions' share of its CPU moved: auto (default) when B is worse, on: every A/B"),
     Option("fsperf_stall_limit", "stall_limit", _timeout, None, "SECONDS",
            "stop a fio workload that moved nothing for this many seconds, and fail it "
            "(default: only --fsperf-workload-timeout stops a workload)"),
@@ -434,6 +441,7 @@ class Settings:
     cpus: placement.CpuSetting = placement.AUTO
     settle: balloon.Settle = balloon.Settle.AUTO
     fuse_trace: fusetrace.Tracing = fusetrace.Tracing.AUTO
+    profiling: profile.Profiling = profile.Profiling.AUTO
     fio_servers: tuple[fio_clients.Server, ...] = ()
     price: str = cost.DEFAULT
     prices_file: Path | None = None

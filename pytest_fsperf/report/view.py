@@ -489,6 +489,11 @@ def comparison(c: Mapping[str, Any]) -> Section:
     if c.get("where"):
         lines += ("where, in the FUSE requests (medians of each side's runs): "
                   + "; ".join(c["where"]),)
+    if c.get("profile"):
+        lines += ("where, in the daemon's profile (share of its samples, A -> B): "
+                  + "; ".join(p.removeprefix("daemon samples: ") for p in c["profile"]),)
+    if c.get("profile_note"):
+        lines += (c["profile_note"],)
     if c.get("dropped"):
         lines += (f"{len(c['dropped'])} runs not used (x in the order: a pair dropped): "
                   + "; ".join(c["dropped"]),)
