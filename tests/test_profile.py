@@ -48,3 +48,19 @@ def test_diff_names_the_functions_whose_share_moved_most() -> None:
 def test_diff_says_when_the_daemon_has_no_symbols() -> None:
     said = diff(fold(script(1, 0, 9)), fold(script(1, 0, 9)))
     assert said == ("100% of the daemon's user-space samples have no symbol (a stripped binary)",)
+
+
+def test_the_differential_flame_graph_is_bs_shape_coloured_by_the_change() -> None:
+    import re
+
+    from pytest_fsperf.report.flame import svg
+    a = [("bindfs;main;read;fuse_copy", 5), ("bindfs;main;stat", 5)]
+    b = [("bindfs;main;read;fuse_copy", 8), ("bindfs;main;stat", 2)]
+    out = svg(a, b, "profile")
+    frames = {m[0]: (float(m[1]), m[2]) for m in re.findall(
+        r"<title>(\w+): [^<]*</title><rect [^>]*width=\"([\d.]+)\"[^>]*fill=\"([^\"]+)\"", out)}
+    assert frames["read"][0] == 960 * 0.8 and frames["stat"][0] == 960 * 0.2  # B's shape
+    assert frames["read"][1] == "rgb(255,0,0)"  # 50% -> 80%: red, full
+    assert frames["stat"][1] == "rgb(0,0,255)"  # 50% -> 20%: blue, full
+    assert frames["main"][1] == "rgb(255,255,255)"  # 100% on both sides
+    assert svg(a, [], "profile") == ""

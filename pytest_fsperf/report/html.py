@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 
+from .flame import svg as flame_graph
 from .view import Chart, Section, Table, TimeChart, View
 
 W, BAR_H, GAP, LABEL_W = 720, 16, 6, 260
@@ -168,7 +169,10 @@ def _table(t: Table) -> str:
 def _section(s: Section) -> str:
     lines = "<br>".join(_esc(line) for line in s.lines)
     return (f"<h2>{_esc(s.title)}</h2>" + (f"<p>{lines}</p>" if lines else "")
-            + (_table(s.table) if s.table else "") + bar_chart(s.chart))
+            + (_table(s.table) if s.table else "") + bar_chart(s.chart)
+            + (flame_graph(s.profiles["A"], s.profiles["B"], "the daemon's profile: B's shape, "
+                           "coloured by the change from A (red: more of its samples, blue: fewer)")
+               if s.profiles else ""))
 
 
 def document(view: View) -> str:

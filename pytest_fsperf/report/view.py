@@ -59,6 +59,8 @@ class Section:
     lines: tuple[str, ...] = ()
     table: Table | None = None
     chart: Chart | None = None
+    # an A/B's two daemon profiles, folded (stack, samples): a differential flame graph
+    profiles: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -499,7 +501,9 @@ def comparison(c: Mapping[str, Any]) -> Section:
                   + "; ".join(c["dropped"]),)
     if c.get("expectation"):
         lines += ("documented gain " + Expectation(**c["expectation"]).message(),)
-    return Section(f"{what} {short_test(c)} {c['name']} on {c['backend']}: {how}", lines, table, chart)
+    profiles = c.get("profiles")
+    return Section(f"{what} {short_test(c)} {c['name']} on {c['backend']}: {how}", lines, table, chart,
+                   profiles if profiles and profiles.get("A") and profiles.get("B") else None)
 
 
 def baseline_checks(results: list[Row], gated: bool, env: Mapping[str, Any]) -> Section | None:
