@@ -187,6 +187,7 @@ class WorkloadResult:
     jobs: tuple[JobStats, ...] = ()
     # the daemon's CPU profile (an A/B's profiled pair): in the JSON only its summary
     profile: Profile | None = field(default=None, compare=False)
+    profile_note: str = ""  # why a profile asked for was not taken
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     output_file: str = field(default="", compare=False)  # fio's JSON; lives for the session
 

@@ -3,6 +3,7 @@ checked against what the workload must have sent."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -153,3 +154,50 @@ def test_an_ab_of_mount_options_names_the_opcode_that_changed(pytester):
     assert first.startswith("FUSE_READ 2,048 requests (was "), c["where"]
     result.stdout.fnmatch_lines(["*where, in the FUSE requests (medians of each side's runs): "
                                  "FUSE_READ 2,048 requests (was *"])
+
+
+CPU_CGROUP = "/sys/fs/cgroup/cpu"
+
+
+def test_a_throttled_build_is_slower_in_service_not_in_requests(pytester, tmp_path):
+    """Two 'builds' of bindfs: the candidate joins a cgroup with 15% of a core before it
+    execs bindfs. The gate fails it, and says where: the same READ requests, each served
+    slower; one more pair was profiled, both daemons' stacks kept."""
+    bindfs = need("bindfs")
+    need("fio")
+    if not os.path.isdir(CPU_CGROUP):
+        pytest.skip(f"no cgroup-v1 cpu controller at {CPU_CGROUP}")
+    group = f"{CPU_CGROUP}/fsperf-test-{os.urandom(4).hex()}"
+    os.mkdir(group)
+    try:
+        with open(f"{group}/cpu.cfs_period_us", "w") as f:
+            f.write("10000")
+        with open(f"{group}/cpu.cfs_quota_us", "w") as f:
+            f.write("1500")
+        builds = {}
+        for name, join in (("ref", ""), ("slow", f"echo $$ > {group}/cgroup.procs\n")):
+            path = tmp_path / f"bindfs-{name}"
+            path.write_text(f"#!/bin/sh\n{join}exec {bindfs} \"$@\"\n")
+            path.chmod(0o755)
+            builds[name] = path
+        pytester.makepyfile("""
+            def test_read(fsperf):
+                fsperf.fio(rw="read", bs="128k", size="64M", direct=1)
+        """)
+        out = pytester.path / "fsperf.json"
+        result = pytester.runpytest(
+            "-p", "no:cacheprovider", "--fsperf-backend=bindfs", "--fsperf-settle=off",
+            f"--fsperf-reference={builds['ref']}", f"--fsperf-candidate={builds['slow']}",
+            "--fsperf-ab-max-rounds=4", f"--fsperf-json={out}")
+        result.assert_outcomes(failed=1)
+        (c,) = json.loads(out.read_text())["comparisons"]
+        assert c["metrics"]["bw"]["outcome"] == "B worse", c["metrics"]["bw"]
+        assert any(w.startswith("FUSE_READ service time p50 ") and w.endswith("(same count)")
+                   for w in c["where"]), c["where"]
+        assert c["profile_note"].startswith("profiled one more pair"), c["profile_note"]
+        assert all(c["profiles"][side] for side in ("A", "B"))
+        result.stdout.fnmatch_lines(["*regression against the reference build*where: "
+                                     "FUSE_READ service time p50 * (same count)*"])
+    finally:
+        with contextlib.suppress(OSError):
+            os.rmdir(group)

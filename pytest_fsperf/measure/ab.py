@@ -258,8 +258,8 @@ def profiled(fs: Workspace, c: Comparison, sides: tuple[Side, Side],
                 side.enter()
                 r = run(side.name)
                 if r.profile is None:
-                    return dataclasses.replace(c, profile_note="not profiled: no daemon profile "
-                                               f"was taken ({r.daemon_note or 'perf failed'})")
+                    why = r.profile_note or f"no daemon profile was taken ({r.daemon_note})"
+                    return dataclasses.replace(c, profile_note=why)
                 got[side.name] = r.profile
     except MeasurementError as exc:
         return dataclasses.replace(c, profile_note=f"not profiled: the profiled pair failed: {exc}")

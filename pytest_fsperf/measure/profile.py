@@ -22,6 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import psutil
+
 from ..session import leftovers
 from ..session.procs import Proc
 
@@ -39,6 +41,22 @@ def unavailable() -> str | None:
         return "not root"
     if shutil.which("perf") is None:
         return "perf is not installed (Debian: apt-get install linux-perf)"
+    return None
+
+
+def refused(pids: Iterable[int]) -> str | None:
+    """Why these daemon processes are not profiled: perf, as root, reads the binaries a
+    profiled process maps to name its functions; those of a daemon running as another user
+    may be that user's, made to attack the parser. Root's own daemons (every mount the
+    plugin owns) are profiled."""
+    for pid in pids:
+        try:
+            uids = psutil.Process(pid).uids()
+        except psutil.Error:
+            return f"daemon process {pid} is gone"
+        if uids.real or uids.effective:
+            return (f"daemon process {pid} runs as uid {uids.effective or uids.real}: perf, as "
+                    "root, would parse binaries that user may have made")
     return None
 
 
@@ -112,7 +130,8 @@ class Profiler:
     def start(self) -> None:
         perf = shutil.which("perf") or "perf"
         self._proc = subprocess.Popen(
-            [perf, "record", "-q", "-g", "-F", str(FREQUENCY), "-o", self.data,
+            # -N: no build-id cache in root's home (nothing written outside the session's dir)
+            [perf, "record", "-q", "-N", "-g", "-F", str(FREQUENCY), "-o", self.data,
              "-p", ",".join(map(str, self.pids))],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             start_new_session=True, cwd="/")

@@ -27,7 +27,7 @@ from ..session.state import FsperfSession, Target, safe_name
 from ..store import juicefs
 from ..store.cost import Cost
 from ..store.requests import Requests
-from . import balloon, cache, fusetrace, progress, timeline
+from . import balloon, cache, fusetrace, profile, progress, timeline
 from .cache import ColdRead, DaemonCache, PageCache
 from .diskmeter import DiskMeter
 from .fusetrace import FuseRequests, Trace, Tracing
@@ -485,8 +485,14 @@ class Workspace:
             except (OSError, ValueError):
                 own = None
         trace, w.fuse_note = self._trace(lookup)
-        profiler = (Profiler(pids, os.path.join(self.local_dir(), f"{safe_name(label)}.perf.data"))
-                    if self._profiled and pids else None)
+        profiler = None
+        if self._profiled and pids:
+            why = profile.refused(pids)
+            if why:
+                w.profile_note = f"not profiled: {why}"
+            else:
+                profiler = Profiler(pids, os.path.join(self.local_dir(),
+                                                       f"{safe_name(label)}.perf.data"))
         limit = self._state.settings.stall_limit
         sampler = timeline.Sampler(counter, pids,
                                    (lambda: disk.last) if disk else None,
@@ -595,7 +601,7 @@ class Workspace:
             cold_steps=w.cold_steps, cache_disk_peak_bytes=w.disk_peak, requests=w.requests,
             requests_note=w.requests_note, cost=self._cost(w.requests), timeline=w.timeline,
             daemon_counters=w.daemon_counters, placement=w.placement, fuse=w.fuse,
-            fuse_note=w.fuse_note, profile=w.profile, **fields)
+            fuse_note=w.fuse_note, profile=w.profile, profile_note=w.profile_note, **fields)
         found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes)
         return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)
 
