@@ -405,14 +405,25 @@ def summary(r: WorkloadResult) -> dict[str, dict[str, float | int]]:
     return out
 
 
-def check_cold(cache: PageCache, daemon: DaemonStats | None, read_bytes: int) -> tuple[ColdRead, str]:
+def check_cold(cache: PageCache, daemon: DaemonStats | None, read_bytes: int,
+               fuse: FuseRequests | None = None) -> tuple[ColdRead, str]:
     """A read that started cold must have been served by the daemon: what the kernel took from
-    its page cache never reaches it. The daemon's replies through /dev/fuse carry the data, so
-    its written bytes (wchar) over the window tell how much it served."""
-    if not cache.cold or daemon is None or daemon.write_bytes is None or read_bytes <= 0:
+    its page cache never reaches it. Where the FUSE requests were traced, the data its READ
+    replies carried tells exactly how much it served; else its written bytes (wchar) over the
+    window, which carry those replies (and whatever else it wrote)."""
+    if not cache.cold or read_bytes <= 0:
         return ColdRead.UNCHECKED, ""
-    served = daemon.write_bytes
-    said = f"the daemon sent {served / 1e6:.1f} MB through FUSE for {read_bytes / 1e6:.1f} MB read"
+    read = fuse.op("READ") if fuse is not None else None
+    if fuse is not None:
+        served = read.bytes if read is not None else 0
+        said = (f"the daemon's FUSE READ replies carried {served / 1e6:.1f} MB for "
+                f"{read_bytes / 1e6:.1f} MB read")
+    elif daemon is not None and daemon.write_bytes is not None:
+        served = daemon.write_bytes
+        said = (f"the daemon sent {served / 1e6:.1f} MB through FUSE for {read_bytes / 1e6:.1f} "
+                "MB read")
+    else:
+        return ColdRead.UNCHECKED, ""
     if served < SERVED_SHARE * read_bytes:
         return ColdRead.NOT_COLD, said + "; the rest came from the page cache"
     return ColdRead.VERIFIED, said

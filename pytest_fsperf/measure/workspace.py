@@ -602,7 +602,7 @@ class Workspace:
             requests_note=w.requests_note, cost=self._cost(w.requests), timeline=w.timeline,
             daemon_counters=w.daemon_counters, placement=w.placement, fuse=w.fuse,
             fuse_note=w.fuse_note, profile=w.profile, profile_note=w.profile_note, **fields)
-        found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes)
+        found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes, w.fuse)
         return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)
 
     # -- A/B -----------------------------------------------------------------
