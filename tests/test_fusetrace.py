@@ -185,3 +185,15 @@ def test_where_says_nothing_of_noise_or_without_a_trace() -> None:
     b = [traced({"READ": (1040, 110.0)}), traced({"READ": (1020, 108.0)})]
     assert findings(a, b) == ()
     assert findings(a, [result(None)]) == ()
+
+
+def test_the_timeline_draws_fuse_requests_per_second() -> None:
+    from pytest_fsperf.report.html import time_chart
+    from pytest_fsperf.report.view import TimeChart, trace
+    row = {"timeline": {"t": [0.0, 1.0, 2.5, 3.5], "bw": [1e6, 2e6, 1e6], "rss": [None] * 3,
+                        "cpu": [None] * 3, "fuse_ops": {"READ": [10, 30, 0], "LOOKUP": [0, 0, 4]}}}
+    drawn = trace("", row)
+    assert drawn is not None and drawn.fuse == (10.0, 20.0, 4.0)
+    svg = time_chart(TimeChart("read", (drawn,)))
+    assert "FUSE requests/s, all opcodes" in svg
+    assert trace("", {"timeline": {**row["timeline"], "fuse_ops": {}}}).fuse == ()  # type: ignore[union-attr]

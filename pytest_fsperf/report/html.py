@@ -129,7 +129,8 @@ def time_chart(chart: TimeChart) -> str:
     top_bw = max((v for _n, pts in bw for _t, v in pts), default=0.0) or 1.0
     top_rss = max((v for _n, pts in rss for _t, v in pts), default=0.0) or 1.0
     lat = [(tr.name, list(tr.clat)) for tr in chart.traces if tr.clat]
-    panels = 3 if lat else 2
+    fuse = [(tr.name, list(zip(tr.t, tr.fuse, strict=False))) for tr in chart.traces if tr.fuse]
+    panels = 2 + bool(lat) + bool(fuse)
     height = panels * (TH + 16) + 40
     names = ", ".join(f"{tr.name} {'blue' if tr.name == 'A' else 'red'}" for tr in chart.traces
                       if tr.name)
@@ -143,6 +144,10 @@ def time_chart(chart: TimeChart) -> str:
         top_lat = max(v for _n, pts in lat for _t, v in pts) or 1.0
         parts += _panel(lat, top_lat, 20 + 2 * (TH + 16), t_end,
                         "fio mean completion latency, ms (fio's clock)")
+    if fuse:
+        top_fuse = max(v for _n, pts in fuse for _t, v in pts) or 1.0
+        parts += _panel(fuse, top_fuse, 20 + (2 + bool(lat)) * (TH + 16), t_end,
+                        "FUSE requests/s, all opcodes (kernel tracepoints)")
     parts.append(f'<text x="{W - 10}" y="{height - 4}" text-anchor="end">{t_end:.0f} s</text>'
                  f'<text x="{TPAD}" y="{height - 4}">0 s</text></svg>')
     return "".join(parts)

@@ -79,6 +79,7 @@ class Trace:
     rss: tuple[float | None, ...]  # MB
     cpu: tuple[float | None, ...]  # %
     clat: tuple[tuple[float, float], ...] = ()  # (s of fio's clock, mean completion latency ms)
+    fuse: tuple[float, ...] = ()  # FUSE requests per second, all opcodes (where traced)
 
 
 @dataclass(frozen=True)
@@ -694,9 +695,13 @@ def trace(name: str, r: Row) -> Trace | None:
     t = r.get("timeline")
     if not t:
         return None
+    ops = t.get("fuse_ops") or {}
+    spans = [b - a for a, b in zip(t["t"], t["t"][1:], strict=False)]
+    fuse = tuple(sum(row[i] for row in ops.values()) / span if span > 0 else 0.0
+                 for i, span in enumerate(spans)) if ops else ()
     return Trace(name, tuple(t["t"][1:]), tuple(b / 1e6 for b in t["bw"]),
                  tuple(x / 1e6 if x is not None else None for x in t["rss"]), tuple(t["cpu"]),
-                 tuple((float(sec), ns / 1e6) for sec, ns in t.get("clat") or ()))
+                 tuple((float(sec), ns / 1e6) for sec, ns in t.get("clat") or ()), fuse)
 
 
 def timelines(results: list[Row], comparisons: list[Mapping[str, Any]],
