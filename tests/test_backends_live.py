@@ -77,6 +77,7 @@ def test_s3fs_write_read_and_remount_cold_is_really_cold(pytester, minio, clean)
     assert cold["cache"] == "cold: drop_caches"
 
 
+@pytest.mark.slow
 def test_rclone_ab_bwlimit_shows_b_slower(pytester, minio, clean):
     need("rclone")
     pytester.makepyfile("""
@@ -111,6 +112,7 @@ def test_rclone_ab_bwlimit_shows_b_slower(pytester, minio, clean):
                                  "  B: --bwlimit 10M", "*bandwidth*"])
 
 
+@pytest.mark.slow
 def test_s3fs_ab_parallel_upload_matters_for_flushed_writes(pytester, minio, clean):
     need("s3fs")
     pytester.makepyfile("""

@@ -81,6 +81,7 @@ def test_two_s3fs_clients_of_one_bucket(pytester, minio):
     assert ours() == ([], []) and servers_left() == []
 
 
+@pytest.mark.slow
 def test_four_rclone_clients_read_cold(pytester, minio):
     need("rclone")
     pytester.makepyfile("""

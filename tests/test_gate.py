@@ -187,6 +187,7 @@ def test_mount_gate_flags_are_checked_where_they_are_given(pytester, tmp_path):
     r.stderr.fnmatch_lines(["*--fsperf-reference-mount=* (command line): no such directory*"])
 
 
+@pytest.mark.slow
 def test_an_unjudged_layout_step_runs_once_on_the_candidate_and_is_not_gated(pytester, tmp_path):
     """As found: a layout step (fsperf.files(mode="write", ..., judged=False)) ran 16 pairs
     (145 s) and failed the test as a REGRESSION, though the user said not to judge it. Only

@@ -110,6 +110,7 @@ def test_the_report_is_the_record_of_a_decision(pytester, tmp_path):
         assert shot.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_timelines_are_drawn_a_and_b_overlaid(pytester, tmp_path):
     """A run of 6 s has a timeline: bandwidth and daemon RSS per second, drawn; an A/B draws
     its first A and first B on one axis. The terminal table has a sparkline per workload."""

@@ -115,6 +115,7 @@ def parse_bench(text: str) -> dict[str, float]:
     return rows
 
 
+@pytest.mark.slow
 def test_the_jfs_bench_scenarios_agree_with_juicefs_bench(pytester, minio):
     """On one owned JuiceFS, the jfs_bench_* scenarios at scale 0.25 (a 256 MiB big file, 25
     small files of 128 KiB, one thread) and `juicefs bench --big-file-size 256

@@ -282,6 +282,7 @@ def test_an_existing_juicefs_mount_counts_its_own_requests(pytester, juicefs_mou
     result.stdout.fnmatch_lines(["*counted by JuiceFS .stats around each measured window*"])
 
 
+@pytest.mark.slow
 def test_rclone_lays_out_every_file_and_server_modtime_drops_the_heads(pytester, minio):
     """rclone's ls -l asks a HEAD per file for the modtime it keeps in metadata;
     --use-server-modtime takes the store's. Each run lays 300 new files out through the

@@ -492,6 +492,7 @@ def test_the_report_says_how_a_compared_scenario_differs_from_its_document(pytes
                                  "once, runs 5 times back to back and reports the steady run"])
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_an_ab_is_checked_against_a_documented_gain(pytester):
     """Document 002's relative figures (ls with -o readdir_optimize: 74.3% less time, 3.9x)

@@ -99,6 +99,7 @@ def test_bindfs_passes_the_same_shape_thresholds(pytester, bindfs):
     assert "write_lat_log" not in row["options"]  # the plugin's, not the user's options
 
 
+@pytest.mark.slow
 def test_a_throttle_that_kicks_in_is_decay_and_an_unthrottled_run_is_not(pytester):
     need("rclone")
     need("fio")
@@ -136,6 +137,7 @@ def test_a_throttle_that_kicks_in_is_decay_and_an_unthrottled_run_is_not(pyteste
     result.stdout.fnmatch_lines(["*decay (last third vs first) * > max_decay 30%*"])
 
 
+@pytest.mark.slow
 def test_a_daemon_filling_a_large_buffer_grows_and_fails_a_growth_threshold(pytester):
     need("rclone")
     need("fio")
