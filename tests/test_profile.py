@@ -39,14 +39,20 @@ def test_a_leaf_without_a_symbol_is_named_by_its_binary_and_counted_as_stripped(
 
 
 def test_diff_names_the_functions_whose_share_moved_most() -> None:
-    a, b = fold(script(5, 5)), fold(script(8, 2))
+    a, b = fold(script(50, 50)), fold(script(80, 20))
     assert diff(a, b) == ("daemon samples: fuse_copy_fill 50% -> 80%", "ext4_lookup 50% -> 20%")
-    assert diff(a, fold(script(5, 5))) == ()
+    assert diff(a, fold(script(50, 50))) == ()
     assert diff(a, fold("")) == ()
 
 
+def test_a_profile_of_a_few_samples_is_not_compared() -> None:
+    said = diff(fold(script(1, 1)), fold(script(80, 20)))
+    assert said == ("too few samples to compare (2 of A's daemon, 100 of B's, at 499 Hz; under 50 "
+                    "on a side, shares say little): a longer workload gives more",)
+
+
 def test_diff_says_when_the_daemon_has_no_symbols() -> None:
-    said = diff(fold(script(1, 0, 9)), fold(script(1, 0, 9)))
+    said = diff(fold(script(10, 0, 90)), fold(script(10, 0, 90)))
     assert said == ("100% of the daemon's user-space samples have no symbol (a stripped binary)",)
 
 

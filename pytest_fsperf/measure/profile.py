@@ -32,6 +32,7 @@ KERNEL = "[kernel.kallsyms]"
 UNKNOWN = "[unknown]"
 SHOWN = 3
 MIN_CHANGE = 0.03  # a function's share must move by 3 points of the daemon's samples
+MIN_SAMPLES = 50  # per side, before shares are compared
 _FRAME = re.compile(r"^\s*[0-9a-f]+ (.+?)(?:\+0x[0-9a-f]+)? \((.*)\)$")
 
 
@@ -174,6 +175,10 @@ def diff(a: Profile, b: Profile, shown: int = SHOWN) -> tuple[str, ...]:
     kernel's share where it moved: 'fuse_copy_fill 12% -> 19% of the daemon's samples'."""
     if not a.samples or not b.samples:
         return ()
+    if min(a.samples, b.samples) < MIN_SAMPLES:
+        return (f"too few samples to compare ({a.samples} of A's daemon, {b.samples} of B's, "
+                f"at {FREQUENCY} Hz; under {MIN_SAMPLES} on a side, shares say little): a "
+                "longer workload gives more",)
     moved = []
     for name in set(a.self_share) | set(b.self_share):
         sa, sb = a.self_share.get(name, 0.0), b.self_share.get(name, 0.0)
