@@ -30,8 +30,10 @@ def test_example_suite_passes_on_the_embedded_default(tmp_path, cpu_hog):
     if shutil.which("fio") is None:
         pytest.skip("fio is not installed (apt-get install fio)")
     out = subprocess.run(
+        # the A/B's outcome is checked here; its settling and profiled pair are tested elsewhere
         [sys.executable, "-m", "pytest", str(EXAMPLES), "--fsperf-scale=0.001", "-p",
-         "no:cacheprovider", f"--fsperf-json={tmp_path / 'r.json'}"],
+         "no:cacheprovider", f"--fsperf-json={tmp_path / 'r.json'}", "--fsperf-settle=off",
+         "--fsperf-profile=off"],
         capture_output=True, text=True, cwd=EXAMPLES, check=False)
     assert out.returncode == 0, out.stdout + out.stderr
     counts = dict((k, int(n)) for n, k in re.findall(r"(\d+) (passed|skipped|failed)", out.stdout))

@@ -10,6 +10,7 @@ import stat
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,9 +34,11 @@ def slower_build(where: Path, limit: str) -> Path:
 
 
 def quick(args: tuple[str, ...]) -> tuple[str, ...]:
-    """No waiting out the VM's free page reporting (2-15 s per cold start) unless asked:
-    these tests judge the gate's logic, not this machine's memory."""
-    return args if any(a.startswith("--fsperf-settle") for a in args) else ("--fsperf-settle=off", *args)
+    """No waiting out the VM's free page reporting (2-15 s per cold start) and no profiled
+    pair after a regression unless asked: these tests judge the gate's logic."""
+    given = " ".join(args)
+    return (*(() if "--fsperf-settle" in given else ("--fsperf-settle=off",)),
+            *(() if "--fsperf-profile" in given else ("--fsperf-profile=off",)), *args)
 
 
 def run(pytester, *args: str):
@@ -70,26 +73,40 @@ def test_a_slower_candidate_fails_the_gate(pytester, tmp_path):
     assert ours() == ([], [])
 
 
-def test_the_same_build_passes_the_gate(pytester):
+def same_build(pytester, settle: str) -> tuple[Any, dict[str, Any]]:
     need("rclone")
     need("fio")
     pytester.makepyfile(READ)
     result, doc = run(pytester, f"--fsperf-reference={shutil.which('rclone')}",
-                      "--fsperf-tolerance=30%", "--fsperf-inconclusive=warn", "--fsperf-settle=auto",
-                      "--fsperf-ab-max-rounds=3")  # settling costs seconds per run
+                      "--fsperf-tolerance=30%", "--fsperf-inconclusive=warn", f"--fsperf-settle={settle}",
+                      "--fsperf-ab-max-rounds=3")
     assert "regression" not in result.stdout.str()
     result.assert_outcomes(passed=1)
     (c,) = doc["comparisons"]
     assert c["metrics"]["bw"]["outcome"] in ("same", "not worse", "inconclusive")
-    # every run pinned alike, and (on a VM with free page reporting) each drop waited out
+    # every run pinned alike
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) >= 2:
         assert c["placement"] == placement.split(cpus).shown()
         assert "daemon on CPU" in result.stdout.str()
+    result.stdout.fnmatch_lines(["*release gate test_read read on rclone: * pairs, order AABBA*"])
+    return result, doc
+
+
+def test_the_same_build_passes_the_gate(pytester):
+    _, doc = same_build(pytester, "off")
+    steps = {r["name"]: r["cold_steps"] for r in doc["results"]}["read"]
+    assert not any(s.startswith("free page reporting") for s in steps), steps
+
+
+@pytest.mark.slow
+def test_the_same_build_passes_the_gate_settled(pytester):
+    """With --fsperf-settle=auto, on a VM with free page reporting each drop is waited out
+    (2-15 s per cold start here: the slow tier)."""
+    _, doc = same_build(pytester, "auto")
     steps = {r["name"]: r["cold_steps"] for r in doc["results"]}["read"]
     reporting = balloon.reports() is not None
     assert any(s.startswith("free page reporting") for s in steps) == reporting, steps
-    result.stdout.fnmatch_lines(["*release gate test_read read on rclone: * pairs, order AABBA*"])
 
 
 def test_gate_flags_are_checked_where_they_are_given(pytester, tmp_path):
