@@ -47,6 +47,7 @@ from pytest_fsperf.engine import steps
 from pytest_fsperf.judge import runs
 from pytest_fsperf.measure import canary
 from pytest_fsperf.measure.ab import Release, gate
+from pytest_fsperf.measure.profile import Profiling
 from pytest_fsperf.measure.workspace import Workspace
 from pytest_fsperf.mounts.mounter import MountPlan
 from pytest_fsperf.mounts.registry import Registry
@@ -193,6 +194,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0, help="each fio read")
     ap.add_argument("--max-pairs", type=int, default=100, help="a safety cap; the time decides")
     ap.add_argument("--budget", type=float, default=300.0, help="seconds per gate, all counted")
+    ap.add_argument("--profile", choices=("off", "auto"), default="off",
+                    help="auto: a caught regression profiles one more pair (not timed apart)")
     ap.add_argument("--workload", choices=("fio", "files", "meta"), default="fio",
                     help="fio: 128 KiB direct reads of --seconds; files: a cold read of 2000 "
                          "files of 128 KiB; meta: a cold ls -l of 20000 entries")
@@ -203,7 +206,8 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="fsperf-gate-"))
     source = scratch / "source"
     source.mkdir()
-    session = FsperfSession(Settings(ab_max_rounds=args.max_pairs, ab_seconds=args.budget))
+    session = FsperfSession(Settings(ab_max_rounds=args.max_pairs, ab_seconds=args.budget,
+                                     profiling=Profiling(args.profile)))
     try:
         if args.injection == "quota":
             subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "tmpfs", str(source)], check=True)
