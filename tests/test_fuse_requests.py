@@ -133,6 +133,7 @@ def test_an_ab_of_mount_options_names_the_opcode_that_changed(pytester):
     instead of reading ahead 128 KiB at a time; the A/B says where its B got slower."""
     need("bindfs")
     need("fio")
+    need("perf")  # its profiled pair (Debian: linux-perf)
     pytester.makepyfile("""
         def test_ab(fsperf):
             ab = fsperf.compare(dict(rw="read", bs="4k", size="8M"), a=[], b=["-o", "direct_io"],
@@ -167,6 +168,7 @@ def test_a_throttled_build_is_served_unlike_with_the_same_requests(pytester, tmp
     profiled (--fsperf-profile=on), both daemons' stacks kept."""
     bindfs = need("bindfs")
     need("fio")
+    need("perf")  # its profiled pair (Debian: linux-perf)
     if not os.path.isdir(CPU_CGROUP):
         pytest.skip(f"no cgroup-v1 cpu controller at {CPU_CGROUP}")
     group = f"{CPU_CGROUP}/fsperf-test-{os.urandom(4).hex()}"

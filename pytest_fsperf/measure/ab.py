@@ -213,27 +213,22 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
             shown += (f"build {builds[name]}",)
         return Side(name, shown, lambda: fs.cold_start(options[name], build=builds[name]))
 
-    started = time.monotonic()  # the layout and every cold start count in the budget
-    try:
-        with fs.pairing():
-            if job is not None and fio_engine.is_reading(job):
-                fs.remount(options["A"], wipe=False, build=builds["A"])
-                fs.layout(job, fs.output(base))
-            pairs = interleave((side("A"), side("B")), run, budget, tolerance, started=started)
-    finally:
-        if owned.options != original or owned.build != original_build or not owned.alive():
-            fs.remount(original, wipe=False, build=original_build)
-    c = compare(fs.test, base, owned.backend.name, side("A").shown, side("B").shown,
-                pairs.a, pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
-                CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS, pairs.dropped,
-                pairs.died)
-
     def probe(name: str) -> WorkloadResult:
         if job is not None:  # not kept: the profiled runs are not the comparison's
             return fs.measure(fs.unique(f"{base}[{name}.profiled]"), False, job, layout=False)
         return run(name, len(pairs.a) + 1)
 
-    try:
+    started = time.monotonic()  # the layout and every cold start count in the budget
+    try:  # the original options and build are back after the pairs and any profiled pair
+        with fs.pairing():
+            if job is not None and fio_engine.is_reading(job):
+                fs.remount(options["A"], wipe=False, build=builds["A"])
+                fs.layout(job, fs.output(base))
+            pairs = interleave((side("A"), side("B")), run, budget, tolerance, started=started)
+        c = compare(fs.test, base, owned.backend.name, side("A").shown, side("B").shown,
+                    pairs.a, pairs.b, pairs.order, tolerance, budget, pairs.stopped,
+                    pairs.seconds, CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS,
+                    pairs.dropped, pairs.died)
         return profiled(fs, c, (side("A"), side("B")), probe)
     finally:
         if owned.options != original or owned.build != original_build or not owned.alive():
@@ -310,23 +305,18 @@ def gate(fs: Workspace, label: str, run: Callable[[str], WorkloadResult], releas
     def side(name: str) -> Side:
         return Side(name, (builds[name],), lambda: enter(name))
 
-    try:
+    try:  # home again, on the candidate's build, after the pairs and any profiled pair
         with fs.pairing():
             pairs = interleave((side("A"), side("B")),
                                lambda s, n: run(f"{label}.{s}{n}"), budget, tolerance, gate=True)
-    finally:
-        fs.place(*home)
-        if owned is not None and (owned.build != release.candidate or not owned.alive()):
-            fs.remount(None, wipe=False, build=release.candidate)
-    backend = owned.backend.name if owned is not None else (fs.target.mount().fstype or "mount")
-    if not pairs.b:
-        raise MeasurementError(f"{label}: release gate: no valid pair ({pairs.stopped}): "
-                               + "; ".join(pairs.dropped))
-    c = compare(fs.test, label, backend, (release.reference,), (release.candidate,), pairs.a,
-                pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
-                CompareKind.MOUNT_GATE if release.reference_place else CompareKind.GATE,
-                pairs.dropped, pairs.died)
-    try:
+        backend = owned.backend.name if owned is not None else (fs.target.mount().fstype or "mount")
+        if not pairs.b:
+            raise MeasurementError(f"{label}: release gate: no valid pair ({pairs.stopped}): "
+                                   + "; ".join(pairs.dropped))
+        c = compare(fs.test, label, backend, (release.reference,), (release.candidate,), pairs.a,
+                    pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
+                    CompareKind.MOUNT_GATE if release.reference_place else CompareKind.GATE,
+                    pairs.dropped, pairs.died)
         c = profiled(fs, c, (side("A"), side("B")), lambda s: run(f"{label}.{s}.profiled"))
     finally:
         fs.place(*home)

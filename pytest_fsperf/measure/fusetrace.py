@@ -210,7 +210,6 @@ class Trace:
         self._events = Events(connection)
         self._pipe: int | None = None
         self._stop = threading.Event()
-        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     def _write(self, name: str, value: str) -> None:
@@ -261,16 +260,15 @@ class Trace:
         return fullest, lost
 
     def _drain(self) -> None:
-        assert self._pipe is not None
-        with self._lock:
-            while True:
-                try:
-                    chunk = os.read(self._pipe, 1 << 20)
-                except BlockingIOError:
-                    return
-                if not chunk:
-                    return
-                self._events.feed(chunk)
+        assert self._pipe is not None  # the watcher's thread or stop(), after it has joined
+        while True:
+            try:
+                chunk = os.read(self._pipe, 1 << 20)
+            except BlockingIOError:
+                return
+            if not chunk:
+                return
+            self._events.feed(chunk)
 
     def _watch(self) -> None:
         """Drain the buffers only when one is half full: a short window is read once, at

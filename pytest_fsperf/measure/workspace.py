@@ -174,23 +174,13 @@ class Workspace:
         self._cold_kind = "cold"
         return self._cold
 
-    @contextlib.contextmanager
-    def pairing(self) -> Iterator[None]:
+    def pairing(self) -> contextlib.AbstractContextManager[None]:
         """The runs of an interleaved A/B: each must meet the same machine state."""
-        self.paired = True
-        try:
-            yield
-        finally:
-            self.paired = False
+        return _raised(self, "paired")
 
-    @contextlib.contextmanager
-    def profiling(self) -> Iterator[None]:
+    def profiling(self) -> contextlib.AbstractContextManager[None]:
         """Windows measured inside profile the daemon (perf record -g): an A/B's extra pair."""
-        self._profiled = True
-        try:
-            yield
-        finally:
-            self._profiled = False
+        return _raised(self, "_profiled")
 
     def _settled(self) -> tuple[str, ...]:
         """After a cache drop, in an A/B: wait out the VM's free page reporting (balloon.py)."""
@@ -606,6 +596,16 @@ class Workspace:
         return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)
 
     # -- A/B -----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _raised(owner: object, flag: str) -> Iterator[None]:
+    """owner.flag is True for the body, False after it, however it ends."""
+    setattr(owner, flag, True)
+    try:
+        yield
+    finally:
+        setattr(owner, flag, False)
 
 
 def _files(workdir: Path) -> dict[str, tuple[int, int]]:
