@@ -197,7 +197,7 @@ class Events:
 
 
 class Trace:
-    """One window's trace of one FUSE connection: start(), stop(t0, t1, edges) -> FuseRequests.
+    """One window's trace of one FUSE connection: open(), start(), stop(), summary(t0, t1).
     Always close() (it removes the instance), also after a failure."""
 
     def __init__(self, connection: int, root: str = TRACEFS, buffer_kb: int = BUFFER_KB) -> None:
