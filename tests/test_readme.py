@@ -64,3 +64,17 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path):
         assert f"{o.flag}={o.metavar}" in page, o.flag
     fixture = (tmp_path / "site" / "reference" / "fixture" / "index.html").read_text("utf-8")
     assert "fsperf.fio(" in fixture and "jobfile" in fixture
+
+
+@pytest.mark.unit
+def test_ci_installs_what_the_readme_lists_and_runs_its_test_command():
+    """.ci/run is the README's set-up line on a fresh machine: the same apt packages, the
+    package with the same extras, then the same test command, last."""
+    readme = (ROOT / "README.md").read_text("utf-8")
+    ci = (ROOT / ".ci" / "run").read_text("utf-8")
+    line = next(s.strip() for s in readme.splitlines() if s.strip().startswith("apt-get install -y fio fuse3"))
+    apt, pip, test = (part.strip() for part in line.split("&&"))
+    assert set(apt.split()[3:]) == set(re.search(r"apt-get install -y -qq ([^>]+)>", ci)[1].split())
+    assert pip.replace("pip install", "python3 -m pip install -q") in ci
+    commands = [s.strip() for s in ci.splitlines() if s.strip() and not s.strip().startswith("#")]
+    assert commands[-1] == test == "python3 -m pytest"
