@@ -46,6 +46,7 @@ from pathlib import Path
 from pytest_fsperf.engine import steps
 from pytest_fsperf.judge import runs
 from pytest_fsperf.measure import canary
+from pytest_fsperf.measure.balloon import Settle
 from pytest_fsperf.measure.ab import Release, gate
 from pytest_fsperf.measure.profile import Profiling
 from pytest_fsperf.measure.workspace import Workspace
@@ -200,6 +201,8 @@ def main() -> None:
                     help="fio: 128 KiB direct reads of --seconds; files: a cold read of 2000 "
                          "files of 128 KiB; meta: a cold ls -l of 20000 entries")
     ap.add_argument("--rounds", type=int, default=5, help="saved mode: rounds per run")
+    ap.add_argument("--settle", choices=[m.value for m in Settle], default="auto",
+                    help="--fsperf-settle: auto settles a gate once its runs spread past 1.5x")
     ap.add_argument("--aa-cgroup", choices=("same", "own"), default="same",
                     help="A/A: B in A's cgroup, or in its own with the same quota")
     args = ap.parse_args()
@@ -207,7 +210,8 @@ def main() -> None:
     source = scratch / "source"
     source.mkdir()
     session = FsperfSession(Settings(ab_max_rounds=args.max_pairs, ab_seconds=args.budget,
-                                     profiling=Profiling(args.profile)))
+                                     profiling=Profiling(args.profile),
+                                     settle=Settle(args.settle)))
     try:
         if args.injection == "quota":
             subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "tmpfs", str(source)], check=True)
@@ -270,7 +274,7 @@ def summary(args: argparse.Namespace, found: dict[str, list[tuple[object, ...]]]
     slow, aa = found["slow"], found["A/A"]
     print(f"mode {args.mode}, injection {args.injection}, workload {args.workload} "
           f"({args.seconds:g} s reads for fio), tolerance {100 * TOLERANCE:g}%, budget "
-          f"{args.budget:g} s, loads cycled {'/'.join(LOADS)}")
+          f"{args.budget:g} s, settle {args.settle}, loads cycled {'/'.join(LOADS)}")
     if args.mode == "builds":
         caught = sum(r[0] == Difference.B_WORSE for r in slow)
         flagged = sum(r[0] in (Difference.B_WORSE, Difference.B_BETTER) for r in aa)

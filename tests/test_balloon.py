@@ -58,9 +58,38 @@ def test_settle_gives_up_at_its_limit_and_says_so(tmp_path):
     assert balloon.said((waited, done)) == "free page reporting still running after 10 s (the limit)"
 
 
-def test_auto_settles_only_in_paired_runs():
-    assert Settle.AUTO.wanted(paired=True) and not Settle.AUTO.wanted(paired=False)
-    assert Settle.ON.wanted(paired=False) and not Settle.OFF.wanted(paired=True)
+def test_auto_settles_only_in_paired_runs_that_showed_they_need_it():
+    assert Settle.AUTO.wanted(paired=True, unsteady=True)
+    assert not Settle.AUTO.wanted(paired=True) and not Settle.AUTO.wanted(False, True)
+    assert Settle.ON.wanted(paired=False) and not Settle.OFF.wanted(paired=True, unsteady=True)
+
+
+@pytest.mark.parametrize(("settle", "paired", "reporting", "done"), [
+    (Settle.AUTO, True, 3, True), (Settle.AUTO, False, 3, False), (Settle.AUTO, True, None, False),
+    (Settle.OFF, True, 3, False), (Settle.ON, True, 3, False)])
+def test_settle_from_now_acts_only_in_an_auto_pairing_on_a_reporting_vm(
+        monkeypatch, settle, paired, reporting, done):
+    from types import SimpleNamespace
+
+    from pytest_fsperf.measure.workspace import Workspace
+
+    monkeypatch.setattr(balloon, "reports", lambda *a: reporting)
+    ws = SimpleNamespace(settings=SimpleNamespace(settle=settle), paired=paired, unsteady=False)
+    said = Workspace.settle_from_now(ws)  # type: ignore[arg-type]
+    assert bool(said) == done == ws.unsteady
+    assert Workspace.settle_from_now(ws) == ""  # once  # type: ignore[arg-type]
+
+
+def test_the_pairing_ends_unsteady_too():
+    from types import SimpleNamespace
+
+    from pytest_fsperf.measure.workspace import Workspace
+
+    ws = SimpleNamespace(paired=False, unsteady=True)
+    with Workspace.pairing(ws):  # type: ignore[arg-type]
+        assert ws.paired and not ws.unsteady
+        ws.unsteady = True
+    assert not ws.paired and not ws.unsteady
 
 
 def test_a_bad_value_names_where_it_came_from(pytester):

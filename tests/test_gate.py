@@ -101,9 +101,9 @@ def test_the_same_build_passes_the_gate(pytester):
 
 @pytest.mark.slow
 def test_the_same_build_passes_the_gate_settled(pytester):
-    """With --fsperf-settle=auto, on a VM with free page reporting each drop is waited out
-    (2-15 s per cold start here: the slow tier)."""
-    _, doc = same_build(pytester, "auto")
+    """With --fsperf-settle=on, on a VM with free page reporting each drop is waited out
+    (2-15 s per cold start here: the slow tier). auto's switch: tests/test_paired.py."""
+    _, doc = same_build(pytester, "on")
     steps = {r["name"]: r["cold_steps"] for r in doc["results"]}["read"]
     reporting = balloon.reports() is not None
     assert any(s.startswith("free page reporting") for s in steps) == reporting, steps

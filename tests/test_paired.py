@@ -22,6 +22,7 @@ from pytest_fsperf.judge.paired import (
     t_cdf,
     t_quantile,
 )
+from pytest_fsperf.result import WorkloadResult
 from pytest_fsperf.vocab import Difference
 
 
@@ -450,3 +451,45 @@ def test_a_note_said_of_many_workloads_is_one_line_naming_them():
     assert _folded([*said, ("t w0", "8 jobs reported apart")]) == [
         "written data may sit in the daemon's cache (11 workloads: t w0, t w1, t w2 and 8 more)",
         "t w0: 8 jobs reported apart"]
+
+
+def test_runs_that_scatter_make_the_pairs_start_again_settled():
+    """Issue 24: runs in two modes (a VM's free page reporting half done after some cache
+    drops) are not judged. Once a side's runs spread past 1.5x, steady() is asked to make
+    them meet one state (settling, in a gate); the pairs so far are dropped and said."""
+    from pytest_fsperf.measure.ab import Side, interleave
+    from tests.test_rounds import result
+
+    settled = []
+    bimodal = iter([100e6, 100e6, 300e6, 300e6])  # A1 B1 B2 A2: two modes on both sides
+
+    def run(side: str, n: int) -> WorkloadResult:
+        if not settled:
+            return result(next(bimodal))
+        return result(100e6 if side == "A" else 101e6)
+
+    def steady() -> str:
+        settled.append(True)
+        return "settling from here on"
+
+    sides = (Side("A", (), lambda: None), Side("B", (), lambda: None))
+    pairs = interleave(sides, run, Budget(min_pairs=3, max_pairs=20, seconds=60), 0.05,
+                       gate=True, steady=steady)
+    assert settled == [True]
+    assert pairs.order.startswith("ABBA|AB")
+    assert pairs.dropped[0].startswith("pairs 1-2: A's runs spread 3.0x in two clusters (bimodal")
+    assert pairs.dropped[0].endswith("settling from here on")
+    assert all(r.read is not None and r.read.bw_bytes in (100e6, 101e6) for r in pairs.a + pairs.b)
+
+
+def test_steady_is_asked_once_and_nothing_is_dropped_where_it_can_do_nothing():
+    from pytest_fsperf.measure.ab import Side, interleave
+    from tests.test_rounds import result
+
+    asked = []
+    values = iter([100e6, 300e6] * 50)
+    sides = (Side("A", (), lambda: None), Side("B", (), lambda: None))
+    pairs = interleave(sides, lambda side, n: result(next(values)),
+                       Budget(min_pairs=3, max_pairs=6, seconds=60), 0.05, gate=True,
+                       steady=lambda: asked.append(1) or "")
+    assert asked == [1] and "|" not in pairs.order and not pairs.dropped

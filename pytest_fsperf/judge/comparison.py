@@ -174,10 +174,7 @@ def unstable(metrics: dict[str, MetricComparison], decided_by: str, pinned: str 
     if not 1 / IMPLAUSIBLE <= m.ratio <= IMPLAUSIBLE:
         said.append(f"B/A {m.ratio:.2f}, beyond what a build plausibly changes "
                     f"(1/{IMPLAUSIBLE:g} to {IMPLAUSIBLE:g})")
-    for side, values in (("A", m.a), ("B", m.b)):
-        known = _known(values)
-        if spread := _spread(known):
-            said.append(f"{side}'s runs spread {spread:.1f}x{_clusters(known)}")
+    said += scattered(m)
     cpu = metrics.get("daemon_cpu_per_gb")
     for side, values in (("A", cpu.a), ("B", cpu.b)) if said and cpu else ():
         if _spread(known := _known(values)):
@@ -188,6 +185,16 @@ def unstable(metrics: dict[str, MetricComparison], decided_by: str, pinned: str 
                            "daemon's CPU in some runs and on another in others: "
                            "--fsperf-cpus=split pins them)"))
     return "; ".join(said)
+
+
+def scattered(m: MetricComparison) -> list[str]:
+    """Each side whose runs spread wider than IMPLAUSIBLE, as said (none: [])."""
+    said = []
+    for side, values in (("A", m.a), ("B", m.b)):
+        known = _known(values)
+        if spread := _spread(known):
+            said.append(f"{side}'s runs spread {spread:.1f}x{_clusters(known)}")
+    return said
 
 
 def _known(values: Sequence[float | None]) -> list[float]:

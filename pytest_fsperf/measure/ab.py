@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..engine import fio as fio_engine
 from ..errors import MeasurementError, UsageError
-from ..judge.comparison import Comparison, compare, judge_metric, primary
+from ..judge.comparison import Comparison, compare, judge_metric, primary, scattered
 from ..judge.paired import Budget, order, should_stop
 from ..mounts.request import parse_options
 from ..result import WorkloadResult, median_round
@@ -69,10 +69,13 @@ def invalid(r: WorkloadResult, fresh_is_usual: bool) -> str:
 
 def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResult],
                budget: Budget, tolerance: float, gate: bool = False,
-               started: float | None = None) -> Pairs:
+               started: float | None = None, steady: Callable[[], str] | None = None) -> Pairs:
     """Pairs A B, B A, ... (each run after its side's enter(): a cold start) until the
     deciding figure is decisive or the budget is spent. gate: "not worse" decides too.
-    started: when the comparison began (time.monotonic), so that its preparation counts."""
+    started: when the comparison began (time.monotonic), so that its preparation counts.
+    steady: called once if a side's runs spread implausibly (from 2 pairs on) to make the
+    runs meet one state from then on (Workspace.settle_from_now); where it says what it did,
+    the pairs so far are dropped and the comparison starts again."""
     by_name = {s.name: s for s in sides}
     runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
     ran = ""
@@ -124,6 +127,14 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
         m = judge_metric(metric, [r.single_metrics().get(metric) for r in runs["A"]],
                          [r.single_metrics().get(metric) for r in runs["B"]], tolerance,
                          budget.anytime, gate)
+        if steady is not None and pair >= 2 and (why := "; ".join(scattered(m))):
+            if done := steady():
+                dropped.append(f"pairs 1-{pair}: {why}; {done}")
+                runs, pair, ran = {"A": [], "B": []}, 0, ran + "|"
+                spent_before = time.monotonic() - t0
+            steady = None
+            if done:
+                continue
         decided = m.outcome != Difference.INCONCLUSIVE
         elapsed = time.monotonic() - t0
         last = elapsed - spent_before  # this pair: its cold starts and runs
@@ -224,7 +235,8 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
             if job is not None and fio_engine.is_reading(job):
                 fs.remount(options["A"], wipe=False, build=builds["A"])
                 fs.layout(job, fs.output(base))
-            pairs = interleave((side("A"), side("B")), run, budget, tolerance, started=started)
+            pairs = interleave((side("A"), side("B")), run, budget, tolerance, started=started,
+                               steady=fs.settle_from_now)
         c = compare(fs.test, base, owned.backend.name, side("A").shown, side("B").shown,
                     pairs.a, pairs.b, pairs.order, tolerance, budget, pairs.stopped,
                     pairs.seconds, CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS,
@@ -308,7 +320,8 @@ def gate(fs: Workspace, label: str, run: Callable[[str], WorkloadResult], releas
     try:  # home again, on the candidate's build, after the pairs and any profiled pair
         with fs.pairing():
             pairs = interleave((side("A"), side("B")),
-                               lambda s, n: run(f"{label}.{s}{n}"), budget, tolerance, gate=True)
+                               lambda s, n: run(f"{label}.{s}{n}"), budget, tolerance, gate=True,
+                               steady=fs.settle_from_now)
         backend = owned.backend.name if owned is not None else (fs.target.mount().fstype or "mount")
         if not pairs.b:
             raise MeasurementError(f"{label}: release gate: no valid pair ({pairs.stopped}): "

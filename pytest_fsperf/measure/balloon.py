@@ -7,7 +7,8 @@ guest takes again then costs a host fault on first touch. After drop_caches, a c
 page cache comes from memory that was reported or not, depending on how far the reporting
 got: bindfs over this machine's disk read 200 MB at 300-1000 MB/s and 0.5-2.9 daemon CPU-s/GB
 at random when read at once, and at 300 +/- 20 MB/s when read after the reporting had
-finished (issue 24). Waiting costs 4-6 s per 200 MB dropped here, 12-15 s per GiB.
+finished (issue 24). Waiting costs 4-6 s per 200 MB dropped here, 12-15 s per GiB, so an
+A/B waits only once its runs have shown they need it (Settle.AUTO).
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ LIMIT = 30.0  # s: never wait longer than this
 
 
 class Settle(enum.Enum):
-    AUTO = "auto"  # in an interleaved A/B (gate, compare), where runs must meet the same state
+    # In an interleaved A/B (gate, compare), from the moment its runs look unstable without
+    # settling (bimodal, CPU-s per GB jumping): the pairs so far are dropped, the rest settle.
+    AUTO = "auto"
     ON = "on"  # after every cold start
     OFF = "off"
 
-    def wanted(self, paired: bool) -> bool:
-        return self == Settle.ON or (self == Settle.AUTO and paired)
+    def wanted(self, paired: bool, unsteady: bool = False) -> bool:
+        return self == Settle.ON or (self == Settle.AUTO and paired and unsteady)
 
 
 def reports(path: str = INTERRUPTS) -> int | None:

@@ -117,9 +117,11 @@ class Workspace:
         #: Other mounts of the same backend, one per extra client of a many-client run
         #: (measure/clients.py): a cold start covers them too; closed with close_peers().
         self.peers: list[Target] = []
-        #: In an interleaved A/B (inside pairing()): --fsperf-cpus and --fsperf-settle
-        #: "auto" pin each run and wait out each cache drop.
+        #: In an interleaved A/B (inside pairing()): --fsperf-cpus "auto" pins each run.
         self.paired = False
+        #: Set by settle_from_now() in an A/B whose runs looked unstable: --fsperf-settle
+        #: "auto" waits out each cache drop from then on, until the pairing ends.
+        self.unsteady = False
         self._profiled = False  # inside profiling(): each window profiles the daemon
         self.place(target, workdir)
 
@@ -174,9 +176,22 @@ class Workspace:
         self._cold_kind = "cold"
         return self._cold
 
-    def pairing(self) -> contextlib.AbstractContextManager[None]:
+    @contextlib.contextmanager
+    def pairing(self) -> Iterator[None]:
         """The runs of an interleaved A/B: each must meet the same machine state."""
-        return _raised(self, "paired")
+        with _raised(self, "paired"), _raised(self, "unsteady", False):
+            yield
+
+    def settle_from_now(self) -> str:
+        """In an A/B whose runs looked unstable: wait out the VM's free page reporting after
+        each cache drop from now on (--fsperf-settle=auto). What was done, or "" where
+        nothing can be (not auto, not paired, no free page reporting on this machine)."""
+        if (self.settings.settle != balloon.Settle.AUTO or not self.paired or self.unsteady
+                or balloon.reports() is None):
+            return ""
+        self.unsteady = True
+        return ("from here on each cache drop waits out the VM's free page reporting "
+                "(--fsperf-settle=auto)")
 
     def profiling(self) -> contextlib.AbstractContextManager[None]:
         """Windows measured inside profile the daemon (perf record -g): an A/B's extra pair."""
@@ -184,7 +199,8 @@ class Workspace:
 
     def _settled(self) -> tuple[str, ...]:
         """After a cache drop, in an A/B: wait out the VM's free page reporting (balloon.py)."""
-        if self._cold != PageCache.DROPPED or not self.settings.settle.wanted(self.paired):
+        if (self._cold != PageCache.DROPPED
+                or not self.settings.settle.wanted(self.paired, self.unsteady)):
             return ()
         waited = balloon.settle()
         return (balloon.said(waited),) if waited is not None else ()
@@ -599,9 +615,9 @@ class Workspace:
 
 
 @contextlib.contextmanager
-def _raised(owner: object, flag: str) -> Iterator[None]:
-    """owner.flag is True for the body, False after it, however it ends."""
-    setattr(owner, flag, True)
+def _raised(owner: object, flag: str, value: bool = True) -> Iterator[None]:
+    """owner.flag is `value` for the body, False after it, however it ends."""
+    setattr(owner, flag, value)
     try:
         yield
     finally:
