@@ -46,8 +46,8 @@ from pathlib import Path
 from pytest_fsperf.engine import steps
 from pytest_fsperf.judge import runs
 from pytest_fsperf.measure import canary
-from pytest_fsperf.measure.balloon import Settle
 from pytest_fsperf.measure.ab import Release, gate
+from pytest_fsperf.measure.balloon import Settle
 from pytest_fsperf.measure.profile import Profiling
 from pytest_fsperf.measure.workspace import Workspace
 from pytest_fsperf.mounts.mounter import MountPlan
