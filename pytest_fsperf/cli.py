@@ -1,7 +1,8 @@
 """The `fsperf` command (also `python -m pytest_fsperf`): a measurement without writing a test
 file. `bench` runs a shipped suite through pytest with this plugin (the same tests, flags and
 reports as `pytest --pyargs pytest_fsperf.suites.NAME`, which it prints); `compare-runs`
-judges one saved run against another; `baselines` lists the documented figures shipped.
+judges one saved run against another; `history` finds change points over many saved runs;
+`baselines` lists the documented figures shipped.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .baselines import saved_dir, shipped_names
 from .baselines.check import show_documented
 from .baselines.relative import entries as relative_entries
 from .errors import UsageError
-from .judge import runs
+from .judge import history, runs
 from .options.config import OPTIONS
 from .scenarios.library import SCENARIOS
 
@@ -128,6 +129,40 @@ def parser() -> Parser:
     cmp.add_argument("--tolerance", metavar="PERCENT", default="10%", help="default 10%%")
     cmp.add_argument("--inconclusive", choices=("fail", "warn"), default="fail",
                      help="whether an undecided comparison fails (exit 1; default)")
+    hist = sub.add_parser(
+        "history", formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="change points over saved runs: when a figure moved, by how much, from which build",
+        description="Reads saved runs (the plugin's JSON files: --fsperf-save, --fsperf-autosave, "
+                    "--fsperf-json, CI artifacts), makes each workload's figures a series over "
+                    "them (one per fingerprint: workload, scale, filesystem, mount options, "
+                    "kernel, machine), and finds the change points in each with Apache Otava's "
+                    "E-Divisive means (pip install 'pytest-fsperf[history]'). A change point that "
+                    "falls on one of the machine canary's (one run either way) is the machine's.",
+        epilog="exit codes: 0 shown; 1 with --gate, a worsening started in the newest runs; "
+               "4 a usage error")
+    hist.add_argument("runs", nargs="*", metavar="RUNS",
+                      help="files, folders or globs of saved runs (default: the storage dir)")
+    hist.add_argument("--storage", metavar="DIR", default=".fsperf/runs",
+                      help="where the runs are saved (default .fsperf/runs)")
+    hist.add_argument("--figure", default=",".join(history.FIGURES), metavar="LIST",
+                      help=f"figures to follow (default {','.join(history.FIGURES)})")
+    hist.add_argument("--max-pvalue", type=float, default=history.MAX_PVALUE, metavar="P",
+                      help=f"a change point's significance (default {history.MAX_PVALUE:g})")
+    hist.add_argument("--min-change", default="0%", metavar="PERCENT",
+                      help="ignore level shifts smaller than this (default 0%%)")
+    hist.add_argument("--window", type=int, default=history.WINDOW, metavar="N",
+                      help=f"runs per window of Otava's split step (default {history.WINDOW})")
+    hist.add_argument("--normalise", action="store_true",
+                      help="also divide each run's figure by its machine canary (relative to the "
+                           "series' median) and show which change points that adds or removes")
+    hist.add_argument("--html", metavar="PATH", help="write the trend page")
+    hist.add_argument("--gate", action="store_true",
+                      help="exit 1 when a series' newest runs start a level worse by more than "
+                           "--tolerance (not the machine's)")
+    hist.add_argument("--tolerance", default="10%", metavar="PERCENT", help="default 10%%")
+    hist.add_argument("--recent", type=int, default=5, metavar="N",
+                      help="with --gate: a change point counts when it began within the newest N "
+                           "runs (default 5)")
     base = sub.add_parser("baselines", help="list the documented baselines shipped, or one's figures")
     base.add_argument("name", nargs="?", metavar="NAME", help="show this baseline's figures")
     return top
@@ -222,6 +257,75 @@ def compare_runs(a: argparse.Namespace) -> int:
     return 0
 
 
+def show_history(a: argparse.Namespace) -> int:
+    where = "fsperf history"
+    try:
+        tolerance = units.parse_tolerance(a.tolerance)
+        least = units.parse_tolerance(a.min_change)
+    except ValueError as exc:
+        raise UsageError(f"{where}: --tolerance/--min-change: {exc}") from None
+    figures = tuple(f.strip() for f in a.figure.split(",") if f.strip())
+    unknown = [f for f in figures if f not in history.FIGURES]
+    if unknown or not figures:
+        raise UsageError(f"{where}: --figure {','.join(unknown)}: not one of "
+                         f"{', '.join(history.FIGURES)}")
+    if not 0 < a.max_pvalue < 1 or a.window < 4 or a.recent < 1:
+        raise UsageError(f"{where}: --max-pvalue must be in (0, 1), --window at least 4, "
+                         "--recent at least 1")
+    if missing := history.available():
+        raise UsageError(f"{where}: {missing}")
+    found, skipped = history.read(history.paths(a.runs, Path(a.storage)))
+    for line in skipped:
+        print(f"skipped {line}", file=sys.stderr)
+    if not found:
+        raise UsageError(f"{where}: none of the files is a saved run")
+    every = history.series(found, figures)
+    analyses = [history.analyse(s, a.max_pvalue, least, a.window) for s in every]
+    notes = [f"{key}: measured under {len(set(f for s in every if s.key == key for f in [s.fingerprint]))}"
+             f" fingerprints (differing in {', '.join(fields)}); each is a series of its own"
+             for key, fields in history.differences(every).items()]
+    print(f"{len(found)} runs, {found[0].name} to {found[-1].name}; {len(every)} series")
+    for line in notes:
+        print(line)
+    for an in analyses:
+        s = an.series
+        head = f"{s.key} {s.label} ({len(s.points)} runs)"
+        if not an.changes:
+            print(f"{head}: no change point")
+        for c in an.changes:
+            print(f"{head}: {c.message().split(': ', 1)[1]}")
+        if an.note:
+            print(f"  {an.note}")
+        if a.normalise:
+            print(f"  {_normalised(an, a.max_pvalue, least, a.window)}")
+    if a.html:
+        from .report import trend
+        from .session import outfile
+
+        outfile.write(Path(a.html), trend.page(analyses, notes))
+        print(f"trend page: {a.html}")
+    if a.gate:
+        failing = history.gate(analyses, tolerance, found[-1].name, a.recent)
+        for line in failing:
+            print(line, file=sys.stderr)
+        return 1 if failing else 0
+    return 0
+
+
+def _normalised(an: history.Analysis, max_pvalue: float, least: float, window: int) -> str:
+    """What dividing by the canary does to a series' change points, said."""
+    n = history.normalised(an.series)
+    if n is None:
+        return "normalised by the canary: not possible (runs without canary readings)"
+    other = history.analyse(n, max_pvalue, least, window)
+    raw = [an.series.points[c.index].run for c in an.changes]
+    now = [n.points[c.index].run for c in other.changes]
+    if raw == now:
+        return (f"normalised by the canary: the same change points ({', '.join(now) or 'none'})")
+    return (f"normalised by the canary: change points from runs {', '.join(now) or 'none'} "
+            f"(raw: {', '.join(raw) or 'none'})")
+
+
 def _shown(fig: Callable[[float], str], values: list[float]) -> str:
     """The median of a side's rounds, as the reports show figures."""
     return fig(statistics.median(values)) if values else "-"
@@ -301,7 +405,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = parser().parse_args(argv)
     a.pytest_args = extra
     try:
-        return {"bench": bench, "compare-runs": compare_runs, "baselines": baselines}[a.command](a)
+        return {"bench": bench, "compare-runs": compare_runs, "baselines": baselines,
+                "history": show_history}[a.command](a)
     except UsageError as exc:
         print(f"fsperf: error: {exc}", file=sys.stderr)
         return USAGE_ERROR

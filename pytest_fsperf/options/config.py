@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from .. import units
 from ..engine import fio_clients, jobfile
 from ..errors import UsageError
-from ..judge import runs
+from ..judge import history, runs
 from ..measure import balloon, fusetrace, placement, profile
 from ..mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 from ..mounts.registry import BackendConfig, load_config
@@ -254,6 +254,13 @@ def _servers(raw: Raw) -> tuple[fio_clients.Server, ...]:
         raise UsageError(f"{raw.where}: {exc}") from None
 
 
+def _build_id(raw: Raw) -> str:
+    text = raw.text.strip()
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+:/@-]{0,127}", text):
+        raise UsageError(f"{raw.where}: up to 128 letters, digits and . _ + : / @ -")
+    return text
+
+
 def _text(raw: Raw) -> str:
     return raw.text.strip()
 
@@ -325,6 +332,17 @@ OPTIONS = (
            "save this run (every round's figures, the environment) as NAME in the storage directory"),
     Option("fsperf_autosave", "autosave", _flag, False, "0|1",
            "1: save every run, named by its start time"),
+    Option("fsperf_build_id", "build_id", _build_id, None, "ID",
+           "what build this run measures (a commit, a version), recorded in saved runs for "
+           "`fsperf history` (default: $GIT_COMMIT, $GITHUB_SHA or $CI_COMMIT_SHA; the "
+           "daemon binary's SHA-256 is recorded too)"),
+    Option("fsperf_history", "history", _flag, False, "0|1",
+           "1: at the end, show the change points of each workload's series over the saved "
+           "runs, this one included (needs pytest-fsperf[history])"),
+    Option("fsperf_history_gate", "history_gate", _flag, False, "0|1",
+           "1: fail a workload whose newest saved runs (this one last) start a level worse "
+           "than before by more than the tolerance, found as a change point over the saved "
+           "runs (needs pytest-fsperf[history] and --fsperf-save or --fsperf-autosave)"),
     Option("fsperf_compare_last", "compare_last", _rounds, 1, "N",
            "with --fsperf-compare=latest: compare with the last N saved runs whose fingerprint "
            "matches (their run-to-run spread), not only the newest"),
@@ -428,6 +446,9 @@ class Settings:
     storage: Path | None = None
     compare: str | None = None
     compare_last: int = 1
+    build_id: str | None = None
+    history: bool = False
+    history_gate: bool = False
     markdown_path: Path | None = None
     html_path: Path | None = None
     benchmark_json: Path | None = None
@@ -543,4 +564,13 @@ def settings_from(given: Mapping[str, Raw], root: Path) -> Settings:
         raise UsageError(f"{raw.where if raw else 'fsperf_price'}: {exc}") from None
     if values["save"] is None and values["autosave"]:
         values["save"] = runs.autosave_name()
+    for name in ("history", "history_gate"):
+        raw = given.get(name)
+        if raw is None or not values[name]:
+            continue
+        if missing := history.available():
+            raise UsageError(f"{raw.where}: {missing}")
+        if name == "history_gate" and values["save"] is None:
+            raise UsageError(f"{raw.where}: needs --fsperf-save or --fsperf-autosave (the run "
+                             "that joins the history)")
     return Settings(**values, root=root, given=dict(given))

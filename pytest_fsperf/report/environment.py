@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import socket
@@ -55,6 +56,30 @@ def mount_dict(path: str, mount: Mount) -> dict[str, Any]:
     }
 
 
+BUILD_ENV = ("GIT_COMMIT", "GITHUB_SHA", "CI_COMMIT_SHA")  # a CI's commit, where none is given
+
+
+def build_dict(build_id: str | None, daemon_pid: int | None) -> dict[str, str]:
+    """What a saved run records of the build it measured: the id given (--fsperf-build-id,
+    else the CI's commit) and the daemon binary's path and SHA-256 (from /proc/PID/exe)."""
+    found: dict[str, str] = {}
+    given = build_id or next((os.environ[k] for k in BUILD_ENV if os.environ.get(k)), "")
+    if given:
+        found["id"] = given
+    if daemon_pid is not None:
+        exe = f"/proc/{daemon_pid}/exe"
+        try:
+            h = hashlib.sha256()
+            with open(exe, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            found["daemon_exe"] = os.readlink(exe)
+            found["daemon_sha256"] = h.hexdigest()
+        except OSError:
+            pass
+    return found
+
+
 def daemon_dict(lookup: Lookup) -> dict[str, Any] | None:
     d = lookup.daemon
     if d is None:
@@ -63,7 +88,7 @@ def daemon_dict(lookup: Lookup) -> dict[str, Any] | None:
 
 
 def environment(path: str, mount: Mount | None, lookup: Lookup | None,
-                scale: float, embedded: bool) -> dict[str, Any]:
+                scale: float, embedded: bool, build_id: str | None = None) -> dict[str, Any]:
     from .. import __version__
 
     return {
@@ -86,4 +111,5 @@ def environment(path: str, mount: Mount | None, lookup: Lookup | None,
         "mount": mount_dict(path, mount) if mount else None,
         "daemon": daemon_dict(lookup) if lookup else None,
         "daemon_note": lookup.note if lookup else "not looked up",
+        "build": build_dict(build_id, lookup.daemon.pid if lookup and lookup.daemon else None),
     }

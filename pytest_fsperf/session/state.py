@@ -308,7 +308,7 @@ class FsperfSession:
             except (OSError, LookupError):
                 pass
             env = environment(target.path, mount, lookup, self.settings.scale,
-                              self.embedded and target.owned is None)
+                              self.embedded and target.owned is None, self.settings.build_id)
             price = self.settings.price_list
             if price is not None:  # what request costs are priced at
                 env["price"] = {k: getattr(price, k) for k in (

@@ -1,0 +1,336 @@
+"""A history of saved runs: each workload's figures as a series over runs, and the change
+points in it (Apache Otava's E-Divisive means, `pip install pytest-fsperf[history]`).
+
+A series never mixes fingerprints (workload, scale, filesystem, mount options, kernel,
+machine): each distinct fingerprint of a workload is a series of its own, and what differs
+between them is said. The machine canary of each run is a series too; a change point in a
+workload that falls on one in the canary (one run either way) is the machine's, not the
+filesystem's.
+"""
+
+from __future__ import annotations
+
+import enum
+import glob
+import json
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import inputs
+from ..errors import UsageError
+from ..vocab import METRICS
+
+INSTALL = "pip install 'pytest-fsperf[history]' (Apache Otava)"
+MAX_PVALUE = 0.001  # Otava's default: a change point must be this unlikely by chance
+WINDOW = 30  # runs per sliding window of the split step
+NEAR = 1  # a workload's change point within this many runs of the canary's is the machine's
+# figures followed, per run (the median of its rounds), as the metric registry names them
+FIGURES = ("bw", "ops", "daemon_cpu", "daemon_rss")
+CANARY = "canary"  # the machine canary's series: a score, higher is faster
+
+
+class Cause(enum.Enum):
+    FILESYSTEM = "filesystem"  # no canary change point near it
+    MACHINE = "machine"  # the canary changed at the same run (±NEAR)
+    UNKNOWN = "unknown"  # the runs carry no canary readings
+
+
+@dataclass(frozen=True)
+class Run:
+    """One saved run, as history reads it."""
+
+    name: str  # the file's stem
+    created: str  # ISO time the run was written
+    build: str  # the build it measured (build id, commit, daemon hash), or ""
+    doc: dict[str, Any] = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Point:
+    run: str
+    build: str
+    created: str
+    value: float  # the median of the run's rounds
+    low: float  # the run's slowest and fastest rounds (the value where it had one)
+    high: float
+    canary: float | None  # the median machine canary score around its rounds
+
+
+@dataclass(frozen=True)
+class Series:
+    key: str  # TEST::WORKLOAD
+    figure: str  # bw, ops, daemon_cpu, daemon_rss
+    fingerprint: tuple[tuple[str, str], ...]
+    points: tuple[Point, ...]
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.figure == CANARY or METRICS[self.figure].bigger_is_better
+
+    def shown(self, value: float) -> str:
+        return f"{value:.3g}" if self.figure == CANARY else METRICS[self.figure].show(value)
+
+    @property
+    def label(self) -> str:
+        return "machine canary" if self.figure == CANARY else METRICS[self.figure].label
+
+    def values(self) -> list[float]:
+        return [p.value for p in self.points]
+
+    def canary(self) -> list[float] | None:
+        found = [p.canary for p in self.points]
+        return None if any(c is None for c in found) else [c for c in found if c is not None]
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change point: from run `index` on, the series sits at a new level."""
+
+    series: Series
+    index: int
+    before: float  # mean of the level before and after (Otava's t-test means)
+    after: float
+    pvalue: float
+    cause: Cause
+
+    @property
+    def change(self) -> float:
+        """after / before - 1."""
+        return self.after / self.before - 1 if self.before else math.inf
+
+    @property
+    def worse(self) -> bool:
+        return (self.after < self.before) == self.series.higher_is_better
+
+    @property
+    def first(self) -> Point:
+        return self.series.points[self.index]
+
+    def message(self) -> str:
+        p = self.first
+        build = f", build {p.build}" if p.build else ""
+        cause = {Cause.MACHINE: "; the machine changed (the canary changed at the same run), "
+                                "not the filesystem",
+                 Cause.UNKNOWN: "; no canary readings to tell the machine from the filesystem",
+                 Cause.FILESYSTEM: ""}[self.cause]
+        s = self.series
+        return (f"{s.key} {s.label}: {'worse' if self.worse else 'better'} by "
+                f"{abs(self.change):.1%} from run {p.run}{build} ({p.created}): mean "
+                f"{s.shown(self.before)} -> {s.shown(self.after)}, p = {self.pvalue:.2g}{cause}")
+
+
+# -- reading -----------------------------------------------------------------------
+
+
+def paths(given: Sequence[str], default: Path) -> list[Path]:
+    """The saved-run files named: files, folders (their *.json) or globs; none: `default`."""
+    found: list[Path] = []
+    for g in given or [str(default)]:
+        p = Path(g)
+        if p.is_dir():
+            found += sorted(p.glob("*.json"))
+        elif p.is_file():
+            found.append(p)
+        elif matched := sorted(glob.glob(g)):
+            found += [Path(m) for m in matched if Path(m).is_file()]
+        else:
+            raise UsageError(f"fsperf history: {g}: no such file, folder or glob match")
+    if not found:
+        raise UsageError(f"fsperf history: no saved run (*.json) in {', '.join(given or [str(default)])}")
+    return list(dict.fromkeys(found))
+
+
+def build_of(doc: dict[str, Any]) -> str:
+    """What build a run measured: --fsperf-build-id or the CI's commit, else the daemon
+    binary's hash, else ""."""
+    build = (doc.get("environment") or {}).get("build") or {}
+    if build.get("id"):
+        return str(build["id"])
+    if build.get("daemon_sha256"):
+        return f"daemon {str(build['daemon_sha256'])[:12]}"
+    return ""
+
+
+def read(files: Iterable[Path]) -> tuple[list[Run], list[str]]:
+    """The plugin's JSON files among `files`, oldest first (by when each was written, then
+    name); and one line for each file skipped, saying why."""
+    from .runs import shape_problem
+
+    found, skipped = [], []
+    for path in files:
+        try:
+            doc = inputs.read_json(path)
+        except inputs.InputError as exc:
+            skipped.append(f"{path}: {exc}")
+            continue
+        problem = shape_problem(doc)
+        if problem:
+            skipped.append(f"{path}: not a saved run: {problem}")
+            continue
+        found.append(Run(path.stem, str(doc.get("created") or ""), build_of(doc), doc))
+    found.sort(key=lambda r: (r.created, r.name))
+    return found, skipped
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _fingerprint(result: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    fp = result.get("fingerprint") or {}
+    return tuple(sorted((str(k), json.dumps(v, sort_keys=True)) for k, v in fp.items()))
+
+
+def series(found: Sequence[Run], figures: Sequence[str] = FIGURES) -> list[Series]:
+    """Each workload's figures over the runs, one series per fingerprint."""
+    from .runs import values
+
+    points: dict[tuple[str, str, tuple[tuple[str, str], ...]], list[Point]] = {}
+    for run in found:
+        for r in run.doc.get("results", []):
+            if r.get("judged") is False:
+                continue
+            key = f"{r['test']}::{r['name']}"
+            canary = _median([float(x) for x in r.get("canary") or []
+                              if isinstance(x, int | float)])
+            for figure in figures:
+                got = [v for v in values(r, figure) if math.isfinite(v) and v > 0]
+                if not got:
+                    continue
+                points.setdefault((key, figure, _fingerprint(r)), []).append(Point(
+                    run.name, run.build, run.created, statistics.median(got), min(got), max(got),
+                    canary))
+    return [Series(key, figure, fp, tuple(p)) for (key, figure, fp), p in sorted(
+        points.items(), key=lambda kv: (kv[0][0], FIGURES.index(kv[0][1])
+                                        if kv[0][1] in FIGURES else 99, len(kv[1]) * -1))]
+
+
+def differences(found: Sequence[Series]) -> dict[str, list[str]]:
+    """For each workload measured under more than one fingerprint: the fingerprint fields
+    that differ between its series (each series is judged on its own)."""
+    by_key: dict[str, set[tuple[tuple[str, str], ...]]] = {}
+    for s in found:
+        by_key.setdefault(s.key, set()).add(s.fingerprint)
+    said = {}
+    for key, fps in by_key.items():
+        if len(fps) > 1:
+            fields = sorted({k for fp in fps for k, v in fp
+                             if len({dict(f).get(k) for f in fps}) > 1})
+            said[key] = fields
+    return said
+
+
+# -- change points -------------------------------------------------------------------
+
+
+def available() -> str:
+    """"" where Apache Otava can be imported, else the line that says how to install it."""
+    try:
+        import otava.analysis  # noqa: F401
+    except ImportError:
+        return f"change points need Apache Otava: {INSTALL}"
+    return ""
+
+
+@dataclass(frozen=True)
+class Found:
+    index: int
+    before: float
+    after: float
+    pvalue: float
+
+
+def change_points(values: Sequence[float], max_pvalue: float = MAX_PVALUE,
+                  min_magnitude: float = 0.0, window: int = WINDOW) -> list[Found]:
+    """Otava's change points of one series (raises ImportError without it)."""
+    from otava.analysis import compute_change_points
+
+    if len(values) < 3:
+        return []
+    found, _weak = compute_change_points(list(values), window_len=window, max_pvalue=max_pvalue,
+                                         min_magnitude=min_magnitude)
+    return [Found(int(c.index), float(c.stats.mean_1), float(c.stats.mean_2),
+                  float(c.stats.pvalue)) for c in found]
+
+
+def normalised(s: Series) -> Series | None:
+    """The series with each run's figure divided by its canary relative to the series'
+    median canary (a machine 10% slower that run raises a bandwidth by 10%); None without
+    canary readings."""
+    canary = s.canary()
+    if canary is None:
+        return None
+    mid = statistics.median(canary)
+    scale = [(c / mid) if c else 1.0 for c in canary]
+    if s.higher_is_better:
+        points = [_scaled(p, 1 / f) for p, f in zip(s.points, scale, strict=True)]
+    else:
+        points = [_scaled(p, f) for p, f in zip(s.points, scale, strict=True)]
+    return Series(s.key, s.figure, s.fingerprint, tuple(points))
+
+
+def _scaled(p: Point, by: float) -> Point:
+    return Point(p.run, p.build, p.created, p.value * by, p.low * by, p.high * by, p.canary)
+
+
+def machine_series(s: Series) -> Series | None:
+    """The canary's readings over the same runs, as a series of their own."""
+    canary = s.canary()
+    if canary is None:
+        return None
+    return Series(s.key, CANARY, s.fingerprint, tuple(
+        Point(p.run, p.build, p.created, c, c, c, c) for p, c in zip(s.points, canary, strict=True)))
+
+
+@dataclass(frozen=True)
+class Analysis:
+    series: Series
+    changes: tuple[Change, ...]
+    machine: tuple[Found, ...]  # the canary's own change points
+    note: str = ""  # e.g. the canary moved where the workload did not
+
+    def machine_only(self) -> list[Found]:
+        """Canary change points with no workload change point near them."""
+        mine = [c.index for c in self.changes]
+        return [m for m in self.machine if all(abs(m.index - i) > NEAR for i in mine)]
+
+
+def analyse(s: Series, max_pvalue: float = MAX_PVALUE, min_magnitude: float = 0.0,
+            window: int = WINDOW) -> Analysis:
+    """The change points of `s`, each with its cause (Cause), and the canary's."""
+    canary = machine_series(s)
+    machine = (tuple(change_points(canary.values(), max_pvalue, min_magnitude, window))
+               if canary is not None else ())
+    changes = []
+    for f in change_points(s.values(), max_pvalue, min_magnitude, window):
+        cause = (Cause.UNKNOWN if canary is None else
+                 Cause.MACHINE if any(abs(m.index - f.index) <= NEAR for m in machine)
+                 else Cause.FILESYSTEM)
+        changes.append(Change(s, f.index, f.before, f.after, f.pvalue, cause))
+    a = Analysis(s, tuple(changes), machine)
+    alone = a.machine_only()
+    if alone:
+        runs = ", ".join(f"{s.points[m.index].run} ({m.after / m.before - 1:+.1%})" for m in alone)
+        a = Analysis(s, a.changes, a.machine, f"the machine's canary changed from run {runs}; "
+                                              f"{s.key} {s.label} did not")
+    return a
+
+
+def gate(analyses: Sequence[Analysis], tolerance: float, newest: str, recent: int = 5,
+         ) -> list[str]:
+    """--fsperf-history-gate: the lines to fail with, one per series whose last change point
+    is a worsening past `tolerance`, of the filesystem, that began within the `recent`
+    newest runs and holds up to the newest run (`newest`)."""
+    said = []
+    for a in analyses:
+        if not a.changes or a.series.points[-1].run != newest:
+            continue
+        last = a.changes[-1]
+        if (last.worse and abs(last.change) > tolerance and last.cause != Cause.MACHINE
+                and len(a.series.points) - last.index <= recent):
+            said.append(f"history: {last.message()}")
+    return said
