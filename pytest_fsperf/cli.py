@@ -279,25 +279,10 @@ def show_history(a: argparse.Namespace) -> int:
         print(f"skipped {line}", file=sys.stderr)
     if not found:
         raise UsageError(f"{where}: none of the files is a saved run")
-    every = history.series(found, figures)
-    analyses = [history.analyse(s, a.max_pvalue, least, a.window) for s in every]
-    notes = [f"{key}: measured under {len(set(f for s in every if s.key == key for f in [s.fingerprint]))}"
-             f" fingerprints (differing in {', '.join(fields)}); each is a series of its own"
-             for key, fields in history.differences(every).items()]
-    print(f"{len(found)} runs, {found[0].name} to {found[-1].name}; {len(every)} series")
-    for line in notes:
+    analyses, notes, lines = history.report(found, figures, a.max_pvalue, least, a.window,
+                                            a.normalise)
+    for line in lines:
         print(line)
-    for an in analyses:
-        s = an.series
-        head = f"{s.key} {s.label} ({len(s.points)} runs)"
-        if not an.changes:
-            print(f"{head}: no change point")
-        for c in an.changes:
-            print(f"{head}: {c.message().split(': ', 1)[1]}")
-        if an.note:
-            print(f"  {an.note}")
-        if a.normalise:
-            print(f"  {_normalised(an, a.max_pvalue, least, a.window)}")
     if a.html:
         from .report import trend
         from .session import outfile
@@ -306,24 +291,10 @@ def show_history(a: argparse.Namespace) -> int:
         print(f"trend page: {a.html}")
     if a.gate:
         failing = history.gate(analyses, tolerance, found[-1].name, a.recent)
-        for line in failing:
-            print(line, file=sys.stderr)
+        for c in failing:
+            print(f"history: {c.message()}", file=sys.stderr)
         return 1 if failing else 0
     return 0
-
-
-def _normalised(an: history.Analysis, max_pvalue: float, least: float, window: int) -> str:
-    """What dividing by the canary does to a series' change points, said."""
-    n = history.normalised(an.series)
-    if n is None:
-        return "normalised by the canary: not possible (runs without canary readings)"
-    other = history.analyse(n, max_pvalue, least, window)
-    raw = [an.series.points[c.index].run for c in an.changes]
-    now = [n.points[c.index].run for c in other.changes]
-    if raw == now:
-        return (f"normalised by the canary: the same change points ({', '.join(now) or 'none'})")
-    return (f"normalised by the canary: change points from runs {', '.join(now) or 'none'} "
-            f"(raw: {', '.join(raw) or 'none'})")
 
 
 def _shown(fig: Callable[[float], str], values: list[float]) -> str:

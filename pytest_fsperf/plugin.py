@@ -16,7 +16,7 @@ from . import hooks
 from .baselines.check import entry_of, key_of
 from .errors import MeasurementError, UsageError, message
 from .fixture import Fsperf
-from .judge import Earlier, Judgement, judge_item, runs
+from .judge import Earlier, Judgement, Past, judge_item, runs
 from .keys import MOUNT, PLAN, PLAN_ERROR, RECORD, STATE, ItemRecord
 from .measure.ab import Release
 from .mounts.mounter import BinaryMissing, MountPlan
@@ -345,8 +345,10 @@ def _judge(item: pytest.Item) -> list[str]:
     tolerance = for_item(s, "tolerance", plan.tolerance, "fsperf marker tolerance").value
     builds = [c for c in record.comparisons if c.kind.is_gate]
     expected = [c.expectation for c in record.comparisons if c.expectation is not None]
+    past = (Past(state.history_runs(), state.env, s.save or "", tolerance)
+            if s.history_gate else None)
     j = judge_item(plan, record.results, baseline, s.gate == "baseline", earlier, tolerance, builds,
-                   s.scale, s.baseline_any_scale, expected)
+                   s.scale, s.baseline_any_scale, expected, past)
     record.judgement = j
     failures = list(j.failures)
     path, line, _ = item.location

@@ -6,6 +6,7 @@ the Judgement in the test's one record and every report renders it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,11 +17,11 @@ from ..baselines.relative import Expectation
 from ..options.plan import Plan
 from ..result import WorkloadResult
 from ..vocab import Difference, Outcome
-from . import runs
+from . import history, runs
 from .comparison import Comparison
 from .thresholds import Verdict, judge
 
-__all__ = ["Earlier", "Judgement", "Verdict", "judge", "judge_item"]
+__all__ = ["Earlier", "Judgement", "Past", "Verdict", "judge", "judge_item"]
 
 BUILD_OUTCOMES = {Difference.B_WORSE: Outcome.REGRESSION, Difference.INCONCLUSIVE: Outcome.INCONCLUSIVE}
 RUN_OUTCOMES = {runs.REGRESSION: Outcome.REGRESSION, runs.INCONCLUSIVE: Outcome.INCONCLUSIVE,
@@ -36,6 +37,16 @@ class Earlier:
     results: Mapping[str, Sequence[tuple[str, dict[str, Any]]]]
     env: dict[str, Any]  # this run's environment, for the fingerprints
     last: int = 1  # compare with the last N runs whose fingerprint matches
+
+
+@dataclass(frozen=True)
+class Past:
+    """Saved runs whose series this run's workloads join (--fsperf-history-gate)."""
+
+    runs: Sequence[history.Run]
+    env: dict[str, Any]  # this run's environment, for the fingerprints and its build
+    name: str  # this run's name, as it will be saved
+    tolerance: float
 
 
 @dataclass
@@ -61,7 +72,7 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
                gated: bool = False, earlier: Earlier | None = None,
                tolerance: float = 0.10, builds: Sequence[Comparison] = (),
                scale: float | None = None, judge_scaled: bool = False,
-               expectations: Sequence[Expectation] = ()) -> Judgement:
+               expectations: Sequence[Expectation] = (), past: Past | None = None) -> Judgement:
     """Raises UsageError for thresholds no workload of the test can answer. `builds`: the
     release gate's comparisons of the candidate build against the reference."""
     verdict = judge(plan, results)
@@ -109,4 +120,25 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
                     if outcome == Outcome.MACHINE_CHANGED else j.unsure)
             said.append(cmp.message(tolerance, r.name))
             j.outcomes[r.name] = j.outcomes[r.name].worst(outcome)
+    if past is not None:
+        _history_gate(j, judged, past)
     return j
+
+
+def _history_gate(j: Judgement, judged: Sequence[WorkloadResult], past: Past) -> None:
+    """A workload whose series over the saved runs, this run last, starts a worse level now."""
+    new = [{"test": r.test, "name": r.name, "total": r.total(), "rounds": list(r.rounds),
+            "canary": list(r.canary),
+            "fingerprint": runs.fingerprint(r.scenario, r.options, r.mount, past.env)}
+           for r in judged]
+    doc = {"environment": past.env, "results": new}
+    run = history.Run(past.name, time.strftime("%Y-%m-%dT%H:%M:%S%z"), history.build_of(doc), doc)
+    by_key = {f"{r.test}::{r.name}": r.name for r in judged}
+    changes, seen = history.gate_new(past.runs, run, past.tolerance)
+    for key in seen:  # judged against its history: passed, unless a change point fails it
+        name = by_key[key]
+        j.outcomes[name] = j.outcomes.get(name, Outcome.NOT_JUDGED).worst(Outcome.PASS)
+    for c in changes:
+        name = by_key[c.series.key]
+        j.failures.append(f"{name}: history: {c.message()}")
+        j.outcomes[name] = j.outcomes[name].worst(Outcome.REGRESSION)

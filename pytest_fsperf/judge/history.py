@@ -321,16 +321,75 @@ def analyse(s: Series, max_pvalue: float = MAX_PVALUE, min_magnitude: float = 0.
 
 
 def gate(analyses: Sequence[Analysis], tolerance: float, newest: str, recent: int = 5,
-         ) -> list[str]:
-    """--fsperf-history-gate: the lines to fail with, one per series whose last change point
-    is a worsening past `tolerance`, of the filesystem, that began within the `recent`
-    newest runs and holds up to the newest run (`newest`)."""
-    said = []
+         ) -> list[Change]:
+    """--fsperf-history-gate: per series whose newest run is `newest`, the change point that
+    began within the `recent` newest runs, made the figure worse by more than `tolerance`, is
+    the filesystem's (not the machine's), and still holds at the newest run (worse than the
+    level before it by more than the tolerance)."""
+    found = []
     for a in analyses:
-        if not a.changes or a.series.points[-1].run != newest:
+        points = a.series.points
+        if not points or points[-1].run != newest:
             continue
-        last = a.changes[-1]
-        if (last.worse and abs(last.change) > tolerance and last.cause != Cause.MACHINE
-                and len(a.series.points) - last.index <= recent):
-            said.append(f"history: {last.message()}")
-    return said
+        for c in reversed(a.changes):
+            if len(points) - c.index > recent:
+                break
+            now = points[-1].value / c.before - 1 if c.before else 0.0
+            held = now < -tolerance if a.series.higher_is_better else now > tolerance
+            if c.worse and abs(c.change) > tolerance and c.cause != Cause.MACHINE and held:
+                found.append(c)
+                break
+    return found
+
+
+def report(found: Sequence[Run], figures: Sequence[str] = FIGURES,
+           max_pvalue: float = MAX_PVALUE, min_magnitude: float = 0.0, window: int = WINDOW,
+           normalise: bool = False) -> tuple[list[Analysis], list[str], list[str]]:
+    """Every series of `found` analysed; the notes on fingerprints; the lines that say it
+    all (as `fsperf history` and --fsperf-history print them)."""
+    every = series(found, figures)
+    analyses = [analyse(s, max_pvalue, min_magnitude, window) for s in every]
+    counts = {key: len({s.fingerprint for s in every if s.key == key}) for key in {s.key for s in every}}
+    notes = [f"{key}: measured under {counts[key]} fingerprints (differing in "
+             f"{', '.join(fields)}); each is a series of its own"
+             for key, fields in differences(every).items()]
+    lines = [f"{len(found)} runs, {found[0].name} to {found[-1].name}; {len(every)} series"
+             if found else "no saved run", *notes]
+    for a in analyses:
+        s = a.series
+        head = f"{s.key} {s.label} ({len(s.points)} runs)"
+        if not a.changes:
+            lines.append(f"{head}: no change point")
+        lines += [f"{head}: {c.message().split(': ', 1)[1]}" for c in a.changes]
+        if a.note:
+            lines.append(f"  {a.note}")
+        if normalise:
+            lines.append(f"  {normalised_effect(a, max_pvalue, min_magnitude, window)}")
+    return analyses, notes, lines
+
+
+def normalised_effect(a: Analysis, max_pvalue: float, min_magnitude: float, window: int) -> str:
+    """What dividing by the canary does to a series' change points, said."""
+    n = normalised(a.series)
+    if n is None:
+        return "normalised by the canary: not possible (runs without canary readings)"
+    other = analyse(n, max_pvalue, min_magnitude, window)
+    raw = [a.series.points[c.index].run for c in a.changes]
+    now = [n.points[c.index].run for c in other.changes]
+    if raw == now:
+        return f"normalised by the canary: the same change points ({', '.join(now) or 'none'})"
+    return (f"normalised by the canary: change points from runs {', '.join(now) or 'none'} "
+            f"(raw: {', '.join(raw) or 'none'})")
+
+
+MIN_RUNS = 4  # a series shorter than this has no change point to judge by
+
+
+def gate_new(found: Sequence[Run], new: Run, tolerance: float, recent: int = 5,
+             ) -> tuple[list[Change], set[str]]:
+    """--fsperf-history-gate for the workloads of `new` (a run not saved yet, last): the
+    change points to fail with (gate()), and the workloads (TEST::WORKLOAD) judged: those
+    whose series, `new` included, has MIN_RUNS runs or more."""
+    keys = {f"{r['test']}::{r['name']}" for r in new.doc.get("results", [])}
+    every = [s for s in series([*found, new]) if s.key in keys and len(s.points) >= MIN_RUNS]
+    return gate([analyse(s) for s in every], tolerance, new.name, recent), {s.key for s in every}

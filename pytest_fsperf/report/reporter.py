@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ..judge import runs
+from ..judge import history, runs
 from ..session import outfile
 from ..session.state import FsperfSession
 from . import benchmark_json, html, jsonout, markdown, terminal, view
@@ -68,6 +68,10 @@ class Reporter:
             terminalreporter.write_line(line)
         if state.saved_run is not None:
             terminalreporter.write_line(f"fsperf run saved: {state.saved_run}")
+        if state.settings.history and not self.is_worker:
+            terminalreporter.write_sep("-", "fsperf history")
+            for line in self._history_lines():
+                terminalreporter.write_line(line)
         if state.saved_baseline is not None:
             terminalreporter.write_line(f"fsperf baseline saved: {state.saved_baseline}")
         for path in state.leftovers:
@@ -125,6 +129,15 @@ class Reporter:
         state = self.state
         return view.build(env or {}, state.results, state.comparisons,
                           state.settings.gate == "baseline", state.settings.inconclusive == "fail")
+
+    def _history_lines(self) -> list[str]:
+        """--fsperf-history: the change points over the saved runs, this one included."""
+        s = self.state.settings
+        folder = runs.storage(s.root, s.storage)
+        found, skipped = history.read(sorted(folder.glob("*.json")) if folder.is_dir() else [])
+        if not found:
+            return [f"no saved run in {folder} (--fsperf-save or --fsperf-autosave saves one)"]
+        return [*history.report(found)[2], *(f"skipped {line}" for line in skipped)]
 
     def _save_run(self, name: str, doc: dict[str, Any]) -> None:
         s = self.state.settings

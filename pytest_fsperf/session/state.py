@@ -13,7 +13,7 @@ from typing import Any
 from .. import baselines, units
 from ..baselines import Baseline
 from ..errors import MeasurementError
-from ..judge import runs
+from ..judge import history, runs
 from ..measure import canary
 from ..mounts.daemon import Lookup, describe, find_daemon
 from ..mounts.mounter import MountedFs, MountPlan
@@ -200,6 +200,7 @@ class FsperfSession:
         self.earlier: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         self.earlier_name = ""
         self.canary: list[float] = []  # machine canary scores, this session (canary.py)
+        self._history: list[history.Run] | None = None  # saved runs, read once when asked
         # a live line, on a terminal: (write, pytest's cursor column)
         self.progress_write: tuple[Callable[[str], None], Callable[[], int]] | None = None
 
@@ -213,6 +214,16 @@ class FsperfSession:
         for name, doc in found:
             for r in doc.get("results", []):
                 self.earlier.setdefault(f"{r['test']}::{r['name']}", []).append((name, r))
+
+    def history_runs(self) -> list[history.Run]:
+        """The saved runs in the storage dir, oldest first, without one of this run's own
+        name (it is replaced at the end): the series --fsperf-history-gate extends."""
+        if self._history is None:
+            s = self.settings
+            folder = runs.storage(s.root, s.storage)
+            found, _skipped = history.read(sorted(folder.glob("*.json")) if folder.is_dir() else [])
+            self._history = [r for r in found if r.name != s.save]
+        return self._history
 
     @property
     def canary_wanted(self) -> bool:

@@ -1,0 +1,251 @@
+"""History over saved runs (judge/history.py, `fsperf history`): series by fingerprint, change
+points with Apache Otava, the machine canary's rule, the gate and the trend page."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_fsperf.cli import main
+from pytest_fsperf.judge import history
+from pytest_fsperf.judge.history import Cause, Run
+
+pytestmark = pytest.mark.unit
+otava = pytest.importorskip("otava.analysis")  # the [history] extra; CI installs it
+
+FP = {"workload": "read", "scale": 0.01, "fs": "bindfs", "kernel": "6.1", "machine": "m x2"}
+
+
+def result(bw: float, canary: float | None = 100.0, test: str = "t.py::test_read",
+           name: str = "read", fp: dict[str, Any] | None = None, rounds: int = 3,
+           rng: random.Random | None = None) -> dict[str, Any]:
+    rng = rng or random.Random(0)
+    return {"test": test, "name": name, "fingerprint": fp or FP,
+            "total": {"bw_bytes": bw, "ops_per_second": None, "io_bytes": 1},
+            "rounds": [{"bw": bw * rng.lognormvariate(0, 0.005), "ops": None} for _ in range(rounds)],
+            "canary": [] if canary is None else [canary, canary]}
+
+
+def run(i: int, *results: dict[str, Any], build: str = "") -> Run:
+    doc = {"created": f"2026-11-01T{i // 60:02d}:{i % 60:02d}:00+0000",
+           "environment": {"build": {"id": build}} if build else {}, "results": list(results)}
+    return Run(f"run{i:03d}", doc["created"], history.build_of(doc), doc)
+
+
+def stepped(n: int = 30, at: int | None = 20, step: float = 0.9, noise: float = 0.02,
+            canary_at: int | None = None, seed: int = 1, canary: bool = True) -> list[Run]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        bw = 1e9 * (step if at is not None and i >= at else 1.0) * rng.lognormvariate(0, noise)
+        c = 100.0 * (0.8 if canary_at is not None and i >= canary_at else 1.0) * rng.lognormvariate(0, 0.01)
+        out.append(run(i, result(bw, c if canary else None, rng=rng), build=f"c{i}"))
+    return out
+
+
+def test_a_ten_percent_step_is_found_at_its_run_with_its_size_and_build():
+    (a,) = [history.analyse(s) for s in history.series(stepped(), ("bw",))]
+    (c,) = a.changes
+    assert abs(c.index - 20) <= 1
+    assert c.change == pytest.approx(-0.10, abs=0.02) and c.worse and c.cause == Cause.FILESYSTEM
+    assert c.pvalue < history.MAX_PVALUE
+    assert c.message().startswith("t.py::test_read::read bandwidth: worse by ")
+    assert f"from run run{c.index:03d}, build c{c.index}" in c.message()
+
+
+def test_a_flat_series_has_no_change_point():
+    (a,) = [history.analyse(s) for s in history.series(stepped(at=None), ("bw",))]
+    assert a.changes == () and a.note == ""
+
+
+def test_a_step_where_the_canary_stepped_too_is_the_machines():
+    (a,) = [history.analyse(s) for s in history.series(stepped(canary_at=20), ("bw",))]
+    (c,) = a.changes
+    assert c.cause == Cause.MACHINE and "the machine changed" in c.message()
+    assert history.gate([a], 0.05, "run029", recent=15) == []  # never fails the filesystem
+
+
+def test_the_canary_moving_alone_is_said():
+    (a,) = [history.analyse(s) for s in history.series(stepped(at=None, canary_at=15), ("bw",))]
+    assert a.changes == ()
+    assert a.note.startswith("the machine's canary changed from run run015 (-19.")
+    assert a.note.endswith("t.py::test_read::read bandwidth did not")
+
+
+def test_without_canary_readings_the_cause_is_unknown_and_normalising_is_refused():
+    (s,) = history.series(stepped(canary=False), ("bw",))
+    (c,) = history.analyse(s).changes
+    assert c.cause == Cause.UNKNOWN and history.normalised(s) is None
+
+
+def test_normalising_shows_its_effect():
+    """The canary fell 20% from run 15 while the filesystem stayed: raw, no change point;
+    divided by the canary, one appears - the option says so instead of doing it silently."""
+    (s,) = history.series(stepped(at=None, canary_at=15), ("bw",))
+    a = history.analyse(s)
+    said = history.normalised_effect(a, history.MAX_PVALUE, 0.0, history.WINDOW)
+    assert said.startswith("normalised by the canary: change points from runs run01")
+    assert said.endswith("(raw: none)")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["6.1", "6.18"]), st.sampled_from([0.01, 0.1]),
+                          st.sampled_from(["read", "write"])), min_size=1, max_size=25))
+def test_a_series_never_mixes_fingerprints(shapes):
+    found = [run(i, result(1e9, fp={**FP, "kernel": k, "scale": sc}, name=name))
+             for i, (k, sc, name) in enumerate(shapes)]
+    every = history.series(found, ("bw",))
+    assert sum(len(s.points) for s in every) == len(shapes)
+    for s in every:
+        assert len({(p.run) for p in s.points}) == len(s.points)
+        members = [shapes[int(p.run[3:])] for p in s.points]
+        assert len(set(members)) == 1  # one kernel, one scale, one workload
+    said = history.differences(every)
+    for key, fields in said.items():
+        name = key.rsplit("::", 1)[1]
+        kernels = {k for k, _sc, n in shapes if n == name}
+        scales = {sc for _k, sc, n in shapes if n == name}
+        assert set(fields) == {f for f, many in (("kernel", kernels), ("scale", scales))
+                               if len(many) > 1}
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.permutations(list(range(12))))
+def test_runs_are_ordered_by_when_they_were_written_not_by_file_name(order):
+    files = []
+    for i in order:
+        r = run(i, result(1e9 + i))
+        files.append((f"z{order.index(i):02d}", r.doc))
+    found = [Run(name, doc["created"], "", doc) for name, doc in files]
+    found.sort(key=lambda r: (r.created, r.name))
+    (s,) = history.series(found, ("bw",))
+    assert [p.value for p in s.points] == sorted(p.value for p in s.points)
+
+
+def test_the_gate_fails_only_a_recent_worsening_of_the_filesystem_past_the_tolerance():
+    recent = [history.analyse(s) for s in history.series(stepped(at=26, step=0.8), ("bw",))]
+    (c,) = history.gate(recent, 0.10, "run029")
+    assert c.worse and abs(c.index - 26) <= 1
+    assert history.gate(recent, 0.25, "run029") == []  # within the tolerance
+    old = [history.analyse(s) for s in history.series(stepped(at=10, step=0.8), ("bw",))]
+    assert history.gate(old, 0.10, "run029") == []  # began long ago: a trend, not this run
+    better = [history.analyse(s) for s in history.series(stepped(at=26, step=1.25), ("bw",))]
+    assert history.gate(better, 0.10, "run029") == []
+    assert history.gate(recent, 0.10, "run999") == []  # the newest run is not in the series
+
+
+def test_the_build_a_run_measured():
+    assert history.build_of({"environment": {"build": {"id": "abc123"}}}) == "abc123"
+    assert history.build_of({"environment": {"build": {"daemon_sha256": "f" * 64}}}) == "daemon ffffffffffff"
+    assert history.build_of({"environment": {}}) == ""
+
+
+# -- the command -------------------------------------------------------------------------
+
+
+def write(folder: Path, found: list[Run]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for r in reversed(found):  # written newest first: the order must come from `created`
+        (folder / f"{r.name}.json").write_text(json.dumps(r.doc))
+
+
+def test_fsperf_history_prints_each_change_point_and_writes_the_trend_page(tmp_path, capsys):
+    write(tmp_path / "runs", stepped())
+    (tmp_path / "runs" / "notes.json").write_text('{"not": "a run"}')
+    rc = main(["history", str(tmp_path / "runs"), "--html", str(tmp_path / "t.html"), "--figure", "bw"])
+    out, err = capsys.readouterr()
+    assert rc == 0
+    assert out.splitlines()[0] == "30 runs, run000 to run029; 1 series"
+    assert "t.py::test_read::read bandwidth (30 runs): worse by" in out
+    assert "notes.json: not a saved run: no `results` list" in err
+    page = (tmp_path / "t.html").read_text()
+    assert page.count("<svg") == 1 and "class=\"cp\"" in page and "class=\"newest\"" in page
+    assert "<td class=\"bad\">-1" in page  # the change point's row, worse, in red
+
+
+def test_fsperf_history_gate_exits_1_on_a_recent_worsening(tmp_path, capsys):
+    write(tmp_path, stepped(at=27, step=0.8))
+    assert main(["history", str(tmp_path / "*.json"), "--gate", "--figure", "bw"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("history: t.py::test_read::read bandwidth: worse by 19.9% from run run027")
+    assert main(["history", str(tmp_path), "--gate", "--tolerance", "30%"]) == 0
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--figure", "speed"], "--figure speed: not one of bw, ops, daemon_cpu, daemon_rss"),
+    (["--max-pvalue", "2"], "--max-pvalue must be in (0, 1)"),
+    (["/nonexistent/runs"], "/nonexistent/runs: no such file, folder or glob match"),
+])
+def test_bad_input_is_one_line(tmp_path, capsys, args, said):
+    write(tmp_path, stepped(n=3))
+    rc = main(["history", str(tmp_path), *args] if args[0].startswith("-") else ["history", *args])
+    err = capsys.readouterr().err
+    assert rc == 4 and said in err and len(err.strip().splitlines()) == 1
+
+
+def test_without_otava_one_line_says_how_to_install(tmp_path):
+    write(tmp_path, stepped(n=3))
+    code = ("import sys; sys.modules['otava'] = None; from pytest_fsperf.cli import main; "
+            f"sys.exit(main(['history', {str(tmp_path)!r}]))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert p.returncode == 4
+    assert p.stderr.strip() == ("fsperf: error: fsperf history: change points need Apache Otava: "
+                                "pip install 'pytest-fsperf[history]' (Apache Otava)")
+
+
+# -- in a pytest session -----------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_the_history_gate_fails_the_test_whose_newest_runs_start_a_worse_level(pytester):
+    """Saved runs of the same workload at 1000x today's bandwidth, then three at today's: the
+    run that joins them fails its test naming the first run and build of the new level;
+    --fsperf-history prints every series after the session."""
+    import shutil
+
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    pytester.makepyfile("""
+        def test_w(fsperf):
+            fsperf.fio(name="w", rw="write", bs="1M", size="4M", direct=1)
+    """)
+    args = ("-p", "no:cacheprovider", "--fsperf-rounds=3")
+    r = pytester.runpytest(*args, "--fsperf-history-gate=1")
+    r.stderr.fnmatch_lines(["*--fsperf-history-gate=1 (command line): needs --fsperf-save or "
+                            "--fsperf-autosave*"])
+    pytester.runpytest(*args, "--fsperf-save=seed", "--fsperf-build-id=v1.0").assert_outcomes(passed=1)
+    folder = pytester.path / ".fsperf" / "runs"
+    seed = json.loads((folder / "seed.json").read_text())
+    assert seed["environment"]["build"]["id"] == "v1.0"
+    (folder / "seed.json").unlink()
+    rng = random.Random(3)
+    for i in range(23):
+        doc = json.loads(json.dumps(seed))
+        doc["created"] = f"2026-01-01T00:{i:02d}:00+0000"
+        doc["environment"]["build"]["id"] = f"v{i}"
+        w = doc["results"][0]
+        for rnd in w["rounds"]:
+            rnd["bw"] *= (1000 if i < 20 else 1) * rng.lognormvariate(0, 0.05)
+        w["canary"] = [c * rng.lognormvariate(0, 0.02) for c in w["canary"]]
+        (folder / f"old{i:02d}.json").write_text(json.dumps(doc))
+    r = pytester.runpytest(*args, "--fsperf-save=new", "--fsperf-history-gate=1",
+                           "--fsperf-history=1")
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*w: history: *::test_w::w bandwidth: worse by 99.9% from run old20, "
+                            "build v20 *", "*fsperf history*",
+                            "24 runs, old00 to new; * series",
+                            "*::test_w::w bandwidth (24 runs): worse by 99.9% from run old20, build v20*"])
+    # a session whose runs hold their level passes
+    for i in range(20):
+        (folder / f"old{i:02d}.json").unlink()
+    r = pytester.runpytest(*args, "--fsperf-save=newer", "--fsperf-history-gate=1")
+    r.assert_outcomes(passed=1)
+    r.stdout.fnmatch_lines(["fsperf decision: PASS*"])
