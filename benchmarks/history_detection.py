@@ -1,0 +1,197 @@
+"""Does `fsperf history` find a 10% step at the right run, and stay quiet without one?
+
+Each series is made of real runs of the plugin, one after another, as a nightly CI would
+save them: bindfs over a tmpfs, each run after a cold remount with its "build" (the quota
+wrappers of gate_detection.py: 20% of a core; from run K on, 18%: a daemon about 10%
+slower), a cold read of 2000 files of 128 KiB, with the machine canary read before and
+after. K is drawn from 10-20. Some runs (--load-share) get a background load the
+benchmark starts and stops: one busy CPU process, or a loop of direct disk writes. Series
+without a step use the 20% build throughout, loads alike. Each series is then judged by
+history.analyse, as `fsperf history` does.
+
+    python3 -m benchmarks.history_detection [--series 10] [--flat 10] [--runs 30]
+        [--load-share 0.25] [--keep DIR]
+
+Prints each series (its change points, found against the true step), then: steps found at
+the right run (±1), flat series with no change point, and the seconds of measurement per
+run; and, on the same runs, what a run-vs-run comparison (--fsperf-compare=latest
+--fsperf-compare-last=3, tolerance 5%) says of each run: the step run flagged, and runs
+flagged that were not the step. --keep writes each series' runs as saved-run files
+(DIR/stepN/, DIR/flatN/) for `fsperf history DIR/step0 --html trend.html`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.gate_detection import CGROUP, FILES, _on_term, cgroup, load, with_retry_rmdir, wrapper
+from pytest_fsperf.engine import steps
+from pytest_fsperf.judge import history
+from pytest_fsperf.measure import canary
+from pytest_fsperf.measure.workspace import Workspace
+from pytest_fsperf.mounts.mounter import MountPlan
+from pytest_fsperf.mounts.registry import Registry
+from pytest_fsperf.options.config import Settings
+from pytest_fsperf.session.state import FsperfSession, Target
+from pytest_fsperf.stats import median
+
+FINGERPRINT = {"workload": "files read 2000 x 128KiB", "scale": 1.0, "fs": "bindfs"}
+
+
+def one_run(ws: Workspace, local: str, build: str, name: str, i: int) -> dict[str, Any]:
+    """A saved run's document, as the plugin writes one, of one cold read."""
+    before = canary.measure(local).score
+    ws.cold_start(build=build)
+    r = steps.files_step(ws, f"files.{name}.{i}", FILES, True, "history_detection")
+    after = canary.measure(local).score
+    return {"schema": "pytest-fsperf/1", "created": f"2026-01-01T00:00:{i:02d}+0000",
+            "environment": {"build": {"id": f"{name}-{i}"}},
+            "results": [{"test": "history_detection", "name": "files", "fingerprint": FINGERPRINT,
+                         "total": r.total(), "rounds": [], "canary": [before, after],
+                         "seconds": r.wall_seconds}]}
+
+
+def series(session: FsperfSession, target: Target, builds: tuple[str, str], step: int | None,
+           n: int, share: float, rng: random.Random, scratch: Path, name: str,
+           ) -> tuple[list[history.Run], list[float], list[str]]:
+    ws = Workspace(session, target, f"history::{name}", target.new_workdir(name))
+    local = session.local_dir()
+    steps.files_step(ws, f"files.{name}.layout", FILES, False, "history_detection")  # files in place
+    found, seconds, loads = [], [], []
+    for i in range(n):
+        kind = rng.choice(("cpu", "disk")) if rng.random() < share else "none"
+        build = builds[1] if step is not None and i >= step else builds[0]
+        t = time.monotonic()
+        with load(kind, scratch):
+            doc = one_run(ws, local, build, name, i)
+        seconds.append(time.monotonic() - t)
+        loads.append(kind)
+        found.append(history.Run(f"run{i:02d}", doc["created"], history.build_of(doc), doc))
+    target.remove(str(ws.workdir))
+    return found, seconds, loads
+
+
+TOLERANCE = 0.05
+LAST = 3  # run-vs-run: each run against the last LAST saved runs, as --fsperf-compare-last
+
+
+def run_vs_run(found: list[history.Run], step: int | None) -> tuple[bool | None, int, int, int]:
+    """Each run from the LAST-th on judged against the LAST before it, as --fsperf-compare
+    does: (the step run flagged as a regression, other runs flagged, 'machine changed'
+    outcomes, runs judged)."""
+    from pytest_fsperf.judge import runs
+
+    caught: bool | None = None
+    false = machine = judged_runs = 0
+    results = [r.doc["results"][0] for r in found]
+    for i in range(LAST, len(results)):
+        before = [(found[j].name, results[j]) for j in range(i - 1, i - 1 - LAST, -1)]
+        c = runs.compare(before[0][0], "files", before[0][1], results[i], TOLERANCE, before)
+        judged_runs += 1
+        machine += c.outcome == runs.MACHINE_CHANGED
+        flagged = c.outcome == runs.REGRESSION
+        if step is not None and i == step:
+            caught = flagged
+        elif flagged:
+            false += 1
+    return caught, false, machine, judged_runs
+
+
+def judged(found: list[history.Run], step: int | None) -> tuple[bool, str]:
+    (s,) = history.series(found, ("bw",))
+    a = history.analyse(s)
+    said = ", ".join(f"run {c.index} {c.change:+.1%} p={c.pvalue:.1g} {c.cause.value}"
+                     for c in a.changes) or "none"
+    bws = s.values()
+    if step is None:
+        return not a.changes, said
+    right = [c for c in a.changes if abs(c.index - step) <= 1 and c.worse]
+    level = f"; true step {median(bws[step:]) / median(bws[:step]) - 1:+.1%}"
+    return bool(right), said + level
+
+
+def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _on_term)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--series", type=int, default=10, help="series with a 10%% step")
+    ap.add_argument("--flat", type=int, default=10, help="series without a step")
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--load-share", type=float, default=0.25, help="runs with a background load")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--keep", type=Path, help="write each series' runs here")
+    args = ap.parse_args()
+    missing = history.available()
+    if missing:
+        raise SystemExit(missing)
+    rng = random.Random(args.seed)
+    scratch = Path(tempfile.mkdtemp(prefix="fsperf-history-"))
+    source = scratch / "source"
+    source.mkdir()
+    session = FsperfSession(Settings())
+    rows: dict[str, list[bool]] = {"step": [], "flat": []}
+    per_run: list[float] = []
+    pair = {"caught": 0, "false": 0, "machine": 0, "judged": 0}
+    try:
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "tmpfs", str(source)], check=True)
+        bindfs = shutil.which("bindfs") or "bindfs"
+        builds = (wrapper(scratch, "bindfs-a", bindfs, cgroup("fsperf-history-a", 20)),
+                  wrapper(scratch, "bindfs-b", bindfs, cgroup("fsperf-history-b", 18)))
+        target = session.open_target(MountPlan(Registry().get("bindfs", "bench"), (),
+                                               {"source": str(source)}))
+        kinds = ["step"] * args.series + ["flat"] * args.flat
+        rng.shuffle(kinds)
+        for n, kind in enumerate(kinds):
+            step = rng.randint(10, 20) if kind == "step" else None
+            name = f"{kind}{n}"
+            found, seconds, loads = series(session, target, builds, step, args.runs,
+                                           args.load_share, rng, scratch, name)
+            per_run += seconds
+            ok, said = judged(found, step)
+            rows[kind].append(ok)
+            caught, false, machine, count = run_vs_run(found, step)
+            pair["caught"] += bool(caught)
+            pair["false"] += false
+            pair["machine"] += machine
+            pair["judged"] += count
+            said += (f"; run-vs-run: step run {'flagged' if caught else 'not flagged'}"
+                     if step is not None else "; run-vs-run:") + f", {false} other runs flagged"
+            loaded = sum(x != "none" for x in loads)
+            print(f"{name}: step at {step}, {loaded} loaded runs; change points: {said}; "
+                  f"{'right' if ok else 'WRONG'}", flush=True)
+            if args.keep:
+                out = args.keep / name
+                out.mkdir(parents=True, exist_ok=True)
+                for r in found:
+                    (out / f"{r.name}.json").write_text(json.dumps(r.doc))
+    finally:
+        session.close()
+        subprocess.run(["umount", "-l", str(source)], check=False)
+        for name in ("fsperf-history-a", "fsperf-history-b"):
+            with_retry_rmdir(CGROUP / name)
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"{args.runs} runs per series, {100 * args.load_share:g}% of runs under a background "
+          f"load (cpu or disk), Otava max p-value {history.MAX_PVALUE:g}, window {history.WINDOW}")
+    print(f"10% step found at the right run (±1): {sum(rows['step'])}/{len(rows['step'])} "
+          "(target >= 9 of 10)")
+    print(f"no change point without a step: {sum(rows['flat'])}/{len(rows['flat'])} "
+          "(target >= 9 of 10)")
+    print(f"run-vs-run on the same runs (each against the last {LAST}, tolerance "
+          f"{100 * TOLERANCE:g}%): step run flagged {pair['caught']}/{len(rows['step'])}; "
+          f"other runs flagged {pair['false']} of {pair['judged'] - len(rows['step'])}; "
+          f"'machine changed' {pair['machine']} of {pair['judged']}")
+    if per_run:
+        print(f"seconds per run (canary, cold remount, read, canary): median {median(per_run):.1f}")
+
+
+if __name__ == "__main__":
+    main()
