@@ -249,3 +249,32 @@ def test_the_history_gate_fails_the_test_whose_newest_runs_start_a_worse_level(p
     r = pytester.runpytest(*args, "--fsperf-save=newer", "--fsperf-history-gate=1")
     r.assert_outcomes(passed=1)
     r.stdout.fnmatch_lines(["fsperf decision: PASS*"])
+
+
+def test_a_saved_run_records_the_build_and_the_daemon_binary_it_ran(monkeypatch):
+    import hashlib
+    import os
+
+    from pytest_fsperf.report.environment import BUILD_ENV, build_dict
+
+    for key in BUILD_ENV:
+        monkeypatch.delenv(key, raising=False)
+    assert build_dict(None, None) == {}
+    monkeypatch.setenv("GITHUB_SHA", "abc123")
+    assert build_dict(None, None) == {"id": "abc123"}
+    found = build_dict("v2.0.1", os.getpid())  # this process stands in for a daemon
+    assert found["id"] == "v2.0.1"
+    assert found["daemon_exe"] == os.readlink(f"/proc/{os.getpid()}/exe")
+    assert found["daemon_sha256"] == hashlib.sha256(Path(found["daemon_exe"]).read_bytes()).hexdigest()
+    assert "daemon_sha256" not in build_dict(None, 2 ** 22 + 12345)  # no such process: nothing
+
+
+def test_a_bad_build_id_or_history_flag_is_one_line_naming_where(pytester):
+    pytester.makepyfile("def test_x(fsperf): pass")
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-build-id=v1 rm -rf")
+    r.stderr.fnmatch_lines(["*--fsperf-build-id=v1 rm -rf (command line): up to 128 letters, "
+                            "digits and . _ + : / @ -*"])
+    pytester.makeini("[pytest]\nfsperf_history = maybe\n")
+    r = pytester.runpytest("-p", "no:cacheprovider")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR and "fsperf_history" in r.stderr.str()
+    assert "Traceback" not in r.stderr.str()

@@ -56,6 +56,7 @@ def mount_dict(path: str, mount: Mount) -> dict[str, Any]:
     }
 
 
+MAX_HASHED = 1 << 30  # bytes: a larger daemon binary is named, not hashed (time)
 BUILD_ENV = ("GIT_COMMIT", "GITHUB_SHA", "CI_COMMIT_SHA")  # a CI's commit, where none is given
 
 
@@ -69,12 +70,13 @@ def build_dict(build_id: str | None, daemon_pid: int | None) -> dict[str, str]:
     if daemon_pid is not None:
         exe = f"/proc/{daemon_pid}/exe"
         try:
-            h = hashlib.sha256()
-            with open(exe, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
             found["daemon_exe"] = os.readlink(exe)
-            found["daemon_sha256"] = h.hexdigest()
+            with open(exe, "rb") as f:  # the binary the daemon runs, even if since replaced
+                if os.fstat(f.fileno()).st_size <= MAX_HASHED:
+                    h = hashlib.sha256()
+                    for block in iter(lambda: f.read(1 << 20), b""):
+                        h.update(block)
+                    found["daemon_sha256"] = h.hexdigest()
         except OSError:
             pass
     return found
