@@ -201,6 +201,9 @@ def main() -> None:
                     help="fio: 128 KiB direct reads of --seconds; files: a cold read of 2000 "
                          "files of 128 KiB; meta: a cold ls -l of 20000 entries")
     ap.add_argument("--rounds", type=int, default=5, help="saved mode: rounds per run")
+    ap.add_argument("--quota", default="20,18", metavar="A,B",
+                    help="quota injection: the reference's and the candidate's %% of a core "
+                         "(metadata work needs a daemon the quota binds: e.g. 4,3.6)")
     ap.add_argument("--settle", choices=[m.value for m in Settle], default="auto",
                     help="--fsperf-settle: auto settles a gate once its runs spread past 1.5x")
     ap.add_argument("--aa-cgroup", choices=("same", "own"), default="same",
@@ -216,9 +219,10 @@ def main() -> None:
         if args.injection == "quota":
             subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "tmpfs", str(source)], check=True)
             bindfs = shutil.which("bindfs") or "bindfs"
-            a = wrapper(scratch, "bindfs-a", bindfs, cgroup("fsperf-gate-a", 20))
-            slow = wrapper(scratch, "bindfs-b", bindfs, cgroup("fsperf-gate-b", 18))
-            same = wrapper(scratch, "bindfs-aa", bindfs, cgroup("fsperf-gate-aa", 20)
+            qa, qb = (float(q) for q in args.quota.split(","))
+            a = wrapper(scratch, "bindfs-a", bindfs, cgroup("fsperf-gate-a", qa))
+            slow = wrapper(scratch, "bindfs-b", bindfs, cgroup("fsperf-gate-b", qb))
+            same = wrapper(scratch, "bindfs-aa", bindfs, cgroup("fsperf-gate-aa", qa)
                            if args.aa_cgroup == "own" else CGROUP / "fsperf-gate-a")
             plan = MountPlan(Registry().get("bindfs", "bench"), (), {"source": str(source)})
         else:
@@ -272,7 +276,8 @@ def with_retry_rmdir(path: Path) -> None:
 
 def summary(args: argparse.Namespace, found: dict[str, list[tuple[object, ...]]]) -> None:
     slow, aa = found["slow"], found["A/A"]
-    print(f"mode {args.mode}, injection {args.injection}, workload {args.workload} "
+    print(f"mode {args.mode}, injection {args.injection} ({args.quota} for quota), workload "
+          f"{args.workload} "
           f"({args.seconds:g} s reads for fio), tolerance {100 * TOLERANCE:g}%, budget "
           f"{args.budget:g} s, settle {args.settle}, loads cycled {'/'.join(LOADS)}")
     if args.mode == "builds":
