@@ -47,10 +47,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(getattr(pytest.mark, tier))
 
 
+PACKAGES = {"perf": "linux-perf", "fusermount3": "fuse3"}  # Debian's package where its name differs
+
+
 def need(binary: str) -> str:
     path = shutil.which(binary)
     if path is None:
-        pytest.skip(f"{binary} is not installed (apt-get install {binary})")
+        pytest.skip(f"{binary} is not installed (apt-get install {PACKAGES.get(binary, binary)})")
     return path
 
 
