@@ -165,7 +165,8 @@ def test_a_throttled_build_is_served_unlike_with_the_same_requests(pytester, tmp
     """Two 'builds' of bindfs: the candidate joins a cgroup with 15% of a core before it
     execs bindfs. Whatever the gate decides on this noisy disk (a throttled bindfs here
     serves each READ in batches: fewer CPU-s per GB, p50 service time down, p99 up), the
-    comparison says where: the same READ requests, served in other times; one more pair was
+    comparison says where: the same READ requests, served in other times (the median, or
+    the tail where throttling stalls some: 1 run in 4 moved the p50 by under 15%); one more pair was
     profiled (--fsperf-profile=on), both daemons' stacks kept."""
     bindfs = need("bindfs")
     need("fio")
@@ -196,8 +197,8 @@ def test_a_throttled_build_is_served_unlike_with_the_same_requests(pytester, tmp
             "--fsperf-ab-max-rounds=3", "--fsperf-profile=on", f"--fsperf-json={out}")
         (c,) = json.loads(out.read_text())["comparisons"]
         assert c["metrics"]["fuse_requests"]["outcome"] == "same", c["metrics"]["fuse_requests"]
-        assert any(w.startswith("FUSE_READ service time p50 ") and w.endswith("(same count)")
-                   for w in c["where"]), c["where"]
+        assert any(w.startswith(("FUSE_READ service time p50 ", "FUSE_READ service time p99 "))
+                   and w.endswith("(same count)") for w in c["where"]), c["where"]
         assert c["profile_note"].startswith("profiled one more pair"), c["profile_note"]
         for side in ("A", "B"):
             assert all(s.startswith("bindfs;") for s, _n in c["profiles"][side])

@@ -179,6 +179,21 @@ def test_where_names_a_slower_service_with_the_same_count_first() -> None:
                               "FUSE_LOOKUP 0.06 per file (was 0.03)")
 
 
+def test_where_names_a_stalled_tail_where_the_median_held() -> None:
+    """A daemon throttled by a CPU quota serves most READs as fast, some after a stall."""
+    from pytest_fsperf.judge.where import findings
+
+    def run(p50: float, p99: float, count: int = 512) -> WorkloadResult:
+        op = fusetrace.FuseOp("READ", count, {}, 0, p50, p99)
+        return result(FuseRequests(42, 1.0, (op,)), count=1)
+
+    a = [run(300.0, 900.0) for _ in range(3)]
+    assert findings(a, [run(310.0, 8500.0) for _ in range(3)]) == (
+        "FUSE_READ service time p99 900 us -> 8.50 ms (same count)",)
+    assert findings(a, [run(310.0, 1500.0) for _ in range(3)]) == ()  # within the tail's noise
+    assert findings([run(300.0, 900.0, 50)], [run(310.0, 8500.0, 50)]) == ()  # too few
+
+
 def test_where_says_nothing_of_noise_or_without_a_trace() -> None:
     from pytest_fsperf.judge.where import findings
     a = [traced({"READ": (1000, 100.0)}), traced({"READ": (1000, 104.0)})]

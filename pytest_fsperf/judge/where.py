@@ -16,6 +16,8 @@ COUNT_CHANGE = 0.10  # a count that moved by more than this share (and MIN_COUNT
 MIN_COUNT_DELTA = 2.0  # requests per run
 SERVICE_CHANGE = 1.15  # a median service time that moved by more than this factor
 MIN_SAMPLES = 20  # requests per run on both sides before a service time is compared
+TAIL_CHANGE = 2.0  # a p99 service time that moved by more than this factor (tails are noisy)
+MIN_TAIL_SAMPLES = 100  # requests per run on both sides before a p99 is compared
 SHOWN = 3
 
 
@@ -26,20 +28,24 @@ class Side:
     count: float
     p50_us: float | None
     per_file: float | None
+    p99_us: float | None = None
 
 
 def _side(runs: Sequence[WorkloadResult], opcode: str) -> Side:
-    counts, p50s, per_file = [], [], []
+    counts, p50s, p99s, per_file = [], [], [], []
     for r in runs:
         assert r.fuse is not None
         op = r.fuse.op(opcode)
         counts.append(op.count if op else 0)
         if op and op.p50_us is not None:
             p50s.append(op.p50_us)
+        if op and op.p99_us is not None:
+            p99s.append(op.p99_us)
         if r.files > 1:
             per_file.append((op.count if op else 0) / r.files)
     return Side(statistics.median(counts), statistics.median(p50s) if p50s else None,
-                statistics.median(per_file) if per_file else None)
+                statistics.median(per_file) if per_file else None,
+                statistics.median(p99s) if p99s else None)
 
 
 def _us(value: float) -> str:
@@ -55,14 +61,23 @@ def _count(a: Side, b: Side) -> str | None:
     return f"{b.count:,.0f} requests (was {a.count:,.0f})"
 
 
+def _moved(a: float | None, b: float | None, factor: float) -> bool:
+    if a is None or b is None or a <= 0:
+        return False
+    return not 1 / factor <= b / a <= factor
+
+
 def _service(a: Side, b: Side) -> str | None:
-    if a.p50_us is None or b.p50_us is None or min(a.count, b.count) < MIN_SAMPLES:
-        return None
-    ratio = b.p50_us / a.p50_us if a.p50_us > 0 else 0.0
-    if 1 / SERVICE_CHANGE <= ratio <= SERVICE_CHANGE:
-        return None
+    """The median service time where it moved past SERVICE_CHANGE, else the tail (p99) where
+    it moved past TAIL_CHANGE: a throttled daemon serves most requests as fast and some
+    after a stall."""
+    least = min(a.count, b.count)
     same = " (same count)" if _count(a, b) is None else ""
-    return f"service time p50 {_us(a.p50_us)} -> {_us(b.p50_us)}{same}"
+    if least >= MIN_SAMPLES and _moved(a.p50_us, b.p50_us, SERVICE_CHANGE):
+        return f"service time p50 {_us(a.p50_us or 0)} -> {_us(b.p50_us or 0)}{same}"
+    if least >= MIN_TAIL_SAMPLES and _moved(a.p99_us, b.p99_us, TAIL_CHANGE):
+        return f"service time p99 {_us(a.p99_us or 0)} -> {_us(b.p99_us or 0)}{same}"
+    return None
 
 
 def findings(a: Sequence[WorkloadResult], b: Sequence[WorkloadResult]) -> tuple[str, ...]:
