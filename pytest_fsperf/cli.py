@@ -148,8 +148,8 @@ def parser() -> Parser:
                       help=f"figures to follow (default {','.join(history.FIGURES)})")
     hist.add_argument("--max-pvalue", type=float, default=history.MAX_PVALUE, metavar="P",
                       help=f"a change point's significance (default {history.MAX_PVALUE:g})")
-    hist.add_argument("--min-change", default="0%", metavar="PERCENT",
-                      help="ignore level shifts smaller than this (default 0%%)")
+    hist.add_argument("--min-change", default=f"{100 * history.MIN_CHANGE:g}%", metavar="PERCENT",
+                      help="ignore level shifts smaller than this (default %(default)s)")
     hist.add_argument("--window", type=int, default=history.WINDOW, metavar="N",
                       help=f"runs per window of Otava's split step (default {history.WINDOW})")
     hist.add_argument("--normalise", action="store_true",

@@ -278,3 +278,11 @@ def test_a_bad_build_id_or_history_flag_is_one_line_naming_where(pytester):
     r = pytester.runpytest("-p", "no:cacheprovider")
     assert r.ret == pytest.ExitCode.USAGE_ERROR and "fsperf_history" in r.stderr.str()
     assert "Traceback" not in r.stderr.str()
+
+
+def test_a_shift_below_the_minimum_change_is_not_a_change_point():
+    """Peak memory comes in pages: a shift of 0.04% with no spread gives p = 0."""
+    flat = [100.0] * 15 + [100.04] * 15
+    assert history.change_points(flat) == []
+    (f,) = history.change_points(flat, min_magnitude=0.0)
+    assert f.index == 15 and f.pvalue == 0.0

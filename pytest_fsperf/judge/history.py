@@ -27,6 +27,9 @@ from ..vocab import METRICS
 INSTALL = "pip install 'pytest-fsperf[history]' (Apache Otava)"
 MAX_PVALUE = 0.001  # Otava's default: a change point must be this unlikely by chance
 WINDOW = 30  # runs per sliding window of the split step
+# a level shift smaller than this is not a change point: figures that come in steps (peak
+# memory in pages) otherwise give p = 0 for a shift of one page
+MIN_CHANGE = 0.01
 NEAR = 1  # a workload's change point within this many runs of the canary's is the machine's
 # figures followed, per run (the median of its rounds), as the metric registry names them
 FIGURES = ("bw", "ops", "daemon_cpu", "daemon_rss")
@@ -245,7 +248,7 @@ class Found:
 
 
 def change_points(values: Sequence[float], max_pvalue: float = MAX_PVALUE,
-                  min_magnitude: float = 0.0, window: int = WINDOW) -> list[Found]:
+                  min_magnitude: float = MIN_CHANGE, window: int = WINDOW) -> list[Found]:
     """Otava's change points of one series (raises ImportError without it)."""
     from otava.analysis import compute_change_points
 
@@ -299,7 +302,7 @@ class Analysis:
         return [m for m in self.machine if all(abs(m.index - i) > NEAR for i in mine)]
 
 
-def analyse(s: Series, max_pvalue: float = MAX_PVALUE, min_magnitude: float = 0.0,
+def analyse(s: Series, max_pvalue: float = MAX_PVALUE, min_magnitude: float = MIN_CHANGE,
             window: int = WINDOW) -> Analysis:
     """The change points of `s`, each with its cause (Cause), and the canary's."""
     canary = machine_series(s)
@@ -343,7 +346,7 @@ def gate(analyses: Sequence[Analysis], tolerance: float, newest: str, recent: in
 
 
 def report(found: Sequence[Run], figures: Sequence[str] = FIGURES,
-           max_pvalue: float = MAX_PVALUE, min_magnitude: float = 0.0, window: int = WINDOW,
+           max_pvalue: float = MAX_PVALUE, min_magnitude: float = MIN_CHANGE, window: int = WINDOW,
            normalise: bool = False) -> tuple[list[Analysis], list[str], list[str]]:
     """Every series of `found` analysed; the notes on fingerprints; the lines that say it
     all (as `fsperf history` and --fsperf-history print them)."""
