@@ -286,3 +286,13 @@ def test_a_shift_below_the_minimum_change_is_not_a_change_point():
     assert history.change_points(flat) == []
     (f,) = history.change_points(flat, min_magnitude=0.0)
     assert f.index == 15 and f.pvalue == 0.0
+
+
+def test_runs_written_in_other_time_zones_sort_by_the_instant(tmp_path):
+    early = run(1, result(1e9))
+    early.doc["created"] = "2026-11-01T09:00:00+0200"  # 07:00 UTC
+    late = run(2, result(1e9))
+    late.doc["created"] = "2026-11-01T08:00:00+0000"
+    write(tmp_path, [early, late])
+    found, _ = history.read(sorted(tmp_path.glob("*.json")))
+    assert [r.name for r in found] == ["run001", "run002"]

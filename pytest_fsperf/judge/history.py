@@ -10,6 +10,7 @@ filesystem's.
 
 from __future__ import annotations
 
+import datetime
 import enum
 import glob
 import json
@@ -175,8 +176,17 @@ def read(files: Iterable[Path]) -> tuple[list[Run], list[str]]:
             skipped.append(f"{path}: not a saved run: {problem}")
             continue
         found.append(Run(path.stem, str(doc.get("created") or ""), build_of(doc), doc))
-    found.sort(key=lambda r: (r.created, r.name))
+    found.sort(key=lambda r: (_when(r.created), r.name))
     return found, skipped
+
+
+def _when(created: str) -> float:
+    """A run's `created` as seconds since the epoch (runs written in other time zones sort
+    by the instant, not the text); 0 where it cannot be read."""
+    try:
+        return datetime.datetime.strptime(created, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    except ValueError:
+        return 0.0
 
 
 def _median(values: Sequence[float]) -> float | None:
