@@ -10,7 +10,7 @@ without a step use the 20% build throughout, loads alike. Each series is then ju
 history.analyse, as `fsperf history` does.
 
     python3 -m benchmarks.history_detection [--series 10] [--flat 10] [--runs 30]
-        [--load-share 0.25] [--keep DIR]
+        [--load-share 0.25] [--rounds 1] [--keep DIR]
 
 Prints each series (its change points, found against the true step), then: steps found at
 the right run (±1), flat series with no change point, and the seconds of measurement per
@@ -46,21 +46,26 @@ from pytest_fsperf.stats import median
 FINGERPRINT = {"workload": "files read 2000 x 128KiB", "scale": 1.0, "fs": "bindfs"}
 
 
-def one_run(ws: Workspace, local: str, build: str, name: str, i: int) -> dict[str, Any]:
-    """A saved run's document, as the plugin writes one, of one cold read."""
-    before = canary.measure(local).score
-    ws.cold_start(build=build)
-    r = steps.files_step(ws, f"files.{name}.{i}", FILES, True, "history_detection")
-    after = canary.measure(local).score
-    return {"schema": "pytest-fsperf/1", "created": f"2026-01-01T00:00:{i:02d}+0000",
+def one_run(ws: Workspace, local: str, build: str, name: str, i: int, rounds: int,
+            ) -> dict[str, Any]:
+    """A saved run's document, as the plugin writes one: `rounds` cold reads (as
+    --fsperf-rounds), the machine canary read before each and after the last."""
+    readings, done = [], []
+    for k in range(rounds):
+        readings.append(canary.measure(local).score)
+        ws.cold_start(build=build)
+        done.append(steps.files_step(ws, f"files.{name}.{i}.{k}", FILES, True, "history_detection"))
+    readings.append(canary.measure(local).score)
+    mid = sorted(done, key=lambda r: r.bw_bytes)[len(done) // 2]
+    return {"schema": "pytest-fsperf/1", "created": f"2026-01-01T{i // 60:02d}:{i % 60:02d}:00+0000",
             "environment": {"build": {"id": f"{name}-{i}"}},
             "results": [{"test": "history_detection", "name": "files", "fingerprint": FINGERPRINT,
-                         "total": r.total(), "rounds": [], "canary": [before, after],
-                         "seconds": r.wall_seconds}]}
+                         "total": mid.total(), "canary": readings,
+                         "rounds": [{"bw": r.bw_bytes, "ops": None} for r in done] if rounds > 1 else []}]}
 
 
 def series(session: FsperfSession, target: Target, builds: tuple[str, str], step: int | None,
-           n: int, share: float, rng: random.Random, scratch: Path, name: str,
+           n: int, share: float, rng: random.Random, scratch: Path, name: str, rounds: int,
            ) -> tuple[list[history.Run], list[float], list[str]]:
     ws = Workspace(session, target, f"history::{name}", target.new_workdir(name))
     local = session.local_dir()
@@ -71,7 +76,7 @@ def series(session: FsperfSession, target: Target, builds: tuple[str, str], step
         build = builds[1] if step is not None and i >= step else builds[0]
         t = time.monotonic()
         with load(kind, scratch):
-            doc = one_run(ws, local, build, name, i)
+            doc = one_run(ws, local, build, name, i, rounds)
         seconds.append(time.monotonic() - t)
         loads.append(kind)
         found.append(history.Run(f"run{i:02d}", doc["created"], history.build_of(doc), doc))
@@ -128,6 +133,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--load-share", type=float, default=0.25, help="runs with a background load")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=1, help="cold reads per run (--fsperf-rounds)")
     ap.add_argument("--keep", type=Path, help="write each series' runs here")
     args = ap.parse_args()
     missing = history.available()
@@ -154,7 +160,7 @@ def main() -> None:
             step = rng.randint(10, 20) if kind == "step" else None
             name = f"{kind}{n}"
             found, seconds, loads = series(session, target, builds, step, args.runs,
-                                           args.load_share, rng, scratch, name)
+                                           args.load_share, rng, scratch, name, args.rounds)
             per_run += seconds
             ok, said = judged(found, step)
             rows[kind].append(ok)
@@ -179,8 +185,8 @@ def main() -> None:
         for name in ("fsperf-history-a", "fsperf-history-b"):
             with_retry_rmdir(CGROUP / name)
         shutil.rmtree(scratch, ignore_errors=True)
-    print(f"{args.runs} runs per series, {100 * args.load_share:g}% of runs under a background "
-          f"load (cpu or disk), Otava max p-value {history.MAX_PVALUE:g}, window {history.WINDOW}")
+    print(f"{args.runs} runs per series of {args.rounds} round(s) each, "
+          f"{100 * args.load_share:g}% of runs under a background load (cpu or disk), Otava max p-value {history.MAX_PVALUE:g}, window {history.WINDOW}")
     print(f"10% step found at the right run (±1): {sum(rows['step'])}/{len(rows['step'])} "
           "(target >= 9 of 10)")
     print(f"no change point without a step: {sum(rows['flat'])}/{len(rows['flat'])} "
