@@ -186,7 +186,8 @@ def main() -> None:
             with_retry_rmdir(CGROUP / name)
         shutil.rmtree(scratch, ignore_errors=True)
     print(f"{args.runs} runs per series of {args.rounds} round(s) each, "
-          f"{100 * args.load_share:g}% of runs under a background load (cpu or disk), Otava max p-value {history.MAX_PVALUE:g}, window {history.WINDOW}")
+          f"{100 * args.load_share:g}% of runs under a background load (cpu or disk), "
+          f"Otava max p-value {history.MAX_PVALUE:g}, window {history.WINDOW}")
     print(f"10% step found at the right run (±1): {sum(rows['step'])}/{len(rows['step'])} "
           "(target >= 9 of 10)")
     print(f"no change point without a step: {sum(rows['flat'])}/{len(rows['flat'])} "
