@@ -88,6 +88,18 @@ def test_a_line_split_across_reads_is_not_lost() -> None:
     assert events.summary(9, 11, 0).total == 1
 
 
+def test_an_end_read_before_its_send_is_paired_and_a_late_end_leaves_it_open() -> None:
+    """Drained per CPU, an end may come before its send; a request answered after the
+    window is unanswered in it."""
+    events = Events(42)
+    events.feed((end(10.2, 7, 16 + 4096) + send(10.0, 7, "READ", 80)).encode())
+    events.feed((send(10.5, 8, "READ", 80) + end(13.0, 8, 16 + 4096)).encode())
+    r = events.summary(9.0, 12.0, 0)
+    read = r.op("READ")
+    assert read is not None and read.count == 2 and read.unanswered == 1
+    assert read.bytes == 4096 and read.p50_us == pytest.approx(200_000, rel=1e-6)
+
+
 def test_round_trip_through_json() -> None:
     r = summary()
     assert FuseRequests.from_dict(r.to_dict()) == r
