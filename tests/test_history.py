@@ -296,3 +296,33 @@ def test_runs_written_in_other_time_zones_sort_by_the_instant(tmp_path):
     write(tmp_path, [early, late])
     found, _ = history.read(sorted(tmp_path.glob("*.json")))
     assert [r.name for r in found] == ["run001", "run002"]
+
+
+@pytest.mark.integration
+def test_a_daemon_binary_on_a_fuse_mount_is_named_not_read(tmp_path):
+    """Reading it, root would wait on that FUSE daemon, which may never answer."""
+    import os
+    import shutil
+    import time
+
+    from pytest_fsperf.report.environment import build_dict
+    from tests.conftest import need
+
+    bindfs = need("bindfs")
+    src, mnt = tmp_path / "src", tmp_path / "mnt"
+    src.mkdir()
+    mnt.mkdir()
+    shutil.copy2("/bin/sleep", src / "sleep")
+    subprocess.run([bindfs, str(src), str(mnt)], check=True)
+    try:
+        proc = subprocess.Popen([str(mnt / "sleep"), "30"])
+        try:
+            time.sleep(0.2)
+            found = build_dict(None, proc.pid)
+            assert found["daemon_exe"] == str(mnt / "sleep") and "daemon_sha256" not in found
+        finally:
+            proc.kill()
+            proc.wait()
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+    assert not os.path.ismount(mnt)

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..engine.fio import fio_version
 from ..mounts.daemon import Lookup
-from ..mounts.mountinfo import Mount
+from ..mounts.mountinfo import Mount, find_mount, read_mounts
 from .redact import redact_args, redact_options
 
 
@@ -70,7 +70,9 @@ def build_dict(build_id: str | None, daemon_pid: int | None) -> dict[str, str]:
     if daemon_pid is not None:
         exe = f"/proc/{daemon_pid}/exe"
         try:
-            found["daemon_exe"] = os.readlink(exe)
+            found["daemon_exe"] = path = os.readlink(exe)
+            if _on_fuse(path):  # a FUSE daemon may never answer the read: not hashed
+                return found
             with open(exe, "rb") as f:  # the binary the daemon runs, even if since replaced
                 if os.fstat(f.fileno()).st_size <= MAX_HASHED:
                     h = hashlib.sha256()
@@ -80,6 +82,14 @@ def build_dict(build_id: str | None, daemon_pid: int | None) -> dict[str, str]:
         except OSError:
             pass
     return found
+
+
+def _on_fuse(path: str) -> bool:
+    """Whether `path` lies on a FUSE mount (or where that cannot be told)."""
+    try:
+        return find_mount(path.removesuffix(" (deleted)"), read_mounts()).is_fuse
+    except (OSError, LookupError, ValueError):
+        return True
 
 
 def daemon_dict(lookup: Lookup) -> dict[str, Any] | None:
