@@ -493,30 +493,3 @@ def test_steady_is_asked_once_and_nothing_is_dropped_where_it_can_do_nothing():
                        Budget(min_pairs=3, max_pairs=6, seconds=60), 0.05, gate=True,
                        steady=lambda: asked.append(1) or "")
     assert asked == [1] and "|" not in pairs.order and not pairs.dropped
-
-
-def test_a_wide_middle_half_asks_for_settling_from_four_pairs_on():
-    """As found: the same bindfs gated against itself at --fsperf-scale=0.01, unsettled, ran
-    every pair cold in one broad mode (a side's middle half spread 1.23-1.27) and ran out of
-    its 300 s at B/A 0.94, inconclusive. Such runs now settle from the 4th pair on."""
-    from pytest_fsperf.measure.ab import Side, interleave
-    from tests.test_rounds import result
-
-    asked = []
-    broad = iter([512e6, 733e6, 582e6, 593e6, 735e6, 704e6, 608e6, 422e6] + [600e6] * 200)
-
-    def steady() -> str:
-        asked.append(True)
-        return "settling"
-
-    sides = (Side("A", (), lambda: None), Side("B", (), lambda: None))
-    pairs = interleave(sides, lambda side, n: result(next(broad)),
-                       Budget(min_pairs=3, max_pairs=30, seconds=60), 0.05, gate=True, steady=steady)
-    assert asked == [True] and pairs.order.startswith("ABBAABBA|")
-    assert pairs.dropped[0].startswith("pairs 1-4: ") and "runs spread 1." in pairs.dropped[0]
-    # steady runs (the files benchmark's, middle half under 1.2) never ask
-    asked.clear()
-    calm = iter([100e6, 104e6, 97e6, 102e6, 99e6, 105e6, 96e6, 101e6] * 30)
-    interleave(sides, lambda side, n: result(next(calm)),
-               Budget(min_pairs=3, max_pairs=12, seconds=60), 0.05, gate=True, steady=steady)
-    assert asked == []

@@ -187,17 +187,12 @@ def unstable(metrics: dict[str, MetricComparison], decided_by: str, pinned: str 
     return "; ".join(said)
 
 
-WIDE = 1.2  # a side's middle half spread this widely over 4 runs or more: settle (ab.py)
-
-
-def scattered(m: MetricComparison, wide: float = IMPLAUSIBLE) -> list[str]:
-    """Each side whose runs spread wider than IMPLAUSIBLE, as said (none: []); or, with
-    `wide`, whose middle half spreads wider than that over 4 runs or more."""
+def scattered(m: MetricComparison) -> list[str]:
+    """Each side whose runs spread wider than IMPLAUSIBLE, as said (none: [])."""
     said = []
     for side, values in (("A", m.a), ("B", m.b)):
         known = _known(values)
-        spread = _spread(known) or (_spread(known, wide) if len(known) >= 4 else 0.0)
-        if spread:
+        if spread := _spread(known):
             said.append(f"{side}'s runs spread {spread:.1f}x{_clusters(known)}")
     return said
 
@@ -207,8 +202,8 @@ def _known(values: Sequence[float | None]) -> list[float]:
     return sorted(v for v in values if v)
 
 
-def _spread(known: list[float], limit: float = IMPLAUSIBLE) -> float:
-    """How widely one side's sorted figures spread, when past `limit`, else 0: the middle
+def _spread(known: list[float]) -> float:
+    """How widely one side's sorted figures spread, when past IMPLAUSIBLE, else 0: the middle
     half (upper over lower quartile) from 4 runs on - the extremes of many short runs say
     little - and max over min below that."""
     if len(known) < 2:
@@ -218,7 +213,7 @@ def _spread(known: list[float], limit: float = IMPLAUSIBLE) -> float:
     else:
         low, high = known[0], known[-1]
     spread = high / low if low > 0 else math.inf
-    return spread if spread > limit else 0.0
+    return spread if spread > IMPLAUSIBLE else 0.0
 
 
 def _clusters(known: list[float]) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..engine import fio as fio_engine
 from ..errors import MeasurementError, UsageError
-from ..judge.comparison import WIDE, Comparison, compare, judge_metric, primary, scattered
+from ..judge.comparison import Comparison, compare, judge_metric, primary, scattered
 from ..judge.paired import Budget, order, should_stop
 from ..mounts.request import parse_options
 from ..result import WorkloadResult, median_round
@@ -73,11 +73,9 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
     """Pairs A B, B A, ... (each run after its side's enter(): a cold start) until the
     deciding figure is decisive or the budget is spent. gate: "not worse" decides too.
     started: when the comparison began (time.monotonic), so that its preparation counts.
-    steady: called once if a side's runs spread past 1.5x (from 2 pairs on) or their middle
-    half past WIDE (from 4 pairs on: the same build gated against itself over bindfs at
-    --fsperf-scale=0.01 spread 1.23-1.27 unsettled and ran out of time at B/A 0.94) to make
-    the runs meet one state from then on (Workspace.settle_from_now); where it says what it
-    did, the pairs so far are dropped and the comparison starts again."""
+    steady: called once if a side's runs spread implausibly (from 2 pairs on) to make the
+    runs meet one state from then on (Workspace.settle_from_now); where it says what it did,
+    the pairs so far are dropped and the comparison starts again."""
     by_name = {s.name: s for s in sides}
     runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
     ran = ""
@@ -129,7 +127,7 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
         m = judge_metric(metric, [r.single_metrics().get(metric) for r in runs["A"]],
                          [r.single_metrics().get(metric) for r in runs["B"]], tolerance,
                          budget.anytime, gate)
-        if steady is not None and pair >= 2 and (why := "; ".join(scattered(m, WIDE))):
+        if steady is not None and pair >= 2 and (why := "; ".join(scattered(m))):
             if done := steady():
                 dropped.append(f"pairs 1-{pair}: {why}; {done}")
                 runs, pair, ran = {"A": [], "B": []}, 0, ran + "|"
