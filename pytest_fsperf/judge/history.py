@@ -333,12 +333,15 @@ def analyse(s: Series, max_pvalue: float = MAX_PVALUE, min_magnitude: float = MI
     return a
 
 
+LEVEL = 2  # runs a new level needs before the gate acts on it
+
+
 def gate(analyses: Sequence[Analysis], tolerance: float, newest: str, recent: int = 5,
          ) -> list[Change]:
     """--fsperf-history-gate: per series whose newest run is `newest`, the change point that
-    began within the `recent` newest runs, made the figure worse by more than `tolerance`, is
-    the filesystem's (not the machine's), and still holds at the newest run (worse than the
-    level before it by more than the tolerance)."""
+    began within the `recent` newest runs (and LEVEL runs ago or more), made the figure
+    worse by more than `tolerance`, is the filesystem's (not the machine's), and still holds
+    at the newest run (worse than the level before it by more than the tolerance)."""
     found = []
     for a in analyses:
         points = a.series.points
@@ -347,6 +350,8 @@ def gate(analyses: Sequence[Analysis], tolerance: float, newest: str, recent: in
         for c in reversed(a.changes):
             if len(points) - c.index > recent:
                 break
+            if len(points) - c.index < LEVEL:
+                continue  # one run alone is a run-vs-run comparison, which cries wolf here
             now = points[-1].value / c.before - 1 if c.before else 0.0
             held = now < -tolerance if a.series.higher_is_better else now > tolerance
             if c.worse and abs(c.change) > tolerance and c.cause != Cause.MACHINE and held:
