@@ -57,6 +57,8 @@ def registry(config: pytest.Config) -> Registry:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     config.addinivalue_line("markers", MOUNT_HELP)
+    if config.option.help or config.option.markers:
+        return  # nothing will run: no setting is checked, nothing swept, no watchdog
     try:
         settings = read_settings(config)
         state = FsperfSession(settings)

@@ -255,6 +255,28 @@ def test_python_m_pytest_help_from_the_repository_works():
     assert "Traceback (most recent call last)" not in r.stdout + r.stderr
 
 
+def test_help_and_markers_check_nothing_and_touch_nothing(pytester, monkeypatch):
+    """As found: a bad fsperf value in the ini file made `pytest --help` exit 4 with only
+    the error, and every `pytest --help` swept what dead sessions left (unmounting, killing)
+    and started a watchdog. A real run still refuses the value."""
+    from pytest_fsperf.session import leftovers
+
+    called: list[str] = []
+    monkeypatch.setattr(leftovers, "sweep", lambda *a, **k: called.append("sweep") or [])
+    monkeypatch.setattr(leftovers, "start", lambda *a, **k: called.append("start"))
+    pytester.makeini("[pytest]\nfsperf_rounds = many\n")
+    pytester.makepyfile("def test_x(): pass")
+    r = pytester.runpytest("--help")
+    assert r.ret == 0 and "--fsperf-tolerance=PERCENT" in r.stdout.str()
+    r = pytester.runpytest("--markers")
+    assert r.ret == 0
+    r.stdout.fnmatch_lines(["@pytest.mark.fsperf(*"])
+    assert called == []
+    r = pytester.runpytest()
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["*fsperf_rounds = many (ini file *): not a whole number*"])
+
+
 def test_bench_passes_mount_options_and_saves_a_baseline(tmp_path):
     """As asked: fsperf bench takes the common flags itself (--mount-options, --backend-config,
     --save-baseline, --candidate) rather than only after `--`."""
