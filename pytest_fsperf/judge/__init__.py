@@ -106,8 +106,7 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
             saved = earlier.results.get(f"{r.test}::{r.name}")
             if not saved:
                 continue
-            new = {"total": r.total(), "rounds": list(r.rounds), "canary": list(r.canary),
-                   "fingerprint": runs.fingerprint(r.scenario, r.options, r.mount, earlier.env)}
+            new = _as_saved(r, earlier.env)
             matching = [(n, old) for n, old in saved if old.get("fingerprint") == new["fingerprint"]]
             history = matching[:earlier.last] or list(saved[:1])  # none: says what differs
             cmp = runs.compare(history[0][0], f"{r.test}::{r.name}", history[0][1], new, tolerance,
@@ -125,14 +124,17 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
     return j
 
 
+def _as_saved(r: WorkloadResult, env: dict[str, Any]) -> dict[str, Any]:
+    """A result of this run as a saved run holds it, to be judged with saved runs."""
+    return {"test": r.test, "name": r.name, "total": r.total(), "rounds": list(r.rounds),
+            "canary": list(r.canary),
+            "fingerprint": runs.fingerprint(r.scenario, r.options, r.mount, env)}
+
+
 def _history_gate(j: Judgement, judged: Sequence[WorkloadResult], past: Past) -> None:
     """A workload whose series over the saved runs, this run last, starts a worse level now."""
-    new = [{"test": r.test, "name": r.name, "total": r.total(), "rounds": list(r.rounds),
-            "canary": list(r.canary),
-            "fingerprint": runs.fingerprint(r.scenario, r.options, r.mount, past.env)}
-           for r in judged]
-    doc = {"environment": past.env, "results": new}
-    run = history.Run(past.name, time.strftime("%Y-%m-%dT%H:%M:%S%z"), history.build_of(doc), doc)
+    doc = {"environment": past.env, "results": [_as_saved(r, past.env) for r in judged]}
+    run = history.Run(past.name, time.strftime(runs.CREATED), history.build_of(doc), doc)
     by_key = {f"{r.test}::{r.name}": r.name for r in judged}
     changes, seen = history.gate_new(past.runs, run, past.tolerance)
     for key in seen:  # judged against its history: passed, unless a change point fails it

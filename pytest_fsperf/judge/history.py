@@ -24,6 +24,7 @@ from typing import Any
 from .. import inputs
 from ..errors import UsageError
 from ..vocab import METRICS
+from .runs import CREATED, shape_problem, values
 
 INSTALL = "pip install 'pytest-fsperf[history]' (Apache Otava)"
 MAX_PVALUE = 0.001  # Otava's default: a change point must be this unlikely by chance
@@ -115,6 +116,10 @@ class Change:
         return self.series.points[self.index]
 
     def message(self) -> str:
+        return f"{self.series.key} {self.series.label}: {self.said()}"
+
+    def said(self) -> str:
+        """The change without whose it is: 'worse by 10.3% from run ...'."""
         p = self.first
         build = f", build {p.build}" if p.build else ""
         cause = {Cause.MACHINE: "; the machine changed (the canary changed at the same run), "
@@ -122,7 +127,7 @@ class Change:
                  Cause.UNKNOWN: "; no canary readings to tell the machine from the filesystem",
                  Cause.FILESYSTEM: ""}[self.cause]
         s = self.series
-        return (f"{s.key} {s.label}: {'worse' if self.worse else 'better'} by "
+        return (f"{'worse' if self.worse else 'better'} by "
                 f"{abs(self.change):.1%} from run {p.run}{build} ({p.created}): mean "
                 f"{s.shown(self.before)} -> {s.shown(self.after)}, p = {self.pvalue:.2g}{cause}")
 
@@ -162,8 +167,6 @@ def build_of(doc: dict[str, Any]) -> str:
 def read(files: Iterable[Path]) -> tuple[list[Run], list[str]]:
     """The plugin's JSON files among `files`, oldest first (by when each was written, then
     name); and one line for each file skipped, saying why."""
-    from .runs import shape_problem
-
     found, skipped = [], []
     for path in files:
         try:
@@ -180,11 +183,16 @@ def read(files: Iterable[Path]) -> tuple[list[Run], list[str]]:
     return found, skipped
 
 
+def read_folder(folder: Path) -> tuple[list[Run], list[str]]:
+    """read() of the saved runs in a storage folder (none where it does not exist)."""
+    return read(sorted(folder.glob("*.json")) if folder.is_dir() else [])
+
+
 def _when(created: str) -> float:
     """A run's `created` as seconds since the epoch (runs written in other time zones sort
     by the instant, not the text); 0 where it cannot be read."""
     try:
-        return datetime.datetime.strptime(created, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+        return datetime.datetime.strptime(created, CREATED).timestamp()
     except ValueError:
         return 0.0
 
@@ -200,8 +208,6 @@ def _fingerprint(result: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 
 def series(found: Sequence[Run], figures: Sequence[str] = FIGURES) -> list[Series]:
     """Each workload's figures over the runs, one series per fingerprint."""
-    from .runs import values
-
     points: dict[tuple[str, str, tuple[tuple[str, str], ...]], list[Point]] = {}
     for run in found:
         for r in run.doc.get("results", []):
@@ -378,7 +384,7 @@ def report(found: Sequence[Run], figures: Sequence[str] = FIGURES,
         head = f"{s.key} {s.label} ({len(s.points)} runs)"
         if not a.changes:
             lines.append(f"{head}: no change point")
-        lines += [f"{head}: {c.message().split(': ', 1)[1]}" for c in a.changes]
+        lines += [f"{head}: {c.said()}" for c in a.changes]
         if a.note:
             lines.append(f"  {a.note}")
         if normalise:

@@ -35,6 +35,9 @@ PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE, INCOMPARABLE, MACHINE_CHANGED = (
 Z_975, Z_80 = 1.96, 0.8416  # a two-sided 5% test with 80% power
 
 
+CREATED = "%Y-%m-%dT%H:%M:%S%z"  # when a run was written (its `created`), as strftime writes it
+
+
 def storage(root: Path, configured: Path | None) -> Path:
     return configured if configured is not None else root / ".fsperf" / "runs"
 

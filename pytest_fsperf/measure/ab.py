@@ -128,12 +128,11 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
                          [r.single_metrics().get(metric) for r in runs["B"]], tolerance,
                          budget.anytime, gate)
         if steady is not None and pair >= 2 and (why := "; ".join(scattered(m))):
-            if done := steady():
+            done, steady = steady(), None  # asked once
+            if done:  # the pairs so far are not used; start again
                 dropped.append(f"pairs 1-{pair}: {why}; {done}")
                 runs, pair, ran = {"A": [], "B": []}, 0, ran + "|"
                 spent_before = time.monotonic() - t0
-            steady = None
-            if done:
                 continue
         decided = m.outcome != Difference.INCONCLUSIVE
         elapsed = time.monotonic() - t0

@@ -23,8 +23,8 @@ LIMIT = 30.0  # s: never wait longer than this
 
 
 class Settle(enum.Enum):
-    # In an interleaved A/B (gate, compare), from the moment its runs look unstable without
-    # settling (bimodal, CPU-s per GB jumping): the pairs so far are dropped, the rest settle.
+    # In an interleaved A/B (gate, compare), from the moment a side's runs spread past 1.5x
+    # without settling (ab.interleave): the pairs so far are dropped, the rest settle.
     AUTO = "auto"
     ON = "on"  # after every cold start
     OFF = "off"

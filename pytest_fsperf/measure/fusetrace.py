@@ -134,10 +134,10 @@ def _percentile(ordered: list[float], q: float) -> float:
 
 class Events:
     """Sends and ends parsed from the trace text, paired by request id as they are read.
-    A paired request is kept in flat arrays (about 30 bytes: send time, opcode, service
-    time, lengths, error), not as Python objects (about 400 bytes a pair): a 100 GB read
-    is 800,000 READs. Only requests still in flight, or ends read before their send, are
-    kept by id."""
+    A paired request is kept in flat arrays (send and end time, opcode, lengths, error: 39
+    bytes a request for 100,000 READs under tracemalloc, against 423 as two dicts of
+    tuples): a 100 GB read is 763,000 READs of 128 KiB. Only requests still in flight, or
+    ends read before their send, are kept by id."""
 
     def __init__(self, connection: int) -> None:
         self.connection = connection
@@ -146,7 +146,7 @@ class Events:
         self._sent: dict[int, tuple[float, int, int]] = {}  # in flight: unique -> (t, op, len)
         self._early: dict[int, tuple[float, int, int]] = {}  # an end read before its send
         self._t = array.array("d")  # each answered request: send time, s
-        self._took = array.array("d")  # send to end, s
+        self._t_end = array.array("d")  # its end, s
         self._op = array.array("H")
         self._len_in = array.array("q")  # the request's length
         self._len_out = array.array("q")  # the reply's length
@@ -184,7 +184,7 @@ class Events:
 
     def _keep(self, t: float, op: int, len_in: int, t_end: float, len_out: int, error: int) -> None:
         self._t.append(t)
-        self._took.append(t_end - t)
+        self._t_end.append(t_end)
         self._op.append(op)
         self._len_in.append(len_in)
         self._len_out.append(len_out)
@@ -196,7 +196,7 @@ class Events:
         names = self._names
         for i, t in enumerate(self._t):
             if t0 <= t <= t1:
-                yield (t, names[self._op[i]], self._len_in[i], t + self._took[i],
+                yield (t, names[self._op[i]], self._len_in[i], self._t_end[i],
                        self._len_out[i], self._err[i])
         for t, op, length in self._sent.values():
             if t0 <= t <= t1:

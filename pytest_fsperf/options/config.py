@@ -340,9 +340,9 @@ OPTIONS = (
            "1: at the end, show the change points of each workload's series over the saved "
            "runs, this one included (needs pytest-fsperf[history])"),
     Option("fsperf_history_gate", "history_gate", _flag, False, "0|1",
-           "1: fail a workload whose newest saved runs (2-5 of them, this one last) start a level worse "
-           "than before by more than the tolerance, found as a change point over the saved "
-           "runs (needs pytest-fsperf[history] and --fsperf-save or --fsperf-autosave)"),
+           "1: fail a workload whose newest saved runs (2-5 of them, this one last) start a "
+           "level worse than before by more than the tolerance, found as a change point over "
+           "the saved runs (needs pytest-fsperf[history] and --fsperf-save or --fsperf-autosave)"),
     Option("fsperf_compare_last", "compare_last", _rounds, 1, "N",
            "with --fsperf-compare=latest: compare with the last N saved runs whose fingerprint "
            "matches (their run-to-run spread), not only the newest"),

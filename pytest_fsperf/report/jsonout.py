@@ -9,6 +9,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..judge import runs
 from ..session import outfile
 
 SCHEMA_ID = "pytest-fsperf/1"
@@ -25,7 +26,7 @@ def document(environment: dict[str, Any], results: list[dict[str, Any]],
              swept: list[str] | None = None) -> dict[str, Any]:
     return {
         "schema": SCHEMA_ID,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "created": time.strftime(runs.CREATED),
         "environment": environment,
         "results": results,
         "comparisons": comparisons,

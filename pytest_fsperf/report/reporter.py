@@ -134,7 +134,7 @@ class Reporter:
         """--fsperf-history: the change points over the saved runs, this one included."""
         s = self.state.settings
         folder = runs.storage(s.root, s.storage)
-        found, skipped = history.read(sorted(folder.glob("*.json")) if folder.is_dir() else [])
+        found, skipped = history.read_folder(folder)
         if not found:
             return [f"no saved run in {folder} (--fsperf-save or --fsperf-autosave saves one)"]
         return [*history.report(found)[2], *(f"skipped {line}" for line in skipped)]

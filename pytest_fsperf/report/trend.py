@@ -5,13 +5,12 @@ self-contained file, like the report."""
 
 from __future__ import annotations
 
-import html
 import itertools
 import time
 from collections.abc import Sequence
 
 from ..judge.history import Analysis, Cause, Series
-from .html import STYLE
+from .html import STYLE, _esc
 
 W, H, PAD, CANARY_H = 760, 220, 46, 70
 EXTRA = """
@@ -19,10 +18,6 @@ EXTRA = """
 .level{stroke:#555;stroke-width:1.2}.newest{fill:#d53a3a}.run{fill:#3a7bd5}
 .band{stroke:#3a7bd5;stroke-width:1;opacity:.5}.canary{fill:none;stroke:#888;stroke-width:1.2}
 """
-
-
-def _esc(text: object) -> str:
-    return html.escape(str(text))
 
 
 def _scale(values: Sequence[float], top: int, height: int) -> tuple[float, float, int, int]:

@@ -220,8 +220,7 @@ class FsperfSession:
         name (it is replaced at the end): the series --fsperf-history-gate extends."""
         if self._history is None:
             s = self.settings
-            folder = runs.storage(s.root, s.storage)
-            found, _skipped = history.read(sorted(folder.glob("*.json")) if folder.is_dir() else [])
+            found, _skipped = history.read_folder(runs.storage(s.root, s.storage))
             self._history = [r for r in found if r.name != s.save]
         return self._history
 
