@@ -75,7 +75,9 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
     started: when the comparison began (time.monotonic), so that its preparation counts.
     steady: called once if a side's runs spread implausibly (from 2 pairs on) to make the
     runs meet one state from then on (Workspace.settle_from_now); where it says what it did,
-    the pairs so far are dropped and the comparison starts again."""
+    the pairs so far are dropped and the comparison starts again. Not for runs that bypass
+    the page cache (direct I/O): what settling waits out cannot touch them (issue 24: direct
+    fio reads fell in two clusters under load, settling cost 19-41 s and changed nothing)."""
     by_name = {s.name: s for s in sides}
     runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
     ran = ""
@@ -127,7 +129,8 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
         m = judge_metric(metric, [r.single_metrics().get(metric) for r in runs["A"]],
                          [r.single_metrics().get(metric) for r in runs["B"]], tolerance,
                          budget.anytime, gate)
-        if steady is not None and pair >= 2 and (why := "; ".join(scattered(m))):
+        if (steady is not None and pair >= 2 and (why := "; ".join(scattered(m)))
+                and not all(r.bypasses_page_cache for r in runs["A"] + runs["B"])):
             done, steady = steady(), None  # asked once
             if done:  # the pairs so far are not used; start again
                 dropped.append(f"pairs 1-{pair}: {why}; {done}")
