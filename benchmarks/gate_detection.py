@@ -23,7 +23,8 @@ under the trial's load, compared as `--fsperf-compare=latest --fsperf-compare-la
 as CI would save each run of the reference.
 
     python3 benchmarks/gate_detection.py [--mode builds|saved] [--trials 20] [--aa-trials 100]
-        [--injection quota|bwlimit] [--seconds 3] [--max-pairs 16]
+        [--workload fio|files|meta] [--count N] [--injection quota|bwlimit]
+        [--quota 20,18] [--bwlimit 40,36] [--seconds 3] [--budget 300]
 
 Prints every trial and then detection rate, false-alarm rate and time to a decision.
 """
@@ -108,29 +109,29 @@ def job(seconds: float) -> dict[str, object]:
             "runtime": f"{seconds:g}s"}
 
 
-# The small-file engine: cold reads of 2000 files of 128 KiB (about 0.5-1 s per run here);
-# the metadata engine: a cold `ls -l` (list+stat) of 20000 entries.
-FILES = steps.FilesJob(mode="read", count=2000, size="128KiB", threads=8, subdir="files")
-META = steps.MetaJob(op="list_stat", entries=20000)
-
-
-def runner(ws: Workspace, workload: str, seconds: float) -> Callable[[str], WorkloadResult]:
-    """One run of the trial's workload, measured after the cold start the gate made."""
+def runner(ws: Workspace, workload: str, seconds: float, count: int
+           ) -> Callable[[str], WorkloadResult]:
+    """One run of the trial's workload, measured after the cold start the gate made: the
+    small-file engine's cold read of `count` files of 128 KiB, the metadata engine's cold
+    `ls -l` (list+stat) of `count` entries, or fio's direct reads of `seconds`."""
     if workload == "files":
-        return lambda label: ws.keep(steps.files_step(ws, label, FILES, True, "gate_detection"))
+        files = steps.FilesJob(mode="read", count=count, size="128KiB", threads=8, subdir="files")
+        return lambda label: ws.keep(steps.files_step(ws, label, files, True, "gate_detection"))
     if workload == "meta":
-        return lambda label: ws.keep(steps.meta_step(ws, label, META, True, "gate_detection"))
+        meta = steps.MetaJob(op="list_stat", entries=count)
+        return lambda label: ws.keep(steps.meta_step(ws, label, meta, True, "gate_detection"))
     _base, spec = ws.job("read", job(seconds), "gate_detection")
     return lambda label: ws.keep(ws.measure(label, True, spec, layout=True))
 
 
 def build_trial(session: FsperfSession, target: Target, n: int, a: str, b: str,
-                seconds: float, workload: str) -> tuple[Difference, int, float, float, str]:
+                seconds: float, workload: str, count: int,
+                ) -> tuple[Difference, int, float, float, str]:
     """One release gate; returns the deciding figure's outcome, pairs, seconds of measurement,
     wall s (everything counted) and the stop reason."""
     ws = Workspace(session, target, f"gate::trial{n}", target.new_workdir(f"trial{n}"))
     t0 = time.monotonic()
-    c, _b, _a = gate(ws, workload, runner(ws, workload, seconds), Release(a, b), ws.budget(),
+    c, _b, _a = gate(ws, workload, runner(ws, workload, seconds, count), Release(a, b), ws.budget(),
                      TOLERANCE)
     measured = sum(r.wall_seconds for r in ws.results)
     target.remove(str(ws.workdir))
@@ -200,6 +201,11 @@ def main() -> None:
     ap.add_argument("--workload", choices=("fio", "files", "meta"), default="fio",
                     help="fio: 128 KiB direct reads of --seconds; files: a cold read of 2000 "
                          "files of 128 KiB; meta: a cold ls -l of 20000 entries")
+    ap.add_argument("--count", type=int, default=0,
+                    help="files: files of 128 KiB (default 2000, about 0.5-1 s a run here); "
+                         "meta: entries listed (default 20000)")
+    ap.add_argument("--bwlimit", default="40,36", metavar="A,B",
+                    help="bwlimit injection: the reference's and the candidate's MB/s")
     ap.add_argument("--rounds", type=int, default=5, help="saved mode: rounds per run")
     ap.add_argument("--quota", default="20,18", metavar="A,B",
                     help="quota injection: the reference's and the candidate's %% of a core "
@@ -209,6 +215,7 @@ def main() -> None:
     ap.add_argument("--aa-cgroup", choices=("same", "own"), default="same",
                     help="A/A: B in A's cgroup, or in its own with the same quota")
     args = ap.parse_args()
+    count = args.count or (20000 if args.workload == "meta" else 2000)
     scratch = Path(tempfile.mkdtemp(prefix="fsperf-gate-"))
     source = scratch / "source"
     source.mkdir()
@@ -227,9 +234,10 @@ def main() -> None:
             plan = MountPlan(Registry().get("bindfs", "bench"), (), {"source": str(source)})
         else:
             rclone = shutil.which("rclone") or "rclone"
-            a = wrapper(scratch, "rclone-a", rclone, None, " --bwlimit 40M")
-            slow = wrapper(scratch, "rclone-b", rclone, None, " --bwlimit 36M")
-            same = wrapper(scratch, "rclone-aa", rclone, None, " --bwlimit 40M")
+            ra, rb = args.bwlimit.split(",")
+            a = wrapper(scratch, "rclone-a", rclone, None, f" --bwlimit {ra}M")
+            slow = wrapper(scratch, "rclone-b", rclone, None, f" --bwlimit {rb}M")
+            same = wrapper(scratch, "rclone-aa", rclone, None, f" --bwlimit {ra}M")
             plan = MountPlan(Registry().get("rclone", "bench"), (), {"source": str(source)})
         target = session.open_target(plan)
         loads = itertools.cycle(LOADS)
@@ -244,7 +252,7 @@ def main() -> None:
             if args.mode == "builds":
                 with load(bg, scratch):
                     row: tuple[object, ...] = (*build_trial(session, target, n, a, b, args.seconds,
-                                                            args.workload), bg)
+                                                            args.workload, count), bg)
             else:
                 outcome, moved, run = saved_trial(session, target, n, b, args.seconds, args.rounds,
                                                   bg, scratch, history)
@@ -276,10 +284,11 @@ def with_retry_rmdir(path: Path) -> None:
 
 def summary(args: argparse.Namespace, found: dict[str, list[tuple[object, ...]]]) -> None:
     slow, aa = found["slow"], found["A/A"]
-    print(f"mode {args.mode}, injection {args.injection} ({args.quota} for quota), workload "
-          f"{args.workload} "
-          f"({args.seconds:g} s reads for fio), tolerance {100 * TOLERANCE:g}%, budget "
-          f"{args.budget:g} s, settle {args.settle}, loads cycled {'/'.join(LOADS)}")
+    injected = args.quota + "% of a core" if args.injection == "quota" else args.bwlimit + " MB/s"
+    print(f"mode {args.mode}, injection {args.injection} ({injected}), workload {args.workload} "
+          f"({args.seconds:g} s reads for fio, count {args.count or 'default'}), "
+          f"tolerance {100 * TOLERANCE:g}%, budget {args.budget:g} s, settle {args.settle}, "
+          f"loads cycled {'/'.join(LOADS)}")
     if args.mode == "builds":
         caught = sum(r[0] == Difference.B_WORSE for r in slow)
         flagged = sum(r[0] in (Difference.B_WORSE, Difference.B_BETTER) for r in aa)
