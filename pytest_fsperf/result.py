@@ -41,10 +41,6 @@ def cpu_seconds_of(daemon: dict[str, Any]) -> float:
     return float(daemon.get("cpu_window_seconds") or daemon["wall_seconds"])
 
 
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
-
-
 @dataclass(frozen=True)
 class IoStats:
     """One direction (read or write) of a fio job, as fio reported it."""
@@ -178,6 +174,9 @@ class WorkloadResult:
     # found as an earlier run left them (False); a fresh file reads unlike a reused one
     fresh_files: bool | None = None
     placement: Placement | None = None  # the CPUs the daemon and the load were pinned to
+    # free memory the machine lost while it ran (page cache filled, the daemon's buffers):
+    # what a VM's free page reporting after a cache drop can slow (measure/balloon.py)
+    memory_taken: int | None = None
     fuse: FuseRequests | None = None  # the kernel's FUSE requests to the daemon, by opcode
     fuse_note: str = ""  # why there is no FUSE trace, when there is none
     requests: Requests | None = None  # what the object store served in the window, by kind
@@ -194,15 +193,6 @@ class WorkloadResult:
     profile_note: str = ""  # why a profile asked for was not taken
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     output_file: str = field(default="", compare=False)  # fio's JSON; lives for the session
-
-    @property
-    def bypasses_page_cache(self) -> bool:
-        """fio with direct=1 (or buffered=0): its reads fill no page cache, so nothing that
-        follows a cache drop (a VM's free page reporting) can make its runs differ."""
-        if self.kind != "fio":
-            return False
-        return (str(self.options.get("direct", "0")).lower() in _TRUE
-                or str(self.options.get("buffered", "1")).lower() in _FALSE)
 
     @property
     def directions(self) -> list[IoStats]:

@@ -15,7 +15,7 @@ from ..result import WorkloadResult
 from ..vocab import METRICS as FIGURES
 from ..vocab import CompareKind, Difference, Text
 from . import where as fuse_where
-from .paired import Budget, Direction, Paired, paired
+from .paired import Budget, Direction, Paired, log_ratios, paired, pairs_needed, spread_of
 
 # The figures an A/B compares. Daemon CPU is compared per GB moved: a throttled side uses
 # less CPU per second only because it moves less, and must not look "better" for it.
@@ -96,6 +96,8 @@ class Comparison:
     profile_note: str = ""
     # each side's profile, folded (stack, samples), the most sampled stacks first
     profiles: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    # an inconclusive comparison: how many pairs, at their spread so far, would decide
+    needed: str = ""
 
     def ratio(self, metric: str = "bw") -> float:
         """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's bandwidth."""
@@ -129,8 +131,9 @@ class Comparison:
         found = (*self.where, *self.profile)
         told = (f"; where: {'; '.join(found)}"
                 if found and m.outcome in (Difference.B_WORSE, Difference.B_BETTER) else "")
+        more = f"; {self.needed}" if self.needed and m.outcome == Difference.INCONCLUSIVE else ""
         return (f"{self.name}: {what}: {FIGURES[m.metric].label} {m.ratio:.3f}x "
-                f"({self.rounds} pairs{band}; tolerance {100 * tolerance:g}%; {self.stopped})"
+                f"({self.rounds} pairs{band}; tolerance {100 * tolerance:g}%; {self.stopped}{more})"
                 + told)
 
     def to_dict(self) -> dict[str, Any]:
@@ -274,7 +277,28 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
                       stopped, seconds, kind, dropped=dropped,
                       unstable=unstable(metrics, decided_by, pinned) if passing else "",
                       short=short_runs([*a, *b]), crashed=_crashed(died, kind),
-                      placement=pinned, where=fuse_where.findings(a, b))
+                      placement=pinned, where=fuse_where.findings(a, b),
+                      needed=_needed(deciding, tolerance, kind.is_gate, seconds, budget)
+                      if anytime and deciding is not None else "")
+
+
+def _needed(m: MetricComparison, tolerance: float, gate: bool, seconds: float,
+            budget: Budget | None) -> str:
+    """What an inconclusive sequence would have needed, said as advice ("" when decided)."""
+    pairs = len(log_ratios(m.a, m.b))
+    if m.outcome != Difference.INCONCLUSIVE or pairs < 3:
+        return ""
+    spread = f"at the pairs' spread so far (±{100 * spread_of(m.a, m.b):.0f}% per pair)"
+    n = pairs_needed(m.a, m.b, tolerance, gate, FIGURES[m.metric].bigger_is_better)
+    if n is None:
+        return (f"{spread} no practical number of pairs would decide: B/A sits at the "
+                "tolerance's edge")
+    cap = budget.max_pairs if budget else n
+    pace = seconds / pairs if seconds else 0.0
+    t = f", about {math.ceil(n * pace / 10) * 10:.0f} s at this pace (--fsperf-ab-seconds)" if pace else ""
+    over = (f"; more than the cap of {cap} pairs allows: a wider tolerance, or a steadier "
+            "machine or workload" if n > cap else "")
+    return f"{spread} about {n} pairs in all would decide{t}{over}"
 
 
 def placed(runs: Sequence[WorkloadResult]) -> str:

@@ -169,8 +169,8 @@ def paired(a: Sequence[float | None], b: Sequence[float | None], tolerance: floa
     n = len(d)
     if n < 2:
         return Paired(1, math.exp(d[0]), None, None, 0.0, Direction.UNCLEAR)
-    mean = sum(d) / n
-    se = math.sqrt(sum((v - mean) ** 2 for v in d) / (n - 1) / n)
+    mean, sd = _mean_sd(d)
+    se = sd / math.sqrt(n)
     ratio = math.exp(mean)
 
     def bounds(width: float) -> tuple[float, float]:
@@ -229,3 +229,52 @@ def order(pair: int) -> str:
     """A B, then B A, alternating (ABBA ABBA ...): neither side always runs first, so a
     warm-up or a drift within a pair does not favour one."""
     return "AB" if pair % 2 == 0 else "BA"
+
+
+MOST_PAIRS = 100_000  # beyond this, "more pairs" is no advice
+
+
+def pairs_needed(a: Sequence[float | None], b: Sequence[float | None], tolerance: float,
+                 gate: bool, bigger_is_better: bool = True) -> int | None:
+    """How many pairs in all an inconclusive sequence would need to decide, were the pairs to
+    come on as they have (their mean and spread): the first n where the flag interval clears
+    1 (the estimate past the tolerance) or the pass interval clears the tolerance's edge.
+    None: no number would (the estimate sits on the tolerance's edge, or too few pairs)."""
+    d = log_ratios(a, b)
+    if len(d) < 2:
+        return None
+    mean, sd = _mean_sd([v if bigger_is_better else -v for v in d])  # mean < 0: B worse
+    low, high = math.log(1 - tolerance), math.log(1 + tolerance)
+    if sd == 0:
+        return None
+    mixture: tuple[float, ...]
+    if mean < low or mean > high:  # past the tolerance: the flag interval must clear 0
+        margin, alpha, mixture = abs(mean), ALPHA, FLAG_MIXTURE
+    else:  # inside: the pass interval must clear the edge(s)
+        margin = mean - low if gate else min(mean - low, high - mean)
+        alpha, mixture = PASS_ALPHA, PASS_MIXTURE
+    if margin <= 0:
+        return None
+
+    def enough(n: int) -> bool:
+        return radius(n, alpha, mixture) * sd / math.sqrt(n) < margin
+
+    if not enough(MOST_PAIRS):
+        return None
+    lo, hi = len(d), MOST_PAIRS  # bisection: the half-width shrinks as n grows
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid + 1, hi)
+    return lo
+
+
+def spread_of(a: Sequence[float | None], b: Sequence[float | None]) -> float:
+    """The pair ratios' spread as a fraction (0.12: each pair's B/A is off by about 12%): the
+    standard deviation of their logs, as a ratio less one."""
+    d = log_ratios(a, b)
+    return math.exp(_mean_sd(d)[1]) - 1 if len(d) >= 2 else 0.0
+
+
+def _mean_sd(d: Sequence[float]) -> tuple[float, float]:
+    mean = sum(d) / len(d)
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in d) / (len(d) - 1))

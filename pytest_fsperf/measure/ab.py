@@ -67,6 +67,16 @@ def invalid(r: WorkloadResult, fresh_is_usual: bool) -> str:
     return ""
 
 
+SETTLE_MEMORY = 32 << 20  # bytes of free memory a run must take for settling to matter
+
+
+def takes_memory(r: WorkloadResult) -> bool:
+    """The run filled memory the machine had free (page cache: of the mount, or of the
+    daemon's backing files, as bindfs over a disk fills it even for direct reads): memory a
+    VM's free page reporting may have handed back to the host. Unknown counts as taken."""
+    return r.memory_taken is None or r.memory_taken >= SETTLE_MEMORY
+
+
 def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResult],
                budget: Budget, tolerance: float, gate: bool = False,
                started: float | None = None, steady: Callable[[], str] | None = None) -> Pairs:
@@ -75,9 +85,10 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
     started: when the comparison began (time.monotonic), so that its preparation counts.
     steady: called once if a side's runs spread implausibly (from 2 pairs on) to make the
     runs meet one state from then on (Workspace.settle_from_now); where it says what it did,
-    the pairs so far are dropped and the comparison starts again. Not for runs that bypass
-    the page cache (direct I/O): what settling waits out cannot touch them (issue 24: direct
-    fio reads fell in two clusters under load, settling cost 19-41 s and changed nothing)."""
+    the pairs so far are dropped and the comparison starts again. Only where the runs take
+    memory (takes_memory): what settling waits out touches nothing else (issue 24: direct
+    fio reads of a tmpfs through bindfs fell in two clusters under load, settling cost 19-41
+    s and changed nothing)."""
     by_name = {s.name: s for s in sides}
     runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
     ran = ""
@@ -130,7 +141,7 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
                          [r.single_metrics().get(metric) for r in runs["B"]], tolerance,
                          budget.anytime, gate)
         if (steady is not None and pair >= 2 and (why := "; ".join(scattered(m)))
-                and not all(r.bypasses_page_cache for r in runs["A"] + runs["B"])):
+                and any(takes_memory(r) for r in runs["A"] + runs["B"])):
             done, steady = steady(), None  # asked once
             if done:  # the pairs so far are not used; start again
                 dropped.append(f"pairs 1-{pair}: {why}; {done}")

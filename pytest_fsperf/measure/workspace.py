@@ -89,6 +89,7 @@ class Window:
     profile_note: str = ""  # why a profile asked for was not taken
     peers: list[tuple[Lookup, DaemonMeter | None]] = dataclasses.field(default_factory=list)
     peer_stats: list[DaemonStats | None] = dataclasses.field(default_factory=list)
+    memory_taken: int | None = None  # free memory the machine lost during the window, bytes
 
 
 class Workspace:
@@ -525,6 +526,7 @@ class Workspace:
                         profiler.start()
                     if trace is not None:
                         trace.start()
+                    free = psutil.virtual_memory().free
                     t0 = time.monotonic()  # after the pinning: its cost is not the workload's
                     yield w
             except (DaemonExited, WorkloadHung):  # the cause is named already
@@ -538,6 +540,7 @@ class Workspace:
                     raise MeasurementError(_stalled(label, sampler.stalled, limit)) from None
                 raise
             w.wall = time.monotonic() - t0
+            w.memory_taken = max(0, free - psutil.virtual_memory().free)
             if trace is not None:
                 trace.stop()
             if profiler is not None:
@@ -615,7 +618,8 @@ class Workspace:
             cold_steps=w.cold_steps, cache_disk_peak_bytes=w.disk_peak, requests=w.requests,
             requests_note=w.requests_note, cost=self._cost(w.requests), timeline=w.timeline,
             daemon_counters=w.daemon_counters, placement=w.placement, fuse=w.fuse,
-            fuse_note=w.fuse_note, profile=w.profile, profile_note=w.profile_note, **fields)
+            fuse_note=w.fuse_note, profile=w.profile, profile_note=w.profile_note,
+            memory_taken=w.memory_taken, **fields)
         found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes, w.fuse)
         return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)
 

@@ -485,6 +485,8 @@ def comparison(c: Mapping[str, Any]) -> Section:
                   "confidence sequence (looked at after every pair, valid at every look)",)
     if c.get("short"):
         lines += (c["short"],)
+    if c.get("needed"):
+        lines += (f"inconclusive: {c['needed']}",)
     if c.get("unstable"):
         lines += (f"the measurement is unstable, nothing decided: {c['unstable']}",)
     if c.get("crashed"):
