@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import os
 import shutil
 import signal
@@ -65,13 +66,18 @@ PERIOD_US = 10_000
 LOADS = ("none", "cpu", "disk")
 
 
-def cgroup(name: str, percent: float) -> Path:
+def cgroup(name: str, percent: float, period: int = PERIOD_US) -> Path:
     path = CGROUP / name
     path.mkdir(exist_ok=True)
     # A 10 ms period: the quota is spread finely over each read, not in 100 ms lumps.
-    (path / "cpu.cfs_period_us").write_text(str(PERIOD_US))
-    (path / "cpu.cfs_quota_us").write_text(str(int(percent / 100 * PERIOD_US)))
+    (path / "cpu.cfs_period_us").write_text(str(period))
+    (path / "cpu.cfs_quota_us").write_text(str(int(percent / 100 * period)))
     return path
+
+
+def period_for(*percents: float) -> int:
+    """PERIOD_US, or longer where a quota would fall under the kernel's 1 ms least."""
+    return max(PERIOD_US, math.ceil(1000 * 100 / min(percents)))
 
 
 def wrapper(where: Path, name: str, binary: str, group: Path | None, extra: str = "") -> str:
@@ -227,9 +233,10 @@ def main() -> None:
             subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "tmpfs", str(source)], check=True)
             bindfs = shutil.which("bindfs") or "bindfs"
             qa, qb = (float(q) for q in args.quota.split(","))
-            a = wrapper(scratch, "bindfs-a", bindfs, cgroup("fsperf-gate-a", qa))
-            slow = wrapper(scratch, "bindfs-b", bindfs, cgroup("fsperf-gate-b", qb))
-            same = wrapper(scratch, "bindfs-aa", bindfs, cgroup("fsperf-gate-aa", qa)
+            period = period_for(qa, qb)
+            a = wrapper(scratch, "bindfs-a", bindfs, cgroup("fsperf-gate-a", qa, period))
+            slow = wrapper(scratch, "bindfs-b", bindfs, cgroup("fsperf-gate-b", qb, period))
+            same = wrapper(scratch, "bindfs-aa", bindfs, cgroup("fsperf-gate-aa", qa, period)
                            if args.aa_cgroup == "own" else CGROUP / "fsperf-gate-a")
             plan = MountPlan(Registry().get("bindfs", "bench"), (), {"source": str(source)})
         else:

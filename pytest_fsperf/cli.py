@@ -116,6 +116,10 @@ def parser() -> Parser:
     bench.add_argument("--markdown", metavar="PATH", help="write the Markdown report")
     bench.add_argument("-k", metavar="EXPR", dest="keyword",
                        help="only scenarios matching EXPR (pytest -k), e.g. 'seq_read'")
+    bench.add_argument("--ceilings", action="store_true",
+                       help="measure nothing but this machine's ceilings for the suite's fio "
+                            "workloads: tmpfs, FUSE passthrough (bindfs over tmpfs) and the "
+                            "object store (a local MinIO) read or written straight")
     cmp = sub.add_parser("compare-runs", help="judge saved run NEW against saved run BASE",
                          formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_CODES,
                          description="Every workload of NEW against the same workload of BASE "
@@ -201,12 +205,26 @@ def bench_args(a: argparse.Namespace) -> list[str]:
 def bench(a: argparse.Namespace) -> int:
     import pytest  # the command is pytest; the measuring core does not import it
 
+    if a.ceilings:
+        return ceilings(a)
     args = bench_args(a)
     if a.mount is None and not a.backend:
         print("fsperf bench: no MOUNT and no --backend: measuring a fresh directory on the local "
               "disk (no FUSE daemon); name a mount point to measure it", file=sys.stderr)
     print("fsperf bench runs: pytest " + shlex.join(args), file=sys.stderr, flush=True)
     return int(pytest.main(args))
+
+
+def ceilings(a: argparse.Namespace) -> int:
+    import importlib
+
+    from .ceilings import machine
+
+    scale = a.scale if a.scale is not None else DEFAULT_SCALE
+    scenarios = importlib.import_module(f"pytest_fsperf.suites.{a.suite}").SCENARIOS
+    for line in machine.run(scenarios, scale, a.keyword):
+        print(line, flush=True)
+    return 0
 
 
 def _run_doc(ref: str, storage: Path, where: str) -> tuple[str, dict[str, object]]:

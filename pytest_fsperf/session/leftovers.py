@@ -180,10 +180,10 @@ def done(entry: Entry) -> None:
         entry[0].done(entry[1])
 
 
-def private_dir(prefix: str) -> tuple[str, Entry]:
-    """A new 0700 directory under the temp dir, noted in the record before it exists
-    (so no kill can fall between making it and noting it)."""
-    base = tempfile.gettempdir()
+def private_dir(prefix: str, base: str | None = None) -> tuple[str, Entry]:
+    """A new 0700 directory under `base` (the temp dir), noted in the record before it
+    exists (so no kill can fall between making it and noting it)."""
+    base = base or tempfile.gettempdir()
     for _ in range(100):
         path = os.path.join(base, prefix + os.urandom(6).hex())
         entry = note_dir(path)

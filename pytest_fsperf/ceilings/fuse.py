@@ -1,0 +1,115 @@
+"""The FUSE path's ceiling: the same fio job on tmpfs itself and on a passthrough FUSE daemon
+(bindfs) over that tmpfs - what this kernel's FUSE and page cache allow at that block size
+and job count with no storage and no network behind them.
+
+The tmpfs is /dev/shm (a private 0700 directory of the session's own there, noted for the
+sweep before it exists): no mount to make, none to leave behind. The bindfs run is cold (a
+remount and a page-cache drop before it, as the plugin's own cold starts); the tmpfs run
+cannot be: its files are memory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+from ..engine.fiosize import parse_fio_size
+from ..errors import MeasurementError
+from ..measure.workspace import Workspace
+from ..mounts.mounter import BinaryMissing, MountPlan
+from ..mounts.mountinfo import find_mount, read_mounts
+from ..mounts.registry import Registry
+from ..result import WorkloadResult
+from ..session import leftovers
+from ..session.state import FsperfSession, Target
+from .model import Ceiling, Path, missing
+
+SHM = "/dev/shm"
+PASSTHROUGH = "bindfs"  # measured against rclone's local mount here: see docs/how-to/ceilings.md
+
+
+def job_bytes(job: dict[str, str]) -> int:
+    """The bytes a job's files take: size per job times its jobs (0 where not said)."""
+    try:
+        size = parse_fio_size(job.get("size", "0"))
+    except ValueError:
+        return 0
+    return size * int(job.get("numjobs", "1") or 1)
+
+
+def why_not(job: dict[str, str], shm: str = SHM) -> str:
+    """Why the FUSE ceiling cannot be measured for this job here ("" where it can)."""
+    try:
+        m = find_mount(shm, read_mounts())
+    except (OSError, LookupError):
+        return f"{shm} is not mounted"
+    if m.fstype != "tmpfs" or m.mount_point != shm:
+        return f"{shm} is not a tmpfs here ({m.fstype} at {m.mount_point})"
+    need = 2 * job_bytes(job)  # the plain tmpfs copy and the one under bindfs
+    free = shutil.disk_usage(shm).free
+    if need > free:
+        return f"the job's files ({need >> 20} MiB for both runs) do not fit in {shm} ({free >> 20} MiB free)"
+    return ""
+
+
+def _run(ws: Workspace, label: str, job: dict[str, str], cold: bool) -> WorkloadResult:
+    if cold:
+        ws.cold_start()
+    return ws.measure(ws.unique(label), False, job, layout=True)
+
+
+def _ios(r: WorkloadResult) -> int:
+    return sum(d.total_ios for d in r.directions)
+
+
+def _shape(job: dict[str, str]) -> str:
+    keys = ("rw", "bs", "numjobs", "iodepth", "direct", "size", "runtime")
+    return "fio " + " ".join(f"{k}={job[k]}" for k in keys if k in job)
+
+
+def fuse_ceilings(session: FsperfSession, job: dict[str, str]) -> tuple[Ceiling, Ceiling]:
+    """The job on tmpfs, then on bindfs over tmpfs (cold): (tmpfs, FUSE passthrough)."""
+    why = why_not(job)
+    if why:
+        return missing(Path.TMPFS, why), missing(Path.FUSE, why)
+    t0 = time.monotonic()
+    root, entry = leftovers.private_dir("pytest-fsperf-ceiling-", SHM)
+    plain_target: Target | None = None
+    try:
+        plain = os.path.join(root, "plain")
+        source = os.path.join(root, "source")
+        os.mkdir(plain, 0o700)
+        os.mkdir(source, 0o700)
+        plain_target = Target(plain)
+        ws = Workspace(session, plain_target, "ceiling::tmpfs", plain_target.new_workdir("tmpfs"))
+        try:
+            on_tmpfs = _run(ws, "tmpfs", job, cold=False)
+            tmpfs = Ceiling(Path.TMPFS, f"{SHM}, {_shape(job)}", on_tmpfs.bw_bytes, on_tmpfs.iops,
+                            _ios(on_tmpfs), time.monotonic() - t0)
+        except MeasurementError as exc:
+            tmpfs = missing(Path.TMPFS, f"fio failed on tmpfs: {exc}")
+        plain_target.close()
+        plain_target = None
+        t1 = time.monotonic()
+        try:
+            plan = MountPlan(Registry().get(PASSTHROUGH, "ceilings"), (), {"source": source})
+            mounted = session.open_target(plan)
+        except (BinaryMissing, MeasurementError) as exc:
+            return tmpfs, missing(Path.FUSE, f"{PASSTHROUGH} could not be mounted: {exc}")
+        try:
+            ws = Workspace(session, mounted, "ceiling::fuse", mounted.new_workdir("fuse"))
+            r = _run(ws, "fuse", job, cold=True)
+            fuse = Ceiling(Path.FUSE, f"{PASSTHROUGH} over tmpfs, {_shape(job)}, cold",
+                           r.bw_bytes, r.iops, _ios(r), time.monotonic() - t1)
+        except MeasurementError as exc:
+            fuse = missing(Path.FUSE, f"fio failed on {PASSTHROUGH} over tmpfs: {exc}")
+        finally:
+            session.close_target(mounted)
+        return tmpfs, fuse
+    finally:
+        if plain_target is not None:
+            plain_target.close()
+        shutil.rmtree(root, ignore_errors=True)
+        leftovers.done(entry)
+

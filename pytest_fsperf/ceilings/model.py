@@ -1,0 +1,37 @@
+"""A ceiling: the most a path beside the filesystem under test moves for the same work, and
+what measuring it cost."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..vocab import Text
+
+
+class Path(Text):
+    """Which ceiling: the object store, read or written straight by a fast client; the FUSE
+    path with nothing behind it (a passthrough daemon over tmpfs); tmpfs itself."""
+
+    STORE = "store"
+    FUSE = "FUSE passthrough"
+    TMPFS = "tmpfs"
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    path: Path
+    how: str  # what ran, e.g. "bindfs over tmpfs, fio read bs=1M numjobs=1 (cold)"
+    bw_bytes: float  # B/s; 0 where none was measured
+    ops: float = 0.0  # requests or I/Os per second
+    requests: int = 0  # requests (or I/Os) in the timed part
+    seconds: float = 0.0  # what measuring it cost, wall: layout, mounts, cleanup included
+    unavailable: str = ""  # why it was not measured ("" where it was)
+    note: str = ""  # what else to know (e.g. objects left in the store)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: str(v) if isinstance(v, Text) else v for k, v in asdict(self).items()}
+
+
+def missing(path: Path, why: str) -> Ceiling:
+    return Ceiling(path, "", 0.0, unavailable=why)

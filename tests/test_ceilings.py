@@ -1,0 +1,140 @@
+"""Ceilings (issue 28): the object store read straight by obstore over the embedded MinIO,
+and FUSE with nothing behind it (bindfs over tmpfs), measured for a workload's shape."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path as FsPath
+
+import pytest
+
+from pytest_fsperf.ceilings import fuse as fuse_ceiling
+from pytest_fsperf.ceilings.model import Path
+from pytest_fsperf.ceilings.store import MIB, Op, Shape, shape_of, store_ceiling
+from pytest_fsperf.measure.workspace import Workspace
+from pytest_fsperf.mounts.mounter import MountPlan
+from pytest_fsperf.mounts.registry import Registry
+from pytest_fsperf.options.config import Settings
+from pytest_fsperf.session.state import FsperfSession
+from pytest_fsperf.store.minio import S3Server, find_minio, start_minio
+from pytest_fsperf.store.requests import probe
+from tests.conftest import need, ours
+
+READ = {"rw": "read", "bs": "1M", "size": "128M", "direct": "1"}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("job", "expected"), [
+    (READ, Shape(Op.GET, 1, 128 * MIB, 8 * MIB)),
+    ({"rw": "read", "bs": "1M", "size": "1G", "numjobs": "4"}, Shape(Op.GET, 4, 64 * MIB, 8 * MIB)),
+    ({"rw": "randread", "bs": "4k", "size": "16M", "numjobs": "2", "iodepth": "4"},
+     Shape(Op.GET, 8, 16 * MIB, 4096)),
+    ({"rw": "write", "bs": "16M", "size": "64M"}, Shape(Op.PUT, 1, 64 * MIB, 16 * MIB)),
+    ({"rw": "randrw", "bs": "4k", "size": "16M"}, None),
+])
+def test_a_fio_job_becomes_the_store_transfer_behind_it(job, expected):
+    assert shape_of(job) == expected
+
+
+@pytest.mark.unit
+def test_the_fuse_ceiling_says_why_not_where_there_is_no_tmpfs(tmp_path):
+    assert fuse_ceiling.why_not(READ, str(tmp_path)).endswith("is not a tmpfs here "
+                                                             f"({_fstype(tmp_path)} at /)")
+    huge = {**READ, "size": "100T"}
+    if os.path.ismount("/dev/shm"):
+        assert "do not fit in /dev/shm" in fuse_ceiling.why_not(huge)
+
+
+def _fstype(path: FsPath) -> str:
+    from pytest_fsperf.mounts.mountinfo import find_mount, read_mounts
+
+    return find_mount(str(path), read_mounts()).fstype
+
+
+@pytest.mark.unit
+def test_no_store_no_ceiling_and_it_says_why():
+    c = store_ceiling(None, Shape(Op.GET, 1, MIB, MIB))
+    assert c.path == Path.STORE and c.bw_bytes == 0
+    assert c.unavailable.startswith("no object store behind this mount known to the plugin")
+
+
+@pytest.fixture
+def server() -> Iterator[S3Server]:
+    need("fio")
+    binary = find_minio()
+    if binary is None:
+        pytest.skip("MinIO is not installed")
+    s = start_minio(binary)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def _cold_read(backend: str, config: dict[str, str]) -> float:
+    need(backend)
+    session = FsperfSession(Settings())
+    try:
+        target = session.open_target(MountPlan(Registry().get(backend, "test"), (), config))
+        ws = Workspace(session, target, "ceiling::t", target.new_workdir("t"))
+        _base, job = ws.job("read", READ, "t")
+        ws.cold_start()
+        return ws.measure(ws.unique("read"), True, job, layout=True).bw_bytes
+    finally:
+        session.close()
+
+
+@pytest.mark.s3
+def test_the_store_ceiling_is_above_what_s3fs_and_rclone_read_and_minio_counts_its_gets(server):
+    """The same read straight from the store is at least what the best FUSE client made of
+    it, and MinIO's own counters saw exactly the GETs the ceiling says it sent."""
+    best = max(_cold_read("s3fs", server.config()), _cold_read("rclone", server.config()))
+    shape = shape_of(READ)
+    assert shape is not None
+    meter, why = probe(server.endpoint)
+    assert meter is not None, why
+    meter.start()
+    c = store_ceiling(server.config(), shape)
+    seen = meter.stop()
+    assert not c.unavailable and not c.note, c
+    assert c.bw_bytes >= best, (c, best)
+    assert seen.by_kind.get("GET") == c.requests > 0, (seen, c)
+    assert c.how == "obstore, GET 1 stream of 8 MiB parts (128 MiB each)"
+    assert _keys(server) == []  # nothing of the ceiling's is left in the bucket
+    assert ours() == ([], [])
+
+
+def _keys(server: S3Server) -> list[str]:
+    import re
+    import urllib.request
+
+    from pytest_fsperf.store.sigv4 import signed_request
+
+    url = f"{server.endpoint}/{server.bucket}?list-type=2&prefix=fsperf-ceiling-"
+    req = signed_request("GET", url, server.access_key, server.secret_key, server.region)
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return re.findall(r"<Key>([^<]*)</Key>", resp.read().decode())
+
+
+@pytest.mark.fuse
+def test_the_fuse_ceiling_over_tmpfs_is_above_bindfs_over_a_disk(tmp_path):
+    """bindfs over tmpfs, cold, reads at least what bindfs over the machine's disk does;
+    tmpfs itself more still. Nothing is left in /dev/shm."""
+    if fuse_ceiling.why_not(READ):
+        pytest.skip(fuse_ceiling.why_not(READ))
+    before = set(os.listdir("/dev/shm"))
+    session = FsperfSession(Settings())
+    try:
+        tmpfs, fuse = fuse_ceiling.fuse_ceilings(session, READ)
+    finally:
+        session.close()
+    assert not tmpfs.unavailable and not fuse.unavailable, (tmpfs, fuse)
+    (tmp_path / "src").mkdir()  # on the machine's disk
+    on_disk = _cold_read("bindfs", {"source": str(tmp_path / "src")})
+    assert fuse.bw_bytes >= on_disk, (fuse, on_disk)
+    assert tmpfs.bw_bytes >= fuse.bw_bytes, (tmpfs, fuse)
+    assert fuse.how.startswith("bindfs over tmpfs, fio rw=read bs=1M") and fuse.how.endswith("cold")
+    assert fuse.requests == 128 and tmpfs.requests == 128
+    assert set(os.listdir("/dev/shm")) == before
+    assert ours() == ([], [])
