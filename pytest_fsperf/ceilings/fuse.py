@@ -23,6 +23,7 @@ from ..mounts.registry import Registry
 from ..result import WorkloadResult
 from ..session import leftovers
 from ..session.state import FsperfSession, Target
+from ..units import format_size
 from .model import Ceiling, Path, missing
 
 SHM = "/dev/shm"
@@ -46,10 +47,10 @@ def why_not(job: dict[str, str], shm: str = SHM) -> str:
         return f"{shm} is not mounted"
     if m.fstype != "tmpfs" or m.mount_point != shm:
         return f"{shm} is not a tmpfs here ({m.fstype} at {m.mount_point})"
-    need = 2 * job_bytes(job)  # the plain tmpfs copy and the one under bindfs
+    need = job_bytes(job)  # laid out once: bindfs serves the tmpfs run's files
     free = shutil.disk_usage(shm).free
     if need > free:
-        return f"the job's files ({need >> 20} MiB for both runs) do not fit in {shm} ({free >> 20} MiB free)"
+        return f"the job's files ({need >> 20} MiB) do not fit in {shm} ({free >> 20} MiB free)"
     return ""
 
 
@@ -65,11 +66,14 @@ def _ios(r: WorkloadResult) -> int:
 
 def _shape(job: dict[str, str]) -> str:
     keys = ("rw", "bs", "numjobs", "iodepth", "direct", "size", "runtime")
-    return "fio " + " ".join(f"{k}={job[k]}" for k in keys if k in job)
+    shown = {**job, "size": format_size(job_bytes({"size": job["size"]}))} if "size" in job else job
+    return "fio " + " ".join(f"{k}={shown[k]}" for k in keys if k in shown)
 
 
 def fuse_ceilings(session: FsperfSession, job: dict[str, str]) -> tuple[Ceiling, Ceiling]:
-    """The job on tmpfs, then on bindfs over tmpfs (cold): (tmpfs, FUSE passthrough)."""
+    """The job on tmpfs, then on bindfs over that tmpfs (cold): (tmpfs, FUSE passthrough).
+    bindfs serves the very files the tmpfs run laid out: nothing is written through FUSE
+    (4 GiB of layout through bindfs took minutes here and starved the machine)."""
     why = why_not(job)
     if why:
         return missing(Path.TMPFS, why), missing(Path.FUSE, why)
@@ -78,38 +82,39 @@ def fuse_ceilings(session: FsperfSession, job: dict[str, str]) -> tuple[Ceiling,
     plain_target: Target | None = None
     try:
         plain = os.path.join(root, "plain")
-        source = os.path.join(root, "source")
         os.mkdir(plain, 0o700)
-        os.mkdir(source, 0o700)
         plain_target = Target(plain)
-        ws = Workspace(session, plain_target, "ceiling::tmpfs", plain_target.new_workdir("tmpfs"))
+        workdir = plain_target.new_workdir("tmpfs")
+        ws = Workspace(session, plain_target, "ceiling::tmpfs", workdir)
         try:
             on_tmpfs = _run(ws, "tmpfs", job, cold=False)
-            tmpfs = Ceiling(Path.TMPFS, f"{SHM}, {_shape(job)}", on_tmpfs.bw_bytes, on_tmpfs.iops,
-                            _ios(on_tmpfs), time.monotonic() - t0)
         except MeasurementError as exc:
-            tmpfs = missing(Path.TMPFS, f"fio failed on tmpfs: {exc}")
-        plain_target.close()
-        plain_target = None
-        t1 = time.monotonic()
-        try:
-            plan = MountPlan(Registry().get(PASSTHROUGH, "ceilings"), (), {"source": source})
-            mounted = session.open_target(plan)
-        except (BinaryMissing, MeasurementError) as exc:
-            return tmpfs, missing(Path.FUSE, f"{PASSTHROUGH} could not be mounted: {exc}")
-        try:
-            ws = Workspace(session, mounted, "ceiling::fuse", mounted.new_workdir("fuse"))
-            r = _run(ws, "fuse", job, cold=True)
-            fuse = Ceiling(Path.FUSE, f"{PASSTHROUGH} over tmpfs, {_shape(job)}, cold",
-                           r.bw_bytes, r.iops, _ios(r), time.monotonic() - t1)
-        except MeasurementError as exc:
-            fuse = missing(Path.FUSE, f"fio failed on {PASSTHROUGH} over tmpfs: {exc}")
-        finally:
-            session.close_target(mounted)
-        return tmpfs, fuse
+            why = f"fio failed on tmpfs: {exc}"
+            return missing(Path.TMPFS, why), missing(Path.FUSE, why)
+        tmpfs = Ceiling(Path.TMPFS, f"{SHM}, {_shape(job)}", on_tmpfs.bw_bytes, on_tmpfs.iops,
+                        _ios(on_tmpfs), time.monotonic() - t0)
+        return tmpfs, _through_bindfs(session, plain, os.path.relpath(workdir, plain), job)
     finally:
         if plain_target is not None:
             plain_target.close()
         shutil.rmtree(root, ignore_errors=True)
         leftovers.done(entry)
 
+
+def _through_bindfs(session: FsperfSession, source: str, workdir: str,
+                    job: dict[str, str]) -> Ceiling:
+    t0 = time.monotonic()
+    try:
+        plan = MountPlan(Registry().get(PASSTHROUGH, "ceilings"), (), {"source": source})
+        mounted = session.open_target(plan)
+    except (BinaryMissing, MeasurementError) as exc:
+        return missing(Path.FUSE, f"{PASSTHROUGH} could not be mounted: {exc}")
+    try:
+        ws = Workspace(session, mounted, "ceiling::fuse", os.path.join(mounted.path, workdir))
+        r = _run(ws, "fuse", job, cold=True)
+        return Ceiling(Path.FUSE, f"{PASSTHROUGH} over tmpfs, {_shape(job)}, cold", r.bw_bytes,
+                       r.iops, _ios(r), time.monotonic() - t0)
+    except MeasurementError as exc:
+        return missing(Path.FUSE, f"fio failed on {PASSTHROUGH} over tmpfs: {exc}")
+    finally:
+        session.close_target(mounted)

@@ -47,8 +47,10 @@ class Shape:
     def shown(self) -> str:
         if self.op in (Op.HEAD, Op.LIST):
             return f"{self.op.value} x{self.count}, {self.streams} at a time"
-        return (f"{self.op.value} {self.streams} stream{'s' if self.streams > 1 else ''} of "
-                f"{_mib(self.part_bytes)} parts ({_mib(self.object_bytes)} each)")
+        streams = f"{self.op.value} {self.streams} stream{'s' if self.streams > 1 else ''}"
+        if self.op == Op.PUT:
+            return f"{streams} of {_mib(self.part_bytes)} objects"
+        return f"{streams} of {_mib(self.part_bytes)} parts ({_mib(self.object_bytes)} objects)"
 
 
 def _mib(n: int) -> str:
