@@ -12,6 +12,7 @@ from .baselines.check import scale_mismatch
 from .baselines.relative import RelativeEntry
 from .baselines.relative import check as check_relative
 from .baselines.relative import find as find_relative
+from .ceilings.cache import Ceilings, store_config
 from .engine import jobfile as jobfile_engine
 from .engine import steps
 from .errors import UsageError
@@ -34,6 +35,7 @@ class Fsperf(Workspace):
         self.comparisons: list[Comparison] = []
         self.tolerance = 0.10  # by the one precedence rule (config.py), set by the plugin
         self.release: Release | None = None  # under a release gate
+        self.ceilings: Ceilings | None = None  # --fsperf-ceilings: the session's, by shape
 
     @property
     def daemon(self) -> Lookup:
@@ -95,17 +97,25 @@ class Fsperf(Workspace):
              options: dict[str, object]) -> WorkloadResult:
         where = f"{self.test}: fsperf.fio()"
         rw = str(options.get("rw", "read"))
-        self.job(name, options, where)  # every option checked before anything runs
+        _base, job = self.job(name, options, where)  # every option checked before anything runs
         if clients is None:
             return self.repeat(name or rw, lambda n: self.run_fio(n, judged, options, where,
                                                                  per_job=per_job),
-                               judged=judged)
+                               self._beside(job) if judged else None, judged=judged)
         if per_job:
             raise UsageError(f"{where}: per_job with clients: fio's clients report per client")
         n = many.count(clients, where)
         base, job = self.job(name, options, where)
         return self.repeat(base, lambda label: many.measure(self, self.unique(label), judged, job,
                                                             n, where), judged=judged)
+
+    def _beside(self, job: dict[str, str]) -> Callable[[WorkloadResult], WorkloadResult] | None:
+        """With --fsperf-ceilings: the finished result gets the ceilings of its job's shape
+        (measured after it, so never inside its window or its cold start)."""
+        found = self.ceilings
+        if found is None:
+            return None
+        return lambda r: dataclasses.replace(r, ceilings=found.for_job(job, store_config(self.target)))
 
     def files(self, name: str | None = None, *, judged: bool = True,
               **params: object) -> WorkloadResult:

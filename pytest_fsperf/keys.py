@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from .ceilings.cache import Ceilings
 from .judge import Judgement
 from .judge.comparison import Comparison
 from .mounts.request import MountRequest
@@ -26,6 +27,7 @@ class ItemRecord:
 
 
 STATE = pytest.StashKey[FsperfSession]()
+CEILINGS = pytest.StashKey[Ceilings]()  # --fsperf-ceilings: measured once per session and shape
 PLAN = pytest.StashKey[Plan]()
 PLAN_ERROR = pytest.StashKey[str]()
 MOUNT = pytest.StashKey[MountRequest]()

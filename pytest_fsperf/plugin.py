@@ -14,10 +14,11 @@ import pytest
 
 from . import hooks
 from .baselines.check import entry_of, key_of
+from .ceilings.cache import Ceilings
 from .errors import MeasurementError, UsageError, message
 from .fixture import Fsperf
 from .judge import Earlier, Judgement, Past, judge_item, runs
-from .keys import MOUNT, PLAN, PLAN_ERROR, RECORD, STATE, ItemRecord
+from .keys import CEILINGS, MOUNT, PLAN, PLAN_ERROR, RECORD, STATE, ItemRecord
 from .measure.ab import Release
 from .mounts.mounter import BinaryMissing, MountPlan
 from .mounts.registry import Registry
@@ -265,6 +266,8 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
             tolerance = for_item(s, "tolerance", plan and plan.tolerance,
                                  f"fsperf marker tolerance={plan and plan.tolerance}")
             handle.tolerance = tolerance.value
+            if s.ceilings:
+                handle.ceilings = request.config.stash.setdefault(CEILINGS, Ceilings(state))
             handle.notes = tuple(f"{c.describe(n)} ({RULE})" for n, c in
                                  (("rounds", rounds), ("warmup", warmup), ("tolerance", tolerance))
                                  if c.over)

@@ -7,6 +7,7 @@ from enum import Enum
 from statistics import median
 from typing import Any
 
+from .ceilings.model import Ceiling
 from .measure.cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
 from .measure.fusetrace import FuseRequests
 from .measure.placement import Placement
@@ -177,6 +178,9 @@ class WorkloadResult:
     # free memory the machine lost while it ran (page cache filled, the daemon's buffers):
     # what a VM's free page reporting after a cache drop can slow (measure/balloon.py)
     memory_taken: int | None = None
+    # what the store, FUSE with nothing behind it and tmpfs moved for the same job
+    # (--fsperf-ceilings; ceilings/): the workload as a fraction of each
+    ceilings: tuple[Ceiling, ...] = ()
     fuse: FuseRequests | None = None  # the kernel's FUSE requests to the daemon, by opcode
     fuse_note: str = ""  # why there is no FUSE trace, when there is none
     requests: Requests | None = None  # what the object store served in the window, by kind

@@ -134,3 +134,38 @@ def test_the_fuse_ceiling_over_tmpfs_is_above_bindfs_over_a_disk(tmp_path):
     assert fuse.requests == 128 and tmpfs.requests == 128
     assert set(os.listdir("/dev/shm")) == before
     assert ours() == ([], [])
+
+
+@pytest.mark.fuse
+def test_fsperf_ceilings_puts_each_fio_workload_beside_its_ceilings(pytester):
+    """--fsperf-ceilings=on: a judged fio workload on bindfs gets its job's ceilings (once
+    per shape), in the JSON and as fractions in the report; bindfs has no store, and says so."""
+    import json
+
+    need("bindfs")
+    need("fio")
+    pytester.makepyfile("""
+        def test_read(fsperf):
+            fsperf.fio(name="lay", rw="write", bs="1M", size="32M", judged=False)
+            fsperf.cold()
+            fsperf.fio(name="read", rw="read", bs="1M", size="32M")
+            fsperf.cold()
+            fsperf.fio(name="again", rw="read", bs="1M", size="32M")
+    """)
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-backend=bindfs",
+                                "--fsperf-ceilings=on", f"--fsperf-json={out}")
+    result.assert_outcomes(passed=1)
+    doc = json.loads(out.read_text())
+    rows = {r["name"]: r for r in doc["results"]}
+    assert rows["lay"]["ceilings"] == []  # not judged: preparation, no ceilings
+    read, again = rows["read"]["ceilings"], rows["again"]["ceilings"]
+    assert [c["path"] for c in read] == ["tmpfs", "FUSE passthrough", "store"]
+    assert read == again  # measured once for the shape, reused
+    assert read[2]["unavailable"].startswith("no object store behind this mount")
+    assert read[1]["bw_bytes"] > 0 and read[1]["how"].startswith("bindfs over tmpfs")
+    result.stdout.fnmatch_lines([
+        "*Ceilings: the same job straight to the store*",
+        "*store: not measured: no object store behind this mount*",
+        "*read*% of *B/s*% of *B/s*"])
+    assert ours() == ([], [])

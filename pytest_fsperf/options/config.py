@@ -396,6 +396,11 @@ OPTIONS = (
            "count the FUSE requests of every workload by opcode, with their service times, from "
            "the kernel's fuse tracepoints: auto (default) where they exist and the session is "
            "root; on: stop if they cannot be used"),
+    Option("fsperf_ceilings", "ceilings", lambda raw: _choice("on", "off")(raw) == "on", False,
+           "on|off",
+           "on: beside each judged fio workload, measure what the object store (read straight "
+           "by obstore), FUSE with nothing behind it (bindfs over tmpfs) and tmpfs move for the "
+           "same job, once per session and shape, and show the workload as a fraction of each"),
     Option("fsperf_profile", "profiling", _profiling, profile.Profiling.AUTO, "auto|on|off",
            "profile the daemon (perf record -g) over one more pair of an A/B and say which "
            "functions' share of its CPU moved: auto (default) when B is worse, on: every A/B"),
@@ -464,6 +469,7 @@ class Settings:
     cpus: placement.CpuSetting = placement.AUTO
     settle: balloon.Settle = balloon.Settle.AUTO
     fuse_trace: fusetrace.Tracing = fusetrace.Tracing.AUTO
+    ceilings: bool = False
     profiling: profile.Profiling = profile.Profiling.AUTO
     fio_servers: tuple[fio_clients.Server, ...] = ()
     price: str = cost.DEFAULT

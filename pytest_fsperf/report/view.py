@@ -389,6 +389,38 @@ def fuse_table(results: list[Row]) -> Section | None:
                    Table(fuseview.HEAD, tuple(rows), frozenset({2, 3, 4})))
 
 
+CEILING_PATHS = ("store", "FUSE passthrough", "tmpfs")
+
+
+def ceilings_table(results: list[Row]) -> Section | None:
+    """Each workload as a fraction of what the store, FUSE with nothing behind it and tmpfs
+    moved for the same job (--fsperf-ceilings); how each ceiling was measured, once."""
+    found = [r for r in results if r.get("ceilings")]
+    if not found:
+        return None
+    rows: list[tuple[str, ...]] = []
+    said: dict[str, str] = {}
+    for r in found:
+        by_path = {c["path"]: c for c in r["ceilings"]}
+        bw = float(r.get("total", {}).get("bw_bytes") or 0.0)
+        cells = []
+        for path in CEILING_PATHS:
+            c = by_path.get(path)
+            if c is None or c["unavailable"] or not c["bw_bytes"]:
+                cells.append("-")
+            else:
+                cells.append(f"{100 * bw / c['bw_bytes']:.0f}% of {units.format_rate(c['bw_bytes'])}")
+            if c is not None:
+                said.setdefault(c["how"] or c["unavailable"], (
+                    f"{path}: {c['how']} ({c['seconds']:.0f} s to measure)" if not c["unavailable"]
+                    else f"{path}: not measured: {c['unavailable']}"))
+        rows.append((short_test(r), str(r["name"]), units.format_rate(bw), *cells))
+    return Section("Ceilings: the same job straight to the store, through FUSE with nothing "
+                   "behind it, and on tmpfs (--fsperf-ceilings)", tuple(said.values()),
+                   Table(("test", "workload", "bandwidth", *CEILING_PATHS), tuple(rows),
+                         frozenset({2, 3, 4, 5})))
+
+
 def _client_bw(c: Mapping[str, Any]) -> float:
     return float(sum(d["bw_bytes"] for d in (c.get("read"), c.get("write")) if d))
 
@@ -679,7 +711,7 @@ def build(env: Mapping[str, Any], results: list[Row], comparisons: Iterable[Mapp
     behind = in_comparisons(results, comparisons)
     shown = [r for r in results if (str(r["test"]), str(r["name"])) not in behind]
     sections += [s for s in (clients_table(shown), requests_table(shown, env.get("price")),
-                             fuse_table(shown),
+                             fuse_table(shown), ceilings_table(shown),
                              baseline_checks(results, gated, env),
                              run_comparisons(results)) if s]
     saved = any(r.get("run_comparison") for r in shown)

@@ -1,0 +1,42 @@
+"""Each ceiling measured once per session and shape (--fsperf-ceilings)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..session.state import FsperfSession, Target
+from .fuse import fuse_ceilings
+from .model import Ceiling
+from .store import shape_of, store_ceiling
+
+STORE_FIELDS = ("endpoint", "bucket", "access_key", "secret_key", "region")
+
+
+def store_config(target: Target) -> dict[str, Any] | None:
+    """The object store behind a mount the plugin owns, where its config names one."""
+    owned = target.owned
+    if owned is None:
+        return None
+    fields = owned.rendered.fields
+    if not fields.get("endpoint") or not fields.get("bucket"):
+        return None
+    return {k: fields[k] for k in STORE_FIELDS if fields.get(k) is not None}
+
+
+class Ceilings:
+    """The session's ceilings by job shape and store: measured at the first workload of each
+    shape, then reused (their cost said once, in the first)."""
+
+    def __init__(self, session: FsperfSession) -> None:
+        self.session = session
+        self._found: dict[tuple[Any, ...], tuple[Ceiling, ...]] = {}
+
+    def for_job(self, job: Mapping[str, str], store: Mapping[str, Any] | None) -> tuple[Ceiling, ...]:
+        key = (tuple(sorted(job.items())),
+               (store.get("endpoint"), store.get("bucket")) if store else None)
+        if key not in self._found:
+            tmpfs, fuse = fuse_ceilings(self.session, dict(job))
+            shape = shape_of(job)
+            self._found[key] = (tmpfs, fuse) + ((store_ceiling(store, shape),) if shape else ())
+        return self._found[key]
