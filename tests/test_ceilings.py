@@ -169,3 +169,49 @@ def test_fsperf_ceilings_puts_each_fio_workload_beside_its_ceilings(pytester):
         "*store: not measured: no object store behind this mount*",
         "*read*% of *B/s*% of *B/s*"])
     assert ours() == ([], [])
+
+
+@pytest.mark.fuse
+def test_a_killed_ceilings_run_leaves_nothing(tmp_path):
+    """As found: `fsperf bench --ceilings` killed with SIGKILL left its /dev/shm directory,
+    fio and MinIO running (it kept no record and had no watchdog). Now its watchdog removes
+    them at once."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    need("bindfs")
+    need("fio")
+    before = set(os.listdir("/dev/shm"))
+    t0 = time.time()
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_fsperf", "bench", "--ceilings",
+                             "--scale", "0.01", "-k", "seq_read_4t"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    made: set[str] = set()
+    while not made and time.monotonic() < deadline and proc.poll() is None:
+        made = {n for n in set(os.listdir("/dev/shm")) - before if n.startswith("pytest-fsperf-")}
+        time.sleep(0.1)
+    assert made, "the ceilings run made no directory in /dev/shm"
+    time.sleep(1.0)  # into its fio run
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and (set(os.listdir("/dev/shm")) & made or _started(t0)):
+        time.sleep(0.2)
+    assert not set(os.listdir("/dev/shm")) & made
+    assert _started(t0) == []  # fio, bindfs and MinIO: orphans now, not our children
+
+
+def _started(since: float) -> list[str]:
+    """The plugin's processes (by their pytest-fsperf paths) started since `since`."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["cmdline", "create_time"]):
+        cmd = " ".join(p.info["cmdline"] or ())
+        if (p.info["create_time"] >= since and "pytest-fsperf-" in cmd
+                and "sys.stdin.buffer.read()" not in cmd and "pytest" not in cmd.split()[0:3]):
+            found.append(cmd)
+    return found

@@ -66,18 +66,25 @@ def run(scenarios: Sequence[str], scale: float, keyword: str | None) -> list[str
     """Measure every fio scenario's ceilings (those whose id holds `keyword`, if given) with
     the embedded MinIO as the store where it is installed; the report's lines."""
     from ..options.config import Settings
+    from ..session import leftovers
+    from ..session.lock import machine_lock
     from ..store.minio import INSTALL, find_minio, start_minio
 
     started = time.monotonic()
     jobs = [(s, j) for s, j in fio_jobs(scenarios, scale) if not keyword or keyword in s]
-    session = FsperfSession(Settings(scale=scale))
-    binary = find_minio()
-    server = start_minio(binary) if binary else None
-    lines = [] if server else [f"store: no MinIO here to measure against ({INSTALL})"]
-    try:
-        config = server.config() if server is not None else None
-        return lines + report(measure(session, jobs, config), started)
-    finally:
-        session.close()
-        if server is not None:
-            server.stop()
+    settings = Settings(scale=scale)
+    with leftovers.recorded() as swept, machine_lock(timeout=settings.lock_timeout):
+        session = FsperfSession(settings)
+        binary = find_minio()
+        server = None
+        try:
+            server = start_minio(binary) if binary else None
+            lines = [f"removed what a killed session left: {s}" for s in swept]
+            if server is None:
+                lines.append(f"store: no MinIO here to measure against ({INSTALL})")
+            config = server.config() if server is not None else None
+            return lines + report(measure(session, jobs, config), started)
+        finally:
+            session.close()
+            if server is not None:
+                server.stop()

@@ -432,3 +432,21 @@ def start_watchdog(record: Record) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-I", "-c", _WATCHDOG, record.path, *package_root()],
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True, cwd="/")
+
+
+@contextlib.contextmanager
+def recorded() -> Iterator[list[str]]:
+    """A session outside pytest (fsperf bench --ceilings): what a killed session left is
+    removed first (yielded: what was removed), what this one makes is recorded, and a
+    watchdog removes it if this process dies, however."""
+    swept = sweep()
+    record = start()
+    watchdog = start_watchdog(record)
+    try:
+        yield swept
+    finally:
+        stop(record)
+        assert watchdog.stdin is not None
+        watchdog.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            watchdog.wait(timeout=0.5)
