@@ -175,9 +175,9 @@ class WorkloadResult:
     # found as an earlier run left them (False); a fresh file reads unlike a reused one
     fresh_files: bool | None = None
     placement: Placement | None = None  # the CPUs the daemon and the load were pinned to
-    # free memory the machine lost while it ran (page cache filled, the daemon's buffers):
-    # what a VM's free page reporting after a cache drop can slow (measure/balloon.py)
-    memory_taken: int | None = None
+    # how much the machine's page cache grew while it ran (of the mount's files, or of the
+    # daemon's backing files): what a VM's free page reporting after a drop can slow
+    cache_filled: int | None = None
     # what the store, FUSE with nothing behind it and tmpfs moved for the same job
     # (--fsperf-ceilings; ceilings/): the workload as a fraction of each
     ceilings: tuple[Ceiling, ...] = ()

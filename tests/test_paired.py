@@ -510,7 +510,7 @@ def test_runs_that_take_no_memory_do_not_ask_to_settle(taken, asked):
     calls: list[int] = []
     values = iter([100e6, 300e6] * 50)
     sides = (Side("A", (), lambda: None), Side("B", (), lambda: None))
-    interleave(sides, lambda side, n: dataclasses.replace(result(next(values)), memory_taken=taken),
+    interleave(sides, lambda side, n: dataclasses.replace(result(next(values)), cache_filled=taken),
                Budget(min_pairs=3, max_pairs=6, seconds=60), 0.05, gate=True,
                steady=lambda: calls.append(1) or "")
     assert len(calls) == asked

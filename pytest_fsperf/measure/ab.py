@@ -67,17 +67,17 @@ def invalid(r: WorkloadResult, fresh_is_usual: bool) -> str:
     return ""
 
 
-SETTLE_MEMORY = 32 << 20  # bytes of free memory a run must take for settling to matter
+SETTLE_CACHE = 32 << 20  # bytes of page cache a run must fill for settling to matter
 
 
-def takes_memory(r: WorkloadResult) -> bool:
-    """The run filled memory the machine had free (page cache: of the mount, or of the
-    daemon's backing files, as bindfs over a disk fills it even for direct reads): memory a
-    VM's free page reporting may have handed back to the host. At least half the bytes it
-    moved (and SETTLE_MEMORY): free memory is the whole machine's, and moved by tens of MB
-    around a run that fills no cache (56 MB once in the test suite). Unknown counts as taken."""
-    return (r.memory_taken is None
-            or r.memory_taken >= max(SETTLE_MEMORY, r.io_bytes // 2))
+def fills_cache(r: WorkloadResult) -> bool:
+    """The run filled page cache (of the mount, or of the daemon's backing files, as bindfs
+    over a disk does even for direct reads): memory a VM's free page reporting may have handed
+    back to the host. At least half the bytes it moved (and SETTLE_CACHE): the page cache is
+    the whole machine's. (Free memory was tried first and moved by tens of MB, once by 256,
+    around runs for other reasons: processes ending, memory freed.) Unknown counts as filled."""
+    return (r.cache_filled is None
+            or r.cache_filled >= max(SETTLE_CACHE, r.io_bytes // 2))
 
 
 def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResult],
@@ -88,8 +88,8 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
     started: when the comparison began (time.monotonic), so that its preparation counts.
     steady: called once if a side's runs spread implausibly (from 2 pairs on) to make the
     runs meet one state from then on (Workspace.settle_from_now); where it says what it did,
-    the pairs so far are dropped and the comparison starts again. Only where the runs take
-    memory (takes_memory): what settling waits out touches nothing else (issue 24: direct
+    the pairs so far are dropped and the comparison starts again. Only where the runs fill
+    page cache (fills_cache): what settling waits out touches nothing else (issue 24: direct
     fio reads of a tmpfs through bindfs fell in two clusters under load, settling cost 19-41
     s and changed nothing)."""
     by_name = {s.name: s for s in sides}
@@ -144,7 +144,7 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
                          [r.single_metrics().get(metric) for r in runs["B"]], tolerance,
                          budget.anytime, gate)
         if (steady is not None and pair >= 2 and (why := "; ".join(scattered(m)))
-                and any(takes_memory(r) for r in runs["A"] + runs["B"])):
+                and any(fills_cache(r) for r in runs["A"] + runs["B"])):
             done, steady = steady(), None  # asked once
             if done:  # the pairs so far are not used; start again
                 dropped.append(f"pairs 1-{pair}: {why}; {done}")

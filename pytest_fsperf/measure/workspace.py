@@ -89,7 +89,7 @@ class Window:
     profile_note: str = ""  # why a profile asked for was not taken
     peers: list[tuple[Lookup, DaemonMeter | None]] = dataclasses.field(default_factory=list)
     peer_stats: list[DaemonStats | None] = dataclasses.field(default_factory=list)
-    memory_taken: int | None = None  # free memory the machine lost during the window, bytes
+    cache_filled: int | None = None  # how much the machine's page cache grew in the window, bytes
 
 
 class Workspace:
@@ -526,7 +526,7 @@ class Workspace:
                         profiler.start()
                     if trace is not None:
                         trace.start()
-                    free = psutil.virtual_memory().free
+                    cached = psutil.virtual_memory().cached
                     t0 = time.monotonic()  # after the pinning: its cost is not the workload's
                     yield w
             except (DaemonExited, WorkloadHung):  # the cause is named already
@@ -540,7 +540,7 @@ class Workspace:
                     raise MeasurementError(_stalled(label, sampler.stalled, limit)) from None
                 raise
             w.wall = time.monotonic() - t0
-            w.memory_taken = max(0, free - psutil.virtual_memory().free)
+            w.cache_filled = max(0, psutil.virtual_memory().cached - cached)
             if trace is not None:
                 trace.stop()
             if profiler is not None:
@@ -619,7 +619,7 @@ class Workspace:
             requests_note=w.requests_note, cost=self._cost(w.requests), timeline=w.timeline,
             daemon_counters=w.daemon_counters, placement=w.placement, fuse=w.fuse,
             fuse_note=w.fuse_note, profile=w.profile, profile_note=w.profile_note,
-            memory_taken=w.memory_taken, **fields)
+            cache_filled=w.cache_filled, **fields)
         found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes, w.fuse)
         return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)
 

@@ -390,8 +390,8 @@ OPTIONS = (
            "on a VM whose balloon reports free memory to the host, wait after each cache drop "
            "until the reporting is done, so that every cold read meets the same memory (2-15 s "
            "per cold start): auto (default) in an interleaved A/B once its runs have spread "
-           "past 1.5x without it (the pairs so far are dropped; only for runs that take 32 MiB "
-           "or more of free memory), on: every cold start"),
+           "past 1.5x without it (the pairs so far are dropped; only for runs that fill page "
+           "cache), on: every cold start"),
     Option("fsperf_fuse_trace", "fuse_trace", _tracing, fusetrace.Tracing.AUTO, "auto|on|off",
            "count the FUSE requests of every workload by opcode, with their service times, from "
            "the kernel's fuse tracepoints: auto (default) where they exist and the session is "
