@@ -266,7 +266,7 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
             tolerance = for_item(s, "tolerance", plan and plan.tolerance,
                                  f"fsperf marker tolerance={plan and plan.tolerance}")
             handle.tolerance = tolerance.value
-            if s.ceilings:
+            if s.ceilings or (plan is not None and plan.wants_ceilings):
                 handle.ceilings = request.config.stash.setdefault(CEILINGS, Ceilings(state))
             handle.notes = tuple(f"{c.describe(n)} ({RULE})" for n, c in
                                  (("rounds", rounds), ("warmup", warmup), ("tolerance", tolerance))

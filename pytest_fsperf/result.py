@@ -8,6 +8,7 @@ from statistics import median
 from typing import Any
 
 from .ceilings.model import Ceiling
+from .ceilings.model import Path as CeilingPath
 from .measure.cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
 from .measure.fusetrace import FuseRequests
 from .measure.placement import Placement
@@ -141,6 +142,9 @@ class OpStats:
 
 
 SHAPE = ("stall_s", "decay", "bw_swing", "rss_growth")  # from the timeline
+# a fio job's bandwidth as a percentage of each ceiling (--fsperf-ceilings, min_efficiency)
+SHARES = {"efficiency": CeilingPath.STORE, "efficiency:fuse": CeilingPath.FUSE,
+          "efficiency:tmpfs": CeilingPath.TMPFS}
 
 
 @dataclass(frozen=True)
@@ -243,9 +247,31 @@ class WorkloadResult:
         None: this kind measures it, but it was not measured honestly this time (see
         daemon_note). Missing key: this kind cannot answer."""
         own = self.single_metrics()
-        if not self.rounds:
-            return own
-        return {key: median(values) if (values := self.values(key)) else None for key in own}
+        if self.rounds:
+            own = {key: median(values) if (values := self.values(key)) else None for key in own}
+        return {**own, **self._shares(own.get("bw"))}
+
+    def _shares(self, bw: float | None) -> dict[str, float | None]:
+        """efficiency (of the store's ceiling), efficiency:fuse and :tmpfs: the bandwidth as a
+        percentage of each ceiling measured for a fio job (None: not measured, see
+        ceiling_note); the other engines have no ceilings."""
+        if self.kind != "fio":
+            return {}
+        out: dict[str, float | None] = {}
+        for key, path in SHARES.items():
+            c = next((c for c in self.ceilings if c.path == path), None)
+            out[key] = (100 * bw / c.bw_bytes if bw is not None and c is not None
+                        and c.bw_bytes and not c.unavailable else None)
+        return out
+
+    def ceiling_note(self, metric: str) -> str:
+        """Why a share of a ceiling is not known."""
+        path = SHARES.get(metric, CeilingPath.STORE)
+        c = next((c for c in self.ceilings if c.path == path), None)
+        if not self.ceilings:
+            return "no ceilings were measured for it"
+        return f"the {path} ceiling was not measured: {c.unavailable}" if c and c.unavailable \
+            else f"no {path} ceiling for this job"
 
     def single_metrics(self) -> dict[str, float | None]:
         """This run's own figures, not the rounds' medians."""
@@ -348,6 +374,9 @@ class WorkloadResult:
 
     def values(self, metric: str) -> list[float]:
         """A figure of every round (one value without rounds)."""
+        if metric in SHARES:  # each round's bandwidth against the one ceiling
+            per_byte = self._shares(1.0).get(metric)  # the share of 1 B/s
+            return [v * per_byte for v in self.values("bw")] if per_byte else []
         if not self.rounds:
             own = pick(self.single_metrics(), metric)
             return [own] if own is not None else []

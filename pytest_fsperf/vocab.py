@@ -104,6 +104,10 @@ def _cpu_s(value: float) -> str:
     return f"{value:.3g} CPU-s/GB"
 
 
+def _share(value: object) -> float:
+    return units.parse_percent(value, "50%", "of the ceiling's bandwidth")
+
+
 def _bw(value: object) -> float:
     return units.parse_bytes(value, rate=True)
 
@@ -151,4 +155,7 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
            False, "%"),
     Metric("rss_growth", "daemon memory growth", units.parse_growth, units.format_growth, False,
            "MB/min", 1e6),
+    # The bandwidth as a share of what the store moved for the same job (ceilings/);
+    # efficiency:fuse and efficiency:tmpfs of the other ceilings.
+    Metric("efficiency", "share of the store's ceiling", _share, units.format_percent, True, "%"),
 )}

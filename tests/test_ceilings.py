@@ -215,3 +215,93 @@ def _started(since: float) -> list[str]:
                 and "sys.stdin.buffer.read()" not in cmd and "pytest" not in cmd.split()[0:3]):
             found.append(cmd)
     return found
+
+
+@pytest.mark.unit
+def test_min_efficiency_is_a_share_of_the_store_or_of_each_ceiling_named():
+    from pytest_fsperf.errors import UsageError
+    from pytest_fsperf.options.plan import build_plan
+
+    plan = build_plan("t", [((), {"min_efficiency": "50%"})])
+    (t,) = plan.thresholds
+    assert plan.wants_ceilings and t.spec.metric == "efficiency" and t.limit == 50.0
+    per = build_plan("t", [((), {"min_efficiency": {"store": "50%", "fuse": "40%"}})]).thresholds
+    assert [(x.named, x.spec.metric, x.spec.label) for x in per] == [
+        ("min_efficiency", "efficiency", "share of the store's ceiling"),
+        ('min_efficiency["fuse"]', "efficiency:fuse", "share of the FUSE passthrough ceiling")]
+    assert not build_plan("t", [((), {"min_bw": "1MB/s"})]).wants_ceilings
+    with pytest.raises(UsageError, match=r"^t: fsperf marker min_efficiency: 'disk' is not a "
+                                         r"ceiling \(known: store, fuse, tmpfs\)$"):
+        build_plan("t", [((), {"min_efficiency": {"disk": "50%"}})])
+    with pytest.raises(UsageError, match=r"min_efficiency\['fuse'\]: '0.4' must be a "
+                                         r"percentage such as '50%'"):
+        build_plan("t", [((), {"min_efficiency": {"fuse": "0.4"}})])
+
+
+@pytest.mark.unit
+def test_shares_of_each_ceiling_per_round_and_why_one_is_missing():
+    import dataclasses
+
+    from pytest_fsperf.ceilings.model import Ceiling, missing
+    from pytest_fsperf.judge.thresholds import judge
+    from pytest_fsperf.options.plan import build_plan
+    from tests.test_rounds import result
+
+    r = dataclasses.replace(result(200e6), rounds=({"bw": 150e6}, {"bw": 200e6}, {"bw": 250e6}),
+                            ceilings=(Ceiling(Path.TMPFS, "tmpfs", 4e9),
+                                      Ceiling(Path.FUSE, "bindfs over tmpfs", 1e9),
+                                      missing(Path.STORE, "no object store behind this mount")))
+    m = r.metrics()
+    assert m["efficiency:fuse"] == pytest.approx(20.0) and m["efficiency:tmpfs"] == pytest.approx(5.0)
+    assert m["efficiency"] is None
+    assert r.values("efficiency:fuse") == pytest.approx([15.0, 20.0, 25.0])
+    plan = build_plan("t", [((), {"min_efficiency": {"store": "50%", "fuse": "30%"}})])
+    v = judge(plan, [r])
+    assert v.failures == ["read: share of the FUSE passthrough ceiling 20% < "
+                          'min_efficiency["fuse"] 30% (median of 3 rounds, 95% interval 15% to 25%)']
+    assert v.notes == ["read: min_efficiency not judged (the store ceiling was not measured: no "
+                       "object store behind this mount)"]
+    bare = dataclasses.replace(r, ceilings=())
+    assert judge(build_plan("t", [((), {"min_efficiency": "50%"})]), [bare]).notes == [
+        "read: min_efficiency not judged (no ceilings were measured for it)"]
+
+
+@pytest.mark.fuse
+def test_min_efficiency_measures_the_ceilings_it_needs_and_judges_against_them(pytester):
+    """A test with min_efficiency gets its ceilings without --fsperf-ceilings: bindfs over a
+    disk reads well above 1% of the FUSE passthrough ceiling and below 10x tmpfs; the store
+    share of bindfs is not judged (no store), and the report says why."""
+    need("bindfs")
+    need("fio")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf
+
+        @fsperf(min_efficiency={"store": "10%", "fuse": "1%"})
+        def test_headroom(fsperf):
+            fsperf.fio(name="lay", rw="write", bs="1M", size="32M", judged=False)
+            fsperf.cold()
+            fsperf.fio(name="read", rw="read", bs="1M", size="32M", direct=1)
+
+        @fsperf(min_efficiency={"tmpfs": "1000%"})
+        def test_faster_than_tmpfs(fsperf):
+            fsperf.fio(name="lay", rw="write", bs="1M", size="32M", judged=False)
+            fsperf.cold()
+            fsperf.fio(name="read", rw="read", bs="1M", size="32M", direct=1)
+    """)
+    import json
+
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-backend=bindfs",
+                                f"--fsperf-json={out}")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(['read: share of the tmpfs ceiling *% < min_efficiency?"tmpfs"? 1000%'])
+    rows = {(r["test"].split("::")[-1], r["name"]): r for r in json.loads(out.read_text())["results"]}
+    headroom = rows[("test_headroom", "read")]
+    assert headroom["verdict"] == "partial"
+    assert headroom["not_judged"] == ["min_efficiency not judged (the store ceiling was not "
+                                      "measured: no object store behind this mount known to the "
+                                      "plugin (an endpoint and bucket))"]
+    fuse = next(c for c in headroom["ceilings"] if c["path"] == "FUSE passthrough")
+    assert headroom["stats"]["efficiency:fuse"]["median"] == pytest.approx(
+        100 * headroom["total"]["bw_bytes"] / fuse["bw_bytes"])
+    assert ours() == ([], [])

@@ -566,3 +566,42 @@ def test_no_number_of_pairs_is_promised_on_the_tolerance_edge():
     b = [90.01 * f for f in (1, 1.1, 1 / 1.1, 1.05, 1 / 1.05)] * 2  # B/A 0.9001: tolerance 10%
     assert pairs_needed(a, b, 0.10, gate=True) is None
     assert pairs_needed(a, [95.0, 96.0, 94.0, 95.5, 94.5] * 2, 0.10, gate=True) == 10  # decided
+
+
+def test_a_pair_whose_runs_met_two_machines_is_dropped_and_named():
+    """Issue 24: a run whose machine canary moved past the limit from its pair's other run is
+    not used. The machine slows (a neighbour's job starts) right before B2 and stays slow:
+    pair 2 (B then A) met it on both runs and stands; the pair across the step is dropped."""
+    from pytest_fsperf.measure.ab import MACHINE_LIMIT, Side, interleave
+    from tests.test_rounds import result
+
+    machine = iter([100.0, 100.0,  # A1 B1
+                    100.0, 60.0,  # B2 A2: the step falls between them
+                    60.0, 61.0,  # B2 A2 again (pair 2 run anew)
+                    60.0, 59.0])  # A3 B3
+    readings: list[float] = []
+
+    def read() -> float:
+        readings.append(next(machine))
+        return readings[-1]
+
+    sides = (Side("A", (), lambda: None), Side("B", (), lambda: None))
+    pairs = interleave(sides, lambda side, n: result(100e6), Budget(3, 3, 60), 0.05,
+                       machine=read)
+    assert len(pairs.a) == len(pairs.b) == 3 and pairs.order == "ABBAxBAAB"
+    assert pairs.dropped == (f"pair B2/A2: the machine changed between B2 and A2: its canary "
+                             f"moved 0.60x (more than {100 * MACHINE_LIMIT:.0f}% either way)",)
+    assert "machine canary 0 s" in pairs.stopped
+
+
+@pytest.mark.unit
+def test_the_machine_limit_is_symmetric_and_spares_the_canarys_jitter():
+    from pytest_fsperf.measure.ab import MACHINE_LIMIT, machine_moved
+
+    at = {"A1": 100.0}
+    assert machine_moved({**at, "B1": 100.0 * (1 + MACHINE_LIMIT) * 0.99}, "A1", "B1") == ""
+    assert machine_moved({**at, "B1": 100.0 / (1 + MACHINE_LIMIT) / 0.99}, "A1", "B1") == ""
+    assert machine_moved({**at, "B1": 130.0}, "A1", "B1").endswith("moved 1.30x (more than "
+                                                                 "25% either way)")
+    assert machine_moved({**at, "B1": 100.0 / 1.3}, "A1", "B1")
+    assert machine_moved(at, "A1", "B1") == ""  # no reading: nothing to judge

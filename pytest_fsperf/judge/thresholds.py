@@ -8,7 +8,7 @@ from ..errors import UsageError
 from ..measure.cache import ColdRead
 from ..measure.timeline import MIN_INTERVALS
 from ..options.plan import Plan
-from ..result import SHAPE, SHORT_WINDOW, WorkloadResult
+from ..result import SHAPE, SHARES, SHORT_WINDOW, WorkloadResult
 from ..stats import median_ci
 from ..vocab import Outcome
 
@@ -52,7 +52,7 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
                     ("req_", "cost")) else _no_shape(r) if metric in SHAPE else
                     _short_cpu(r) if metric == "daemon_cpu" and r.daemon is not None else
                     (r.fuse_note or "no FUSE trace") if metric.startswith("fuse_") else
-                    r.daemon_note)
+                    r.ceiling_note(metric) if metric in SHARES else r.daemon_note)
                 said = f"{threshold.named} not judged ({why})"
                 verdict.notes.append(f"{r.name}: {said}")
                 verdict.not_judged.setdefault(r.name, []).append(said)

@@ -6,6 +6,7 @@ judged on the per-pair ratios (paired.py) and stopped when decisive or out of bu
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -52,6 +53,9 @@ class Pairs:
 
 RERUNS = 1  # a run that is not valid is run again this often before its pair is dropped
 MAX_DROPPED = 3  # pairs dropped before the comparison stops as unstable
+# A pair whose two runs met machines this far apart (the canary read right before each) is
+# not used. Far above the canary's own jitter: MACHINE_NOTE in docs/explanation/statistics.md.
+MACHINE_LIMIT = 0.25
 
 
 def invalid(r: WorkloadResult, fresh_is_usual: bool) -> str:
@@ -80,9 +84,21 @@ def fills_cache(r: WorkloadResult) -> bool:
             or r.cache_filled >= max(SETTLE_CACHE, r.io_bytes // 2))
 
 
+def machine_moved(readings: Mapping[str, float], first: str, second: str,
+                  limit: float = MACHINE_LIMIT) -> str:
+    """Why a pair may not stand because the machine changed between its two runs ("" where
+    it may): the canary read right before each moved by more than `limit` either way."""
+    a, b = readings.get(first), readings.get(second)
+    if not a or not b or abs(math.log(b / a)) <= math.log(1 + limit):
+        return ""
+    return (f"the machine changed between {first} and {second}: its canary moved {b / a:.2f}x "
+            f"(more than {100 * limit:.0f}% either way)")
+
+
 def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResult],
                budget: Budget, tolerance: float, gate: bool = False,
-               started: float | None = None, steady: Callable[[], str] | None = None) -> Pairs:
+               started: float | None = None, steady: Callable[[], str] | None = None,
+               machine: Callable[[], float] | None = None) -> Pairs:
     """Pairs A B, B A, ... (each run after its side's enter(): a cold start) until the
     deciding figure is decisive or the budget is spent. gate: "not worse" decides too.
     started: when the comparison began (time.monotonic), so that its preparation counts.
@@ -91,7 +107,9 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
     the pairs so far are dropped and the comparison starts again. Only where the runs fill
     page cache (fills_cache): what settling waits out touches nothing else (issue 24: direct
     fio reads of a tmpfs through bindfs fell in two clusters under load, settling cost 19-41
-    s and changed nothing)."""
+    s and changed nothing).
+    machine: the machine canary (canary.py), read right before each run: a pair whose two
+    readings moved past MACHINE_LIMIT met two machines and is dropped (machine_moved)."""
     by_name = {s.name: s for s in sides}
     runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
     ran = ""
@@ -105,9 +123,14 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
     fresh_is_usual = False  # every run makes its own files (fio unlink=1): that is the state
     while True:
         these: dict[str, WorkloadResult] = {}
+        readings: dict[str, float] = {}  # the canary right before each run of this pair
         for name in order(pair):
             for attempt in range(1 + RERUNS):  # an invalid run is run again, bounded
                 spent.cold += _timed(by_name[name].enter)  # a cold start: a dead daemon's remount
+                if machine is not None:
+                    t = time.monotonic()
+                    readings[f"{name}{pair + 1}"] = machine()
+                    spent.canary += time.monotonic() - t
                 t = time.monotonic()
                 ran += name
                 try:
@@ -127,6 +150,10 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
                 dropped.append(why)
             if name not in these:  # still invalid after its reruns: the pair is not used
                 break
+        first, second = (f"{n}{pair + 1}" for n in order(pair))
+        if len(these) == 2 and (why := machine_moved(readings, first, second)):
+            dropped.append(f"pair {first}/{second}: {why}")  # not rerun: the change is in time
+            these.clear()
         if len(these) < 2:
             ran += "x"  # in the order shown: a pair dropped
             dropped_pairs += 1
@@ -175,10 +202,12 @@ class Spent:
     before: float  # layout and anything else before the first pair
     cold: float = 0.0  # cold starts (remounts, cache drops)
     runs: float = 0.0  # the measured runs, including runs not used
+    canary: float = 0.0  # the machine canary read before each run
 
     def shown(self, elapsed: float, budget: Budget) -> str:
         return (f"{elapsed:.0f} s of {budget.seconds:.0f} s: layout {self.before:.0f} s, "
-                f"cold starts {self.cold:.0f} s, runs {self.runs:.0f} s")
+                f"cold starts {self.cold:.0f} s, runs {self.runs:.0f} s"
+                + (f", machine canary {self.canary:.0f} s" if self.canary else ""))
 
 
 def _timed(call: Callable[[], object]) -> float:
@@ -252,7 +281,7 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
                 fs.remount(options["A"], wipe=False, build=builds["A"])
                 fs.layout(job, fs.output(base))
             pairs = interleave((side("A"), side("B")), run, budget, tolerance, started=started,
-                               steady=fs.settle_from_now)
+                               steady=fs.settle_from_now, machine=fs.machine)
         c = compare(fs.test, base, owned.backend.name, side("A").shown, side("B").shown,
                     pairs.a, pairs.b, pairs.order, tolerance, budget, pairs.stopped,
                     pairs.seconds, CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS,
@@ -337,7 +366,7 @@ def gate(fs: Workspace, label: str, run: Callable[[str], WorkloadResult], releas
         with fs.pairing():
             pairs = interleave((side("A"), side("B")),
                                lambda s, n: run(f"{label}.{s}{n}"), budget, tolerance, gate=True,
-                               steady=fs.settle_from_now)
+                               steady=fs.settle_from_now, machine=fs.machine)
         backend = owned.backend.name if owned is not None else (fs.target.mount().fstype or "mount")
         if not pairs.b:
             raise MeasurementError(f"{label}: release gate: no valid pair ({pairs.stopped}): "

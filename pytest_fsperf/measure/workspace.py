@@ -27,7 +27,7 @@ from ..session.state import FsperfSession, Target, safe_name
 from ..store import juicefs
 from ..store.cost import Cost
 from ..store.requests import Requests
-from . import balloon, cache, fusetrace, profile, progress, timeline
+from . import balloon, cache, canary, fusetrace, profile, progress, timeline
 from .cache import ColdRead, DaemonCache, PageCache
 from .diskmeter import DiskMeter
 from .fusetrace import FuseRequests, Trace, Tracing
@@ -44,6 +44,7 @@ def _cpu() -> float:
 
 
 WRITES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trimwrite"})
+PAIR_TRIES = 3  # the canary before each run of an A/B: best of 3 (about 0.25 s)
 FLUSHES = ("end_fsync", "fsync_on_close", "fsync", "fdatasync", "sync", "write_barrier")
 
 
@@ -344,6 +345,12 @@ class Workspace:
     def local_dir(self) -> str:
         """The session's private local directory (fio's output files; never on the mount)."""
         return self._state.local_dir()
+
+    def machine(self) -> float:
+        """The machine canary now (canary.py), off the mount: in an A/B, right before each
+        run, so that a pair whose runs met two machines is not used. Not the session's own
+        readings (those go with a saved run)."""
+        return canary.measure(self.local_dir(), PAIR_TRIES).score
 
     def output(self, label: str) -> str:
         return os.path.join(self._state.local_dir(), f"{safe_name(self.test)}-{safe_name(label)}")

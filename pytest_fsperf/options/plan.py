@@ -39,10 +39,12 @@ class Keyword:
     def show(self, value: float) -> str:
         return self.figure.show(value)
 
-    def of_opcode(self, opcode: str) -> Keyword:
-        """The same bound on one FUSE opcode's figure (max_fuse_per_file={"GETATTR": 1})."""
-        label = self.figure.label.replace("FUSE requests", f"FUSE_{opcode} requests")
-        return Keyword(replace(self.figure, key=f"{self.metric}:{opcode}", label=label,
+    def of_part(self, part: str) -> Keyword:
+        """The same bound on one part of the figure: a FUSE opcode's
+        (max_fuse_per_file={"GETATTR": 1}) or one ceiling's (min_efficiency={"fuse": "40%"})."""
+        label = (f"share of the {CEILINGS[part]} ceiling" if self.metric == "efficiency"
+                 else self.figure.label.replace("FUSE requests", f"FUSE_{part} requests"))
+        return Keyword(replace(self.figure, key=f"{self.metric}:{part}", label=label,
                                series=label), self.bound)
 
 
@@ -74,11 +76,14 @@ KEYWORDS: dict[str, Keyword] = {
     "max_decay": Keyword(METRICS["decay"], "max"),
     "max_swing": Keyword(METRICS["bw_swing"], "max"),
     "max_rss_growth": Keyword(METRICS["rss_growth"], "max"),
+    "min_efficiency": Keyword(METRICS["efficiency"], "min"),
 }
 
 
 # These take a number (all requests) or {opcode: number} (FUSE_<opcode> requests).
 PER_OPCODE = frozenset({"max_fuse_requests", "max_fuse_per_file", "max_fuse_per_mib"})
+# min_efficiency takes a share of the store's ceiling, or {ceiling: share} for each named.
+CEILINGS = {"store": "store's", "fuse": "FUSE passthrough", "tmpfs": "tmpfs"}
 
 
 @dataclass(frozen=True)
@@ -86,17 +91,19 @@ class Threshold:
     keyword: str
     text: str  # as the user wrote it, for messages
     limit: float
-    opcode: str | None = None  # a bound on one FUSE opcode (max_fuse_per_file={"GETATTR": 1})
+    # a bound on one part of the figure: a FUSE opcode (max_fuse_per_file={"GETATTR": 1}),
+    # a ceiling (min_efficiency={"fuse": "40%"})
+    part: str | None = None
 
     @property
     def spec(self) -> Keyword:
         spec = KEYWORDS[self.keyword]
-        return spec if self.opcode is None else spec.of_opcode(self.opcode)
+        return spec if self.part is None else spec.of_part(self.part)
 
     @property
     def named(self) -> str:
         """The keyword as written: max_fuse_per_file["GETATTR"] for a per-opcode bound."""
-        return self.keyword if self.opcode is None else f'{self.keyword}["{self.opcode}"]'
+        return self.keyword if self.part is None else f'{self.keyword}["{self.part}"]'
 
     def holds(self, measured: float) -> bool:
         if self.spec.bound == "min":
@@ -117,6 +124,11 @@ class Plan:
     tolerance: float | None = None  # None: --fsperf-tolerance (the marker's beats the ini's)
     rounds: int | None = None  # None: --fsperf-rounds
     warmup: bool | None = None
+
+    @property
+    def wants_ceilings(self) -> bool:
+        """A bound on a share of a ceiling: the test's ceilings are measured for it."""
+        return any(t.keyword == "min_efficiency" for t in self.thresholds)
 
 
 BASELINE_KEYS = ("baseline", "tolerance", "rounds", "warmup")
@@ -159,6 +171,9 @@ def build_plan(test: str, markers: Iterable[tuple[tuple[object, ...], Mapping[st
         if key in PER_OPCODE and isinstance(value, Mapping):
             thresholds += _per_opcode(test, key, value)
             continue
+        if key == "min_efficiency" and isinstance(value, Mapping):
+            thresholds += _per_ceiling(test, key, value)
+            continue
         try:
             limit = KEYWORDS[key].parse(value)
         except ValueError as exc:
@@ -183,4 +198,21 @@ def _per_opcode(test: str, key: str, limits: Mapping[object, object]) -> list[Th
         except ValueError as exc:
             raise UsageError(f"{test}: fsperf marker {key}[{name!r}]: {exc}") from None
         out.append(Threshold(key, str(value), limit, opcode))
+    return out
+
+
+def _per_ceiling(test: str, key: str, limits: Mapping[object, object]) -> list[Threshold]:
+    """{"store": "50%", "fuse": "40%"}: a least share of each ceiling named."""
+    if not limits:
+        raise UsageError(f"{test}: fsperf marker {key}: an empty mapping bounds nothing")
+    out = []
+    for name, value in limits.items():
+        if name not in CEILINGS:
+            raise UsageError(f"{test}: fsperf marker {key}: {name!r} is not a ceiling (known: "
+                             f"{', '.join(CEILINGS)})")
+        try:
+            limit = KEYWORDS[key].parse(value)
+        except ValueError as exc:
+            raise UsageError(f"{test}: fsperf marker {key}[{name!r}]: {exc}") from None
+        out.append(Threshold(key, str(value), limit, None if name == "store" else str(name)))
     return out

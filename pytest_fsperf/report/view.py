@@ -416,7 +416,7 @@ def ceilings_table(results: list[Row]) -> Section | None:
                     else f"{path}: not measured: {c['unavailable']}"))
         rows.append((short_test(r), str(r["name"]), units.format_rate(bw), *cells))
     return Section("Ceilings: the same job straight to the store, through FUSE with nothing "
-                   "behind it, and on tmpfs (--fsperf-ceilings)", tuple(said.values()),
+                   "behind it, and on tmpfs (--fsperf-ceilings or min_efficiency)", tuple(said.values()),
                    Table(("test", "workload", "bandwidth", *CEILING_PATHS), tuple(rows),
                          frozenset({2, 3, 4, 5})))
 
