@@ -152,10 +152,15 @@ def test_fsperf_ceilings_puts_each_fio_workload_beside_its_ceilings(pytester):
             fsperf.cold()
             fsperf.fio(name="again", rw="read", bs="1M", size="32M")
     """)
-    out = pytester.path / "r.json"
+    out, page = pytester.path / "r.json", pytester.path / "r.html"
     result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-backend=bindfs",
-                                "--fsperf-ceilings=on", f"--fsperf-json={out}")
+                                "--fsperf-ceilings=on", f"--fsperf-json={out}",
+                                f"--fsperf-html={page}")
     result.assert_outcomes(passed=1)
+    chart = page.read_text().split('aria-label="Share of each ceiling', 1)[1].split("</svg>")[0]
+    # a bar per workload and measured ceiling (tmpfs, FUSE; no store), each with its tick
+    assert chart.count('<rect class="mark"') == 4 and chart.count('class="limit"') == 4
+    assert "test_read read: of the FUSE passthrough" in chart
     doc = json.loads(out.read_text())
     rows = {r["name"]: r for r in doc["results"]}
     assert rows["lay"]["ceilings"] == []  # not judged: preparation, no ceilings

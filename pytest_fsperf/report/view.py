@@ -399,6 +399,7 @@ def ceilings_table(results: list[Row]) -> Section | None:
     if not found:
         return None
     rows: list[tuple[str, ...]] = []
+    bars: list[Bar] = []  # each workload's share of each ceiling; the tick at 100% is the ceiling
     said: dict[str, str] = {}
     for r in found:
         by_path = {c["path"]: c for c in r["ceilings"]}
@@ -409,7 +410,12 @@ def ceilings_table(results: list[Row]) -> Section | None:
             if c is None or c["unavailable"] or not c["bw_bytes"]:
                 cells.append("-")
             else:
-                cells.append(f"{100 * bw / c['bw_bytes']:.0f}% of {units.format_rate(c['bw_bytes'])}")
+                ceiling = units.format_rate(c["bw_bytes"])
+                cells.append(f"{100 * bw / c['bw_bytes']:.0f}% of {ceiling}")
+                bars.append(Bar(f"{short_test(r)} {r['name']}: of the {path}",
+                                100 * bw / c["bw_bytes"], limit=100.0,
+                                limit_text=f"the {path} ceiling, {ceiling}",
+                                failing=Outcome.of(r.get("verdict")).failing))
             if c is not None:
                 said.setdefault(c["how"] or c["unavailable"], (
                     f"{path}: {c['how']} ({c['seconds']:.0f} s to measure)" if not c["unavailable"]
@@ -418,7 +424,9 @@ def ceilings_table(results: list[Row]) -> Section | None:
     return Section("Ceilings: the same job straight to the store, through FUSE with nothing "
                    "behind it, and on tmpfs (--fsperf-ceilings or min_efficiency)", tuple(said.values()),
                    Table(("test", "workload", "bandwidth", *CEILING_PATHS), tuple(rows),
-                         frozenset({2, 3, 4, 5})))
+                         frozenset({2, 3, 4, 5})),
+                   Chart("Share of each ceiling (the tick: the ceiling itself)",
+                         METRICS["efficiency"], tuple(bars)) if bars else None)
 
 
 def _client_bw(c: Mapping[str, Any]) -> float:
