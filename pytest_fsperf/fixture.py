@@ -124,8 +124,11 @@ class Fsperf(Workspace):
         shrunk by --fsperf-scale; the file size is not, unless one file is left."""
         where = f"{self.test}: fsperf.files()"
         job = steps.job(steps.FilesJob, params, where, name)
+        found = self.ceilings
+        beside = None if found is None or not judged else (lambda r: dataclasses.replace(
+            r, ceilings=found.for_files(r.options, store_config(self.target))))
         return self.repeat(name or f"files_{job.mode}",
-                           lambda n: steps.files_step(self, n, job, judged, where),
+                           lambda n: steps.files_step(self, n, job, judged, where), beside,
                            judged=judged)
 
     def meta(self, name: str | None = None, *, judged: bool = True,

@@ -253,9 +253,9 @@ class WorkloadResult:
 
     def _shares(self, bw: float | None) -> dict[str, float | None]:
         """efficiency (of the store's ceiling), efficiency:fuse and :tmpfs: the bandwidth as a
-        percentage of each ceiling measured for a fio job (None: not measured, see
-        ceiling_note); the other engines have no ceilings."""
-        if self.kind != "fio":
+        percentage of each ceiling measured for a fio job or the small-file engine (None:
+        not measured, see ceiling_note); the other engines have no ceilings."""
+        if self.kind not in ("fio", "files"):
             return {}
         out: dict[str, float | None] = {}
         for key, path in SHARES.items():

@@ -310,3 +310,35 @@ def test_min_efficiency_measures_the_ceilings_it_needs_and_judges_against_them(p
     assert headroom["stats"]["efficiency:fuse"]["median"] == pytest.approx(
         100 * headroom["total"]["bw_bytes"] / fuse["bw_bytes"])
     assert ours() == ([], [])
+
+
+@pytest.mark.s3
+def test_a_small_file_read_on_s3fs_gets_the_stores_ceiling_for_whole_small_objects(pytester):
+    """The small-file engine's ceiling: GETs of whole objects of its file size, its threads
+    at once, straight to the MinIO behind the s3fs mount; fio's other ceilings are said to be
+    for fio jobs only. min_efficiency judges the store share, and nothing of the ceiling's is
+    left in the bucket."""
+    import json
+
+    need("s3fs")
+    if find_minio() is None:
+        pytest.skip("MinIO is not installed")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf, fsperf_mount
+
+        @fsperf_mount("s3fs")
+        @fsperf(min_efficiency="1%")
+        def test_files(fsperf, fsperf_s3):
+            fsperf.files(name="read", mode="read", count=40, size="128KiB", threads=4)
+    """)
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-json={out}")
+    result.assert_outcomes(passed=1)
+    (row,) = [r for r in json.loads(out.read_text())["results"] if r["name"] == "read"]
+    tmpfs, fuse, store = row["ceilings"]
+    assert tmpfs["unavailable"].startswith("measured for fio jobs only") and fuse["unavailable"]
+    assert store["how"] == "obstore, GET 4 streams of 128 KiB parts (128 KiB objects)", store
+    assert store["bw_bytes"] > row["total"]["bw_bytes"] > 0, (store, row["total"])
+    assert row["stats"]["efficiency"]["median"] == pytest.approx(
+        100 * row["total"]["bw_bytes"] / store["bw_bytes"])
+    assert ours() == ([], [])

@@ -7,8 +7,10 @@ from typing import Any
 
 from ..session.state import FsperfSession, Target
 from .fuse import fuse_ceilings
-from .model import Ceiling
-from .store import shape_of, store_ceiling
+from .model import Ceiling, Path, missing
+from .store import Op, Shape, shape_of, store_ceiling
+
+FIO_ONLY = "measured for fio jobs only (the same job is run on tmpfs and through bindfs)"
 
 STORE_FIELDS = ("endpoint", "bucket", "access_key", "secret_key", "region")
 
@@ -39,4 +41,17 @@ class Ceilings:
             tmpfs, fuse = fuse_ceilings(self.session, dict(job))
             shape = shape_of(job)
             self._found[key] = (tmpfs, fuse) + ((store_ceiling(store, shape),) if shape else ())
+        return self._found[key]
+
+    def for_files(self, options: Mapping[str, str], store: Mapping[str, Any] | None
+                  ) -> tuple[Ceiling, ...]:
+        """The small-file engine's (its result's options: mode, size, threads): the store's,
+        GETs or PUTs of whole objects of its file size, its threads at once."""
+        size = int(options["size"])
+        shape = Shape(Op.GET if options["mode"] == "read" else Op.PUT, int(options["threads"]),
+                      size, size)
+        key = ("files", shape, (store.get("endpoint"), store.get("bucket")) if store else None)
+        if key not in self._found:
+            self._found[key] = (missing(Path.TMPFS, FIO_ONLY), missing(Path.FUSE, FIO_ONLY),
+                                store_ceiling(store, shape))
         return self._found[key]
