@@ -342,3 +342,21 @@ def test_a_small_file_read_on_s3fs_gets_the_stores_ceiling_for_whole_small_objec
     assert row["stats"]["efficiency"]["median"] == pytest.approx(
         100 * row["total"]["bw_bytes"] / store["bw_bytes"])
     assert ours() == ([], [])
+
+
+@pytest.mark.unit
+def test_published_figures_are_scaled_to_this_store_only_where_the_document_states_its_network():
+    from pytest_fsperf.ceilings.model import Ceiling
+    from pytest_fsperf.ceilings.published import network_of, project
+
+    assert network_of("ecs.g9i.48xlarge: 192 vCPU, 768 GiB, 64 Gbps") == 8e9
+    assert network_of("ecs.g7.32xlarge: 128 vCPU, 512 GiB") is None
+    found = {p.baseline: p for p in project("seq_read_1t", [Ceiling(Path.STORE, "obstore", 700e6)])}
+    # document 001 (ossfs 2.0.4: 4.3 GB/s on 64 Gbps) is scaled; document 000 (2.0.0beta) is not
+    assert found["ossfs-2.0.4"].here == pytest.approx(4.3e9 / 8e9 * 700e6)
+    assert found["ossfs-2.0.4"].said() == (
+        "ossfs-2.0.4: 4.30 GB/s documented = 54% of its 64 Gbps network; the same share of "
+        "this store's ceiling: 376 MB/s here")
+    assert found["ossfs-2.0.0beta"].said() == ("ossfs-2.0.0beta: 3.00 GB/s documented; not "
+                                               "scaled: its document states no network bandwidth")
+    assert project("seq_read_1t", [])[0].here is None  # no store ceiling: nothing to scale

@@ -42,10 +42,15 @@ def saved_dir(root: Path) -> Path:
     return root / ".fsperf" / "baselines"
 
 
-def load(name: str, root: Path, where: str) -> Baseline:
+def shipped(name: str) -> Baseline:
+    """A baseline shipped with the plugin (never a saved one of the same name)."""
+    return load(name, None, "shipped baselines")
+
+
+def load(name: str, root: Path | None, where: str) -> Baseline:
     """A saved baseline (.fsperf/baselines/NAME.json under the rootdir) first, then a shipped one."""
-    local = saved_dir(root) / f"{name}.json"
-    if os.path.lexists(local):
+    local = saved_dir(root) / f"{name}.json" if root is not None else None
+    if local is not None and os.path.lexists(local):
         try:
             text, origin = inputs.read_text(local), str(local)
         except inputs.InputError as exc:
@@ -55,7 +60,8 @@ def load(name: str, root: Path, where: str) -> Baseline:
         text = folder.joinpath(f"{name}.json").read_text("utf-8")
         origin = "shipped"
     else:
-        saved = sorted(p.stem for p in saved_dir(root).glob("*.json")) if saved_dir(root).is_dir() else []
+        saved = (sorted(p.stem for p in saved_dir(root).glob("*.json"))
+                 if root is not None and saved_dir(root).is_dir() else [])
         raise UsageError(f"{where}: unknown baseline {name!r} (shipped: {', '.join(shipped_names())}"
                          + (f"; saved: {', '.join(saved)}" if saved else "") + ")")
     try:

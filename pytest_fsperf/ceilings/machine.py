@@ -12,6 +12,7 @@ from ..engine import fio as fio_engine
 from ..scenarios import library
 from ..session.state import FsperfSession
 from ..units import format_rate
+from . import published
 from .fuse import fuse_ceilings
 from .model import Ceiling
 from .store import shape_of, store_ceiling
@@ -58,6 +59,7 @@ def report(rows: Sequence[Row], started: float) -> list[str]:
     for row in rows:
         lines.append(f"{row.scenario}:")
         lines += [f"  {c.path}: {shown(c)}" for c in row.ceilings]
+        lines += [f"  published, {p.said()}" for p in published.project(row.scenario, row.ceilings)]
     lines.append(f"measured in {time.monotonic() - started:.0f} s")
     return lines
 
