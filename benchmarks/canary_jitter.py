@@ -1,0 +1,82 @@
+"""How far the machine canary moves on its own between two readings 2 s apart (as between the
+two runs of a gate's pair; best of 3 tries, as the gate reads it): idle, under a constant CPU
+hog and under a disk loop; and how far it moves when a hog or a disk loop starts between the
+two readings. This sets the gate's MACHINE_LIMIT (measure/ab.py).
+
+    python3 -m benchmarks.canary_jitter [PAIRS]   # default 15 pairs per condition
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+from pytest_fsperf.measure import canary
+from pytest_fsperf.measure.workspace import PAIR_TRIES
+
+Load = Callable[[str], subprocess.Popen[bytes]]
+
+
+def hog(_scratch: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+
+
+def disk(scratch: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(["sh", "-c", f"while true; do dd if=/dev/zero of={scratch}/x bs=1M "
+                                         "count=64 oflag=direct status=none; done"],
+                            start_new_session=True)
+
+
+def stop(p: subprocess.Popen[bytes]) -> None:
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+
+
+def reading(scratch: str) -> float:
+    return canary.measure(scratch, PAIR_TRIES).score
+
+
+def jitter(scratch: str, n: int) -> str:
+    moved = []
+    for _ in range(n):
+        a = reading(scratch)
+        time.sleep(2)
+        moved.append(abs(math.log(reading(scratch) / a)))
+    moved.sort()
+    return (f"|ln(b/a)| median {statistics.median(moved):.3f}, 90th percentile "
+            f"{moved[int(0.9 * len(moved))]:.3f}, max {moved[-1]:.3f}")
+
+
+def step(scratch: str, load: Load, n: int) -> str:
+    ratios = []
+    for _ in range(n):
+        a = reading(scratch)
+        p = load(scratch)
+        time.sleep(2)
+        ratios.append(reading(scratch) / a)
+        stop(p)
+    return " ".join(f"{r:.2f}" for r in ratios)
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 15
+    with tempfile.TemporaryDirectory(prefix="fsperf-canary-") as scratch:
+        print("idle:", jitter(scratch, n), flush=True)
+        for name, load in (("cpu hog", hog), ("disk loop", disk)):
+            p = load(scratch)
+            time.sleep(1)
+            print(f"under a constant {name}:", jitter(scratch, n), flush=True)
+            stop(p)
+        for name, load in (("cpu hog", hog), ("disk loop", disk)):
+            print(f"a {name} starts between the readings, b/a:", step(scratch, load, 8), flush=True)
+
+
+if __name__ == "__main__":
+    main()
