@@ -101,7 +101,7 @@ class Fsperf(Workspace):
         if clients is None:
             return self.repeat(name or rw, lambda n: self.run_fio(n, judged, options, where,
                                                                  per_job=per_job),
-                               self._beside(job) if judged else None, judged=judged)
+                               judged=judged)
         if per_job:
             raise UsageError(f"{where}: per_job with clients: fio's clients report per client")
         n = many.count(clients, where)
@@ -109,13 +109,21 @@ class Fsperf(Workspace):
         return self.repeat(base, lambda label: many.measure(self, self.unique(label), judged, job,
                                                             n, where), judged=judged)
 
-    def _beside(self, job: dict[str, str]) -> Callable[[WorkloadResult], WorkloadResult] | None:
-        """With --fsperf-ceilings: the finished result gets the ceilings of its job's shape
-        (measured after it, so never inside its window or its cold start)."""
+    def _beside(self, r: WorkloadResult) -> WorkloadResult:
+        """With --fsperf-ceilings (or a min_efficiency threshold): a finished judged result
+        gets the ceilings of its shape, measured after it (never inside its window or its
+        cold start): a fio job's three; the small-file and metadata engines' store's."""
         found = self.ceilings
-        if found is None:
-            return None
-        return lambda r: dataclasses.replace(r, ceilings=found.for_job(job, store_config(self.target)))
+        if found is None or r.clients:  # many clients: no one client's shape bounds them all
+            return r
+        store = store_config(self.target)
+        if r.kind == "fio":
+            return dataclasses.replace(r, ceilings=found.for_job(r.options, store))
+        if r.kind == "files":
+            return dataclasses.replace(r, ceilings=found.for_files(r.options, store))
+        if r.kind == "meta":
+            return dataclasses.replace(r, ceilings=found.for_listing(int(r.options["entries"]), store))
+        return r
 
     def files(self, name: str | None = None, *, judged: bool = True,
               **params: object) -> WorkloadResult:
@@ -124,11 +132,8 @@ class Fsperf(Workspace):
         shrunk by --fsperf-scale; the file size is not, unless one file is left."""
         where = f"{self.test}: fsperf.files()"
         job = steps.job(steps.FilesJob, params, where, name)
-        found = self.ceilings
-        beside = None if found is None or not judged else (lambda r: dataclasses.replace(
-            r, ceilings=found.for_files(r.options, store_config(self.target))))
         return self.repeat(name or f"files_{job.mode}",
-                           lambda n: steps.files_step(self, n, job, judged, where), beside,
+                           lambda n: steps.files_step(self, n, job, judged, where),
                            judged=judged)
 
     def meta(self, name: str | None = None, *, judged: bool = True,
@@ -233,6 +238,9 @@ class Fsperf(Workspace):
         workload runs on the reference and the candidate in interleaved pairs instead of
         rounds; an unjudged one (judged=False: preparation) runs once, on the candidate."""
         if self.release is None:
+            if judged and self.ceilings is not None:  # every judged workload, scenarios too
+                first = tag or (lambda r: r)
+                tag = lambda r: self._beside(first(r))  # noqa: E731
             return super().repeat(name, run, tag)
         if not judged:
             owned = self.target.owned

@@ -249,19 +249,25 @@ class WorkloadResult:
         own = self.single_metrics()
         if self.rounds:
             own = {key: median(values) if (values := self.values(key)) else None for key in own}
-        return {**own, **self._shares(own.get("bw"))}
+        return {**own, **self._shares(own.get(self._rate))}
+
+    @property
+    def _rate(self) -> str:
+        """The figure a ceiling bounds: bandwidth, or entries per second for a listing."""
+        return "bw" if self.io_bytes or self.kind != "meta" else "ops"
 
     def _shares(self, bw: float | None) -> dict[str, float | None]:
         """efficiency (of the store's ceiling), efficiency:fuse and :tmpfs: the bandwidth as a
         percentage of each ceiling measured for a fio job or the small-file engine (None:
         not measured, see ceiling_note); the other engines have no ceilings."""
-        if self.kind not in ("fio", "files"):
+        if self.kind not in ("fio", "files", "meta"):
             return {}
         out: dict[str, float | None] = {}
         for key, path in SHARES.items():
             c = next((c for c in self.ceilings if c.path == path), None)
-            out[key] = (100 * bw / c.bw_bytes if bw is not None and c is not None
-                        and c.bw_bytes and not c.unavailable else None)
+            out[key] = (None if bw is None or c is None or c.unavailable
+                        else 100 * bw / c.bw_bytes if self.io_bytes and c.bw_bytes
+                        else 100 * bw / c.ops if not self.io_bytes and c.ops else None)
         return out
 
     def ceiling_note(self, metric: str) -> str:
@@ -375,8 +381,8 @@ class WorkloadResult:
     def values(self, metric: str) -> list[float]:
         """A figure of every round (one value without rounds)."""
         if metric in SHARES:  # each round's bandwidth against the one ceiling
-            per_byte = self._shares(1.0).get(metric)  # the share of 1 B/s
-            return [v * per_byte for v in self.values("bw")] if per_byte else []
+            per_unit = self._shares(1.0).get(metric)  # the share of 1 B/s (or 1 entry/s)
+            return [v * per_unit for v in self.values(self._rate)] if per_unit else []
         if not self.rounds:
             own = pick(self.single_metrics(), metric)
             return [own] if own is not None else []

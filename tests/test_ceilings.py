@@ -151,15 +151,20 @@ def test_fsperf_ceilings_puts_each_fio_workload_beside_its_ceilings(pytester):
             fsperf.fio(name="read", rw="read", bs="1M", size="32M")
             fsperf.cold()
             fsperf.fio(name="again", rw="read", bs="1M", size="32M")
+
+        def test_scenario(fsperf):  # a shipped suite's scenario gets them too
+            fsperf.scenario("seq_read_1t")
     """)
     out, page = pytester.path / "r.json", pytester.path / "r.html"
     result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-backend=bindfs",
                                 "--fsperf-ceilings=on", f"--fsperf-json={out}",
-                                f"--fsperf-html={page}")
-    result.assert_outcomes(passed=1)
+                                f"--fsperf-html={page}", "--fsperf-scale=0.0003")
+    result.assert_outcomes(passed=2)
+    scenario = next(r for r in json.loads(out.read_text())["results"] if r["name"] == "seq_read_1t")
+    assert [c["path"] for c in scenario["ceilings"]] == ["tmpfs", "FUSE passthrough", "store"]
     chart = page.read_text().split('aria-label="Share of each ceiling', 1)[1].split("</svg>")[0]
     # a bar per workload and measured ceiling (tmpfs, FUSE; no store), each with its tick
-    assert chart.count('<rect class="mark"') == 4 and chart.count('class="limit"') == 4
+    assert chart.count('<rect class="mark"') == 6 and chart.count('class="limit"') == 6
     assert "test_read read: of the FUSE passthrough" in chart
     doc = json.loads(out.read_text())
     rows = {r["name"]: r for r in doc["results"]}
@@ -313,11 +318,11 @@ def test_min_efficiency_measures_the_ceilings_it_needs_and_judges_against_them(p
 
 
 @pytest.mark.s3
-def test_a_small_file_read_on_s3fs_gets_the_stores_ceiling_for_whole_small_objects(pytester):
+def test_small_files_and_a_listing_on_s3fs_get_the_stores_ceilings_of_their_shape(pytester):
     """The small-file engine's ceiling: GETs of whole objects of its file size, its threads
     at once, straight to the MinIO behind the s3fs mount; fio's other ceilings are said to be
-    for fio jobs only. min_efficiency judges the store share, and nothing of the ceiling's is
-    left in the bucket."""
+    for fio jobs only. The metadata engine's: a listing of as many objects as it lists, in
+    entries per second. min_efficiency judges the store share of each."""
     import json
 
     need("s3fs")
@@ -330,11 +335,20 @@ def test_a_small_file_read_on_s3fs_gets_the_stores_ceiling_for_whole_small_objec
         @fsperf(min_efficiency="1%")
         def test_files(fsperf, fsperf_s3):
             fsperf.files(name="read", mode="read", count=40, size="128KiB", threads=4)
+            fsperf.meta(name="ls", op="list_stat", entries=200)
     """)
     out = pytester.path / "r.json"
     result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-json={out}")
     result.assert_outcomes(passed=1)
-    (row,) = [r for r in json.loads(out.read_text())["results"] if r["name"] == "read"]
+    rows = {r["name"]: r for r in json.loads(out.read_text())["results"]}
+    ls = rows["ls"]  # a listing's ceiling: the store's, in entries per second
+    listing = ls["ceilings"][2]
+    assert listing["how"] == ("obstore, LIST of a prefix of 200 objects, 1 listing at a time: "
+                              "entries per second") and listing["bw_bytes"] == 0
+    assert listing["ops"] > ls["total"]["ops_per_second"] > 0, (listing, ls["total"])
+    assert ls["stats"]["efficiency"]["median"] == pytest.approx(
+        100 * ls["total"]["ops_per_second"] / listing["ops"])
+    row = rows["read"]
     tmpfs, fuse, store = row["ceilings"]
     assert tmpfs["unavailable"].startswith("measured for fio jobs only") and fuse["unavailable"]
     assert store["how"] == "obstore, GET 4 streams of 128 KiB parts (128 KiB objects)", store

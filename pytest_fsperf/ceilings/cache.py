@@ -55,3 +55,14 @@ class Ceilings:
             self._found[key] = (missing(Path.TMPFS, FIO_ONLY), missing(Path.FUSE, FIO_ONLY),
                                 store_ceiling(store, shape))
         return self._found[key]
+
+    def for_listing(self, entries: int, store: Mapping[str, Any] | None) -> tuple[Ceiling, ...]:
+        """The metadata engine's: the store's listing of as many objects as it has entries,
+        one listing at a time (what a client that takes sizes and times from LIST alone can
+        reach), in entries per second."""
+        shape = Shape(Op.LIST, 1, 0, 0, entries)
+        key = ("meta", shape, (store.get("endpoint"), store.get("bucket")) if store else None)
+        if key not in self._found:
+            self._found[key] = (missing(Path.TMPFS, FIO_ONLY), missing(Path.FUSE, FIO_ONLY),
+                                store_ceiling(store, shape))
+        return self._found[key]

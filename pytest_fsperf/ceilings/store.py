@@ -45,7 +45,10 @@ class Shape:
     count: int = 0
 
     def shown(self) -> str:
-        if self.op in (Op.HEAD, Op.LIST):
+        if self.op == Op.LIST:
+            return (f"LIST of a prefix of {self.count:,} objects, {self.streams} listing at a "
+                    "time: entries per second")
+        if self.op == Op.HEAD:
             return f"{self.op.value} x{self.count}, {self.streams} at a time"
         streams = f"{self.op.value} {self.streams} stream{'s' if self.streams > 1 else ''}"
         if self.op == Op.PUT:
@@ -111,12 +114,10 @@ class Store:
         return 0
 
     def list(self) -> int:
-        """List the prefix; 0 bytes moved (a rate of requests)."""
+        """List the prefix, every page; the entries listed."""
         import obstore
 
-        for _batch in obstore.list(self.store, self.prefix):
-            pass
-        return 0
+        return sum(len(batch) for batch in obstore.list(self.store, self.prefix))
 
     def remove(self) -> None:
         """Every object this session put (only those: nothing else under any prefix)."""
@@ -155,11 +156,15 @@ def store_ceiling(config: Mapping[str, Any] | None, shape: Shape) -> Ceiling:
             store.remove()
         except Exception as exc:  # said in the ceiling, never raised over the workload's result
             note = f"its objects under {store.prefix} could not all be removed: {exc}"
+    if shape.op == Op.LIST:  # a rate of entries, not of bytes or of requests
+        return Ceiling(Path.STORE, f"obstore, {shape.shown()}", 0.0, moved / seconds, requests,
+                       time.monotonic() - t0, note=note)
     return Ceiling(Path.STORE, f"obstore, {shape.shown()}", moved / seconds if moved else 0.0,
                    requests / seconds, requests, time.monotonic() - t0, note=note)
 
 
 SECONDS = 2.0  # each stream repeats its requests for this long: a steady rate, cheaply
+LAYOUT_STREAMS = 16  # PUTs at once when laying out a listing's objects (not timed)
 
 
 def _timed(streams: int, one: Callable[[int, int], int]) -> tuple[int, int, float]:
@@ -182,6 +187,10 @@ def _timed(streams: int, one: Callable[[int, int], int]) -> tuple[int, int, floa
 
 
 def _measure(store: Store, shape: Shape) -> tuple[int, int, float]:
+    if shape.op == Op.LIST:  # `count` empty objects laid out, listed whole over and over
+        with ThreadPoolExecutor(LAYOUT_STREAMS) as pool:
+            list(pool.map(lambda n: store.put(f"e{n}", b""), range(shape.count)))
+        return _timed(shape.streams, lambda i, n: store.list())
     data = os.urandom(shape.part_bytes if shape.op == Op.PUT else shape.object_bytes)
     if shape.op == Op.PUT:  # each request a whole object of one part
         return _timed(shape.streams, lambda i, n: store.put(f"p{i}-{n}", data))
@@ -189,8 +198,6 @@ def _measure(store: Store, shape: Shape) -> tuple[int, int, float]:
         list(pool.map(lambda i: store.put(f"o{i}", data), range(shape.streams)))
     if shape.op == Op.HEAD:
         return _timed(shape.streams, lambda i, n: store.head(f"o{i}"))
-    if shape.op == Op.LIST:
-        return _timed(shape.streams, lambda i, n: store.list())
     parts = max(1, shape.object_bytes // shape.part_bytes)
 
     def get(i: int, n: int) -> int:
