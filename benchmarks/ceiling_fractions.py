@@ -1,10 +1,11 @@
 """Each workload of a suite as a fraction of its ceilings, on each backend over the embedded MinIO.
 
-For every backend, `fsperf bench --backend B --scale S -- --fsperf-ceilings=on` runs the suite
-(the plugin mounts B over a MinIO of its own); each judged workload gets the ceilings of its
-shape (the store read or written straight by obstore; the same fio job through bindfs over
-tmpfs, and on tmpfs). Prints one row per backend and workload: its bandwidth and its share of
-each ceiling, then what measuring the ceilings cost.
+For every backend, `fsperf bench --backend B --scale S -- --fsperf-ceilings=on
+--fsperf-backend-store=minio` runs the suite (the plugin mounts B over a MinIO of its own);
+each judged workload gets the ceilings of its shape (the store read or written straight by
+obstore; the same fio job through bindfs over tmpfs, and on tmpfs). Prints one row per
+backend and workload: its bandwidth and its share of each ceiling, then what measuring the
+ceilings cost.
 
     python3 -m benchmarks.ceiling_fractions [--backends s3fs,rclone,juicefs] [--scale 0.01]
         [--suite ossfs2] [-k EXPR]
@@ -29,7 +30,7 @@ def run(backend: str, scale: float, suite: str, keyword: str | None, out: Path) 
             "--scale", f"{scale:g}", "--suite", suite, "--json", str(out)]
     if keyword:
         args += ["-k", keyword]
-    args += ["--", "--fsperf-ceilings=on", "-q"]
+    args += ["--", "--fsperf-ceilings=on", "--fsperf-backend-store=minio", "-q"]
     return subprocess.run(args, stdout=subprocess.DEVNULL, check=False).returncode
 
 
@@ -37,7 +38,8 @@ def share(bw: float, c: dict[str, object] | None) -> str:
     if c is None:
         return "-"
     if c["unavailable"]:
-        return f"not measured: {str(c['unavailable'])[:40]}"
+        return "- (fio jobs only)" if str(c["unavailable"]).startswith("measured for fio") \
+            else f"- ({str(c['unavailable'])[:40]})"
     ceiling = float(c["bw_bytes"])  # type: ignore[arg-type]
     return f"{100 * bw / ceiling:.0f}% of {units.format_rate(ceiling)}" if ceiling else "-"
 
