@@ -55,7 +55,8 @@ class Pairs:
 RERUNS = 1  # a run that is not valid is run again this often before its pair is dropped
 MAX_DROPPED = 3  # pairs dropped before the comparison stops as unstable
 # A pair whose two runs met machines this far apart (the canary read right before each) is
-# not used. Far above the canary's own jitter: MACHINE_NOTE in docs/explanation/statistics.md.
+# not used. Above the canary's own jitter: two readings 2 s apart on an idle machine moved
+# up to 21% (benchmarks/canary_jitter.py), so the tolerance (5-10%) cannot be the limit.
 MACHINE_LIMIT = 0.25
 
 
