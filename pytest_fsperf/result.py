@@ -142,7 +142,7 @@ class OpStats:
 
 
 SHAPE = ("stall_s", "decay", "bw_swing", "rss_growth")  # from the timeline
-# a fio job's bandwidth as a percentage of each ceiling (--fsperf-ceilings, min_efficiency)
+# a workload's bandwidth (a listing's entries/s) as a percentage of each ceiling (min_efficiency)
 SHARES = {"efficiency": CeilingPath.STORE, "efficiency:fuse": CeilingPath.FUSE,
           "efficiency:tmpfs": CeilingPath.TMPFS}
 

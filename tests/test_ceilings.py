@@ -374,3 +374,19 @@ def test_published_figures_are_scaled_to_this_store_only_where_the_document_stat
     assert found["ossfs-2.0.0beta"].said() == ("ossfs-2.0.0beta: 3.00 GB/s documented; not "
                                                "scaled: its document states no network bandwidth")
     assert project("seq_read_1t", [])[0].here is None  # no store ceiling: nothing to scale
+
+
+@pytest.mark.unit
+def test_a_listings_share_is_of_entries_per_second_not_of_bytes():
+    import dataclasses
+
+    from pytest_fsperf.ceilings.model import Ceiling
+    from pytest_fsperf.result import OpStats
+    from tests.test_rounds import result
+
+    listing = dataclasses.replace(
+        result(0.0), kind="meta", read=None,
+        ops=OpStats("list+stat", 1000, 0, 0.5, 2000.0, 0.0, 1, {}),
+        ceilings=(Ceiling(Path.STORE, "obstore, LIST", 0.0, ops=8000.0),))
+    assert listing.metrics()["efficiency"] == pytest.approx(25.0)  # 2000 of 8000 entries/s
+    assert listing.values("efficiency") == pytest.approx([25.0])
