@@ -605,3 +605,12 @@ def test_the_machine_limit_is_symmetric_and_spares_the_canarys_jitter():
                                                                  "25% either way)")
     assert machine_moved({**at, "B1": 100.0 / 1.3}, "A1", "B1")
     assert machine_moved(at, "A1", "B1") == ""  # no reading: nothing to judge
+
+
+@pytest.mark.unit
+def test_a_pair_dropped_now_and_then_does_not_stop_a_long_comparison():
+    from pytest_fsperf.measure.ab import too_many_dropped
+
+    assert too_many_dropped(3, 0) and too_many_dropped(3, 11)  # 3 of 3, 3 of 14 tried
+    assert not too_many_dropped(3, 12)  # 3 of 15: a fifth, not more
+    assert not too_many_dropped(2, 0) and not too_many_dropped(4, 60)
