@@ -117,6 +117,10 @@ class Fsperf(Workspace):
         if found is None or r.clients:  # many clients: no one client's shape bounds them all
             return r
         store = store_config(self.target)
+        wrote = ((r.write is not None and r.write.io_bytes > 0)
+                 or (r.ops is not None and r.ops.operation == "write files"))
+        if store is not None and wrote:  # the store's ceiling must not share the store with
+            self.target.settle_uploads()  # the daemon's upload backlog (rclone)
         if r.kind == "fio":
             return dataclasses.replace(r, ceilings=found.for_job(r.options, store))
         if r.kind == "files":

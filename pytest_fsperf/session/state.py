@@ -151,6 +151,11 @@ class Target:
                     return f"{path} ({exc.strerror or exc})"
         return None
 
+    def settle_uploads(self) -> bool:
+        """Wait for an owned mount's pending uploads, where its backend can tell (rclone):
+        whether it could."""
+        return self._settle()
+
     def _settle(self) -> bool:
         """Wait for an owned mount's pending uploads, where its backend can tell."""
         owned = self.owned
