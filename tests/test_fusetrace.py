@@ -143,7 +143,7 @@ def test_figures_per_file_and_an_unseen_opcode_is_zero() -> None:
 
 def test_per_opcode_threshold_fails_naming_the_opcode() -> None:
     plan = build_plan("t.py::test_x", [((), {"max_fuse_per_file": {"READ": 0.5, "fuse_lookup": 1}})])
-    assert [t.opcode for t in plan.thresholds] == ["READ", "LOOKUP"]
+    assert [t.part for t in plan.thresholds] == ["READ", "LOOKUP"]
     verdict = judge(plan, [result(summary(), count=2)])
     assert verdict.failures == [
         'meta_list_stat: FUSE_READ requests per file 1 > max_fuse_per_file["READ"] 0.5']
