@@ -81,6 +81,8 @@ def test_s3fs_write_read_and_remount_cold_is_really_cold(pytester, minio, clean)
 def test_rclone_ab_bwlimit_shows_b_slower(pytester, minio, clean):
     need("rclone")
     pytester.makepyfile("""
+        import re
+
         from pytest_fsperf import fsperf_mount
 
         @fsperf_mount("rclone", config="fsperf_s3")
@@ -94,7 +96,8 @@ def test_rclone_ab_bwlimit_shows_b_slower(pytester, minio, clean):
             assert ab.ratio("bw") < 0.5, ab        # 10 MiB/s against an unthrottled rclone
             assert m.outcome == "B worse" and m.ratio < 0.5 and m.ci_high < 1
             assert all(10e6 < b < 12e6 for b in m.b), m.b
-            assert ab.order.startswith("ABBA") and ab.stopped.startswith("decided after")
+            # A B, then B A (a pair the machine canary drops shows as an x)
+            assert re.match(r"(ABx)*ABBA", ab.order) and ab.stopped.startswith("decided after")
     """)
     result, doc, texts = run(pytester)
     result.assert_outcomes(passed=1)
