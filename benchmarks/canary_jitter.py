@@ -1,7 +1,8 @@
 """How far the machine canary moves on its own between two readings 2 s apart (as between the
 two runs of a gate's pair; best of 3 tries, as the gate reads it): idle, under a constant CPU
 hog and under a disk loop; and how far it moves when a hog or a disk loop starts between the
-two readings. This sets the gate's MACHINE_LIMIT (measure/ab.py).
+two readings. It set the gate's first machine check (a 25% limit), now replaced by the rest
+of the machine's CPU over each run (measure/rest.py, benchmarks/rest_jitter.py).
 
     python3 -m benchmarks.canary_jitter [PAIRS]   # default 15 pairs per condition
 """
@@ -19,8 +20,8 @@ import time
 from collections.abc import Callable
 
 from pytest_fsperf.measure import canary
-from pytest_fsperf.measure.workspace import PAIR_TRIES
 
+PAIR_TRIES = 3  # what the gate read before each run of a pair, best of 3 (about 0.25 s)
 Load = Callable[[str], subprocess.Popen[bytes]]
 
 

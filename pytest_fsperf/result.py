@@ -13,6 +13,7 @@ from .measure.cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
 from .measure.fusetrace import FuseRequests
 from .measure.placement import Placement
 from .measure.profile import Profile
+from .measure.rest import Rest
 from .measure.timeline import Timeline, shape
 from .stats import mad, median_ci
 from .store.cost import Cost
@@ -182,6 +183,7 @@ class WorkloadResult:
     # how much the machine's page cache grew while it ran (of the mount's files, or of the
     # daemon's backing files): what a VM's free page reporting after a drop can slow
     cache_filled: int | None = None
+    rest: Rest | None = None  # the rest of the machine's CPU and steal over the run (cores)
     # what the store, FUSE with nothing behind it and tmpfs moved for the same job
     # (--fsperf-ceilings; ceilings/): the workload as a fraction of each
     ceilings: tuple[Ceiling, ...] = ()

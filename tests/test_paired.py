@@ -569,42 +569,85 @@ def test_no_number_of_pairs_is_promised_on_the_tolerance_edge():
 
 
 def test_a_pair_whose_runs_met_two_machines_is_dropped_and_named():
-    """Issue 24: a run whose machine canary moved past the limit from its pair's other run is
-    not used. The machine slows (a neighbour's job starts) right before B2 and stays slow:
-    pair 2 (B then A) met it on both runs and stands; the pair across the step is dropped."""
-    from pytest_fsperf.measure.ab import MACHINE_LIMIT, Side, interleave
+    """Issue 24: a pair whose two runs met two machines is not used. A neighbour's busy
+    process starts right before A2 and keeps running: pair 2 (B then A) is dropped, and
+    pair 2 run anew met it on both runs and stands."""
+    import dataclasses
+
+    from pytest_fsperf.measure.ab import Side, interleave
+    from pytest_fsperf.measure.rest import Rest
     from tests.test_rounds import result
 
-    machine = iter([100.0, 100.0,  # A1 B1
-                    100.0, 60.0,  # B2 A2: the step falls between them
-                    60.0, 61.0,  # B2 A2 again (pair 2 run anew)
-                    60.0, 59.0])  # A3 B3
-    readings: list[float] = []
+    rests = iter([0.05, 0.04,  # A1 B1
+                  0.05, 1.02,  # B2 A2: the step falls between them
+                  0.98, 1.01,  # B2 A2 again (pair 2 run anew)
+                  1.0, 0.97])  # A3 B3
 
-    def read() -> float:
-        readings.append(next(machine))
-        return readings[-1]
+    def run(side: str, n: int) -> object:
+        return dataclasses.replace(result(100e6), name=f"{side}{n}", rest=Rest(next(rests), 0.0))
 
     sides = (Side("A", (), lambda: None), Side("B", (), lambda: None))
-    pairs = interleave(sides, lambda side, n: result(100e6), Budget(3, 3, 60), 0.05,
-                       machine=read)
+    pairs = interleave(sides, run, Budget(3, 3, 60), 0.05)  # type: ignore[arg-type]
     assert len(pairs.a) == len(pairs.b) == 3 and pairs.order == "ABBAxBAAB"
-    assert pairs.dropped == (f"pair B2/A2: the machine changed between B2 and A2: its canary "
-                             f"moved 0.60x (more than {100 * MACHINE_LIMIT:.0f}% either way)",)
-    assert "machine canary 0 s" in pairs.stopped
+    assert pairs.dropped == ("pair B2/A2: the machine changed between B2 and A2: the rest of "
+                             "the machine's CPU went from 0.05 to 1.02 cores (more than 0.3 "
+                             "apart)",)
 
 
 @pytest.mark.unit
-def test_the_machine_limit_is_symmetric_and_spares_the_canarys_jitter():
-    from pytest_fsperf.measure.ab import MACHINE_LIMIT, machine_moved
+def test_the_rest_limit_is_symmetric_covers_steal_and_spares_a_missing_reading():
+    from pytest_fsperf.measure.rest import REST_LIMIT, Rest, moved
 
-    at = {"A1": 100.0}
-    assert machine_moved({**at, "B1": 100.0 * (1 + MACHINE_LIMIT) * 0.99}, "A1", "B1") == ""
-    assert machine_moved({**at, "B1": 100.0 / (1 + MACHINE_LIMIT) / 0.99}, "A1", "B1") == ""
-    assert machine_moved({**at, "B1": 130.0}, "A1", "B1").endswith("moved 1.30x (more than "
-                                                                 "25% either way)")
-    assert machine_moved({**at, "B1": 100.0 / 1.3}, "A1", "B1")
-    assert machine_moved(at, "A1", "B1") == ""  # no reading: nothing to judge
+    quiet = Rest(0.1, 0.0)
+    assert moved(quiet, Rest(0.1 + REST_LIMIT * 0.99, 0.0), "A1", "B1") == ""
+    assert moved(Rest(0.1 + REST_LIMIT * 0.99, 0.0), quiet, "B1", "A1") == ""
+    assert moved(quiet, Rest(0.1 + REST_LIMIT * 1.1, 0.0), "A1", "B1")
+    assert moved(Rest(0.1 + REST_LIMIT * 1.1, 0.0), quiet, "B1", "A1")
+    assert "the VM's steal went from 0.00 to 0.50" in moved(quiet, Rest(0.1, 0.5), "A1", "B1")
+    assert moved(quiet, None, "A1", "B1") == moved(None, quiet, "A1", "B1") == ""
+
+
+def test_the_rest_of_the_machine_is_what_others_used_not_ours(tmp_path):
+    """measure/rest.py against real processes: our own busy child counts as ours (about
+    nothing left), a busy process of no one we know counts as the rest (about a core),
+    and such a process named by pid (a daemon) is ours again."""
+    import subprocess
+    import sys
+    import time
+
+    from pytest_fsperf.measure.rest import RestMeter
+
+    def spin(pidfile: str = "") -> list[str]:
+        return [sys.executable, "-c", "import os, sys, time\n"
+                "if sys.argv[1]: open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+                "t = time.time()\nwhile time.time() - t < 1.5: pass", pidfile]
+
+    def stranger(name: str) -> int:  # in a session of its own, by a helper that exits at once
+        pidfile = tmp_path / name
+        subprocess.run(["setsid", "-f", *spin(str(pidfile))], check=True)
+        for _ in range(100):
+            if pidfile.exists() and pidfile.read_text():
+                return int(pidfile.read_text())
+            time.sleep(0.02)
+        raise AssertionError("the stranger did not start")
+
+    def over(pids: tuple[int, ...], body: object) -> float:
+        meter = RestMeter(pids)
+        meter.start()
+        body()  # type: ignore[operator]
+        got = meter.stop()
+        assert got is not None
+        return got.cpu
+
+    quiet = over((), lambda: time.sleep(1.0))  # whatever else this machine runs now
+    ours = over((), lambda: subprocess.run(spin(), check=True))  # our child, reaped in it
+    assert ours - quiet < 0.35, (quiet, ours)
+    stranger("one")
+    theirs = over((), lambda: time.sleep(1.0))
+    assert theirs - quiet > 0.6, (quiet, theirs)
+    time.sleep(0.6)  # the first one is done
+    named = over((stranger("two"),), lambda: time.sleep(1.0))
+    assert named - quiet < 0.35, (quiet, named)
 
 
 @pytest.mark.unit

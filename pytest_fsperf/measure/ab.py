@@ -5,9 +5,7 @@ judged on the per-pair ratios (paired.py) and stopped when decisive or out of bu
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,7 +19,7 @@ from ..mounts.request import parse_options
 from ..result import WorkloadResult, median_round
 from ..session.state import Target
 from ..vocab import CompareKind, Difference
-from . import profile
+from . import profile, rest
 from .cache import ColdRead
 from .meters import DaemonExited
 from .profile import Profile, Profiling
@@ -60,13 +58,9 @@ DROPPED_SHARE = 0.2  # ... once they are also more than this share of the pairs 
 def too_many_dropped(dropped: int, kept: int) -> bool:
     """Whether the pairs dropped say the comparison cannot get valid pairs: MAX_DROPPED at
     least, and more than DROPPED_SHARE of all tried. A long comparison drops a pair now and
-    then (a canary that moved, as in the gate benchmark: 2 of 65 under a CPU hog); that is
+    then (a machine that moved, as in the gate benchmark: 2 of 65 under a CPU hog); that is
     not a machine that cannot be measured."""
     return dropped >= MAX_DROPPED and dropped > DROPPED_SHARE * (dropped + kept)
-# A pair whose two runs met machines this far apart (the canary read right before each) is
-# not used. Above the canary's own jitter: two readings 2 s apart on an idle machine moved
-# up to 21% (benchmarks/canary_jitter.py), so the tolerance (5-10%) cannot be the limit.
-MACHINE_LIMIT = 0.25
 
 
 def invalid(r: WorkloadResult, fresh_is_usual: bool) -> str:
@@ -95,21 +89,10 @@ def fills_cache(r: WorkloadResult) -> bool:
             or r.cache_filled >= max(SETTLE_CACHE, r.io_bytes // 2))
 
 
-def machine_moved(readings: Mapping[str, float], first: str, second: str,
-                  limit: float = MACHINE_LIMIT) -> str:
-    """Why a pair may not stand because the machine changed between its two runs ("" where
-    it may): the canary read right before each moved by more than `limit` either way."""
-    a, b = readings.get(first), readings.get(second)
-    if not a or not b or abs(math.log(b / a)) <= math.log(1 + limit):
-        return ""
-    return (f"the machine changed between {first} and {second}: its canary moved {b / a:.2f}x "
-            f"(more than {100 * limit:.0f}% either way)")
-
-
 def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResult],
                budget: Budget, tolerance: float, gate: bool = False,
-               started: float | None = None, steady: Callable[[], str] | None = None,
-               machine: Callable[[], float] | None = None) -> Pairs:
+               started: float | None = None,
+               steady: Callable[[], str] | None = None) -> Pairs:
     """Pairs A B, B A, ... (each run after its side's enter(): a cold start) until the
     deciding figure is decisive or the budget is spent. gate: "not worse" decides too.
     started: when the comparison began (time.monotonic), so that its preparation counts.
@@ -119,8 +102,8 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
     page cache (fills_cache): what settling waits out touches nothing else (issue 24: direct
     fio reads of a tmpfs through bindfs fell in two clusters under load, settling cost 19-41
     s and changed nothing).
-    machine: the machine canary (canary.py), read right before each run: a pair whose two
-    readings moved past MACHINE_LIMIT met two machines and is dropped (machine_moved)."""
+    A pair whose two runs met two machines (the rest of the machine's CPU, or the VM's
+    steal, over each run moved past rest.REST_LIMIT) is dropped, not rerun."""
     by_name = {s.name: s for s in sides}
     runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
     ran = ""
@@ -134,15 +117,9 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
     fresh_is_usual = False  # every run makes its own files (fio unlink=1): that is the state
     while True:
         these: dict[str, WorkloadResult] = {}
-        readings: dict[str, float] = {}  # the canary right before each run of this pair
         for name in order(pair):
             for attempt in range(1 + RERUNS):  # an invalid run is run again, bounded
                 spent.cold += _timed(by_name[name].enter)  # a cold start: a dead daemon's remount
-                if machine is not None:
-                    t = time.monotonic()
-                    with contextlib.suppress(OSError):  # no reading: the pair is not judged by it
-                        readings[f"{name}{pair + 1}"] = machine()
-                    spent.canary += time.monotonic() - t
                 t = time.monotonic()
                 ran += name
                 try:
@@ -163,7 +140,8 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
             if name not in these:  # still invalid after its reruns: the pair is not used
                 break
         first, second = (f"{n}{pair + 1}" for n in order(pair))
-        if len(these) == 2 and (why := machine_moved(readings, first, second)):
+        if len(these) == 2 and (why := rest.moved(these[first[0]].rest, these[second[0]].rest,
+                                                  first, second)):
             dropped.append(f"pair {first}/{second}: {why}")  # not rerun: the change is in time
             these.clear()
         if len(these) < 2:
@@ -214,12 +192,10 @@ class Spent:
     before: float  # layout and anything else before the first pair
     cold: float = 0.0  # cold starts (remounts, cache drops)
     runs: float = 0.0  # the measured runs, including runs not used
-    canary: float = 0.0  # the machine canary read before each run
 
     def shown(self, elapsed: float, budget: Budget) -> str:
         return (f"{elapsed:.0f} s of {budget.seconds:.0f} s: layout {self.before:.0f} s, "
-                f"cold starts {self.cold:.0f} s, runs {self.runs:.0f} s"
-                + (f", machine canary {self.canary:.0f} s" if self.canary else ""))
+                f"cold starts {self.cold:.0f} s, runs {self.runs:.0f} s")
 
 
 def _timed(call: Callable[[], object]) -> float:
@@ -293,7 +269,7 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
                 fs.remount(options["A"], wipe=False, build=builds["A"])
                 fs.layout(job, fs.output(base))
             pairs = interleave((side("A"), side("B")), run, budget, tolerance, started=started,
-                               steady=fs.settle_from_now, machine=fs.machine)
+                               steady=fs.settle_from_now)
         c = compare(fs.test, base, owned.backend.name, side("A").shown, side("B").shown,
                     pairs.a, pairs.b, pairs.order, tolerance, budget, pairs.stopped,
                     pairs.seconds, CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS,
@@ -378,7 +354,7 @@ def gate(fs: Workspace, label: str, run: Callable[[str], WorkloadResult], releas
         with fs.pairing():
             pairs = interleave((side("A"), side("B")),
                                lambda s, n: run(f"{label}.{s}{n}"), budget, tolerance, gate=True,
-                               steady=fs.settle_from_now, machine=fs.machine)
+                               steady=fs.settle_from_now)
         backend = owned.backend.name if owned is not None else (fs.target.mount().fstype or "mount")
         if not pairs.b:
             raise MeasurementError(f"{label}: release gate: no valid pair ({pairs.stopped}): "

@@ -27,13 +27,14 @@ from ..session.state import FsperfSession, Target, safe_name
 from ..store import juicefs
 from ..store.cost import Cost
 from ..store.requests import Requests
-from . import balloon, cache, canary, fusetrace, profile, progress, timeline
+from . import balloon, cache, fusetrace, profile, progress, timeline
 from .cache import ColdRead, DaemonCache, PageCache
 from .diskmeter import DiskMeter
 from .fusetrace import FuseRequests, Trace, Tracing
 from .meters import DaemonExited, DaemonMeter
 from .placement import Placement, pinned
 from .profile import Profile, Profiler
+from .rest import Rest, RestMeter
 from .timeline import Timeline
 
 
@@ -44,7 +45,6 @@ def _cpu() -> float:
 
 
 WRITES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trimwrite"})
-PAIR_TRIES = 3  # the canary before each run of an A/B: best of 3 (about 0.25 s)
 FLUSHES = ("end_fsync", "fsync_on_close", "fsync", "fdatasync", "sync", "write_barrier")
 
 
@@ -91,6 +91,7 @@ class Window:
     peers: list[tuple[Lookup, DaemonMeter | None]] = dataclasses.field(default_factory=list)
     peer_stats: list[DaemonStats | None] = dataclasses.field(default_factory=list)
     cache_filled: int | None = None  # how much the machine's page cache grew in the window, bytes
+    rest: Rest | None = None  # what the rest of the machine used in the window
 
 
 class Workspace:
@@ -346,12 +347,6 @@ class Workspace:
         """The session's private local directory (fio's output files; never on the mount)."""
         return self._state.local_dir()
 
-    def machine(self) -> float:
-        """The machine canary now (canary.py), off the mount: in an A/B, right before each
-        run, so that a pair whose runs met two machines is not used. Not the session's own
-        readings (those go with a saved run)."""
-        return canary.measure(self.local_dir(), PAIR_TRIES).score
-
     def output(self, label: str) -> str:
         return os.path.join(self._state.local_dir(), f"{safe_name(self.test)}-{safe_name(label)}")
 
@@ -534,6 +529,8 @@ class Workspace:
                     if trace is not None:
                         trace.start()
                     cached = psutil.virtual_memory().cached
+                    rest = RestMeter(pids)
+                    rest.start()
                     t0 = time.monotonic()  # after the pinning: its cost is not the workload's
                     yield w
             except (DaemonExited, WorkloadHung):  # the cause is named already
@@ -547,6 +544,7 @@ class Workspace:
                     raise MeasurementError(_stalled(label, sampler.stalled, limit)) from None
                 raise
             w.wall = time.monotonic() - t0
+            w.rest = rest.stop()
             w.cache_filled = max(0, psutil.virtual_memory().cached - cached)
             if trace is not None:
                 trace.stop()
@@ -626,7 +624,7 @@ class Workspace:
             requests_note=w.requests_note, cost=self._cost(w.requests), timeline=w.timeline,
             daemon_counters=w.daemon_counters, placement=w.placement, fuse=w.fuse,
             fuse_note=w.fuse_note, profile=w.profile, profile_note=w.profile_note,
-            cache_filled=w.cache_filled, **fields)
+            cache_filled=w.cache_filled, rest=w.rest, **fields)
         found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes, w.fuse)
         return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)
 

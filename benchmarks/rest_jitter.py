@@ -1,0 +1,81 @@
+"""How far the rest of the machine's CPU (measure/rest.py) moves between the two runs of a
+gate's pair on its own, and how far when a neighbour starts between them: sets REST_LIMIT.
+
+Each "run" is a cold read of a 256 MiB file of a local directory (page cache dropped before
+it, as a gate's cold start does) by a child process, measured as a gate run is: the rest of
+the machine over its window. Idle, under a constant CPU hog and under a disk loop; then a
+hog or a disk loop starting between the two runs. Needs root (drop_caches).
+
+    python3 -m benchmarks.rest_jitter [PAIRS]   # default 15 pairs per condition
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchmarks.canary_jitter import Load, disk, hog, stop
+from pytest_fsperf.measure.rest import REST_LIMIT, Rest, RestMeter
+
+SIZE = 256 << 20
+
+
+def run(path: str) -> Rest:
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+    meter = RestMeter(())
+    meter.start()
+    subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=1M", "status=none"], check=True)
+    got = meter.stop()
+    assert got is not None
+    return got
+
+
+def jitter(path: str, n: int) -> str:
+    moved = []
+    for _ in range(n):
+        a = run(path)
+        time.sleep(1)
+        b = run(path)
+        moved.append(abs(b.cpu - a.cpu))
+    moved.sort()
+    return (f"|b-a| cores: median {statistics.median(moved):.3f}, 90th percentile "
+            f"{moved[int(0.9 * len(moved))]:.3f}, max {moved[-1]:.3f}")
+
+
+def step(path: str, scratch: str, load: Load, n: int) -> str:
+    moves = []
+    for _ in range(n):
+        a = run(path)
+        p = load(scratch)
+        time.sleep(1)
+        moves.append(run(path).cpu - a.cpu)
+        stop(p)
+    return " ".join(f"{m:+.2f}" for m in moves)
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 15
+    with tempfile.TemporaryDirectory(prefix="fsperf-rest-", dir="/var/tmp") as scratch:
+        path = os.path.join(scratch, "data")
+        with open(path, "wb") as f:
+            for _ in range(SIZE >> 20):
+                f.write(os.urandom(1 << 20))
+        print(f"REST_LIMIT {REST_LIMIT} cores")
+        print("idle:", jitter(path, n), flush=True)
+        for name, load in (("cpu hog", hog), ("disk loop", disk)):
+            p = load(scratch)
+            time.sleep(1)
+            print(f"under a constant {name}:", jitter(path, n), flush=True)
+            stop(p)
+        for name, load in (("cpu hog", hog), ("disk loop", disk)):
+            print(f"a {name} starts between the runs, b-a cores:", step(path, scratch, load, 8),
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""The rest of the machine during a run: the CPU that neither the daemon nor the plugin's own
+processes used (the load generator, the meters, an embedded object store), and a VM's steal.
+
+An interleaved A/B drops a pair whose two runs met different machines. The canary read
+before each run said so only roughly (two readings 2 s apart on an idle machine moved up to
+21%, and right after a cold start it misread a steady CPU hog as a change: 13 false drops
+in 26 gate trials) and cost 0.25 s a run. This is read over the run itself, from the
+kernel's counters, for nothing: the machine's busy CPU time (psutil.cpu_times: user,
+system, irq, softirq) less that of the daemon's processes and of this process's tree.
+A busy neighbour that starts between the two runs of a pair moves it by a core; kernel
+threads working for the workload (page-cache writeback, interrupts) stay in it on both
+sides alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+
+@dataclass(frozen=True)
+class Rest:
+    """Cores (CPU-seconds per second of the window) used by the rest of the machine."""
+
+    cpu: float  # busy CPU of everything else: other processes, kernel threads, interrupts
+    steal: float  # a VM's vCPUs waiting while the host ran someone else (0 on bare metal)
+
+    def shown(self) -> str:
+        return f"the rest of the machine used {self.cpu:.2f} cores, steal {self.steal:.2f}"
+
+
+def _busy(t: Any) -> float:  # psutil's scputimes
+    return sum(getattr(t, f, 0.0) for f in ("user", "nice", "system", "irq", "softirq"))
+
+
+def _own() -> float:
+    """This process and its reaped children (fio once waited for), in CPU-seconds."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+Key = tuple[int, float]  # pid, create time: a reused pid is another process
+
+
+def _ours(pids: Sequence[int]) -> dict[Key, float]:
+    """CPU-seconds so far of the daemon's processes and of this process's live descendants
+    (an embedded store, a running fio), each once."""
+    procs: list[psutil.Process] = []
+    with contextlib.suppress(psutil.Error):
+        procs = psutil.Process().children(recursive=True)
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            procs.append(psutil.Process(pid))
+    out: dict[Key, float] = {}
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            t = p.cpu_times()
+            out[(p.pid, p.create_time())] = t.user + t.system
+    return out
+
+
+class RestMeter:
+    """Start before the window, stop after it: the rest of the machine over it, or None
+    where the kernel's counters could not be read."""
+
+    def __init__(self, pids: Sequence[int]) -> None:
+        self.pids = tuple(pids)
+        self._start: tuple[float, Any, float, dict[Key, float]] | None = None
+
+    def start(self) -> None:
+        try:
+            self._start = (time.monotonic(), psutil.cpu_times(), _own(), _ours(self.pids))
+        except (OSError, psutil.Error):
+            self._start = None
+
+    def stop(self) -> Rest | None:
+        if self._start is None:
+            return None
+        t0, sys0, own0, ours0 = self._start
+        try:
+            sys1, own1, ours1 = psutil.cpu_times(), _own(), _ours(self.pids)
+        except (OSError, psutil.Error):
+            return None
+        wall = time.monotonic() - t0
+        if wall <= 0:
+            return None
+        # a process that ended in the window (not reaped by us) is lost to both sums alike
+        ours = (own1 - own0) + sum(v - ours0.get(k, 0.0) for k, v in ours1.items())
+        rest = _busy(sys1) - _busy(sys0) - ours
+        steal = getattr(sys1, "steal", 0.0) - getattr(sys0, "steal", 0.0)
+        return Rest(cpu=round(max(0.0, rest) / wall, 3), steal=round(max(0.0, steal) / wall, 3))
+
+
+# A pair whose two runs' rest of the machine differ by more than this many cores met two
+# machines (a neighbour's busy process started or stopped between them). Above what the
+# workload's own kernel work moves between a build and one 10% slower (see measuring.md).
+REST_LIMIT = 0.3
+
+
+def moved(a: Rest | None, b: Rest | None, first: str, second: str,
+          limit: float = REST_LIMIT) -> str:
+    """Why a pair may not stand because the rest of the machine changed between its runs
+    ("" where it may, or where either side was not read)."""
+    if a is None or b is None:
+        return ""
+    for what, x, y in (("the rest of the machine's CPU", a.cpu, b.cpu),
+                       ("the VM's steal", a.steal, b.steal)):
+        if abs(y - x) > limit:
+            return (f"the machine changed between {first} and {second}: {what} went from "
+                    f"{x:.2f} to {y:.2f} cores (more than {limit:g} apart)")
+    return ""
