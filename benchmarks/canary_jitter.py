@@ -10,34 +10,29 @@ of the machine's CPU over each run (measure/rest.py, benchmarks/rest_jitter.py).
 from __future__ import annotations
 
 import math
-import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 
+from benchmarks import loads
 from pytest_fsperf.measure import canary
 
 PAIR_TRIES = 3  # what the gate read before each run of a pair, best of 3 (about 0.25 s)
-Load = Callable[[str], subprocess.Popen[bytes]]
+Load = Callable[[str], int]
 
 
-def hog(_scratch: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+def hog(_scratch: str) -> int:
+    return loads.stranger(loads.HOG)
 
 
-def disk(scratch: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(["sh", "-c", f"while true; do dd if=/dev/zero of={scratch}/x bs=1M "
-                                         "count=64 oflag=direct status=none; done"],
-                            start_new_session=True)
+def disk(scratch: str) -> int:
+    return loads.stranger(loads.disk_loop(f"{scratch}/x"))
 
 
-def stop(p: subprocess.Popen[bytes]) -> None:
-    os.killpg(p.pid, signal.SIGKILL)
-    p.wait()
+def stop(group: int) -> None:
+    loads.kill(group)
 
 
 def reading(scratch: str) -> float:

@@ -34,17 +34,16 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
-import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from benchmarks import loads
 from pytest_fsperf.engine import steps
 from pytest_fsperf.judge import runs
 from pytest_fsperf.measure import canary
@@ -92,21 +91,16 @@ def wrapper(where: Path, name: str, binary: str, group: Path | None, extra: str 
 @contextmanager
 def load(kind: str, scratch: Path) -> Iterator[None]:
     """Background load the benchmark starts and stops: none, cpu or disk."""
-    procs: list[subprocess.Popen[bytes]] = []
+    groups: list[int] = []  # a neighbour's, not ours: the plugin sees them as the machine's
     if kind == "cpu":
-        procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"],
-                                      start_new_session=True))
+        groups.append(loads.stranger(loads.HOG))
     elif kind == "disk":
-        target = scratch / "disk-load"
-        procs.append(subprocess.Popen(
-            ["sh", "-c", f"while true; do dd if=/dev/zero of={target} bs=1M count=64 "
-                         "oflag=direct status=none; done"], start_new_session=True))
+        groups.append(loads.stranger(loads.disk_loop(str(scratch / "disk-load"))))
     try:
         yield
     finally:
-        for p in procs:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
+        for g in groups:
+            loads.kill(g)
         (scratch / "disk-load").unlink(missing_ok=True)
 
 

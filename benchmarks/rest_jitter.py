@@ -1,9 +1,9 @@
 """How far the rest of the machine's CPU (measure/rest.py) moves between the two runs of a
 gate's pair on its own, and how far when a neighbour starts between them: sets REST_LIMIT.
 
-Each "run" is a cold read of a 256 MiB file of a local directory (page cache dropped before
-it, as a gate's cold start does) by a child process, measured as a gate run is: the rest of
-the machine over its window. Idle, under a constant CPU hog and under a disk loop; then a
+Each "run" is a cold read of 64 MiB of a local file in direct 4 KiB reads (about a second
+here; page cache dropped before it, as a gate's cold start does) by a child process,
+measured as a gate run is: the rest of the machine over its window. Idle, under a constant CPU hog and under a disk loop; then a
 hog or a disk loop starting between the two runs. Needs root (drop_caches).
 
     python3 -m benchmarks.rest_jitter [PAIRS]   # default 15 pairs per condition
@@ -21,7 +21,7 @@ import time
 from benchmarks.canary_jitter import Load, disk, hog, stop
 from pytest_fsperf.measure.rest import REST_LIMIT, Rest, RestMeter
 
-SIZE = 256 << 20
+SIZE = 64 << 20
 
 
 def run(path: str) -> Rest:
@@ -29,7 +29,8 @@ def run(path: str) -> Rest:
         f.write("3\n")
     meter = RestMeter(())
     meter.start()
-    subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=1M", "status=none"], check=True)
+    subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=4k", "count=16384", "iflag=direct",
+                    "status=none"], check=True)
     got = meter.stop()
     assert got is not None
     return got

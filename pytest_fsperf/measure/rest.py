@@ -1,15 +1,17 @@
-"""The rest of the machine during a run: the CPU that neither the daemon nor the plugin's own
-processes used (the load generator, the meters, an embedded object store), and a VM's steal.
+"""The rest of the machine during a run: the CPU of processes that are neither the daemon's
+nor the plugin's own (the load generator, the meters, an embedded object store), and a VM's
+steal.
 
 An interleaved A/B drops a pair whose two runs met different machines. The canary read
 before each run said so only roughly (two readings 2 s apart on an idle machine moved up to
 21%, and right after a cold start it misread a steady CPU hog as a change: 13 false drops
 in 26 gate trials) and cost 0.25 s a run. This is read over the run itself, from the
-kernel's counters, for nothing: the machine's busy CPU time (psutil.cpu_times: user,
-system, irq, softirq) less that of the daemon's processes and of this process's tree.
-A busy neighbour that starts between the two runs of a pair moves it by a core; kernel
-threads working for the workload (page-cache writeback, interrupts) stay in it on both
-sides alike.
+kernel's counters, for nothing: the machine's busy CPU time in processes (psutil.cpu_times:
+user, nice, system) less that of the daemon's processes, of this process's tree and of the
+kernel's own threads. Kernel threads and interrupts work for the workload and for the cold
+start before it (writeback, reclaim, a VM's free page reporting after a cache drop: up to
+half a core over a short cold read here), so they are not the rest; a neighbour's busy
+process is, and moves it by a core when it starts between the two runs of a pair.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ class Rest:
         return f"the rest of the machine used {self.cpu:.2f} cores, steal {self.steal:.2f}"
 
 
-def _busy(t: Any) -> float:  # psutil's scputimes
-    return sum(getattr(t, f, 0.0) for f in ("user", "nice", "system", "irq", "softirq"))
+def _busy(t: Any) -> float:  # psutil's scputimes: the time in processes, not interrupts
+    return sum(getattr(t, f, 0.0) for f in ("user", "nice", "system"))
 
 
 def _own() -> float:
@@ -48,15 +50,7 @@ def _own() -> float:
 Key = tuple[int, float]  # pid, create time: a reused pid is another process
 
 
-def _ours(pids: Sequence[int]) -> dict[Key, float]:
-    """CPU-seconds so far of the daemon's processes and of this process's live descendants
-    (an embedded store, a running fio), each once."""
-    procs: list[psutil.Process] = []
-    with contextlib.suppress(psutil.Error):
-        procs = psutil.Process().children(recursive=True)
-    for pid in pids:
-        with contextlib.suppress(psutil.Error):
-            procs.append(psutil.Process(pid))
+def _cpu(procs: list[psutil.Process]) -> dict[Key, float]:
     out: dict[Key, float] = {}
     for p in procs:
         with contextlib.suppress(psutil.Error):
@@ -65,9 +59,27 @@ def _ours(pids: Sequence[int]) -> dict[Key, float]:
     return out
 
 
+def _ours(pids: Sequence[int]) -> dict[Key, float]:
+    """CPU-seconds so far of the daemon's processes, of this process's live descendants
+    (an embedded store, a running fio) and of the kernel's threads, each once."""
+    procs: list[psutil.Process] = []
+    with contextlib.suppress(psutil.Error):
+        procs = psutil.Process().children(recursive=True)
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            procs.append(psutil.Process(pid))
+    procs += [p for p in psutil.process_iter(["ppid"]) if p.pid == 2 or p.info["ppid"] == 2]
+    return _cpu(procs)
+
+
+# The kernel counts CPU time in 10 ms ticks, per process: over a window of 40 ms a quiet
+# machine's rest read 0 to 0.78 cores. From half a second on the ticks' error is small.
+SHORT = 0.5
+
+
 class RestMeter:
     """Start before the window, stop after it: the rest of the machine over it, or None
-    where the kernel's counters could not be read."""
+    where the kernel's counters could not be read or the window was under SHORT."""
 
     def __init__(self, pids: Sequence[int]) -> None:
         self.pids = tuple(pids)
@@ -88,7 +100,7 @@ class RestMeter:
         except (OSError, psutil.Error):
             return None
         wall = time.monotonic() - t0
-        if wall <= 0:
+        if wall < SHORT:
             return None
         # a process that ended in the window (not reaped by us) is lost to both sums alike
         ours = (own1 - own0) + sum(v - ours0.get(k, 0.0) for k, v in ours1.items())
