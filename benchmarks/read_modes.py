@@ -5,11 +5,13 @@ daemon's CPU, the kernel's memory counters (/proc/vmstat), the disk's own counte
 disk's interrupts landed. Each run after a fresh bindfs mount and a page-cache drop, as a
 gate's cold start does. Needs root, bindfs and fio.
 
-    python3 -m benchmarks.read_modes [RUNS] [MiB]   # default 16 runs of 1024 MiB
+    python3 -m benchmarks.read_modes [RUNS] [MiB] [DAEMON_CPUS FIO_CPUS]
+    # default 16 runs of 1024 MiB, unpinned; e.g. 16 1024 1 0: pinned as a gate pins them
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import statistics
@@ -51,25 +53,47 @@ def irqs(dev_irq_name: str) -> list[int]:
     return []
 
 
-def run_once(backing: str, mnt: str, size_mib: int, dev: str, irq: str) -> dict[str, float]:
+def cpu_speed(cpus: str | None) -> float:
+    """MB/s of sha256 over 8 MiB on the daemon's CPUs (this thread moved there for it): how
+    fast the vCPU itself ran around the run."""
+    before = os.sched_getaffinity(0)
+    if cpus:
+        os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+    try:
+        data = bytes(8 << 20)
+        t = time.perf_counter()
+        hashlib.sha256(data).digest()
+        return 8 * 1.048576 / (time.perf_counter() - t)
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def run_once(backing: str, mnt: str, size_mib: int, dev: str, irq: str,
+             pin: tuple[str, str] | None) -> dict[str, float]:
     subprocess.run(["umount", mnt], check=False, stderr=subprocess.DEVNULL)
     subprocess.run(["bindfs", backing, mnt], check=True)
     daemon = next(p for p in psutil.process_iter(["name", "cmdline"])
                   if p.info["name"] == "bindfs" and mnt in (p.info["cmdline"] or []))
+    if pin:  # as a gate places them: every thread of the daemon, and fio
+        subprocess.run(["taskset", "-a", "-p", "-c", pin[0], str(daemon.pid)], check=True,
+                       capture_output=True)
     with open("/proc/sys/vm/drop_caches", "w") as f:
         f.write("3\n")
     time.sleep(0.2)
+    speed0 = cpu_speed(pin[0] if pin else None)
     v0, b0, i0, c0 = vmstat(), blockstat(dev), irqs(irq), psutil.cpu_times()
     d0 = sum(daemon.cpu_times()[:2])
-    out = subprocess.run(["fio", "--name=r", f"--filename={mnt}/data", "--rw=read", "--bs=1M",
+    out = subprocess.run([*(["taskset", "-c", pin[1]] if pin else []), "fio", "--name=r", f"--filename={mnt}/data", "--rw=read", "--bs=1M",
                           f"--size={size_mib}M", "--direct=1", "--ioengine=psync",
                           "--output-format=json"], check=True, capture_output=True, text=True)
     d1 = sum(daemon.cpu_times()[:2])
     v1, b1, i1, c1 = vmstat(), blockstat(dev), irqs(irq), psutil.cpu_times()
+    speed1 = cpu_speed(pin[0] if pin else None)
     bw = json.loads(out.stdout)["jobs"][0]["read"]["bw_bytes"]
     ios, sectors, ticks = b1[0] - b0[0], b1[2] - b0[2], b1[3] - b0[3]
     row: dict[str, float] = {
         "MB/s": bw / 1e6, "cpu-s/GB": (d1 - d0) / (size_mib / 1024),
+        "sha MB/s before": speed0, "sha MB/s after": speed1,
         "disk ios": ios, "KiB/io": sectors * 512 / 1024 / max(ios, 1),
         "ms/io": ticks / max(ios, 1), "steal s": c1.steal - c0.steal,
         **{f"irq cpu{n}": b - a for n, (a, b) in enumerate(zip(i0, i1, strict=True))},
@@ -81,6 +105,7 @@ def run_once(backing: str, mnt: str, size_mib: int, dev: str, irq: str) -> dict[
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 16
     size = int(sys.argv[2]) if len(sys.argv) > 2 else 1024
+    pin = (sys.argv[3], sys.argv[4]) if len(sys.argv) > 4 else None
     with tempfile.TemporaryDirectory(prefix="fsperf-modes-", dir="/var/tmp") as top:
         backing, mnt = os.path.join(top, "backing"), os.path.join(top, "mnt")
         os.mkdir(backing)
@@ -93,7 +118,7 @@ def main() -> None:
         rows = []
         try:
             for _ in range(runs):
-                rows.append(run_once(backing, mnt, size, dev, irq))
+                rows.append(run_once(backing, mnt, size, dev, irq, pin))
                 print(" ".join(f"{k}={v:.4g}" for k, v in rows[-1].items()), flush=True)
         finally:
             subprocess.run(["umount", mnt], check=False)
