@@ -61,7 +61,7 @@ def test_a_slower_candidate_fails_the_gate(pytester, tmp_path):
                                  "* s of * s: layout * s, cold starts * s, runs * s)*"])
     (c,) = doc["comparisons"]
     # the first run read files laid out just before it: rerun, so both sides reuse theirs
-    # (a pair the machine canary drops shows as an x: "AABxABBAAB" once, in the full suite)
+    # (a pair dropped because the machine moved shows as an x: "AABxABBAAB" once)
     assert c["kind"] == "gate" and c["order"].startswith("AAB"), c["order"]
     assert c["dropped"][0].endswith("its files were made just for it (the other runs reuse theirs)")
     assert c["metrics"]["bw"]["outcome"] == "B worse" and c["metrics"]["bw"]["ratio"] < 0.5
@@ -71,6 +71,9 @@ def test_a_slower_candidate_fails_the_gate(pytester, tmp_path):
     assert reads["read[reference]"]["judged"] is False
     assert len(reads["read"]["rounds"]) == c["rounds"] >= 3
     assert all(r["daemon_cache"].startswith("cold: remounted") for r in reads.values())
+    # the rest of the machine over every run of 0.5 s or more: B's (3 s at 8 MB/s) are read
+    assert set(reads["read"]["rest"]) == {"cpu", "steal"}, reads["read"]["rest"]
+    assert c["machine"].startswith("the rest of the machine used "), c["machine"]
     assert ours() == ([], [])
 
 

@@ -657,3 +657,19 @@ def test_a_pair_dropped_now_and_then_does_not_stop_a_long_comparison():
     assert too_many_dropped(3, 0) and too_many_dropped(3, 11)  # 3 of 3, 3 of 14 tried
     assert not too_many_dropped(3, 12)  # 3 of 15: a fifth, not more
     assert not too_many_dropped(2, 0) and not too_many_dropped(4, 60)
+
+
+@pytest.mark.unit
+def test_a_comparison_says_what_the_rest_of_the_machine_used():
+    import dataclasses
+
+    from pytest_fsperf.judge.comparison import machine_during
+    from pytest_fsperf.measure.rest import Rest
+    from tests.test_rounds import result
+
+    runs = [dataclasses.replace(result(1e8), rest=r)
+            for r in (Rest(0.15, 0.0), Rest(0.49, 0.02), None)]
+    assert machine_during(runs) == ("the rest of the machine used 0.15-0.49 cores, steal "
+                                    "0.00-0.02 (1 runs under 0.5 s not read)")
+    assert machine_during(runs[:1]) == "the rest of the machine used 0.15-0.15 cores"
+    assert machine_during(runs[2:]) == ""

@@ -88,6 +88,8 @@ class Comparison:
     # where the runs ran: "daemon on CPU 1, load on CPU 0" when every run was pinned alike
     # (--fsperf-cpus), "" when the scheduler placed them
     placement: str = ""
+    # what the rest of the machine used over the runs (measure/rest.py), as a range
+    machine: str = ""
     # where the difference came from, in the FUSE requests (judge/where.py), largest first
     where: tuple[str, ...] = ()
     # one more pair run with the daemon profiled (measure/profile.py): the functions whose
@@ -277,7 +279,8 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
                       stopped, seconds, kind, dropped=dropped,
                       unstable=unstable(metrics, decided_by, pinned) if passing else "",
                       short=short_runs([*a, *b]), crashed=_crashed(died, kind),
-                      placement=pinned, where=fuse_where.findings(a, b),
+                      placement=pinned, machine=machine_during([*a, *b]),
+                      where=fuse_where.findings(a, b),
                       needed=_needed(deciding, tolerance, kind.is_gate, seconds, budget)
                       if anytime and deciding is not None else "")
 
@@ -309,6 +312,19 @@ def placed(runs: Sequence[WorkloadResult]) -> str:
             sorted(p.shown() if p else "unpinned" for p in seen))
     one = seen.pop() if seen else None
     return one.shown() if one else ""
+
+
+def machine_during(runs: Sequence[WorkloadResult]) -> str:
+    """The rest of the machine over the runs, as a range ("" where no run was read)."""
+    read = [r.rest for r in runs if r.rest is not None]
+    if not read:
+        return ""
+    cpu, steal = sorted(x.cpu for x in read), sorted(x.steal for x in read)
+    said = f"the rest of the machine used {cpu[0]:.2f}-{cpu[-1]:.2f} cores"
+    if steal[-1] > 0:
+        said += f", steal {steal[0]:.2f}-{steal[-1]:.2f}"
+    unread = len(runs) - len(read)
+    return said + (f" ({unread} runs under 0.5 s not read)" if unread else "")
 
 
 def _crashed(died: tuple[str, ...], kind: CompareKind) -> str:

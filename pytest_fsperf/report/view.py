@@ -516,6 +516,8 @@ def comparison(c: Mapping[str, Any]) -> Section:
     how = f"{c['rounds']} pairs, order {c['order']}, {cold} before each run"
     if c.get("placement"):
         how += f", {c['placement']}"
+    if c.get("machine"):
+        how += f"; {c['machine']}"
     if c.get("stopped"):
         how += f"; {c['stopped']} ({c.get('seconds', 0):.0f} s)"
     lines: tuple[str, ...] = (f"A: {a}", f"B: {b}")
