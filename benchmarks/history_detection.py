@@ -23,6 +23,7 @@ flagged that were not the step. --keep writes each series' runs as saved-run fil
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import shutil
@@ -32,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.gate_detection import CGROUP, FILES, _on_term, cgroup, load, with_retry_rmdir, wrapper
+from benchmarks.gate_detection import CGROUP, _on_term, cgroup, load, with_retry_rmdir, wrapper
 from pytest_fsperf.engine import steps
 from pytest_fsperf.judge import history
 from pytest_fsperf.measure import canary
@@ -43,6 +44,7 @@ from pytest_fsperf.options.config import Settings
 from pytest_fsperf.session.state import FsperfSession, Target
 from pytest_fsperf.stats import median
 
+FILES = steps.FilesJob(mode="read", count=2000, size="128KiB", threads=8, subdir="files")
 FINGERPRINT = {"workload": "files read 2000 x 128KiB", "scale": 1.0, "fs": "bindfs"}
 
 
@@ -61,6 +63,7 @@ def one_run(ws: Workspace, local: str, build: str, name: str, i: int, rounds: in
             "environment": {"build": {"id": f"{name}-{i}"}},
             "results": [{"test": "history_detection", "name": "files", "fingerprint": FINGERPRINT,
                          "total": mid.total(), "canary": readings,
+                         "rest": dataclasses.asdict(mid.rest) if mid.rest else None,
                          "rounds": [{"bw": r.bw_bytes, "ops": None} for r in done] if rounds > 1 else []}]}
 
 
@@ -115,6 +118,8 @@ def judged(found: list[history.Run], step: int | None) -> tuple[bool, str]:
     a = history.analyse(s)
     said = ", ".join(f"run {c.index} {c.change:+.1%} p={c.pvalue:.1g} {c.cause.value}"
                      for c in a.changes) or "none"
+    out = history.disturbed(s)
+    said += f" ({len(out)} runs left out: {', '.join(map(str, out))})" if out else ""
     bws = s.values()
     if step is None:
         return not a.changes, said

@@ -83,7 +83,8 @@ def run_once(backing: str, mnt: str, size_mib: int, dev: str, irq: str,
     speed0 = cpu_speed(pin[0] if pin else None)
     v0, b0, i0, c0 = vmstat(), blockstat(dev), irqs(irq), psutil.cpu_times()
     d0 = sum(daemon.cpu_times()[:2])
-    out = subprocess.run([*(["taskset", "-c", pin[1]] if pin else []), "fio", "--name=r", f"--filename={mnt}/data", "--rw=read", "--bs=1M",
+    out = subprocess.run([*(["taskset", "-c", pin[1]] if pin else []), "fio", "--name=r",
+                          f"--filename={mnt}/data", "--rw=read", "--bs=1M",
                           f"--size={size_mib}M", "--direct=1", "--ioengine=psync",
                           "--output-format=json"], check=True, capture_output=True, text=True)
     d1 = sum(daemon.cpu_times()[:2])

@@ -3,8 +3,9 @@ gate's pair on its own, and how far when a neighbour starts between them: sets R
 
 Each "run" is a cold read of 64 MiB of a local file in direct 4 KiB reads (about a second
 here; page cache dropped before it, as a gate's cold start does) by a child process,
-measured as a gate run is: the rest of the machine over its window. Idle, under a constant CPU hog and under a disk loop; then a
-hog or a disk loop starting between the two runs. Needs root (drop_caches).
+measured as a gate run is: the rest of the machine over its window. Idle, under a constant
+CPU hog and under a disk loop; then a hog or a disk loop starting between the two runs.
+Needs root (drop_caches).
 
     python3 -m benchmarks.rest_jitter [PAIRS]   # default 15 pairs per condition
 """

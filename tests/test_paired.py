@@ -295,7 +295,8 @@ def test_a_comparison_whose_pairs_are_never_cold_stops_as_unstable():
     sides = (Side("A", (), lambda: None), Side("B", (), lambda: None))
     pairs = interleave(sides, run, Budget(min_pairs=3, max_pairs=12, seconds=60), 0.05)
     assert pairs.a == [] and pairs.b == []
-    assert pairs.stopped.startswith("unstable: 3 pairs dropped (runs not valid after a rerun); "
+    assert pairs.stopped.startswith("unstable: 3 pairs dropped (3 with a run not valid after its "
+                                    "rerun); "
                                     "0 s of 60 s: layout 0 s, cold starts 0 s, runs 0 s")
     assert len(pairs.dropped) == 6  # the first side twice per pair; the second never ran
     assert pairs.order == "AAxAAxAAx"
@@ -605,6 +606,11 @@ def test_the_rest_limit_is_symmetric_covers_steal_and_spares_a_missing_reading()
     assert moved(Rest(0.1 + REST_LIMIT * 1.1, 0.0), quiet, "B1", "A1")
     assert "the VM's steal went from 0.00 to 0.50" in moved(quiet, Rest(0.1, 0.5), "A1", "B1")
     assert moved(quiet, None, "A1", "B1") == moved(None, quiet, "A1", "B1") == ""
+    from pytest_fsperf.measure.ab import why_dropped
+
+    assert why_dropped(0, 3) == "3 where the machine changed within the pair"
+    assert why_dropped(1, 2) == ("1 with a run not valid after its rerun, 2 where the machine "
+                                 "changed within the pair")
 
 
 def test_the_rest_of_the_machine_is_what_others_used_not_ours(tmp_path):

@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import inputs
 from ..errors import UsageError
+from ..measure.rest import REST_LIMIT
 from ..vocab import METRICS
 from .runs import CREATED, shape_problem, values
 
@@ -63,6 +64,7 @@ class Point:
     low: float  # the run's slowest and fastest rounds (the value where it had one)
     high: float
     canary: float | None  # the median machine canary score around its rounds
+    rest: float | None = None  # cores the rest of the machine used over the run (rest.py)
 
 
 @dataclass(frozen=True)
@@ -216,13 +218,15 @@ def series(found: Sequence[Run], figures: Sequence[str] = FIGURES) -> list[Serie
             key = f"{r['test']}::{r['name']}"
             canary = _median([float(x) for x in r.get("canary") or []
                               if isinstance(x, int | float)])
+            rest = r.get("rest") if isinstance(r.get("rest"), dict) else None
+            busy = rest.get("cpu") if rest else None
             for figure in figures:
                 got = [v for v in values(r, figure) if math.isfinite(v) and v > 0]
                 if not got:
                     continue
                 points.setdefault((key, figure, _fingerprint(r)), []).append(Point(
                     run.name, run.build, run.created, statistics.median(got), min(got), max(got),
-                    canary))
+                    canary, float(busy) if isinstance(busy, int | float) else None))
     return [Series(key, figure, fp, tuple(p)) for (key, figure, fp), p in sorted(
         points.items(), key=lambda kv: (kv[0][0], FIGURES.index(kv[0][1])
                                         if kv[0][1] in FIGURES else 99, len(kv[1]) * -1))]
@@ -293,7 +297,19 @@ def normalised(s: Series) -> Series | None:
 
 
 def _scaled(p: Point, by: float) -> Point:
-    return Point(p.run, p.build, p.created, p.value * by, p.low * by, p.high * by, p.canary)
+    return Point(p.run, p.build, p.created, p.value * by, p.low * by, p.high * by, p.canary,
+                 p.rest)
+
+
+def disturbed(s: Series, limit: float = REST_LIMIT) -> list[int]:
+    """The runs a neighbour disturbed: the rest of the machine used more than `limit` cores
+    above its median over the series' runs (a gate drops a pair at the same limit). Only
+    where at least half the runs carry the reading; runs without it are kept."""
+    read = [p.rest for p in s.points if p.rest is not None]
+    if not read or 2 * len(read) < len(s.points):
+        return []
+    usual = statistics.median(read)
+    return [i for i, p in enumerate(s.points) if p.rest is not None and p.rest > usual + limit]
 
 
 def machine_series(s: Series) -> Series | None:
@@ -324,18 +340,27 @@ def analyse(s: Series, max_pvalue: float = MAX_PVALUE, min_magnitude: float = MI
     canary = machine_series(s)
     machine = (tuple(change_points(canary.values(), max_pvalue, min_magnitude, window))
                if canary is not None else ())
+    out = disturbed(s)
+    kept = [i for i in range(len(s.points)) if i not in out]
     changes = []
-    for f in change_points(s.values(), max_pvalue, min_magnitude, window):
+    for f in change_points([s.points[i].value for i in kept], max_pvalue, min_magnitude, window):
+        at = kept[f.index]  # the run in the whole series
         cause = (Cause.UNKNOWN if canary is None else
-                 Cause.MACHINE if any(abs(m.index - f.index) <= NEAR for m in machine)
+                 Cause.MACHINE if any(abs(m.index - at) <= NEAR for m in machine)
                  else Cause.FILESYSTEM)
-        changes.append(Change(s, f.index, f.before, f.after, f.pvalue, cause))
-    a = Analysis(s, tuple(changes), machine)
+        changes.append(Change(s, at, f.before, f.after, f.pvalue, cause))
+    left = ""
+    if out:
+        usual = statistics.median(p.rest for p in s.points if p.rest is not None)
+        left = ("runs left out, a neighbour busy during them (the rest of the machine used more "
+                f"than {REST_LIMIT:g} cores above its usual {usual:.2f}): "
+                + ", ".join(f"{s.points[i].run} ({s.points[i].rest:.2f})" for i in out))
+    a = Analysis(s, tuple(changes), machine, left)
     alone = a.machine_only()
     if alone:
         runs = ", ".join(f"{s.points[m.index].run} ({m.after / m.before - 1:+.1%})" for m in alone)
-        a = Analysis(s, a.changes, a.machine, f"the machine's canary changed from run {runs}; "
-                                              f"{s.key} {s.label} did not")
+        said = f"the machine's canary changed from run {runs}; {s.key} {s.label} did not"
+        a = Analysis(s, a.changes, a.machine, f"{a.note}; {said}" if a.note else said)
     return a
 
 

@@ -63,6 +63,15 @@ def too_many_dropped(dropped: int, kept: int) -> bool:
     return dropped >= MAX_DROPPED and dropped > DROPPED_SHARE * (dropped + kept)
 
 
+def why_dropped(invalid_pairs: int, machine_pairs: int) -> str:
+    """Why pairs were dropped, in a few words: runs not valid after their rerun, the
+    machine changed within the pair, or both."""
+    kinds = [f"{invalid_pairs} with a run not valid after its rerun"] if invalid_pairs else []
+    if machine_pairs:
+        kinds.append(f"{machine_pairs} where the machine changed within the pair")
+    return ", ".join(kinds)
+
+
 def invalid(r: WorkloadResult, fresh_is_usual: bool) -> str:
     """Why a run may not stand in a pair ("" where it may): a cold read the page cache
     served (the daemon did not send the bytes) measures the cache, not the daemon; files
@@ -114,6 +123,7 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
     dropped: list[str] = []  # every run not used, with why
     died: list[str] = []
     dropped_pairs = 0
+    moved = 0  # of them, pairs whose two runs met two machines
     fresh_is_usual = False  # every run makes its own files (fio unlink=1): that is the state
     while True:
         these: dict[str, WorkloadResult] = {}
@@ -144,13 +154,15 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
                                                   first, second)):
             dropped.append(f"pair {first}/{second}: {why}")  # not rerun: the change is in time
             these.clear()
+            moved += 1
         if len(these) < 2:
             ran += "x"  # in the order shown: a pair dropped
             dropped_pairs += 1
             elapsed = time.monotonic() - t0
             if too_many_dropped(dropped_pairs, pair) or elapsed >= budget.seconds:
                 return Pairs(runs["A"], runs["B"], ran, f"unstable: {dropped_pairs} pairs dropped "
-                             f"(runs not valid after a rerun); {spent.shown(elapsed, budget)}",
+                             f"({why_dropped(dropped_pairs - moved, moved)}); "
+                             f"{spent.shown(elapsed, budget)}",
                              elapsed, tuple(dropped), tuple(died))
             continue
         runs["A"].append(these["A"])
