@@ -5,6 +5,7 @@ plugin makes; exit codes CI can act on; one-line errors."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -253,6 +254,41 @@ def test_python_m_pytest_help_from_the_repository_works():
     assert "filesystem performance (pytest-fsperf)" in r.stdout
     assert "--fsperf-tolerance=PERCENT" in r.stdout
     assert "Traceback (most recent call last)" not in r.stdout + r.stderr
+
+
+@pytest.mark.integration
+def test_python_m_pytest_help_in_a_checkout_not_installed_yet_shows_the_plugin(tmp_path):
+    """A new user's checkout before `pip install`: pytest's help had no word of the plugin
+    (exit 0). The checkout's conftest loads it from there, or says what to install."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+    got = subprocess.run([*pip, "pytest>=8"], capture_output=True, text=True, timeout=600,
+                         check=False)
+    if got.returncode != 0:
+        pytest.skip(f"could not install into a venv: {got.stderr.strip()[-200:]}")
+    # the checkout as cloned: no build metadata (an installed checkout's egg-info would
+    # register the plugin by its entry point)
+    repo, root = Path(__file__).resolve().parent.parent, tmp_path / "checkout"
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    shutil.copytree(repo / "pytest_fsperf", root / "pytest_fsperf", ignore=skip)
+    (root / "tests").mkdir()
+    for name in ("conftest.py", "pyproject.toml", "tests/conftest.py", "tests/__init__.py"):
+        shutil.copy(repo / name, root / name)
+
+    def help_() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "--help"], cwd=root,
+                              capture_output=True, text=True, timeout=120, check=False)
+
+    r = help_()  # without the plugin's dependencies: one line says what to install
+    assert r.returncode == 0
+    assert "filesystem performance (pytest-fsperf)" not in r.stdout
+    subprocess.run([*pip, "psutil", "prometheus_client"], check=True, timeout=600)
+    r = help_()
+    assert r.returncode == 0, r.stderr
+    assert "filesystem performance (pytest-fsperf)" in r.stdout
+    assert "--fsperf-tolerance=PERCENT" in r.stdout
+    assert "Warning" not in r.stdout.split("to see available fixtures")[-1], r.stdout[-600:]
 
 
 def test_help_and_markers_check_nothing_and_touch_nothing(pytester, monkeypatch):
