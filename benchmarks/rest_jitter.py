@@ -13,13 +13,11 @@ Needs root (drop_caches).
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-from benchmarks.canary_jitter import Load, disk, hog, stop
+from benchmarks import loads
 from pytest_fsperf.measure.rest import REST_LIMIT, Rest, RestMeter
 
 SIZE = 64 << 20
@@ -37,29 +35,6 @@ def run(path: str) -> Rest:
     return got
 
 
-def jitter(path: str, n: int) -> str:
-    moved = []
-    for _ in range(n):
-        a = run(path)
-        time.sleep(1)
-        b = run(path)
-        moved.append(abs(b.cpu - a.cpu))
-    moved.sort()
-    return (f"|b-a| cores: median {statistics.median(moved):.3f}, 90th percentile "
-            f"{moved[int(0.9 * len(moved))]:.3f}, max {moved[-1]:.3f}")
-
-
-def step(path: str, scratch: str, load: Load, n: int) -> str:
-    moves = []
-    for _ in range(n):
-        a = run(path)
-        p = load(scratch)
-        time.sleep(1)
-        moves.append(run(path).cpu - a.cpu)
-        stop(p)
-    return " ".join(f"{m:+.2f}" for m in moves)
-
-
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 15
     with tempfile.TemporaryDirectory(prefix="fsperf-rest-", dir="/var/tmp") as scratch:
@@ -67,16 +42,10 @@ def main() -> None:
         with open(path, "wb") as f:
             for _ in range(SIZE >> 20):
                 f.write(os.urandom(1 << 20))
-        print(f"REST_LIMIT {REST_LIMIT} cores")
-        print("idle:", jitter(path, n), flush=True)
-        for name, load in (("cpu hog", hog), ("disk loop", disk)):
-            p = load(scratch)
-            time.sleep(1)
-            print(f"under a constant {name}:", jitter(path, n), flush=True)
-            stop(p)
-        for name, load in (("cpu hog", hog), ("disk loop", disk)):
-            print(f"a {name} starts between the runs, b-a cores:", step(path, scratch, load, 8),
-                  flush=True)
+        print(f"REST_LIMIT {REST_LIMIT} cores; |b-a| cores of two runs; b-a where a load starts "
+              "between them")
+        loads.conditions(lambda: run(path).cpu, 1.0, lambda a, b: b - a,
+                         lambda a, b: f"{b - a:+.2f}", scratch, n)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..baselines.relative import Expectation
-from ..result import WorkloadResult
+from ..result import SHORT_WINDOW, WorkloadResult
 from ..vocab import METRICS as FIGURES
 from ..vocab import CompareKind, Difference, Text
 from . import where as fuse_where
@@ -324,7 +324,7 @@ def machine_during(runs: Sequence[WorkloadResult]) -> str:
     if steal[-1] > 0:
         said += f", steal {steal[0]:.2f}-{steal[-1]:.2f}"
     unread = len(runs) - len(read)
-    return said + (f" ({unread} runs under 0.5 s not read)" if unread else "")
+    return said + (f" ({unread} runs under {SHORT_WINDOW:g} s not read)" if unread else "")
 
 
 def _crashed(died: tuple[str, ...], kind: CompareKind) -> str:

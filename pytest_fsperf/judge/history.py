@@ -305,11 +305,16 @@ def disturbed(s: Series, limit: float = REST_LIMIT) -> list[int]:
     """The runs a neighbour disturbed: the rest of the machine used more than `limit` cores
     above its median over the series' runs (a gate drops a pair at the same limit). Only
     where at least half the runs carry the reading; runs without it are kept."""
-    read = [p.rest for p in s.points if p.rest is not None]
-    if not read or 2 * len(read) < len(s.points):
+    usual = usual_rest(s)
+    if usual is None:
         return []
-    usual = statistics.median(read)
     return [i for i, p in enumerate(s.points) if p.rest is not None and p.rest > usual + limit]
+
+
+def usual_rest(s: Series) -> float | None:
+    """The median of the runs' rest-of-the-machine readings, where at least half carry one."""
+    read = [p.rest for p in s.points if p.rest is not None]
+    return statistics.median(read) if read and 2 * len(read) >= len(s.points) else None
 
 
 def machine_series(s: Series) -> Series | None:
@@ -351,9 +356,8 @@ def analyse(s: Series, max_pvalue: float = MAX_PVALUE, min_magnitude: float = MI
         changes.append(Change(s, at, f.before, f.after, f.pvalue, cause))
     left = ""
     if out:
-        usual = statistics.median(p.rest for p in s.points if p.rest is not None)
         left = ("runs left out, a neighbour busy during them (the rest of the machine used more "
-                f"than {REST_LIMIT:g} cores above its usual {usual:.2f}): "
+                f"than {REST_LIMIT:g} cores above its usual {usual_rest(s):.2f}): "
                 + ", ".join(f"{s.points[i].run} ({s.points[i].rest:.2f})" for i in out))
     a = Analysis(s, tuple(changes), machine, left)
     alone = a.machine_only()

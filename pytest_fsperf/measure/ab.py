@@ -58,8 +58,8 @@ DROPPED_SHARE = 0.2  # ... once they are also more than this share of the pairs 
 def too_many_dropped(dropped: int, kept: int) -> bool:
     """Whether the pairs dropped say the comparison cannot get valid pairs: MAX_DROPPED at
     least, and more than DROPPED_SHARE of all tried. A long comparison drops a pair now and
-    then (a machine that moved, as in the gate benchmark: 2 of 65 under a CPU hog); that is
-    not a machine that cannot be measured."""
+    then (the metadata gate benchmark: 5 pairs in 26 trials, up to 2 in one of 60 pairs);
+    that is not a machine that cannot be measured."""
     return dropped >= MAX_DROPPED and dropped > DROPPED_SHARE * (dropped + kept)
 
 

@@ -9,9 +9,9 @@ in 26 gate trials) and cost 0.25 s a run. This is read over the run itself, from
 kernel's counters, for nothing: the machine's busy CPU time in processes (psutil.cpu_times:
 user, nice, system) less that of the daemon's processes, of this process's tree and of the
 kernel's own threads. Kernel threads and interrupts work for the workload and for the cold
-start before it (writeback, reclaim, a VM's free page reporting after a cache drop: up to
-half a core over a short cold read here), so they are not the rest; a neighbour's busy
-process is, and moves it by a core when it starts between the two runs of a pair.
+start before it (writeback, reclaim, a VM's free page reporting after a cache drop), so
+they are not the rest; a neighbour's busy process is, and moved it by 0.66-0.76 cores when
+it started between the two runs of a pair (benchmarks/rest_jitter.py).
 """
 
 from __future__ import annotations
@@ -30,19 +30,16 @@ import psutil
 class Rest:
     """Cores (CPU-seconds per second of the window) used by the rest of the machine."""
 
-    cpu: float  # busy CPU of everything else: other processes, kernel threads, interrupts
+    cpu: float  # busy CPU of the processes that are not the daemon's, ours or the kernel's
     steal: float  # a VM's vCPUs waiting while the host ran someone else (0 on bare metal)
-
-    def shown(self) -> str:
-        return f"the rest of the machine used {self.cpu:.2f} cores, steal {self.steal:.2f}"
 
 
 def _busy(t: Any) -> float:  # psutil's scputimes: the time in processes, not interrupts
     return sum(getattr(t, f, 0.0) for f in ("user", "nice", "system"))
 
 
-def _own() -> float:
-    """This process and its reaped children (fio once waited for), in CPU-seconds."""
+def own_cpu() -> float:
+    """This process and its reaped children (fio or sysbench once waited for), in CPU-seconds."""
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
 
@@ -87,7 +84,7 @@ class RestMeter:
 
     def start(self) -> None:
         try:
-            self._start = (time.monotonic(), psutil.cpu_times(), _own(), _ours(self.pids))
+            self._start = (time.monotonic(), psutil.cpu_times(), own_cpu(), _ours(self.pids))
         except (OSError, psutil.Error):
             self._start = None
 
@@ -96,7 +93,7 @@ class RestMeter:
             return None
         t0, sys0, own0, ours0 = self._start
         try:
-            sys1, own1, ours1 = psutil.cpu_times(), _own(), _ours(self.pids)
+            sys1, own1, ours1 = psutil.cpu_times(), own_cpu(), _ours(self.pids)
         except (OSError, psutil.Error):
             return None
         wall = time.monotonic() - t0

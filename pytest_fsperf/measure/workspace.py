@@ -34,15 +34,8 @@ from .fusetrace import FuseRequests, Trace, Tracing
 from .meters import DaemonExited, DaemonMeter
 from .placement import Placement, pinned
 from .profile import Profile, Profiler
-from .rest import Rest, RestMeter
+from .rest import Rest, RestMeter, own_cpu
 from .timeline import Timeline
-
-
-def _cpu() -> float:
-    """This process's CPU and that of its reaped children (sysbench), in seconds."""
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
-
 
 WRITES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trimwrite"})
 FLUSHES = ("end_fsync", "fsync_on_close", "fsync", "fdatasync", "sync", "write_barrier")
@@ -447,7 +440,7 @@ class Workspace:
         timer = threading.Timer(timeout, hang)
         timer.daemon = True
         with self.measured(label, progress.own_io) as w:
-            cpu0 = _cpu()
+            cpu0 = own_cpu()
             timer.start()
             try:
                 ops = run()
@@ -460,7 +453,7 @@ class Workspace:
                 timer.join()
                 raise WorkloadHung(f"{label}: did not finish within {timeout:g} s: the filesystem "
                                    f"stopped answering{told[0]}")
-            cpu = _cpu() - cpu0
+            cpu = own_cpu() - cpu0
         return self.record(w, name=label, kind=kind, options=options, read=None, write=None,
                            tool_cpu_percent=100.0 * cpu / w.wall if w.wall > 0 else 0.0,
                            judged=judged, ops=ops)
