@@ -5,6 +5,7 @@ plugin makes; exit codes CI can act on; one-line errors."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -276,9 +277,14 @@ def test_python_m_pytest_help_in_a_checkout_not_installed_yet_shows_the_plugin(t
     for name in ("conftest.py", "pyproject.toml", "tests/conftest.py", "tests/__init__.py"):
         shutil.copy(repo / name, root / name)
 
+    # a new user's shell: nothing on PYTHONPATH (a checkout there with build metadata would
+    # register the plugin by its entry point) and no pytest settings of this session
+    env = {k: v for k, v in os.environ.items()
+           if k != "PYTHONPATH" and not k.startswith("PYTEST_")}
+
     def help_() -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "--help"], cwd=root,
-                              capture_output=True, text=True, timeout=120, check=False)
+                              env=env, capture_output=True, text=True, timeout=120, check=False)
 
     r = help_()  # without the plugin's dependencies: one line says what to install
     assert r.returncode == 0
