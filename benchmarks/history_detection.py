@@ -3,10 +3,11 @@
 Each series is made of real runs of the plugin, one after another, as a nightly CI would
 save them: bindfs over a tmpfs, each run after a cold remount with its "build" (the quota
 wrappers of gate_detection.py: 20% of a core; from run K on, 18%: a daemon about 10%
-slower), a cold read of 2000 files of 128 KiB, with the machine canary read before and
-after. K is drawn from 10-20. Some runs (--load-share) get a background load the
-benchmark starts and stops: one busy CPU process, or a loop of direct disk writes. Series
-without a step use the 20% build throughout, loads alike. Each series is then judged by
+slower), a cold read (fio's 128 KiB direct reads of 2 s, or --workload files: 2000 files of
+128 KiB), with the machine canary read before and after. K is drawn from 10-20. Some runs
+(--load-share) get a background load the benchmark starts and stops: one busy CPU process,
+or a loop of direct disk writes. Series without a step use the 20% build throughout, loads
+alike. Each series is then judged by
 history.analyse, as `fsperf history` does.
 
     python3 -m benchmarks.history_detection [--series 10] [--flat 10] [--runs 30]
@@ -30,10 +31,11 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.gate_detection import CGROUP, _on_term, cgroup, load, with_retry_rmdir, wrapper
+from benchmarks.gate_detection import CGROUP, _on_term, cgroup, job, load, with_retry_rmdir, wrapper
 from pytest_fsperf.engine import steps
 from pytest_fsperf.judge import history
 from pytest_fsperf.measure import canary
@@ -41,27 +43,41 @@ from pytest_fsperf.measure.workspace import Workspace
 from pytest_fsperf.mounts.mounter import MountPlan
 from pytest_fsperf.mounts.registry import Registry
 from pytest_fsperf.options.config import Settings
+from pytest_fsperf.result import WorkloadResult
 from pytest_fsperf.session.state import FsperfSession, Target
 from pytest_fsperf.stats import median
 
 FILES = steps.FilesJob(mode="read", count=2000, size="128KiB", threads=8, subdir="files")
-FINGERPRINT = {"workload": "files read 2000 x 128KiB", "scale": 1.0, "fs": "bindfs"}
+FINGERPRINT = {"scale": 1.0, "fs": "bindfs"}
 
 
-def one_run(ws: Workspace, local: str, build: str, name: str, i: int, rounds: int,
-            ) -> dict[str, Any]:
+Read = Callable[[str, bool], WorkloadResult]
+
+
+def reader(ws: Workspace, workload: str, seconds: float) -> Read:
+    """One cold read of the series' workload (label, first run of the series): the small-file
+    engine's read of FILES, or fio's direct reads of `seconds` (gate_detection's job)."""
+    if workload == "files":
+        return lambda label, _first: steps.files_step(ws, label, FILES, True, "history_detection")
+    _base, spec = ws.job("read", job(seconds), "history_detection")
+    return lambda label, first: ws.measure(label, True, spec, layout=first)
+
+
+def one_run(ws: Workspace, local: str, build: str, name: str, i: int, rounds: int, read: Read,
+            workload: str) -> dict[str, Any]:
     """A saved run's document, as the plugin writes one: `rounds` cold reads (as
     --fsperf-rounds), the machine canary read before each and after the last."""
     readings, done = [], []
     for k in range(rounds):
         readings.append(canary.measure(local).score)
         ws.cold_start(build=build)
-        done.append(steps.files_step(ws, f"files.{name}.{i}.{k}", FILES, True, "history_detection"))
+        done.append(read(f"{workload}.{name}.{i}.{k}", i == 0 and k == 0))
     readings.append(canary.measure(local).score)
     mid = sorted(done, key=lambda r: r.bw_bytes)[len(done) // 2]
     return {"schema": "pytest-fsperf/1", "created": f"2026-01-01T{i // 60:02d}:{i % 60:02d}:00+0000",
             "environment": {"build": {"id": f"{name}-{i}"}},
-            "results": [{"test": "history_detection", "name": "files", "fingerprint": FINGERPRINT,
+            "results": [{"test": "history_detection", "name": workload,
+                         "fingerprint": {**FINGERPRINT, "workload": workload},
                          "total": mid.total(), "canary": readings,
                          "rest": dataclasses.asdict(mid.rest) if mid.rest else None,
                          "rounds": [{"bw": r.bw_bytes, "ops": None} for r in done] if rounds > 1 else []}]}
@@ -69,17 +85,19 @@ def one_run(ws: Workspace, local: str, build: str, name: str, i: int, rounds: in
 
 def series(session: FsperfSession, target: Target, builds: tuple[str, str], step: int | None,
            n: int, share: float, rng: random.Random, scratch: Path, name: str, rounds: int,
-           ) -> tuple[list[history.Run], list[float], list[str]]:
+           workload: str, read_s: float) -> tuple[list[history.Run], list[float], list[str]]:
     ws = Workspace(session, target, f"history::{name}", target.new_workdir(name))
     local = session.local_dir()
-    steps.files_step(ws, f"files.{name}.layout", FILES, False, "history_detection")  # files in place
+    read = reader(ws, workload, read_s)
+    if workload == "files":  # files in place; fio lays out its file on the first run
+        steps.files_step(ws, f"files.{name}.layout", FILES, False, "history_detection")
     found, seconds, loads = [], [], []
     for i in range(n):
         kind = rng.choice(("cpu", "disk")) if rng.random() < share else "none"
         build = builds[1] if step is not None and i >= step else builds[0]
         t = time.monotonic()
         with load(kind, scratch):
-            doc = one_run(ws, local, build, name, i, rounds)
+            doc = one_run(ws, local, build, name, i, rounds, read, workload)
         seconds.append(time.monotonic() - t)
         loads.append(kind)
         found.append(history.Run(f"run{i:02d}", doc["created"], history.build_of(doc), doc))
@@ -102,7 +120,8 @@ def run_vs_run(found: list[history.Run], step: int | None) -> tuple[bool | None,
     results = [r.doc["results"][0] for r in found]
     for i in range(LAST, len(results)):
         before = [(found[j].name, results[j]) for j in range(i - 1, i - 1 - LAST, -1)]
-        c = runs.compare(before[0][0], "files", before[0][1], results[i], TOLERANCE, before)
+        c = runs.compare(before[0][0], results[i]["name"], before[0][1], results[i], TOLERANCE,
+                         before)
         judged_runs += 1
         machine += c.outcome == runs.MACHINE_CHANGED
         flagged = c.outcome == runs.REGRESSION
@@ -140,6 +159,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--rounds", type=int, default=1, help="cold reads per run (--fsperf-rounds)")
     ap.add_argument("--keep", type=Path, help="write each series' runs here")
+    ap.add_argument("--workload", choices=("fio", "files"), default="fio",
+                    help="fio: 128 KiB direct reads of --seconds (the quota binds them: a "
+                         "clean 10%% step); files: a cold read of 2000 files of 128 KiB (the "
+                         "quota binds them loosely: steps of 3-26%% measured)")
+    ap.add_argument("--seconds", type=float, default=2.0, help="each fio read")
     args = ap.parse_args()
     missing = history.available()
     if missing:
@@ -165,7 +189,8 @@ def main() -> None:
             step = rng.randint(10, 20) if kind == "step" else None
             name = f"{kind}{n}"
             found, seconds, loads = series(session, target, builds, step, args.runs,
-                                           args.load_share, rng, scratch, name, args.rounds)
+                                           args.load_share, rng, scratch, name, args.rounds,
+                                           args.workload, args.seconds)
             per_run += seconds
             ok, said = judged(found, step)
             rows[kind].append(ok)

@@ -18,6 +18,7 @@ from .engine import steps
 from .errors import UsageError
 from .judge.comparison import Comparison
 from .measure import clients as many
+from .measure import on_hosts
 from .measure.ab import Release, Workload, gate, run_compare
 from .measure.workspace import Workspace
 from .mounts.daemon import Lookup
@@ -68,7 +69,10 @@ class Fsperf(Workspace):
         clients=N: on N mounts of the backend at once (the test's own and N-1 more of the same
         bucket), each with its own daemon and `fio --server`, driven by fio's controller; or on
         the first N of --fsperf-fio-servers. The result is fio's "All clients" with each
-        client's figures and daemon in `clients` (measure/clients.py)."""
+        client's figures and daemon in `clients` (measure/clients.py).
+
+        With --fsperf-hosts: on every host at once (clients=N: the first N), each host's
+        daemon measured there (measure/on_hosts.py)."""
         where = f"{self.test}: fsperf.fio()"
         if jobfile is not None:
             if name is not None:
@@ -98,14 +102,19 @@ class Fsperf(Workspace):
         where = f"{self.test}: fsperf.fio()"
         rw = str(options.get("rw", "read"))
         _base, job = self.job(name, options, where)  # every option checked before anything runs
-        if clients is None:
+        hosts = self.settings.hosts
+        if clients is None and not hosts:
             return self.repeat(name or rw, lambda n: self.run_fio(n, judged, options, where,
                                                                  per_job=per_job),
                                judged=judged)
         if per_job:
-            raise UsageError(f"{where}: per_job with clients: fio's clients report per client")
-        n = many.count(clients, where)
+            raise UsageError(f"{where}: per_job with clients or --fsperf-hosts: fio's clients "
+                             "report per client")
+        n = many.count(len(hosts) if clients is None else clients, where)
         base, job = self.job(name, options, where)
+        if hosts:
+            return self.repeat(base, lambda label: on_hosts.measure(
+                self, self.unique(label), judged, job, n, where), judged=judged)
         return self.repeat(base, lambda label: many.measure(self, self.unique(label), judged, job,
                                                             n, where), judged=judged)
 

@@ -119,7 +119,9 @@ class ClientStats:
     write: IoStats | None
     daemon: DaemonStats | None
     daemon_note: str = ""  # why its daemon was not measured, when it was not
-
+    host: str = ""  # a host reached over SSH (--fsperf-hosts): its [user@]name[:port]
+    cold_read: ColdRead | None = None  # that host's own cold check, and its evidence
+    cold_evidence: str = ""
 
 
 @dataclass(frozen=True)

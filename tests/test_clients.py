@@ -63,8 +63,8 @@ def test_two_s3fs_clients_of_one_bucket(pytester, minio):
             assert os.path.getsize(fsperf.workdir / "client1" / name) == 24 << 20
             assert w.clients[1].write.io_bytes > 0
             fsperf.cold()
-            fsperf.fio(name="r", clients=2, rw="read", bs="1M", size="24M", direct=1,
-                       time_based=1, runtime="3s")
+            fsperf.fio(name="r", clients=2, rw="read", bs="1M", size="12M", direct=1,
+                       time_based=1, runtime="3s", numjobs=2)  # each client's jobs summed
             one = fsperf.fio(name="one", clients=1, rw="read", bs="1M", size="24M")  # fewer later
             assert len(one.clients) == 1 and one.daemon.pid == fsperf.daemon.daemon.pid
     """)

@@ -41,10 +41,13 @@ class Server:
     # the plugin's own mount (None: the same path)
     directory: str | None = None
     sock: str | None = None  # a server of the plugin's: its unix socket (host and port unused)
+    shown: str = ""  # how it is named where not by host:port or socket (a host over SSH)
 
     @property
     def address(self) -> str:
-        """host:port, or the name of a server's socket in the session's directory"""
+        """host:port, the name of a server's socket in the session's directory, or `shown`"""
+        if self.shown:
+            return self.shown
         return os.path.basename(self.sock) if self.sock else f"{self.host}:{self.port}"
 
     @property

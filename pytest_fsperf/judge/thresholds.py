@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ..errors import UsageError
 from ..measure.cache import ColdRead
 from ..measure.timeline import MIN_INTERVALS
-from ..options.plan import Plan
+from ..options.plan import Plan, Threshold
 from ..result import SHAPE, SHARES, SHORT_WINDOW, WorkloadResult
 from ..stats import median_ci
 from ..vocab import Outcome
@@ -45,6 +45,8 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
             kinds = ", ".join(sorted({r.kind for r in judged}))
             raise UsageError(f"{plan.test}: fsperf marker {threshold.named}: "
                              f"{kinds} workloads do not measure {threshold.spec.label}")
+        if metric in PER_DAEMON:  # on hosts: every host's daemon apart, not their sum
+            answering = [r for r in answering if not _per_host(threshold, r, verdict)]
         for r in answering:
             measured = r.figure(metric)
             if measured is None:
@@ -75,6 +77,34 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
                     "run more rounds (--fsperf-rounds) or steady the machine")
                 verdict.per_workload[r.name] = verdict.per_workload[r.name].worst(Outcome.INCONCLUSIVE)
     return verdict
+
+
+PER_DAEMON = ("daemon_cpu", "daemon_rss")  # a limit on one daemon: each host's, apart
+
+
+def _per_host(threshold: Threshold, r: WorkloadResult, verdict: Verdict) -> bool:
+    """A daemon threshold on a run on several hosts (--fsperf-hosts) holds on every host's
+    daemon, each judged apart and named (the sum over machines is no one daemon's).
+    Returns whether `r` ran on hosts (then it is judged here)."""
+    rows = [c for c in r.clients if c.host]
+    if not rows:
+        return False
+    metric = threshold.spec.metric
+    for c in rows:
+        d = c.daemon
+        value = (None if d is None else d.countable_cpu if metric == "daemon_cpu"
+                 else float(d.peak_rss_bytes))
+        if value is None:
+            said = (f"{threshold.named} not judged on host {c.host} "
+                    f"({c.daemon_note or 'its daemon ran too short for a CPU figure'})")
+            verdict.notes.append(f"{r.name}: {said}")
+            verdict.not_judged.setdefault(r.name, []).append(said)
+            if verdict.per_workload[r.name] == Outcome.PASS:
+                verdict.per_workload[r.name] = Outcome.PARTIAL
+        elif not threshold.holds(value):
+            verdict.failures.append(threshold.describe_failure(f"{r.name} on host {c.host}", value))
+            verdict.per_workload[r.name] = Outcome.FAIL
+    return True
 
 
 def _no_shape(r: WorkloadResult) -> str:

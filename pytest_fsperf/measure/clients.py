@@ -42,7 +42,7 @@ def count(value: object, where: str) -> int:
     return value
 
 
-def _dirs(ws: Workspace, n: int) -> list[str]:
+def client_dirs(ws: Workspace, n: int) -> list[str]:
     """Each client's own directory in the test's work dir, created through the test's mount."""
     found = []
     for i in range(n):
@@ -59,7 +59,7 @@ def _remote(ws: Workspace, n: int, where: str) -> list[Client]:
                          f"({ws.settings.where('fio_servers')})")
     root = ws.target.path
     found = []
-    for server, local in zip(given[:n], _dirs(ws, n), strict=True):
+    for server, local in zip(given[:n], client_dirs(ws, n), strict=True):
         rel = os.path.relpath(local, root)
         found.append(Client(server, os.path.join(server.directory or root, rel), None))
     return found
@@ -71,7 +71,7 @@ def _local(ws: Workspace, n: int, where: str) -> list[Client]:
         raise UsageError(f"{where}: clients={n} needs a backend the plugin mounts "
                          "(--fsperf-backend or an fsperf_mount marker), one mount per client, "
                          "or fio servers of your own (--fsperf-fio-servers)")
-    dirs = _dirs(ws, 1)
+    dirs = client_dirs(ws, 1)
     rel = os.path.relpath(ws.workdir, ws.target.path)
     for i, peer in enumerate(ws.open_peers(n - 1), 1):
         path = os.path.join(peer.path, rel, f"client{i}")
@@ -89,22 +89,27 @@ def _servers(ws: Workspace, clients: list[Client]) -> Iterator[list[Client]]:
         yield [dataclasses.replace(c, server=s) for c, s in zip(clients, started, strict=True)]
 
 
-def _jobs(ws: Workspace, out: str, clients: Sequence[Client], job: dict[str, str]) -> list[str]:
+def job_files(ws: Workspace, out: str, clients: Sequence[Client], job: dict[str, str]) -> list[str]:
     # on a unix socket fio would prefix file names with bytes of the socket path taken as
-    # an IP address; each client has a directory of its own, so plain names suffice
+    # an IP address; each client has a directory of its own, so plain names suffice.
+    # group_reporting: one block per client with all its jobs (numjobs=N), as a run on one
+    # mount reports; without it each job came back apart under the same client name and
+    # only the last was kept
+    grouped = {**job, "group_reporting": "1"}
     return [fio_clients.job_file(f"{out}.client{i}.fio", c.directory,
-                                 {"unique_filename": "0", **job} if c.server.sock else job)
+                                 {"unique_filename": "0", **grouped} if c.server.sock else grouped)
             for i, c in enumerate(clients)]
 
 
-def _summed(each: Sequence[tuple[int, DaemonStats, Lookup]]) -> DaemonStats:
+def summed(each: Sequence[tuple[int, DaemonStats, Lookup]],
+           named: Callable[[int], str] = lambda i: f"client {i}") -> DaemonStats:
     """The daemons of all clients as one, as for a daemon of several processes: CPU, I/O and
     peak memory summed (what the machine spent), each client's daemon in `processes`."""
     stats = [d for _i, d, _l in each]
-    procs = tuple(dataclasses.replace(p, role=f"client {i} {p.role}") if d.processes else p
+    procs = tuple(dataclasses.replace(p, role=f"{named(i)} {p.role}") if d.processes else p
                   for i, d, lookup in each
                   for p in (d.processes or (ProcessStats(
-                      d.pid, f"client {i} daemon",
+                      d.pid, f"{named(i)} daemon",
                       " ".join(lookup.daemon.cmdline if lookup.daemon else ())[:200],
                       d.cpu_seconds, d.peak_rss_bytes if d.peak_rss_method == "VmHWM" else None),)))
 
@@ -147,10 +152,10 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
     with _servers(ws, clients) as clients:
         servers = [c.server for c in clients]
         if fio_engine.is_reading(job):  # lay out each client's files, unmeasured
-            layout = _jobs(ws, out + ".layout", clients, {**job, "create_only": "1"})
+            layout = job_files(ws, out + ".layout", clients, {**job, "create_only": "1"})
             fio_clients.run(servers, layout, out + ".layout.json", ws.deadline(job))
             ws.recold()
-        controller = fio_clients.Controller(servers, _jobs(ws, out, clients, job), out + ".json")
+        controller = fio_clients.Controller(servers, job_files(ws, out, clients, job), out + ".json")
         trees = [progress.TreeIo(_pid_of(s)) for s in servers]
         # the servers' job processes: the bytes moved here (nothing to count for remote ones)
         with ws.measured(label, lambda: sum(t() for t in trees),
@@ -168,7 +173,7 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
                              lookup.note if d is None else "")
                  for c, r, (d, lookup) in zip(clients, each, daemons, strict=True))
     measured = [(i, d, lookup) for i, (d, lookup) in enumerate(daemons) if d is not None]
-    w.daemon = _summed(measured) if measured else None
+    w.daemon = summed(measured) if measured else None
     if w.daemon is None:
         w.lookup = daemons[0][1]
     notes = [f"{n} clients on fio's client/server mode: bandwidth and IOPS are fio's 'All "

@@ -412,6 +412,11 @@ class Workspace:
         self._cold_kind = "drop"
         return self._cold
 
+    @property
+    def pending_cold(self) -> PageCache | None:
+        """The cold state the next workload takes (None: none is pending; it runs warm)."""
+        return self._cold
+
     def recold(self) -> None:
         """After a layout pass: make a pending cold start (or page-cache drop) true again."""
         if self._cold is None:

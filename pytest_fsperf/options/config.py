@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from .. import units
 from ..engine import fio_clients, jobfile
 from ..errors import UsageError
+from ..hosts import spec as hosts_spec
 from ..judge import history, runs
 from ..measure import balloon, fusetrace, placement, profile
 from ..mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
@@ -254,6 +255,29 @@ def _servers(raw: Raw) -> tuple[fio_clients.Server, ...]:
         raise UsageError(f"{raw.where}: {exc}") from None
 
 
+def _hosts(raw: Raw) -> tuple[hosts_spec.Host, ...]:
+    try:
+        return hosts_spec.parse_hosts(raw.text)
+    except ValueError as exc:
+        raise UsageError(f"{raw.where}: {exc}") from None
+
+
+def _ssh_config(raw: Raw) -> Path:
+    path = raw.path
+    if not path.is_file():
+        raise UsageError(f"{raw.where}: {path} is not a file")
+    if any(c.isspace() for c in str(path)) or "//" in str(path):
+        raise UsageError(f"{raw.where}: {path} holds whitespace or '//' (execnet splits on them)")
+    return path
+
+
+def _host_python(raw: Raw) -> str:
+    try:
+        return hosts_spec.check_python(raw.text.strip())
+    except ValueError as exc:
+        raise UsageError(f"{raw.where}: {exc}") from None
+
+
 def _build_id(raw: Raw) -> str:
     text = raw.text.strip()
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+:/@-]{0,127}", text):
@@ -411,6 +435,15 @@ OPTIONS = (
            "fsperf.fio(clients=N) runs on these fio servers you started (fio --server), each on "
            "another machine with its own mount of the bucket under test at DIR (default: the "
            "same path as --fsperf-mount); their daemons are not measured"),
+    Option("fsperf_hosts", "hosts", _hosts, (), "[USER@]HOST[:PORT]:/MOUNT,...",
+           "fsperf.fio() runs on these hosts at once (clients=N: the first N), reached over "
+           "SSH (keys only, known host keys only): on each, pytest-fsperf's measuring core "
+           "measures that host's daemon of MOUNT and a fio server runs on a unix socket that "
+           "this machine reaches through an SSH forward"),
+    Option("fsperf_ssh_config", "ssh_config", _ssh_config, None, "FILE",
+           "the ssh config file for --fsperf-hosts (ssh -F: user, keys, known hosts, port)"),
+    Option("fsperf_host_python", "host_python", _host_python, "python3", "COMMAND",
+           "the Python on the hosts that has pytest-fsperf installed (default python3)"),
     Option("fsperf_price", "price", _name, cost.DEFAULT, "NAME",
            "price the object-store requests with this price list (default aws-s3-standard; "
            "also aws-s3-standard-ia, cloudflare-r2-standard, backblaze-b2, aliyun-oss-standard, "
@@ -472,6 +505,9 @@ class Settings:
     ceilings: bool = False
     profiling: profile.Profiling = profile.Profiling.AUTO
     fio_servers: tuple[fio_clients.Server, ...] = ()
+    hosts: tuple[hosts_spec.Host, ...] = ()
+    ssh_config: Path | None = None
+    host_python: str = "python3"
     price: str = cost.DEFAULT
     prices_file: Path | None = None
     price_list: cost.PriceList | None = None  # the price list chosen (set by settings_from)

@@ -1,0 +1,135 @@
+"""What runs on each host, started over SSH by execnet (link.py sends `serve(channel)`):
+the pytest-free measuring core, driven by requests on the channel. It finds the daemon of
+the host's mount, drops the host's caches, starts a fio server on a unix socket in a
+0700 directory of its own, and brackets each run with the daemon meter.
+
+Everything it makes is noted in a record of this host's, under a watchdog (session/
+leftovers.py): when the controller's connection drops (the controller killed, the network
+gone) the channel ends, the agent removes what it made; if the agent itself is killed, its
+watchdog does, and the next agent on the host sweeps what a dead one left."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import socket
+import time
+from typing import Any
+
+from .. import __version__
+from ..engine import fio_clients
+from ..measure import progress
+from ..measure.cache import make_cold
+from ..measure.meters import DaemonExited, DaemonMeter
+from ..mounts.daemon import Lookup, find_daemon
+from ..mounts.mountinfo import read_mounts
+from ..session import leftovers
+
+PROTOCOL = 1  # bumped when a request or a reply changes shape
+
+
+class Agent:
+    def __init__(self, stack: contextlib.ExitStack, swept: list[str]) -> None:
+        self.stack = stack
+        self.swept = swept
+        self.mount = ""
+        self.lookup: Lookup | None = None
+        self.server: fio_clients.Server | None = None
+        self.meter: DaemonMeter | None = None
+        self.started = 0.0
+
+    def hello(self, mount: str) -> dict[str, Any]:
+        """Who and what this host is; the mount must be a mount point here."""
+        self.mount = mount
+        points = {m.mount_point: m for m in read_mounts()}
+        found = points.get(os.path.realpath(mount))
+        self.lookup = find_daemon(found) if found else None
+        return {"version": __version__, "protocol": PROTOCOL, "host": socket.gethostname(),
+                "uid": os.geteuid(), "time": time.time(), "swept": self.swept,
+                "mounted": found is not None,
+                "fstype": found.fstype if found else "",
+                "daemon": self.lookup.daemon.pid if self.lookup and self.lookup.daemon else None,
+                "note": self.lookup.note if self.lookup else f"{mount} is not a mount point"}
+
+    def clock(self) -> float:
+        return time.time()
+
+    def serve_fio(self) -> str:
+        """A fio server on a unix socket in a new 0700 directory; its socket's path."""
+        folder, entry = leftovers.private_dir("pytest-fsperf-host-")
+        self.stack.callback(_remove, folder, entry)
+        (self.server,) = self.stack.enter_context(fio_clients.local_servers(1, folder))
+        assert self.server.sock is not None
+        return self.server.sock
+
+    def cold(self) -> str:
+        """Sync and drop this host's page cache (the daemon's own cache stays: it is not
+        ours to restart here)."""
+        return make_cold(self.mount, fuse=True).value
+
+    def start(self) -> float:
+        """Bracket the next run: the daemon meter started; this host's clock at its start."""
+        self.lookup = self._find()
+        if self.lookup.daemon is None:
+            self.meter = None
+            return time.time()
+        server = self.server
+        tree = progress.TreeIo(lambda: server.proc.pid if server and server.proc else None)
+        self.meter = DaemonMeter(self.lookup.daemon, moved=tree)
+        self.meter.start()
+        self.started = time.time()
+        return self.started
+
+    def stop(self) -> dict[str, Any]:
+        """The daemon's figures over the run, this host's clock at the end, and why there
+        are none where there are none."""
+        meter, self.meter = self.meter, None
+        lookup = self.lookup or Lookup(None, "no run was started")
+        if meter is None:
+            return {"daemon": None, "note": lookup.note, "time": time.time()}
+        try:
+            stats = meter.stop("the run")
+        except DaemonExited as exc:
+            return {"daemon": None, "note": str(exc), "exited": True, "time": time.time()}
+        return {"daemon": dataclasses.asdict(stats), "note": lookup.note, "time": time.time(),
+                "started": self.started,
+                "command": " ".join(lookup.daemon.cmdline)[:200] if lookup.daemon else ""}
+
+    def _find(self) -> Lookup:
+        found = {m.mount_point: m for m in read_mounts()}.get(os.path.realpath(self.mount))
+        if found is None:
+            return Lookup(None, f"{self.mount} is no longer a mount point on this host")
+        return find_daemon(found)
+
+
+def _remove(folder: str, entry: leftovers.Entry) -> None:
+    with contextlib.suppress(OSError):
+        for name in os.listdir(folder):
+            os.unlink(os.path.join(folder, name))
+        os.rmdir(folder)
+    leftovers.done(entry)
+
+
+def serve(channel: Any) -> None:
+    """Answer {"op": name, "args": {...}} with {"ok": value} or {"error": text} until the
+    controller sends None or the channel ends; then remove everything made."""
+    with leftovers.recorded() as swept, contextlib.ExitStack() as stack:
+        agent = Agent(stack, swept)
+        while True:
+            try:
+                request = channel.receive()
+            except EOFError:
+                break
+            if request is None:
+                break
+            op = request.get("op")
+            if op not in ("hello", "clock", "serve_fio", "cold", "start", "stop"):
+                channel.send({"error": f"unknown request {op!r}"})
+                continue
+            try:
+                channel.send({"ok": getattr(agent, op)(**request.get("args", {}))})
+            except Exception as exc:  # the controller names the host and fails the test
+                channel.send({"error": f"{type(exc).__name__}: {exc}"})
+        if agent.meter is not None:
+            agent.meter.abort()

@@ -1,0 +1,256 @@
+"""This machine's side of the hosts: one execnet gateway over SSH per host, running the
+agent (agent.py), and one SSH forward per host from a unix socket in this session's 0700
+directory to the fio server the agent started on a unix socket in its own 0700 directory.
+fio's controller here connects to the local sockets; no one listens on a TCP port, and no
+other local user can reach a socket (connect() needs search permission on its directory).
+
+Clocks: each link compares the host's clock with this one over the channel (the reply of
+the fastest of PINGS round trips, taken at its midpoint), so every host's meter window is
+placed on this machine's clock; how far the windows' starts lay apart is reported."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import __version__
+from ..engine.fio_clients import SOCKET_MAX, Server
+from ..errors import MeasurementError, UsageError
+from ..result import DaemonStats, ProcessStats
+from ..session import leftovers
+from ..session.procs import Proc, kill_tree
+from .agent import PROTOCOL
+from .spec import Host, SshSettings
+
+PINGS = 5
+CALL_TIMEOUT = 60.0  # s for one request (a cache drop on a busy host can take a while)
+FORWARD_TIMEOUT = 15.0
+_AGENT = "from pytest_fsperf.hosts.agent import serve\nserve(channel)\n"
+
+
+class HostError(MeasurementError):
+    """A host could not be reached, refused us, or dropped out: named in the message."""
+
+
+@dataclass
+class Link:
+    host: Host
+    index: int
+    gateway: Any
+    channel: Any
+    offset: float = 0.0  # the host's clock minus ours, s
+    rtt: float = 0.0  # the round trip that measured it, s
+    hello: dict[str, Any] = field(default_factory=dict)
+    server: Server | None = None
+    forward: Proc | None = None
+
+    def send(self, op: str, **args: Any) -> None:
+        try:
+            self.channel.send({"op": op, "args": args})
+        except (OSError, EOFError, ValueError) as exc:  # execnet: a closed channel
+            raise self.lost(exc) from None
+
+    def receive(self, op: str, timeout: float = CALL_TIMEOUT) -> Any:
+        try:
+            reply = self.channel.receive(timeout)
+        except Exception as exc:  # execnet raises its own errors, all named
+            raise self.lost(exc) from None
+        if "error" in reply:
+            raise HostError(f"host {self.host.shown}: {op} failed there: {reply['error']}")
+        return reply["ok"]
+
+    def call(self, op: str, timeout: float = CALL_TIMEOUT, **args: Any) -> Any:
+        self.send(op, **args)
+        return self.receive(op, timeout)
+
+    def lost(self, exc: BaseException) -> HostError:
+        why = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
+        return HostError(f"host {self.host.shown} dropped out: {why[0]}")
+
+    def to_ours(self, t: float) -> float:
+        """A time of the host's clock on ours."""
+        return t - self.offset
+
+
+def _spec(host: Host, ssh: SshSettings) -> str:
+    """execnet's gateway spec: its ssh options are split on whitespace, parts joined by //."""
+    args = ssh.args(host)
+    config = ""
+    if args[:1] == ["-F"]:
+        config, args = args[1], args[2:]
+    if any(c.isspace() for c in config) or "//" in config:
+        raise UsageError(f"the ssh config path {config!r} holds whitespace or '//'")
+    spec = f"ssh={' '.join([*args, host.destination])}//python={ssh.python}"
+    return spec + (f"//ssh_config={config}" if config else "")
+
+
+def _ssh_error(log: str) -> str:
+    try:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            lines = [ln.strip() for ln in f if ln.strip() and not ln.startswith("Warning:")]
+    except OSError:
+        lines = []
+    return lines[-1] if lines else "ssh said nothing"
+
+
+def connect(host: Host, index: int, ssh: SshSettings, folder: str) -> Link:
+    """The gateway and the agent on `host`, its hello checked, its clock compared."""
+    try:
+        import execnet  # a dependency of the hosts feature only
+    except ImportError:
+        raise UsageError("--fsperf-hosts needs execnet: pip install 'pytest-fsperf[hosts]'") from None
+
+    log = os.path.join(folder, f"ssh-{index}.log")
+    try:
+        with open(log, "ab") as err:
+            gateway = _gateway(execnet, _spec(host, ssh), err)
+    except UsageError:
+        raise
+    except Exception as exc:  # execnet's bootstrap errors carry no cause
+        raise HostError(f"host {host.shown}: could not start the agent over ssh: "
+                        f"{_ssh_error(log)} ({type(exc).__name__})") from None
+    link = Link(host, index, gateway, gateway.remote_exec(_AGENT))
+    try:
+        hello = link.call("hello", mount=host.mount)
+    except HostError as exc:
+        link_close(link)
+        if "No module named 'pytest_fsperf'" in str(exc):
+            raise HostError(f"host {host.shown}: pytest-fsperf is not installed there for "
+                            f"{ssh.python} (pip install pytest-fsperf=={__version__}, or point "
+                            "--fsperf-host-python at the Python that has it)") from None
+        raise
+    if hello.get("version") != __version__ or hello.get("protocol") != PROTOCOL:
+        link_close(link)
+        raise HostError(f"host {host.shown} has pytest-fsperf {hello.get('version')} (protocol "
+                        f"{hello.get('protocol')}), this machine {__version__} (protocol "
+                        f"{PROTOCOL}): install the same version on every host")
+    if not hello.get("mounted"):
+        link_close(link)
+        raise HostError(f"host {host.shown}: {host.mount} is not a mount point there")
+    link.hello = hello
+    best = None
+    for _ in range(PINGS):
+        t0 = time.time()
+        theirs = link.call("clock")
+        t1 = time.time()
+        if best is None or t1 - t0 < best[0]:
+            best = (t1 - t0, theirs - (t0 + t1) / 2)
+    assert best is not None
+    link.rtt, link.offset = best
+    return link
+
+
+def _gateway(execnet: Any, spec: str, err: Any) -> Any:
+    """execnet's ssh child writes its errors (a refused host key) to our stderr: point it
+    at the log for the while it starts."""
+    saved = os.dup(2)
+    try:
+        os.dup2(err.fileno(), 2)
+        return execnet.makegateway(spec)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def forward(link: Link, ssh: SshSettings, folder: str) -> Server:
+    """The agent's fio server, reached through an SSH forward of a socket of ours."""
+    remote = link.call("serve_fio")
+    local = os.path.join(folder, f"host{link.index}-{os.urandom(3).hex()}.sock")
+    if len(os.fsencode(local)) > SOCKET_MAX:
+        raise HostError(f"socket path {local} is longer than {SOCKET_MAX} bytes: point TMPDIR "
+                        "at a shorter directory")
+    log = os.path.join(folder, f"forward-{link.index}.log")
+    with open(log, "ab") as err:
+        popen = subprocess.Popen(
+            ["ssh", *link_args(link, ssh), "-N", "-o", "ExitOnForwardFailure=yes",
+             "-o", "StreamLocalBindMask=0177", "-L", f"{local}:{remote}", link.host.destination],
+            stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True)
+    link.forward = Proc.of(popen.pid)
+    entry = leftovers.note_process(link.forward)
+    deadline = time.monotonic() + FORWARD_TIMEOUT
+    while not _is_socket(local):
+        if popen.poll() is not None or time.monotonic() > deadline:
+            leftovers.done(entry)
+            raise HostError(f"host {link.host.shown}: the ssh forward to its fio server did not "
+                            f"start: {_ssh_error(log)}")
+        time.sleep(0.05)
+    link.server = Server("localhost", 0, None, sock=local, shown=f"host {link.host.shown}")
+    return link.server
+
+
+def link_args(link: Link, ssh: SshSettings) -> list[str]:
+    return ssh.args(link.host)
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def link_close(link: Link) -> None:
+    """Ask the agent to end (it removes what it made), then end our side."""
+    with contextlib.suppress(Exception):
+        link.channel.send(None)
+        link.channel.waitclose(5.0)
+    with contextlib.suppress(Exception):
+        link.gateway.exit()
+    if link.forward is not None:
+        kill_tree(link.forward, grace=1.0)
+    if link.server is not None and link.server.sock:
+        with contextlib.suppress(OSError):
+            os.unlink(link.server.sock)
+
+
+@contextlib.contextmanager
+def links(hosts: Sequence[Host], ssh: SshSettings, folder: str) -> Iterator[list[Link]]:
+    """A link to each host, its fio server forwarded; all closed on the way out."""
+    if not leftovers.is_private(folder):
+        raise HostError(f"the hosts' sockets need a private directory: {folder} is not a 0700 "
+                        "directory of this user")
+    made: list[Link] = []
+    try:
+        for i, host in enumerate(hosts):
+            made.append(connect(host, i, ssh, folder))
+            forward(made[-1], ssh, folder)
+        yield made
+    finally:
+        for link in made:
+            link_close(link)
+
+
+def dropped(found: Sequence[Link]) -> list[str]:
+    """The hosts whose agent's channel closed or whose forward ended: gone from the run."""
+    gone = []
+    for lk in found:
+        closed = bool(lk.channel.isclosed())
+        ended = lk.forward is not None and lk.forward.handle() is None
+        if closed or ended:
+            gone.append(lk.host.shown)
+    return gone
+
+
+def everywhere(found: Sequence[Link], op: str, **args: Any) -> list[Any]:
+    """One request to every host at once, then every reply."""
+    for link in found:
+        link.send(op, **args)
+    return [link.receive(op) for link in found]
+
+
+def daemon_stats(wire: dict[str, Any] | None) -> DaemonStats | None:
+    if wire is None:
+        return None
+    procs = tuple(ProcessStats(**p) for p in wire.get("processes", ()))
+    return DaemonStats(**{**wire, "processes": procs})
+
+
+def skew(starts: Sequence[float]) -> float:
+    """How far apart the windows' starts lay, on this machine's clock, s."""
+    return max(starts) - min(starts) if starts else 0.0
