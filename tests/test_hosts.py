@@ -20,6 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pytest_fsperf.errors import UsageError
 from pytest_fsperf.hosts.spec import Host, SshSettings, check_python, parse_hosts
 from pytest_fsperf.result import DaemonStats
 from pytest_fsperf.store.minio import S3Server, find_minio, start_minio
@@ -61,6 +62,21 @@ def test_ssh_refuses_prompts_and_unknown_or_changed_host_keys_whatever_the_confi
     assert args[-2:] == ["-p", "2200"]
     with pytest.raises(ValueError):
         check_python("python3; rm -rf /")
+
+
+@pytest.mark.unit
+def test_hosts_from_a_hosts_file_or_the_ini_file(tmp_path):
+    from pytest_fsperf.options.config import BY_NAME, Raw
+
+    (tmp_path / "hosts").write_text("# the fleet\nroot@n1:/mnt/a  # rack 1\n\nn2:2222:/mnt/a\n")
+    convert = BY_NAME["fsperf_hosts"].convert
+    found = convert(Raw("@hosts", "fsperf_hosts (ini file)", tmp_path))
+    assert [h.shown for h in found] == ["root@n1", "n2:2222"]
+    with pytest.raises(UsageError, match=r"fsperf_hosts \(ini file\): the hosts file .*nothing"):
+        convert(Raw("@nothing", "fsperf_hosts (ini file)", tmp_path))
+    (tmp_path / "bad").write_text("n1\n")
+    with pytest.raises(UsageError, match="'n1' is not"):
+        convert(Raw("@bad", "fsperf_hosts (ini file)", tmp_path))
 
 
 @pytest.mark.unit

@@ -82,6 +82,6 @@ def parse_hosts(text: str) -> tuple[Host, ...]:
 
 def check_python(text: str) -> str:
     """The hosts' Python: a command name or path, one word (it runs in the remote shell)."""
-    if not _PYTHON.fullmatch(text):
+    if not _PYTHON.fullmatch(text) or "//" in text:  # execnet's spec splits on //
         raise ValueError(f"{text!r} is not a command name or path (letters, digits, _ . / + -)")
     return text

@@ -256,8 +256,17 @@ def _servers(raw: Raw) -> tuple[fio_clients.Server, ...]:
 
 
 def _hosts(raw: Raw) -> tuple[hosts_spec.Host, ...]:
+    """A list, or @FILE: a hosts file, one [USER@]HOST[:PORT]:/MOUNT per line (# comments)."""
+    text = raw.text.strip()
+    if text.startswith("@"):
+        path = Raw(text[1:], raw.where, raw.base).path
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{raw.where}: the hosts file {path} cannot be read: {exc}") from None
+        text = ",".join(ln.split("#", 1)[0].strip() for ln in lines)
     try:
-        return hosts_spec.parse_hosts(raw.text)
+        return hosts_spec.parse_hosts(text)
     except ValueError as exc:
         raise UsageError(f"{raw.where}: {exc}") from None
 
@@ -435,11 +444,11 @@ OPTIONS = (
            "fsperf.fio(clients=N) runs on these fio servers you started (fio --server), each on "
            "another machine with its own mount of the bucket under test at DIR (default: the "
            "same path as --fsperf-mount); their daemons are not measured"),
-    Option("fsperf_hosts", "hosts", _hosts, (), "[USER@]HOST[:PORT]:/MOUNT,...",
+    Option("fsperf_hosts", "hosts", _hosts, (), "[USER@]HOST[:PORT]:/MOUNT,...|@FILE",
            "fsperf.fio() runs on these hosts at once (clients=N: the first N), reached over "
            "SSH (keys only, known host keys only): on each, pytest-fsperf's measuring core "
            "measures that host's daemon of MOUNT and a fio server runs on a unix socket that "
-           "this machine reaches through an SSH forward"),
+           "this machine reaches through an SSH forward; @FILE: one host per line"),
     Option("fsperf_ssh_config", "ssh_config", _ssh_config, None, "FILE",
            "the ssh config file for --fsperf-hosts (ssh -F: user, keys, known hosts, port)"),
     Option("fsperf_host_python", "host_python", _host_python, "python3", "COMMAND",
