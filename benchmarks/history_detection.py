@@ -3,8 +3,8 @@
 Each series is made of real runs of the plugin, one after another, as a nightly CI would
 save them: bindfs over a tmpfs, each run after a cold remount with its "build" (the quota
 wrappers of gate_detection.py: 20% of a core; from run K on, 18%: a daemon about 10%
-slower), a cold read (fio's 128 KiB direct reads of 2 s, or --workload files: 2000 files of
-128 KiB), with the machine canary read before and after. K is drawn from 10-20. Some runs
+slower), a cold read (2000 files of 128 KiB, or --workload fio: 128 KiB direct reads of
+--seconds), with the machine canary read before and after. K is drawn from 10-20. Some runs
 (--load-share) get a background load the benchmark starts and stops: one busy CPU process,
 or a loop of direct disk writes. Series without a step use the 20% build throughout, loads
 alike. Each series is then judged by
@@ -159,10 +159,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--rounds", type=int, default=1, help="cold reads per run (--fsperf-rounds)")
     ap.add_argument("--keep", type=Path, help="write each series' runs here")
-    ap.add_argument("--workload", choices=("fio", "files"), default="fio",
-                    help="fio: 128 KiB direct reads of --seconds (the quota binds them: a "
-                         "clean 10%% step); files: a cold read of 2000 files of 128 KiB (the "
-                         "quota binds them loosely: steps of 3-26%% measured)")
+    ap.add_argument("--workload", choices=("fio", "files"), default="files",
+                    help="files: a cold read of 2000 files of 128 KiB (steps of 3-26%% "
+                         "measured); fio: 128 KiB direct reads of --seconds (steps of 3-16%%, "
+                         "and no quieter across runs: the machine drifts over minutes)")
     ap.add_argument("--seconds", type=float, default=2.0, help="each fio read")
     args = ap.parse_args()
     missing = history.available()
