@@ -232,6 +232,8 @@ def test_hosts_each_daemon_measured_there(pytester, tmp_path, store, local_mount
             assert ours_ <= theirs + 0.02 and ours_ >= 0.85 * theirs - 0.02, (theirs, ours_)
         assert checks["during"] == checks["before"]  # no TCP listener of ours
         assert len(checks["sockets"]) == 2 * n and checks["nobody"] == []  # no one else connects
+        assert [c.pid for c in psutil.Process().children()  # every ssh reaped, no zombie
+                if c.status() == psutil.STATUS_ZOMBIE] == []
         assert agents_left() == []
         assert nothing_of_ours(store)
 

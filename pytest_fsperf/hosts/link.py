@@ -42,13 +42,15 @@ class HostError(MeasurementError):
 class Link:
     host: Host
     index: int
-    gateway: Any
+    group: Any  # execnet.Group of this link's one gateway: terminate() reaps its ssh
     channel: Any
     offset: float = 0.0  # the host's clock minus ours, s
     rtt: float = 0.0  # the round trip that measured it, s
     hello: dict[str, Any] = field(default_factory=dict)
     server: Server | None = None
     forward: Proc | None = None
+    popen: subprocess.Popen[bytes] | None = None  # the forward's, reaped when it is closed
+    entry: leftovers.Entry = None  # the forward, in the session's record
 
     def send(self, op: str, **args: Any) -> None:
         try:
@@ -109,13 +111,13 @@ def connect(host: Host, index: int, ssh: SshSettings, folder: str) -> Link:
     log = os.path.join(folder, f"ssh-{index}.log")
     try:
         with open(log, "ab") as err:
-            gateway = _gateway(execnet, _spec(host, ssh), err)
+            group, gateway = _gateway(execnet, _spec(host, ssh), err)
     except UsageError:
         raise
     except Exception as exc:  # execnet's bootstrap errors carry no cause
         raise HostError(f"host {host.shown}: could not start the agent over ssh: "
                         f"{_ssh_error(log)} ({type(exc).__name__})") from None
-    link = Link(host, index, gateway, gateway.remote_exec(_AGENT))
+    link = Link(host, index, group, gateway.remote_exec(_AGENT))
     try:
         hello = link.call("hello", mount=host.mount)
     except HostError as exc:
@@ -146,13 +148,17 @@ def connect(host: Host, index: int, ssh: SshSettings, folder: str) -> Link:
     return link
 
 
-def _gateway(execnet: Any, spec: str, err: Any) -> Any:
-    """execnet's ssh child writes its errors (a refused host key) to our stderr: point it
-    at the log for the while it starts."""
+def _gateway(execnet: Any, spec: str, err: Any) -> tuple[Any, Any]:
+    """A group of its own and its gateway. execnet's ssh child writes its errors (a refused
+    host key) to our stderr: point it at the log for the while it starts."""
     saved = os.dup(2)
+    group = execnet.Group()
     try:
         os.dup2(err.fileno(), 2)
-        return execnet.makegateway(spec)
+        return group, group.makegateway(spec)
+    except BaseException:
+        group.terminate(timeout=1.0)
+        raise
     finally:
         os.dup2(saved, 2)
         os.close(saved)
@@ -168,11 +174,11 @@ def forward(link: Link, ssh: SshSettings, folder: str) -> Server:
     log = os.path.join(folder, f"forward-{link.index}.log")
     with open(log, "ab") as err:
         popen = subprocess.Popen(
-            ["ssh", *link_args(link, ssh), "-N", "-o", "ExitOnForwardFailure=yes",
+            ["ssh", *ssh.args(link.host), "-N", "-o", "ExitOnForwardFailure=yes",
              "-o", "StreamLocalBindMask=0177", "-L", f"{local}:{remote}", link.host.destination],
             stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True)
-    link.forward = Proc.of(popen.pid)
-    entry = leftovers.note_process(link.forward)
+    link.forward, link.popen = Proc.of(popen.pid), popen
+    link.entry = entry = leftovers.note_process(link.forward)
     deadline = time.monotonic() + FORWARD_TIMEOUT
     while not _is_socket(local):
         if popen.poll() is not None or time.monotonic() > deadline:
@@ -182,10 +188,6 @@ def forward(link: Link, ssh: SshSettings, folder: str) -> Server:
         time.sleep(0.05)
     link.server = Server("localhost", 0, None, sock=local, shown=f"host {link.host.shown}")
     return link.server
-
-
-def link_args(link: Link, ssh: SshSettings) -> list[str]:
-    return ssh.args(link.host)
 
 
 def _is_socket(path: str) -> bool:
@@ -201,9 +203,13 @@ def link_close(link: Link) -> None:
         link.channel.send(None)
         link.channel.waitclose(5.0)
     with contextlib.suppress(Exception):
-        link.gateway.exit()
+        link.group.terminate(timeout=5.0)  # asks the gateway to exit, then reaps its ssh
     if link.forward is not None:
         kill_tree(link.forward, grace=1.0)
+    if link.popen is not None:  # no zombie of ours left in this process
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            link.popen.wait(timeout=5.0)
+    leftovers.done(link.entry)
     if link.server is not None and link.server.sock:
         with contextlib.suppress(OSError):
             os.unlink(link.server.sock)
