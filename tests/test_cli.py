@@ -282,15 +282,21 @@ def test_python_m_pytest_help_in_a_checkout_not_installed_yet_shows_the_plugin(t
     env = {k: v for k, v in os.environ.items()
            if k != "PYTHONPATH" and not k.startswith("PYTEST_")}
 
-    def help_() -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "--help"], cwd=root,
+    def help_(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", *args], cwd=root,
                               env=env, capture_output=True, text=True, timeout=120, check=False)
 
-    r = help_()  # without the plugin's dependencies: one line says what to install
+    said = ("fsperf: pytest-fsperf is not installed in this Python, and the checkout's copy "
+            "needs psutil, prometheus_client: pip install -e '.[test]'")
+    r = help_("--help")  # without the plugin's dependencies: its last line says what to install
     assert r.returncode == 0
     assert "filesystem performance (pytest-fsperf)" not in r.stdout
+    assert r.stdout.splitlines()[-1] == said, r.stdout[-600:]  # was: no word of it (exit 0)
+    r = help_("-q")  # a run stops on that line, not on tests/conftest.py's import of psutil
+    assert r.returncode == pytest.ExitCode.USAGE_ERROR
+    assert said.removeprefix("fsperf: ") in r.stdout + r.stderr and "psutil'" not in r.stdout
     subprocess.run([*pip, "psutil", "prometheus_client"], check=True, timeout=600)
-    r = help_()
+    r = help_("--help")
     assert r.returncode == 0, r.stderr
     assert "filesystem performance (pytest-fsperf)" in r.stdout
     assert "--fsperf-tolerance=PERCENT" in r.stdout
