@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -250,6 +251,17 @@ def wait_until(check: object, seconds: float) -> None:
         time.sleep(0.1)
 
 
+def first_fails_next_passes(pytester: pytest.Pytester, hosts: Hosts, local: Path,
+                            store: S3Server, said: str) -> None:
+    """The session's first test fails with `said`, the next passes on the first host; then
+    nothing is left on any host or here."""
+    result, _doc = run_json(pytester, *host_args(hosts, local))
+    result.assert_outcomes(passed=1, failed=1)  # the session went on
+    result.stdout.fnmatch_lines([said])
+    wait_until(lambda: agents_left() == [], 10)
+    assert nothing_of_ours(store)
+
+
 def test_a_host_with_a_changed_key_is_refused(pytester, tmp_path, store, local_mount):
     with ssh_hosts(tmp_path / "hosts", 2, store) as hosts:
         wrong_key(hosts, 1)
@@ -260,12 +272,9 @@ def test_a_host_with_a_changed_key_is_refused(pytester, tmp_path, store, local_m
             def test_next(fsperf):
                 fsperf.fio(rw="read", bs="1M", size="4M", clients=1)  # the first host only
         """)
-        result, _doc = run_json(pytester, *host_args(hosts, local_mount))
-        result.assert_outcomes(passed=1, failed=1)
-        result.stdout.fnmatch_lines(["*host root@fsperf-host1: could not start the agent over "
-                                     "ssh: Host key verification failed*"])
-        wait_until(lambda: agents_left() == [], 10)
-        assert nothing_of_ours(store)
+        first_fails_next_passes(pytester, hosts, local_mount, store,
+                                "*host root@fsperf-host1: could not start the agent over ssh: "
+                                "Host key verification failed*")
 
 
 def test_a_host_that_drops_out_mid_run_fails_the_test_naming_it(pytester, tmp_path, store,
@@ -284,18 +293,13 @@ def test_a_host_that_drops_out_mid_run_fails_the_test_naming_it(pytester, tmp_pa
             time.sleep(2.5)  # mid-run
             hosts.hosts[1].kill()
 
-        import threading
-
         killer = threading.Thread(target=kill_host)
         killer.start()
-        result, _doc = run_json(pytester, *host_args(hosts, local_mount))
-        killer.join()
-        result.assert_outcomes(passed=1, failed=1)  # the session went on
-        result.stdout.fnmatch_lines(["*host root@fsperf-host1 dropped out during the run (fio's "
-                                     "controller failed*"])
         # the dead host's leftovers are swept by the next agent on that machine
-        wait_until(lambda: agents_left() == [], 10)
-        assert nothing_of_ours(store)
+        first_fails_next_passes(pytester, hosts, local_mount, store,
+                                "*host root@fsperf-host1 dropped out during the run (fio's "
+                                "controller failed*")
+        killer.join()
 
 
 def test_nothing_is_left_on_any_host_after_pytest_is_killed(pytester, tmp_path, store,
@@ -351,3 +355,21 @@ def test_daemon_limits_hold_on_each_host_not_on_their_sum():
     local = dataclasses.replace(r, clients=tuple(dataclasses.replace(c, host="") for c in rows))
     v = judge(build_plan("t", [((), {"max_cpu": "150%"})]), [local])
     assert v.failures and v.failures[0].startswith("r: ")
+
+
+@pytest.mark.unit
+def test_an_ssh_config_another_user_can_change_is_refused(tmp_path):
+    """ssh does not check the permissions of a -F file, and runs its ProxyCommand: as
+    `nobody`, appending one to a world-writable config ran `id` as root (uid=0)."""
+    from pytest_fsperf.options.config import BY_NAME, Raw
+
+    convert = BY_NAME["fsperf_ssh_config"].convert
+    cfg = tmp_path / "cfg"
+    cfg.write_text("Host h\n  HostName 127.0.0.1\n")
+    cfg.chmod(0o600)
+    assert convert(Raw(str(cfg), "--fsperf-ssh-config (command line)", tmp_path)) == cfg
+    for path, mode in ((cfg, 0o666), (tmp_path, 0o777)):  # the file, or the directory holding it
+        path.chmod(mode)
+        with pytest.raises(UsageError, match="can be changed by another user"):
+            convert(Raw(str(cfg), "--fsperf-ssh-config (command line)", tmp_path))
+        path.chmod(0o600 if path == cfg else 0o700)

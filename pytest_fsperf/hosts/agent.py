@@ -23,7 +23,7 @@ from ..measure import progress
 from ..measure.cache import make_cold
 from ..measure.meters import DaemonExited, DaemonMeter
 from ..mounts.daemon import Lookup, find_daemon
-from ..mounts.mountinfo import read_mounts
+from ..mounts.mountinfo import Mount, read_mounts
 from ..session import leftovers
 
 PROTOCOL = 1  # bumped when a request or a reply changes shape
@@ -42,8 +42,7 @@ class Agent:
     def hello(self, mount: str) -> dict[str, Any]:
         """Who and what this host is; the mount must be a mount point here."""
         self.mount = mount
-        points = {m.mount_point: m for m in read_mounts()}
-        found = points.get(os.path.realpath(mount))
+        found = self._mounted()
         self.lookup = find_daemon(found) if found else None
         return {"version": __version__, "protocol": PROTOCOL, "host": socket.gethostname(),
                 "uid": os.geteuid(), "time": time.time(), "swept": self.swept,
@@ -96,8 +95,11 @@ class Agent:
                 "started": self.started,
                 "command": " ".join(lookup.daemon.cmdline)[:200] if lookup.daemon else ""}
 
+    def _mounted(self) -> Mount | None:
+        return {m.mount_point: m for m in read_mounts()}.get(os.path.realpath(self.mount))
+
     def _find(self) -> Lookup:
-        found = {m.mount_point: m for m in read_mounts()}.get(os.path.realpath(self.mount))
+        found = self._mounted()
         if found is None:
             return Lookup(None, f"{self.mount} is no longer a mount point on this host")
         return find_daemon(found)

@@ -25,7 +25,7 @@ from ..judge import history, runs
 from ..measure import balloon, fusetrace, placement, profile
 from ..mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 from ..mounts.registry import BackendConfig, load_config
-from ..session import outfile
+from ..session import leftovers, outfile
 from ..store import cost
 from ..vocab import Text
 
@@ -272,9 +272,16 @@ def _hosts(raw: Raw) -> tuple[hosts_spec.Host, ...]:
 
 
 def _ssh_config(raw: Raw) -> Path:
+    """ssh runs what the file says (ProxyCommand, LocalCommand) as this user: as root, a
+    file another user can change, or replace in its directory, is their command as root."""
     path = raw.path
     if not path.is_file():
         raise UsageError(f"{raw.where}: {path} is not a file")
+    real = path.resolve()
+    if not (leftovers.closed(real.stat())
+            and leftovers.closed(real.parent.stat(), sticky_ok=True)):
+        raise UsageError(f"{raw.where}: {real} (or its directory) can be changed by another "
+                         "user than root or you; ssh would run its commands as you")
     if any(c.isspace() for c in str(path)) or "//" in str(path):
         raise UsageError(f"{raw.where}: {path} holds whitespace or '//' (execnet splits on them)")
     return path

@@ -392,7 +392,7 @@ _WATCHDOG = ("import os, sys\nsys.stdin.buffer.read()\nif os.path.exists(sys.arg
              "    from pytest_fsperf.session.leftovers import settle\n    settle(sys.argv[1])\n")
 
 
-def _closed(st: os.stat_result, sticky_ok: bool = False) -> bool:
+def closed(st: os.stat_result, sticky_ok: bool = False) -> bool:
     """Owned by root or us, and writable by no one else (a sticky directory such as /tmp
     lets others add entries, but not replace ours: allowed above the package only)."""
     sticky = sticky_ok and stat.S_ISDIR(st.st_mode) and bool(st.st_mode & stat.S_ISVTX)
@@ -407,18 +407,18 @@ def package_root() -> list[str]:
     package = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(package)
     try:
-        if not _closed(os.stat(root)):
+        if not closed(os.stat(root)):
             return []
         above = os.path.dirname(root)
         while True:
-            if not _closed(os.stat(above), sticky_ok=True):
+            if not closed(os.stat(above), sticky_ok=True):
                 return []
             if os.path.dirname(above) == above:
                 break
             above = os.path.dirname(above)
         inside = [package, *(os.path.join(d, n) for d, dirs, files in os.walk(package)
                              for n in dirs + files)]
-        if not all(_closed(os.lstat(p)) for p in inside):
+        if not all(closed(os.lstat(p)) for p in inside):
             return []
     except OSError:
         return []
