@@ -38,6 +38,7 @@ from typing import Any
 from benchmarks.gate_detection import CGROUP, _on_term, cgroup, job, load, with_retry_rmdir, wrapper
 from pytest_fsperf.engine import steps
 from pytest_fsperf.judge import history
+from pytest_fsperf.judge.comparison import Comparison, judge_metric
 from pytest_fsperf.measure import canary
 from pytest_fsperf.measure.workspace import Workspace
 from pytest_fsperf.mounts.mounter import MountPlan
@@ -46,9 +47,11 @@ from pytest_fsperf.options.config import Settings
 from pytest_fsperf.result import WorkloadResult
 from pytest_fsperf.session.state import FsperfSession, Target
 from pytest_fsperf.stats import median
+from pytest_fsperf.vocab import CompareKind
 
 FILES = steps.FilesJob(mode="read", count=2000, size="128KiB", threads=8, subdir="files")
 FINGERPRINT = {"scale": 1.0, "fs": "bindfs"}
+TOLERANCE = 0.05
 
 
 Read = Callable[[str, bool], WorkloadResult]
@@ -64,28 +67,51 @@ def reader(ws: Workspace, workload: str, seconds: float) -> Read:
 
 
 def one_run(ws: Workspace, local: str, build: str, name: str, i: int, rounds: int, read: Read,
-            workload: str) -> dict[str, Any]:
+            workload: str, reference: str = "") -> dict[str, Any]:
     """A saved run's document, as the plugin writes one: `rounds` cold reads (as
-    --fsperf-rounds), the machine canary read before each and after the last."""
-    readings, done = [], []
+    --fsperf-rounds), the machine canary read before each and after the last. With a
+    `reference` build, as a gated session saves it: each round is a pair, the reference's
+    cold read and the build's, in the order ABBA... as the gate's (every run starts with A:
+    an order effect is then a constant in the B/A series, not noise), and the run holds
+    their B/A (comparison.judge_metric, as the gate)."""
+    readings, done, ref = [], [], []
     for k in range(rounds):
         readings.append(canary.measure(local).score)
+        first = i == 0 and k == 0
+        if reference and k % 2 == 0:
+            ws.cold_start(build=reference)
+            ref.append(read(f"{workload}.{name}.{i}.{k}.ref", first))
+            first = False
         ws.cold_start(build=build)
-        done.append(read(f"{workload}.{name}.{i}.{k}", i == 0 and k == 0))
+        done.append(read(f"{workload}.{name}.{i}.{k}", first))
+        if reference and k % 2 == 1:
+            ws.cold_start(build=reference)
+            ref.append(read(f"{workload}.{name}.{i}.{k}.ref", False))
     readings.append(canary.measure(local).score)
     mid = sorted(done, key=lambda r: r.bw_bytes)[len(done) // 2]
-    return {"schema": "pytest-fsperf/1", "created": f"2026-01-01T{i // 60:02d}:{i % 60:02d}:00+0000",
-            "environment": {"build": {"id": f"{name}-{i}"}},
-            "results": [{"test": "history_detection", "name": workload,
-                         "fingerprint": {**FINGERPRINT, "workload": workload},
-                         "total": mid.total(), "canary": readings,
-                         "rest": dataclasses.asdict(mid.rest) if mid.rest else None,
-                         "rounds": [{"bw": r.bw_bytes, "ops": None} for r in done] if rounds > 1 else []}]}
+    doc: dict[str, Any] = {
+        "schema": "pytest-fsperf/1", "created": f"2026-01-01T{i // 60:02d}:{i % 60:02d}:00+0000",
+        "environment": {"build": {"id": f"{name}-{i}"}},
+        "results": [{"test": "history_detection", "name": workload,
+                     "fingerprint": {**FINGERPRINT, "workload": workload},
+                     "total": mid.total(), "canary": readings,
+                     "rest": dataclasses.asdict(mid.rest) if mid.rest else None,
+                     "rounds": [{"bw": r.bw_bytes, "ops": None} for r in done] if rounds > 1 else []}]}
+    if reference:
+        bw = judge_metric("bw", [r.bw_bytes for r in ref], [r.bw_bytes for r in done], TOLERANCE,
+                          gate=True)
+        doc["comparisons"] = [Comparison(
+            "history_detection", workload, "bindfs", (reference,), (build,), rounds,
+            "".join("AB" if k % 2 == 0 else "BA" for k in range(rounds)),
+            tuple(r.name for r in ref), tuple(r.name for r in done), {"bw": bw},
+            kind=CompareKind.GATE).to_dict()]
+    return doc
 
 
 def series(session: FsperfSession, target: Target, builds: tuple[str, str], step: int | None,
            n: int, share: float, rng: random.Random, scratch: Path, name: str, rounds: int,
-           workload: str, read_s: float) -> tuple[list[history.Run], list[float], list[str]]:
+           workload: str, read_s: float, reference: str = "",
+           ) -> tuple[list[history.Run], list[float], list[str]]:
     ws = Workspace(session, target, f"history::{name}", target.new_workdir(name))
     local = session.local_dir()
     read = reader(ws, workload, read_s)
@@ -97,7 +123,7 @@ def series(session: FsperfSession, target: Target, builds: tuple[str, str], step
         build = builds[1] if step is not None and i >= step else builds[0]
         t = time.monotonic()
         with load(kind, scratch):
-            doc = one_run(ws, local, build, name, i, rounds, read, workload)
+            doc = one_run(ws, local, build, name, i, rounds, read, workload, reference)
         seconds.append(time.monotonic() - t)
         loads.append(kind)
         found.append(history.Run(f"run{i:02d}", doc["created"], history.build_of(doc), doc))
@@ -105,7 +131,6 @@ def series(session: FsperfSession, target: Target, builds: tuple[str, str], step
     return found, seconds, loads
 
 
-TOLERANCE = 0.05
 LAST = 3  # run-vs-run: each run against the last LAST saved runs, as --fsperf-compare-last
 
 
@@ -133,7 +158,9 @@ def run_vs_run(found: list[history.Run], step: int | None) -> tuple[bool | None,
 
 
 def judged(found: list[history.Run], step: int | None) -> tuple[bool, str]:
-    (s,) = history.series(found, ("bw",))
+    """Whether the series was judged right (the step found at its run ±1, or no change point
+    without one), and what was found. With a reference, the B/A series is judged."""
+    s = max(history.series(found, ("bw",)), key=lambda s: bool(s.against))
     a = history.analyse(s)
     said = ", ".join(f"run {c.index} {c.change:+.1%} p={c.pvalue:.1g} {c.cause.value}"
                      for c in a.changes) or "none"
@@ -143,7 +170,8 @@ def judged(found: list[history.Run], step: int | None) -> tuple[bool, str]:
     if step is None:
         return not a.changes, said
     right = [c for c in a.changes if abs(c.index - step) <= 1 and c.worse]
-    level = f"; true step {median(bws[step:]) / median(bws[:step]) - 1:+.1%}"
+    level = (f"; true step {median(bws[step:]) / median(bws[:step]) - 1:+.1%}"
+             if 0 < step < len(bws) else "")
     return bool(right), said + level
 
 
@@ -164,6 +192,10 @@ def main() -> None:
                          "measured); fio: 128 KiB direct reads of --seconds (steps of 3-16%%, "
                          "and no quieter across runs: the machine drifts over minutes)")
     ap.add_argument("--seconds", type=float, default=2.0, help="each fio read")
+    ap.add_argument("--reference", choices=("none", "build"), default="none",
+                    help="build: every run also reads the 20%% build (a pinned reference) in "
+                         "pairs with its own, as a gated session (--fsperf-reference) saves it; "
+                         "history judges the B/A series")
     args = ap.parse_args()
     missing = history.available()
     if missing:
@@ -190,7 +222,8 @@ def main() -> None:
             name = f"{kind}{n}"
             found, seconds, loads = series(session, target, builds, step, args.runs,
                                            args.load_share, rng, scratch, name, args.rounds,
-                                           args.workload, args.seconds)
+                                           args.workload, args.seconds,
+                                           builds[0] if args.reference == "build" else "")
             per_run += seconds
             ok, said = judged(found, step)
             rows[kind].append(ok)
@@ -215,7 +248,8 @@ def main() -> None:
         for name in ("fsperf-history-a", "fsperf-history-b"):
             with_retry_rmdir(CGROUP / name)
         shutil.rmtree(scratch, ignore_errors=True)
-    print(f"{args.runs} runs per series of {args.rounds} round(s) each, "
+    print(f"{args.runs} runs per series of {args.rounds} round(s) each"
+          f"{', each against the pinned reference build' if args.reference == 'build' else ''}, "
           f"{100 * args.load_share:g}% of runs under a background load (cpu or disk), "
           f"Otava max p-value {history.MAX_PVALUE:g}, window {history.WINDOW}")
     print(f"10% step found at the right run (±1): {sum(rows['step'])}/{len(rows['step'])} "
@@ -227,7 +261,9 @@ def main() -> None:
           f"other runs flagged {pair['false']} of {pair['judged'] - len(rows['step'])}; "
           f"'machine changed' {pair['machine']} of {pair['judged']}")
     if per_run:
-        print(f"seconds per run (canary, cold remount, read, canary): median {median(per_run):.1f}")
+        also = ", the reference's" if args.reference == "build" else ""
+        print(f"seconds per run (canary, cold remount, read{also}, canary): "
+              f"median {median(per_run):.1f}")
 
 
 if __name__ == "__main__":

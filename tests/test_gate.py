@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_fsperf.judge import history
 from pytest_fsperf.measure import balloon, placement
 from tests.conftest import need, ours
 
@@ -74,6 +75,10 @@ def test_a_slower_candidate_fails_the_gate(pytester, tmp_path):
     # the rest of the machine over every run of 0.5 s or more: B's (3 s at 8 MB/s) are read
     assert set(reads["read"]["rest"]) == {"cpu", "steal"}, reads["read"]["rest"]
     assert c["machine"].startswith("the rest of the machine used "), c["machine"]
+    # a saved run of a gated session gives history its B/A against the reference
+    (ratio,) = [s for s in history.series([history.Run("r", "", "", doc)], ("bw",)) if s.against]
+    assert ratio.against == rclone and ratio.key.endswith("::read")
+    assert ratio.points[0].value == pytest.approx(c["metrics"]["bw"]["ratio"])
     assert ours() == ([], [])
 
 

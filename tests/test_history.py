@@ -160,9 +160,8 @@ def test_a_series_never_mixes_fingerprints(shapes):
         assert len({(p.run) for p in s.points}) == len(s.points)
         members = [shapes[int(p.run[3:])] for p in s.points]
         assert len(set(members)) == 1  # one kernel, one scale, one workload
-    said = history.differences(every)
-    for key, fields in said.items():
-        name = key.rsplit("::", 1)[1]
+    for m in history.differences(every):
+        name, fields = m.key.rsplit("::", 1)[1], m.fields
         kernels = {k for k, _sc, n in shapes if n == name}
         scales = {sc for _k, sc, n in shapes if n == name}
         assert set(fields) == {f for f, many in (("kernel", kernels), ("scale", scales))
@@ -194,6 +193,70 @@ def test_the_gate_fails_only_a_recent_worsening_of_the_filesystem_past_the_toler
     assert history.gate(recent, 0.10, "run999") == []  # the newest run is not in the series
     alone = [history.analyse(s) for s in history.series(stepped(at=29, step=0.6), ("bw",))]
     assert alone[0].changes and history.gate(alone, 0.10, "run029") == []  # one run: not yet
+
+
+def gated(n: int = 30, at: int | None = 20, step: float = 0.9, drift: float = 0.04,
+          reference: str = "/opt/v1/bindfs", seed: int = 5, pair_noise: float = 0.02) -> list[Run]:
+    """Runs saved by a gated session: the candidate's own bandwidth wanders with the machine
+    (a random walk of `drift` per run, as this VM's did over minutes), its pairs' B/A only
+    by `pair_noise`, and steps to `step` from run `at`."""
+    rng = random.Random(seed)
+    machine, out = 1.0, []
+    for i in range(n):
+        machine *= rng.lognormvariate(0, drift)
+        level = step if at is not None and i >= at else 1.0
+        ratio = level * rng.lognormvariate(0, pair_noise)
+        r = result(1e9 * machine * level, rng=rng)
+        c = {"test": r["test"], "name": r["name"], "kind": "gate", "a_options": [reference],
+             "b_options": ["/opt/next/bindfs"], "rounds": 3,
+             "metrics": {"bw": {"metric": "bw", "ratio": ratio, "ci_low": ratio * 0.95,
+                                "ci_high": ratio * 1.05}}}
+        out.append(run(i, r, build=f"c{i}"))
+        out[-1].doc["comparisons"] = [c]
+    return out
+
+
+def test_a_gated_runs_b_over_a_is_a_series_of_its_own_where_the_machines_drift_cancels():
+    every = history.series(gated(), ("bw",))
+    raw, ratio = sorted(every, key=lambda s: s.against)
+    assert raw.against == "" and ratio.against == "/opt/v1/bindfs"
+    assert ratio.label == "bandwidth B/A against /opt/v1/bindfs" and ratio.shown(0.9) == "0.900x"
+    assert ratio.points[0].low < ratio.points[0].value < ratio.points[0].high  # the pair interval
+    (c,) = history.analyse(ratio).changes
+    assert abs(c.index - 20) <= 1 and c.change == pytest.approx(-0.10, abs=0.02) and c.worse
+    flat = [s for s in history.series(gated(at=None), ("bw",)) if s.against]
+    assert history.analyse(flat[0]).changes == ()
+    # normalising a B/A by the canary is not needed, and said
+    a = history.analyse(ratio)
+    assert "not needed" in history.normalised_effect(a, history.MAX_PVALUE, history.MIN_CHANGE,
+                                                     history.WINDOW)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000))
+def test_the_machines_drift_alone_fails_no_gated_history(seed):
+    """The candidate's own bandwidth falls with the machine; its B/A holds: the history gate
+    judges the B/A and passes, whatever the raw series shows."""
+    found = gated(at=None, drift=0.06, seed=seed)
+    for r in found[25:]:  # the machine 30% slower for the newest runs
+        for rnd in r.doc["results"][0]["rounds"]:
+            rnd["bw"] *= 0.7
+    analyses = [history.analyse(s) for s in history.series(found, ("bw",))]
+    assert history.gate(analyses, 0.10, "run029") == []
+    stepped_too = gated(at=26, step=0.8, seed=seed)
+    (c,) = history.gate([history.analyse(s) for s in history.series(stepped_too, ("bw",))],
+                        0.10, "run029")
+    assert c.series.against and c.worse
+
+
+def test_each_reference_is_a_series_of_its_own():
+    found = gated(n=20, at=None)
+    for r in found[10:]:  # a new release became the reference
+        r.doc["comparisons"][0]["a_options"] = ["/opt/v2/bindfs"]
+    ratios = [s for s in history.series(found, ("bw",)) if s.against]
+    assert sorted((s.against, len(s.points)) for s in ratios) == [("/opt/v1/bindfs", 10),
+                                                                  ("/opt/v2/bindfs", 10)]
+    assert history.differences(ratios) == []  # one fingerprint each: not mixed, two references
 
 
 def test_the_build_a_run_measured():

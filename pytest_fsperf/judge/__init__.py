@@ -120,7 +120,7 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
             said.append(cmp.message(tolerance, r.name))
             j.outcomes[r.name] = j.outcomes[r.name].worst(outcome)
     if past is not None:
-        _history_gate(j, judged, past)
+        _history_gate(j, judged, past, builds)
     return j
 
 
@@ -131,9 +131,12 @@ def _as_saved(r: WorkloadResult, env: dict[str, Any]) -> dict[str, Any]:
             "fingerprint": runs.fingerprint(r.scenario, r.options, r.mount, env)}
 
 
-def _history_gate(j: Judgement, judged: Sequence[WorkloadResult], past: Past) -> None:
-    """A workload whose series over the saved runs, this run last, starts a worse level now."""
-    doc = {"environment": past.env, "results": [_as_saved(r, past.env) for r in judged]}
+def _history_gate(j: Judgement, judged: Sequence[WorkloadResult], past: Past,
+                  builds: Sequence[Comparison] = ()) -> None:
+    """A workload whose series over the saved runs, this run last, starts a worse level now
+    (its B/A against the reference build where the run is gated)."""
+    doc = {"environment": past.env, "results": [_as_saved(r, past.env) for r in judged],
+           "comparisons": [c.to_dict() for c in builds]}
     run = history.Run(past.name, time.strftime(runs.CREATED), history.build_of(doc), doc)
     by_key = {f"{r.test}::{r.name}": r.name for r in judged}
     changes, seen = history.gate_new(past.runs, run, past.tolerance)

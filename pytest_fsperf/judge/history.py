@@ -6,6 +6,11 @@ machine): each distinct fingerprint of a workload is a series of its own, and wh
 between them is said. The machine canary of each run is a series too; a change point in a
 workload that falls on one in the canary (one run either way) is the machine's, not the
 filesystem's.
+
+A run saved from a release gate (--fsperf-reference) also holds each workload's B/A against
+the reference build, measured in pairs in the same run: a series of its own per reference
+(`against`). The machine's drift between runs moves both sides of a pair alike and cancels
+in the ratio, so a step there is the candidate's.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 from .. import inputs
 from ..errors import UsageError
 from ..measure.rest import REST_LIMIT
-from ..vocab import METRICS
+from ..vocab import METRICS, CompareKind
 from .runs import CREATED, shape_problem, values
 
 INSTALL = "pip install 'pytest-fsperf[history]' (Apache Otava)"
@@ -37,6 +42,9 @@ NEAR = 1  # a workload's change point within this many runs of the canary's is t
 # figures followed, per run (the median of its rounds), as the metric registry names them
 FIGURES = ("bw", "ops", "daemon_cpu", "daemon_rss")
 CANARY = "canary"  # the machine canary's series: a score, higher is faster
+# comparisons of a candidate build against a reference build (or mount)
+AGAINST_KINDS = frozenset(k.value for k in (CompareKind.GATE, CompareKind.BUILDS,
+                                            CompareKind.MOUNT_GATE))
 
 
 class Cause(enum.Enum):
@@ -73,17 +81,29 @@ class Series:
     figure: str  # bw, ops, daemon_cpu, daemon_rss
     fingerprint: tuple[tuple[str, str], ...]
     points: tuple[Point, ...]
+    # the reference build this series is B/A against (its values are ratios), "" for the
+    # figure itself
+    against: str = ""
 
     @property
     def higher_is_better(self) -> bool:
         return self.figure == CANARY or METRICS[self.figure].bigger_is_better
 
     def shown(self, value: float) -> str:
+        if self.against:
+            return f"{value:.3f}x"
         return f"{value:.3g}" if self.figure == CANARY else METRICS[self.figure].show(value)
 
     @property
     def label(self) -> str:
-        return "machine canary" if self.figure == CANARY else METRICS[self.figure].label
+        if self.figure == CANARY:
+            return "machine canary"
+        return METRICS[self.figure].label + (f" B/A against {self.against}" if self.against else "")
+
+    @property
+    def group(self) -> tuple[str, str]:
+        """What a series follows, whatever its fingerprint: the workload, and its reference."""
+        return self.key, self.against
 
     def values(self) -> list[float]:
         return [p.value for p in self.points]
@@ -209,42 +229,80 @@ def _fingerprint(result: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def series(found: Sequence[Run], figures: Sequence[str] = FIGURES) -> list[Series]:
-    """Each workload's figures over the runs, one series per fingerprint."""
-    points: dict[tuple[str, str, tuple[tuple[str, str], ...]], list[Point]] = {}
+    """Each workload's figures over the runs, one series per fingerprint; and, from runs
+    saved by a release gate, each workload's B/A against each reference build."""
+    points: dict[tuple[str, str, tuple[tuple[str, str], ...], str], list[Point]] = {}
     for run in found:
-        for r in run.doc.get("results", []):
+        results = run.doc.get("results", [])
+        for r in results:
             if r.get("judged") is False:
                 continue
-            key = f"{r['test']}::{r['name']}"
-            canary = _median([float(x) for x in r.get("canary") or []
-                              if isinstance(x, int | float)])
-            rest = r.get("rest") if isinstance(r.get("rest"), dict) else None
-            busy = rest.get("cpu") if rest else None
             for figure in figures:
                 got = [v for v in values(r, figure) if math.isfinite(v) and v > 0]
-                if not got:
+                if got:
+                    points.setdefault((_key(r), figure, _fingerprint(r), ""), []).append(
+                        _point(run, r, statistics.median(got), min(got), max(got)))
+        for c in run.doc.get("comparisons", []) or []:
+            if not isinstance(c, dict) or c.get("kind") not in AGAINST_KINDS:
+                continue
+            r = next((r for r in results if _key(r) == _key(c) and r.get("judged") is not False),
+                     {})
+            against = " ".join(str(o) for o in c.get("a_options") or ()) or "the reference"
+            for figure in figures:
+                m = (c.get("metrics") or {}).get(figure) or {}
+                ratio, low, high = (_positive(m.get(k)) for k in ("ratio", "ci_low", "ci_high"))
+                if ratio is None:
                     continue
-                points.setdefault((key, figure, _fingerprint(r)), []).append(Point(
-                    run.name, run.build, run.created, statistics.median(got), min(got), max(got),
-                    canary, float(busy) if isinstance(busy, int | float) else None))
-    return [Series(key, figure, fp, tuple(p)) for (key, figure, fp), p in sorted(
-        points.items(), key=lambda kv: (kv[0][0], FIGURES.index(kv[0][1])
-                                        if kv[0][1] in FIGURES else 99, len(kv[1]) * -1))]
+                points.setdefault((_key(c), figure, _fingerprint(r), against), []).append(
+                    _point(run, r, ratio, low or ratio, high or ratio))
+    return [Series(key, figure, fp, tuple(p), against)
+            for (key, figure, fp, against), p in sorted(
+                points.items(), key=lambda kv: (kv[0][0], kv[0][3], FIGURES.index(kv[0][1])
+                                                if kv[0][1] in FIGURES else 99, len(kv[1]) * -1))]
 
 
-def differences(found: Sequence[Series]) -> dict[str, list[str]]:
-    """For each workload measured under more than one fingerprint: the fingerprint fields
-    that differ between its series (each series is judged on its own)."""
-    by_key: dict[str, set[tuple[tuple[str, str], ...]]] = {}
+def _key(r: dict[str, Any]) -> str:
+    return f"{r.get('test')}::{r.get('name')}"
+
+
+def _positive(v: object) -> float | None:
+    """v as a float where it is a finite number above 0, else None."""
+    return float(v) if isinstance(v, int | float) and math.isfinite(v) and v > 0 else None
+
+
+def _point(run: Run, r: dict[str, Any], value: float, low: float, high: float) -> Point:
+    """A run's point: its value, with the run's canary and rest-of-the-machine readings."""
+    canary = _median([float(x) for x in r.get("canary") or [] if isinstance(x, int | float)])
+    rest = r.get("rest") if isinstance(r.get("rest"), dict) else None
+    busy = rest.get("cpu") if rest else None
+    return Point(run.name, run.build, run.created, float(value), float(low), float(high), canary,
+                 float(busy) if isinstance(busy, int | float) else None)
+
+
+@dataclass(frozen=True)
+class Mixed:
+    """A workload (and reference) measured under more than one fingerprint."""
+
+    key: str  # TEST::WORKLOAD
+    against: str  # the reference of its B/A series, "" for its figures
+    fingerprints: int
+    fields: tuple[str, ...]  # the fingerprint fields that differ
+
+    def said(self) -> str:
+        what = self.key + (f" (B/A against {self.against})" if self.against else "")
+        return (f"{what}: measured under {self.fingerprints} fingerprints (differing in "
+                f"{', '.join(self.fields)}); each is a series of its own")
+
+
+def differences(found: Sequence[Series]) -> list[Mixed]:
+    """The workloads measured under more than one fingerprint, and the fields that differ
+    between their series (each series is judged on its own)."""
+    by_group: dict[tuple[str, str], set[tuple[tuple[str, str], ...]]] = {}
     for s in found:
-        by_key.setdefault(s.key, set()).add(s.fingerprint)
-    said = {}
-    for key, fps in by_key.items():
-        if len(fps) > 1:
-            fields = sorted({k for fp in fps for k, v in fp
-                             if len({dict(f).get(k) for f in fps}) > 1})
-            said[key] = fields
-    return said
+        by_group.setdefault(s.group, set()).add(s.fingerprint)
+    return [Mixed(key, against, len(fps), tuple(sorted(
+        {k for fp in fps for k, _v in fp if len({dict(f).get(k) for f in fps}) > 1})))
+        for (key, against), fps in by_group.items() if len(fps) > 1]
 
 
 # -- change points -------------------------------------------------------------------
@@ -285,7 +343,7 @@ def normalised(s: Series) -> Series | None:
     median canary (a machine 10% slower that run raises a bandwidth by 10%); None without
     canary readings."""
     canary = s.canary()
-    if canary is None:
+    if canary is None or s.against:
         return None
     mid = statistics.median(canary)
     scale = [(c / mid) if c else 1.0 for c in canary]
@@ -293,7 +351,7 @@ def normalised(s: Series) -> Series | None:
         points = [_scaled(p, 1 / f) for p, f in zip(s.points, scale, strict=True)]
     else:
         points = [_scaled(p, f) for p, f in zip(s.points, scale, strict=True)]
-    return Series(s.key, s.figure, s.fingerprint, tuple(points))
+    return Series(s.key, s.figure, s.fingerprint, tuple(points), s.against)
 
 
 def _scaled(p: Point, by: float) -> Point:
@@ -373,15 +431,20 @@ LEVEL = 2  # runs a new level needs before the gate acts on it
 
 def gate(analyses: Sequence[Analysis], tolerance: float, newest: str, recent: int = 5,
          ) -> list[Change]:
-    """--fsperf-history-gate: per series whose newest run is `newest`, the change point that
+    """--fsperf-history-gate: per series whose newest run is `newest` (of a workload with a B/A
+    series against a reference, that series alone), the change point that
     began within the `recent` newest runs (and LEVEL runs ago or more), made the figure
     worse by more than `tolerance`, is the filesystem's (not the machine's), and still holds
     at the newest run (worse than the level before it by more than the tolerance)."""
     found = []
+    paired = {a.series.key for a in analyses
+              if a.series.against and a.series.points and a.series.points[-1].run == newest}
     for a in analyses:
         points = a.series.points
         if not points or points[-1].run != newest:
             continue
+        if a.series.key in paired and not a.series.against:
+            continue  # its B/A against the reference is judged: the machine's drift cancels there
         for c in reversed(a.changes):
             if len(points) - c.index > recent:
                 break
@@ -402,10 +465,7 @@ def report(found: Sequence[Run], figures: Sequence[str] = FIGURES,
     all (as `fsperf history` and --fsperf-history print them)."""
     every = series(found, figures)
     analyses = [analyse(s, max_pvalue, min_magnitude, window) for s in every]
-    counts = {key: len({s.fingerprint for s in every if s.key == key}) for key in {s.key for s in every}}
-    notes = [f"{key}: measured under {counts[key]} fingerprints (differing in "
-             f"{', '.join(fields)}); each is a series of its own"
-             for key, fields in differences(every).items()]
+    notes = [m.said() for m in differences(every)]
     lines = [f"{len(found)} runs, {found[0].name} to {found[-1].name}; {len(every)} series"
              if found else "no saved run", *notes]
     for a in analyses:
@@ -423,6 +483,9 @@ def report(found: Sequence[Run], figures: Sequence[str] = FIGURES,
 
 def normalised_effect(a: Analysis, max_pvalue: float, min_magnitude: float, window: int) -> str:
     """What dividing by the canary does to a series' change points, said."""
+    if a.series.against:
+        return ("normalised by the canary: not needed (B/A against a reference measured in the "
+                "same runs: the machine moves both sides)")
     n = normalised(a.series)
     if n is None:
         return "normalised by the canary: not possible (runs without canary readings)"
