@@ -24,6 +24,7 @@ flagged that were not the step. --keep writes each series' runs as saved-run fil
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import random
@@ -70,23 +71,25 @@ def one_run(ws: Workspace, local: str, build: str, name: str, i: int, rounds: in
             workload: str, reference: str = "") -> dict[str, Any]:
     """A saved run's document, as the plugin writes one: `rounds` cold reads (as
     --fsperf-rounds), the machine canary read before each and after the last. With a
-    `reference` build, as a gated session saves it: each round is a pair, the reference's
+    `reference` build, as a gated session saves it: each round is a pair (its runs pinned to
+    CPUs as a gate pins them, --fsperf-cpus=auto), the reference's
     cold read and the build's, in the order ABBA... as the gate's (every run starts with A:
     an order effect is then a constant in the B/A series, not noise), and the run holds
     their B/A (comparison.judge_metric, as the gate)."""
     readings, done, ref = [], [], []
-    for k in range(rounds):
-        readings.append(canary.measure(local).score)
-        first = i == 0 and k == 0
-        if reference and k % 2 == 0:
-            ws.cold_start(build=reference)
-            ref.append(read(f"{workload}.{name}.{i}.{k}.ref", first))
-            first = False
-        ws.cold_start(build=build)
-        done.append(read(f"{workload}.{name}.{i}.{k}", first))
-        if reference and k % 2 == 1:
-            ws.cold_start(build=reference)
-            ref.append(read(f"{workload}.{name}.{i}.{k}.ref", False))
+    with ws.pairing() if reference else contextlib.nullcontext():  # pinned, as a gate's runs
+        for k in range(rounds):
+            readings.append(canary.measure(local).score)
+            first = i == 0 and k == 0
+            if reference and k % 2 == 0:
+                ws.cold_start(build=reference)
+                ref.append(read(f"{workload}.{name}.{i}.{k}.ref", first))
+                first = False
+            ws.cold_start(build=build)
+            done.append(read(f"{workload}.{name}.{i}.{k}", first))
+            if reference and k % 2 == 1:
+                ws.cold_start(build=reference)
+                ref.append(read(f"{workload}.{name}.{i}.{k}.ref", False))
     readings.append(canary.measure(local).score)
     mid = sorted(done, key=lambda r: r.bw_bytes)[len(done) // 2]
     doc: dict[str, Any] = {

@@ -60,3 +60,25 @@ def test_fadvise_on_fuse_leaves_the_backing_file_cached_so_it_is_not_called_cold
     state = cache.make_cold(str(mount.point), True, drop_path=refused)
     assert state == cache.PageCache.FADVISED_FUSE and not state.startswith("cold")
     assert resident_pages(mount.source / "data") > 0  # why: the backing file is still cached
+
+
+@pytest.mark.integration
+def test_keeping_the_store_cache_drops_the_fuse_pages_and_keeps_the_backing_files(bindfs, tmp_path):
+    """--fsperf-store-cache=keep: the backing file's pages stay (drop_caches is not written;
+    the FUSE file's go by fadvise, and by the remount where the plugin mounts), and the result
+    says so; on a kernel filesystem the drop happens as ever."""
+    mount = bindfs()
+    data = mount.point / "data"
+    data.write_bytes(os.urandom(4 * 2**20))
+    data.read_bytes()
+    drop = tmp_path / "drop_caches"
+    drop.write_text("")
+    state = cache.make_cold(str(mount.point), True, drop_path=str(drop), store=cache.StoreCache.KEEP)
+    assert state == cache.PageCache.STORE_KEPT and state.cold and state.startswith("cold: FUSE only")
+    assert drop.read_text() == ""  # the machine's page cache was not dropped
+    assert resident_pages(mount.source / "data") > 0  # the store's pages, kept
+    local = tmp_path / "local"
+    local.mkdir()
+    assert cache.make_cold(str(local), False, drop_path=str(drop),
+                           store=cache.StoreCache.KEEP) == cache.PageCache.DROPPED
+    assert drop.read_text() == "3\n"

@@ -248,3 +248,25 @@ def test_an_unjudged_layout_step_runs_once_on_the_candidate_and_is_not_gated(pyt
     assert "layout: regression" not in result.stdout.str()
     (layout,) = [r for r in doc["results"] if r["name"] == "layout"]
     assert layout["judged"] is False and layout["mount"]["command"][0] == str(candidate)
+
+
+def test_a_gate_that_keeps_the_stores_cache_says_so_in_every_run(pytester, tmp_path):
+    """--fsperf-store-cache=keep: every run is remounted, its FUSE reads verified cold, its
+    backing files left in memory (no drop_caches, no settling), and each run says so; a bad
+    value is one line naming the flag."""
+    binary = need("bindfs")
+    need("fio")
+    pytester.makepyfile(READ)
+    out = pytester.path / "fsperf.json"
+    args = ("-p", "no:cacheprovider", "--fsperf-backend=bindfs", f"--fsperf-json={out}",
+            "--fsperf-ab-max-rounds=3", f"--fsperf-reference={binary}", "--fsperf-inconclusive=warn")
+    bad = pytester.runpytest(*args, "--fsperf-store-cache=warm")
+    bad.stderr.fnmatch_lines(["*--fsperf-store-cache=warm (command line): *drop*keep*"])
+    result = pytester.runpytest(*args, "--fsperf-store-cache=keep")
+    result.assert_outcomes(passed=1)
+    doc = json.loads(out.read_text())
+    for r in doc["results"]:
+        assert r["cache"] == "cold: FUSE only, the store's cache kept (--fsperf-store-cache=keep)"
+        assert r["cold_steps"] == ["unmount", "mount", "fadvise (the store's cache kept)"], r["cold_steps"]
+        assert set(r["round_cold"]) == {"verified"}, r["round_cold"]
+    assert ours() == ([], [])

@@ -249,6 +249,16 @@ def test_the_machines_drift_alone_fails_no_gated_history(seed):
     assert c.series.against and c.worse
 
 
+def test_a_busy_neighbour_leaves_no_run_of_a_b_over_a_series_out():
+    """Both sides of a pair met the neighbour: its B/A stays in, its raw figure does not."""
+    found = gated(at=None)
+    for i, r in enumerate(found):
+        r.doc["results"][0]["rest"] = {"cpu": 0.9 if i % 4 == 0 else 0.0}
+    raw, ratio = sorted((history.analyse(s) for s in history.series(found, ("bw",))),
+                        key=lambda a: a.series.against)
+    assert "runs left out" in raw.note and ratio.note == ""
+
+
 def test_each_reference_is_a_series_of_its_own():
     found = gated(n=20, at=None)
     for r in found[10:]:  # a new release became the reference

@@ -9,6 +9,7 @@ A daemon's own cache (memory or disk) is not touched by either; see daemon_cache
 
 from __future__ import annotations
 
+import enum
 import os
 
 from ..vocab import Text
@@ -24,17 +25,32 @@ class PageCache(Text):
     # On FUSE, fadvise drops the FUSE file's page cache, not that of what the daemon reads from
     # (bindfs over a local disk read at warm speed, 2.53 vs 2.41 GB/s): not cold.
     FADVISED_FUSE = "not cold: fadvise on FUSE (the daemon's backing files stay cached; needs root)"
+    # --fsperf-store-cache=keep: the FUSE files' pages dropped (and the daemon remounted,
+    # where the plugin owns it), the machine's page cache not: what the daemon reads from (a
+    # local backing directory, a local object store's disk) stays in memory, asked for
+    STORE_KEPT = "cold: FUSE only, the store's cache kept (--fsperf-store-cache=keep)"
     WARM = "warm"
 
     @property
     def cold(self) -> bool:
-        return self in (PageCache.DROPPED, PageCache.FADVISED)
+        return self in (PageCache.DROPPED, PageCache.FADVISED, PageCache.STORE_KEPT)
 
     @property
     def method(self) -> str:
         """As a cold step: drop_caches, fadvise."""
         return {PageCache.DROPPED: "drop_caches", PageCache.FADVISED: "fadvise",
-                PageCache.FADVISED_FUSE: "fadvise (FUSE: not cold)"}.get(self, "warm")
+                PageCache.FADVISED_FUSE: "fadvise (FUSE: not cold)",
+                PageCache.STORE_KEPT: "fadvise (the store's cache kept)"}.get(self, "warm")
+
+
+class StoreCache(enum.Enum):
+    """--fsperf-store-cache: what a cold start does to the page cache of what the daemon
+    reads from."""
+
+    DROP = "drop"  # drop_caches: the whole machine's page cache (the default)
+    # only the FUSE files' pages: a local store's files stay in memory, so that every run
+    # meets one state of it (a VM's virtual disk and free page reporting do not steady)
+    KEEP = "keep"
 
 
 class ColdRead(Text):
@@ -94,9 +110,15 @@ def fadvise_tree(root: str) -> int:
     return count
 
 
-def make_cold(workdir: str, fuse: bool, drop_path: str = DROP_CACHES) -> PageCache:
-    """Sync, drop the page cache; returns which method was used, and whether it was enough."""
+def make_cold(workdir: str, fuse: bool, drop_path: str = DROP_CACHES,
+              store: StoreCache = StoreCache.DROP) -> PageCache:
+    """Sync, drop the page cache; returns which method was used, and whether it was enough.
+    StoreCache.KEEP on FUSE: only the FUSE files' pages (a filesystem of the kernel's own has
+    no store behind it to keep: dropped as ever)."""
     os.sync()
+    if store == StoreCache.KEEP and fuse:
+        fadvise_tree(workdir)
+        return PageCache.STORE_KEPT
     if drop_caches(drop_path):
         return PageCache.DROPPED
     fadvise_tree(workdir)

@@ -170,7 +170,7 @@ class Workspace:
         for peer in self.peers:  # every client's mount is cold, not only the first
             if peer.owned is not None and peer.owned.backend.has_daemon:
                 peer.owned.remount(options, wipe=True, build=build)
-        self._cold = cache.make_cold(str(self.workdir), self._fuse)
+        self._cold = cache.make_cold(str(self.workdir), self._fuse, store=self.settings.store_cache)
         self._cold_steps = (*steps, self._cold.method, *self._settled())
         self._cold_kind = "cold"
         return self._cold
@@ -406,7 +406,7 @@ class Workspace:
     # -- scenarios ------------------------------------------------------------
 
     def drop_pages(self, after: tuple[str, ...] = ()) -> PageCache:
-        self._cold = cache.make_cold(str(self.workdir), self._fuse)
+        self._cold = cache.make_cold(str(self.workdir), self._fuse, store=self.settings.store_cache)
         self._daemon_cold = DaemonCache.PAGE_ONLY
         self._cold_steps = (*after, self._cold.method, *self._settled())
         self._cold_kind = "drop"

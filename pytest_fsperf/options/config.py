@@ -22,7 +22,7 @@ from ..engine import fio_clients, jobfile
 from ..errors import UsageError
 from ..hosts import spec as hosts_spec
 from ..judge import history, runs
-from ..measure import balloon, fusetrace, placement, profile
+from ..measure import balloon, cache, fusetrace, placement, profile
 from ..mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 from ..mounts.registry import BackendConfig, load_config
 from ..session import leftovers, outfile
@@ -236,6 +236,10 @@ def _settle(raw: Raw) -> balloon.Settle:
     return balloon.Settle(_choice(*(s.value for s in balloon.Settle))(raw))
 
 
+def _store_cache(raw: Raw) -> cache.StoreCache:
+    return cache.StoreCache(_choice(*(s.value for s in cache.StoreCache))(raw))
+
+
 def _tracing(raw: Raw) -> fusetrace.Tracing:
     chosen = fusetrace.Tracing(_choice(*(t.value for t in fusetrace.Tracing))(raw))
     why = fusetrace.unavailable() if chosen == fusetrace.Tracing.ON else None
@@ -432,6 +436,11 @@ OPTIONS = (
            "per cold start): auto (default) in an interleaved A/B once its runs have spread "
            "past 1.5x without it (the pairs so far are dropped; only for runs that fill page "
            "cache), on: every cold start"),
+    Option("fsperf_store_cache", "store_cache", _store_cache, cache.StoreCache.DROP, "drop|keep",
+           "what a cold start does to the page cache of what a FUSE daemon reads from: drop "
+           "(default: drop_caches, the whole machine's) or keep (only the FUSE files' pages, "
+           "the daemon remounted where the plugin mounts it: a local store's files stay in "
+           "memory, so that every run of a gate meets one state of them)"),
     Option("fsperf_fuse_trace", "fuse_trace", _tracing, fusetrace.Tracing.AUTO, "auto|on|off",
            "count the FUSE requests of every workload by opcode, with their service times, from "
            "the kernel's fuse tracepoints: auto (default) where they exist and the session is "
@@ -517,6 +526,7 @@ class Settings:
     stall_limit: float | None = None
     cpus: placement.CpuSetting = placement.AUTO
     settle: balloon.Settle = balloon.Settle.AUTO
+    store_cache: cache.StoreCache = cache.StoreCache.DROP
     fuse_trace: fusetrace.Tracing = fusetrace.Tracing.AUTO
     ceilings: bool = False
     profiling: profile.Profiling = profile.Profiling.AUTO
