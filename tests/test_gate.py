@@ -12,8 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
+from pytest_fsperf import report
 from pytest_fsperf.judge import history
 from pytest_fsperf.measure import balloon, placement
 from tests.conftest import need, ours
@@ -265,6 +267,7 @@ def test_a_gate_that_keeps_the_stores_cache_says_so_in_every_run(pytester, tmp_p
     result = pytester.runpytest(*args, "--fsperf-store-cache=keep")
     result.assert_outcomes(passed=1)
     doc = json.loads(out.read_text())
+    jsonschema.validate(doc, json.loads((Path(report.__file__).parent / "schema.json").read_text()))
     for r in doc["results"]:
         assert r["cache"] == "cold: FUSE only, the store's cache kept (--fsperf-store-cache=keep)"
         assert r["cold_steps"] == ["unmount", "mount", "fadvise (the store's cache kept)"], r["cold_steps"]

@@ -36,6 +36,17 @@ def test_the_canned_file_matches_the_schema(doc):
     jsonschema.validate(doc, jsonout.schema())
 
 
+def test_the_schema_names_every_figure_a_comparison_holds_and_every_page_cache_state():
+    """A comparison's metrics once held FUSE request counts the schema refused."""
+    from pytest_fsperf.judge.comparison import METRICS
+    from pytest_fsperf.measure.cache import PageCache
+
+    defs = jsonout.schema()["$defs"]
+    metric = defs["comparison"]["properties"]["metrics"]["additionalProperties"]["properties"]["metric"]
+    assert set(METRICS) <= set(metric["enum"])
+    assert {p.value for p in PageCache} <= set(defs["result"]["properties"]["cache"]["enum"])
+
+
 def the_view(doc: dict[str, Any]) -> view.View:
     return view.build(doc["environment"], doc["results"], doc["comparisons"], False)
 
