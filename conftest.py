@@ -1,27 +1,31 @@
 """Repository-level pytest configuration: the plugin's own test suite lives in tests/."""
 
+import os
+import shlex
 import sys
-from importlib.metadata import entry_points
 from importlib.util import find_spec
 
 import pytest
 
 collect_ignore = ["examples", "benchmarks"]
 
-# A checkout typed at before `pip install` (`python3 -m pytest --help`, the first thing a new
-# user tries) showed pytest's help without the plugin and without a word why: load the
-# plugin from here when no installed one registers itself. Installed, the entry point does.
-# Without the plugin's dependencies it cannot load. Then `--help` shows pytest's help and
-# ends with the one line that says what to install (an error raised here would be swallowed
-# by --help into "could not load initial conftests"); any other run stops on that line,
-# here, before tests/conftest.py fails on the first missing import.
+# `python3 -m pytest --help` from the checkout, the first thing a new user types, showed
+# pytest's help without the plugin and without a word why, exit 0: before `pip install`, and
+# with PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 (the installed entry point not loaded). So the test is
+# whether the plugin was loaded by the time this file is (entry points load before any
+# conftest), not whether it is installed: if not, and not blocked (-p no:fsperf), it is
+# loaded from here. Without its dependencies it cannot be. Then `--help` shows pytest's help
+# and ends with the one line that says what to install (an error raised here would be
+# swallowed by --help into "could not load initial conftests"); any other run stops on that
+# line, here, before tests/conftest.py fails on the first missing import.
 NOT_LOADED = ""
-if not any(ep.value == "pytest_fsperf.plugin" for ep in entry_points(group="pytest11")):
+_args = sys.argv[1:] + shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+if "pytest_fsperf.plugin" not in sys.modules and not any(a.endswith("no:fsperf") for a in _args):
     missing = [m for m in ("psutil", "prometheus_client") if find_spec(m) is None]
     if missing:
         NOT_LOADED = (f"pytest-fsperf is not installed in this Python, and the checkout's copy "
                       f"needs {', '.join(missing)}: pip install -e '.[test]'")
-        if not {"-h", "--help"} & set(sys.argv[1:]):
+        if not {"-h", "--help"} & set(_args):
             raise pytest.UsageError(NOT_LOADED)
     else:
         pytest_plugins = ["pytest_fsperf.plugin"]

@@ -246,11 +246,18 @@ def test_a_non_editable_install_runs_without_an_assertion_rewrite_warning(tmp_pa
 
 
 @pytest.mark.unit
-def test_python_m_pytest_help_from_the_repository_works():
-    """The first thing a new user types, from the checkout, with its conftest and config."""
+@pytest.mark.parametrize("autoload", ["", "1"])
+def test_python_m_pytest_help_from_the_repository_works(autoload):
+    """The first thing a new user types, from the checkout, with its conftest and config. As
+    found: with PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 (an installed plugin's entry point not
+    loaded) the help had no word of the plugin, exit 0: the conftest took the entry point's
+    existence for the plugin loaded."""
     root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}
+    if autoload:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = autoload
     r = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=root, capture_output=True,
-                       text=True, timeout=120, check=False)
+                       text=True, timeout=120, check=False, env=env)
     assert r.returncode == 0, r.stderr
     assert "filesystem performance (pytest-fsperf)" in r.stdout
     assert "--fsperf-tolerance=PERCENT" in r.stdout
@@ -301,6 +308,11 @@ def test_python_m_pytest_help_in_a_checkout_not_installed_yet_shows_the_plugin(t
     assert "filesystem performance (pytest-fsperf)" in r.stdout
     assert "--fsperf-tolerance=PERCENT" in r.stdout
     assert "Warning" not in r.stdout.split("to see available fixtures")[-1], r.stdout[-600:]
+    r = help_("-q")  # without the test extras: one line, not a traceback per test file
+    assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout[-600:]
+    assert ("ERROR: the plugin's own tests need its test extras (hypothesis, jsonschema, fusepy "
+            "missing): pip install -e '.[test]'") in r.stdout + r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
 
 
 def test_help_and_markers_check_nothing_and_touch_nothing(pytester, monkeypatch):
