@@ -167,7 +167,7 @@ def judged(found: list[history.Run], step: int | None) -> tuple[bool, str]:
     a = history.analyse(s)
     said = ", ".join(f"run {c.index} {c.change:+.1%} p={c.pvalue:.1g} {c.cause.value}"
                      for c in a.changes) or "none"
-    out = [] if s.against else history.disturbed(s)  # as analyse(): a B/A keeps every run
+    out = a.left_out
     said += f" ({len(out)} runs left out: {', '.join(map(str, out))})" if out else ""
     bws = s.values()
     if step is None:

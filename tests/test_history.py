@@ -262,6 +262,7 @@ def test_a_busy_neighbour_leaves_no_run_of_a_b_over_a_series_out():
     raw, ratio = sorted((history.analyse(s) for s in history.series(found, ("bw",))),
                         key=lambda a: a.series.against)
     assert "runs left out" in raw.note and ratio.note == ""
+    assert raw.left_out == tuple(range(0, 30, 4)) and ratio.left_out == ()
 
 
 def test_each_reference_is_a_series_of_its_own():

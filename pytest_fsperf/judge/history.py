@@ -22,7 +22,7 @@ import json
 import math
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -390,6 +390,7 @@ class Analysis:
     changes: tuple[Change, ...]
     machine: tuple[Found, ...]  # the canary's own change points
     note: str = ""  # e.g. the canary moved where the workload did not
+    left_out: tuple[int, ...] = ()  # runs a busy neighbour disturbed, not searched (disturbed())
 
     def machine_only(self) -> list[Found]:
         """Canary change points with no workload change point near them."""
@@ -419,12 +420,12 @@ def analyse(s: Series, max_pvalue: float = MAX_PVALUE, min_magnitude: float = MI
         left = ("runs left out, a neighbour busy during them (the rest of the machine used more "
                 f"than {REST_LIMIT:g} cores above its usual {usual_rest(s):.2f}): "
                 + ", ".join(f"{s.points[i].run} ({s.points[i].rest:.2f})" for i in out))
-    a = Analysis(s, tuple(changes), machine, left)
+    a = Analysis(s, tuple(changes), machine, left, tuple(out))
     alone = a.machine_only()
     if alone:
         runs = ", ".join(f"{s.points[m.index].run} ({m.after / m.before - 1:+.1%})" for m in alone)
         said = f"the machine's canary changed from run {runs}; {s.key} {s.label} did not"
-        a = Analysis(s, a.changes, a.machine, f"{a.note}; {said}" if a.note else said)
+        a = replace(a, note=f"{a.note}; {said}" if a.note else said)
     return a
 
 

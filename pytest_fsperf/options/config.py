@@ -8,6 +8,7 @@ and where it came from, as pytest-timeout does.
 
 from __future__ import annotations
 
+import enum
 import math
 import os
 import re
@@ -184,6 +185,14 @@ def _choice(*allowed: str) -> Callable[[Raw], str]:
     return convert
 
 
+E = TypeVar("E", bound=enum.Enum)
+
+
+def _enum(kind: type[E]) -> Callable[[Raw], E]:
+    """A setting whose value is one of an enum's values, checked as _choice does."""
+    return lambda raw: kind(_choice(*(str(m.value) for m in kind))(raw))
+
+
 def _storage(raw: Raw) -> Path:
     path = raw.path
     if path.exists() and not path.is_dir():
@@ -232,12 +241,6 @@ def _pairs(raw: Raw) -> int:
     return n
 
 
-def _settle(raw: Raw) -> balloon.Settle:
-    return balloon.Settle(_choice(*(s.value for s in balloon.Settle))(raw))
-
-
-def _store_cache(raw: Raw) -> cache.StoreCache:
-    return cache.StoreCache(_choice(*(s.value for s in cache.StoreCache))(raw))
 
 
 def _tracing(raw: Raw) -> fusetrace.Tracing:
@@ -248,8 +251,6 @@ def _tracing(raw: Raw) -> fusetrace.Tracing:
     return chosen
 
 
-def _profiling(raw: Raw) -> profile.Profiling:
-    return profile.Profiling(_choice(*(t.value for t in profile.Profiling))(raw))
 
 
 def _servers(raw: Raw) -> tuple[fio_clients.Server, ...]:
@@ -429,14 +430,14 @@ OPTIONS = (
            "the upper half, the load on the lower), or DAEMON/LOAD CPU lists (e.g. 1/0); auto "
            "(default): split in an interleaved A/B, where runs must meet the same placement, "
            "the scheduler's choice elsewhere"),
-    Option("fsperf_settle", "settle", _settle,
+    Option("fsperf_settle", "settle", _enum(balloon.Settle),
            balloon.Settle.AUTO, "auto|on|off",
            "on a VM whose balloon reports free memory to the host, wait after each cache drop "
            "until the reporting is done, so that every cold read meets the same memory (2-15 s "
            "per cold start): auto (default) in an interleaved A/B once its runs have spread "
            "past 1.5x without it (the pairs so far are dropped; only for runs that fill page "
            "cache), on: every cold start"),
-    Option("fsperf_store_cache", "store_cache", _store_cache, cache.StoreCache.DROP, "drop|keep",
+    Option("fsperf_store_cache", "store_cache", _enum(cache.StoreCache), cache.StoreCache.DROP, "drop|keep",
            "what a cold start does to the page cache of what a FUSE daemon reads from: drop "
            "(default: drop_caches, the whole machine's) or keep (only the FUSE files' pages, "
            "the daemon remounted where the plugin mounts it: a local store's files stay in "
@@ -450,7 +451,7 @@ OPTIONS = (
            "on: beside each judged fio workload, measure what the object store (read straight "
            "by obstore), FUSE with nothing behind it (bindfs over tmpfs) and tmpfs move for the "
            "same job, once per session and shape, and show the workload as a fraction of each"),
-    Option("fsperf_profile", "profiling", _profiling, profile.Profiling.AUTO, "auto|on|off",
+    Option("fsperf_profile", "profiling", _enum(profile.Profiling), profile.Profiling.AUTO, "auto|on|off",
            "profile the daemon (perf record -g) over one more pair of an A/B and say which "
            "functions' share of its CPU moved: auto (default) when B is worse, on: every A/B"),
     Option("fsperf_stall_limit", "stall_limit", _timeout, None, "SECONDS",

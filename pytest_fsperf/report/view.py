@@ -158,8 +158,8 @@ def cache_cell(r: Row) -> str:
         return "NOT cold: page cache served it"
     if daemon == DaemonCache.KEPT:
         return "not cold: daemon disk cache kept"
-    if page not in (PageCache.DROPPED, PageCache.FADVISED, PageCache.STORE_KEPT) or daemon not in (
-            DaemonCache.WIPED, DaemonCache.REMOUNTED):
+    cold = page in {p.value for p in PageCache if p.cold}
+    if not cold or daemon not in (DaemonCache.WIPED, DaemonCache.REMOUNTED):
         return page
     return "cold: remount+" + ("wipe+" if daemon == DaemonCache.WIPED else "") + PageCache(page).method
 
