@@ -109,6 +109,8 @@ def local_servers(n: int, folder: str, timeout: float = 10.0) -> Iterator[list[S
         for server, entry in zip(servers, entries, strict=False):
             if server.proc is not None:
                 kill_tree(server.proc, grace=2.0)
+                if server.proc.handle() is not None:  # not dead yet: the watchdog's to end
+                    continue
             leftovers.done(entry)
 
 

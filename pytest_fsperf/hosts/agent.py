@@ -110,7 +110,8 @@ def _remove(folder: str, entry: leftovers.Entry) -> None:
         for name in os.listdir(folder):
             os.unlink(os.path.join(folder, name))
         os.rmdir(folder)
-    leftovers.done(entry)
+    if not os.path.lexists(folder):  # else the watchdog removes it
+        leftovers.done(entry)
 
 
 def serve(channel: Any) -> None:

@@ -209,7 +209,8 @@ def link_close(link: Link) -> None:
     if link.popen is not None:  # no zombie of ours left in this process
         with contextlib.suppress(subprocess.TimeoutExpired):
             link.popen.wait(timeout=5.0)
-    leftovers.done(link.entry)
+    if link.forward is None or link.forward.handle() is None:  # else the watchdog's to end
+        leftovers.done(link.entry)
     if link.server is not None and link.server.sock:
         with contextlib.suppress(OSError):
             os.unlink(link.server.sock)

@@ -308,7 +308,7 @@ def _clean_one(e: dict[str, Any], mounts: dict[str, int]) -> str | None:
     if e["kind"] == "process":
         root = Proc(int(e["pid"]), float(e["started"]))
         alive = root.handle() is not None
-        pids = kill_tree(root, grace=3.0)  # also when it is gone: what it started may not be
+        pids = kill_tree(root, grace=3.0)  # nothing when it is gone (its PID may be reused)
         if not alive:
             return None
         return f"stopped process {e['pid']}" + (f" and {len(pids) - 1} more" if len(pids) > 1 else "")
