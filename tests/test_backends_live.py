@@ -273,6 +273,27 @@ def test_daemon_killed_mid_run_then_the_session_goes_on(pytester, minio, clean):
     result.stdout.fnmatch_lines(["*FUSE daemon PID * exited during long*"])
 
 
+def test_a_daemon_that_dies_is_named_with_the_last_words_of_its_log(pytester, clean):
+    """rclone told to stop mid-run says in its log what it did; the failure quotes it."""
+    need("rclone")
+    need("fio")
+    pytester.makepyfile("""
+        import os, signal, threading
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("rclone")
+        def test_stopped(fsperf):
+            pid = fsperf.target.owned.daemon.daemon.pid
+            threading.Timer(2.0, os.kill, (pid, signal.SIGTERM)).start()
+            fsperf.fio(name="long", rw="write", bs="1M", size="8M", time_based=1,
+                       runtime="30s")
+    """)
+    result, _, _ = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*FUSE daemon PID * exited during long; its log ends: *"
+                                 "Failed to unmount*"])
+
+
 def test_ctrl_c_unmounts_and_stops_the_daemon(pytester, clean):
     need("bindfs")
     need("fio")

@@ -28,7 +28,9 @@ EDGE = 0.005  # the share of the bytes moved before I/O counts as started (and a
 
 
 class DaemonExited(MeasurementError):
-    pass
+    def __init__(self, message: str, pid: int | None = None) -> None:
+        super().__init__(message)
+        self.pid = pid  # the daemon that is gone
 
 
 def cpu_ticks(pid: int, proc: str = "/proc") -> int | None:
@@ -137,7 +139,7 @@ class DaemonMeter:
         pid = self.daemon.pid
         per0 = self._per_ticks()
         if per0 is None or not self._alive():
-            raise DaemonExited(f"FUSE daemon PID {pid} is gone before the workload started")
+            raise DaemonExited(f"FUSE daemon PID {pid} is gone before the workload started", pid)
         cpu0, self._per_cpu0 = sum(per0.values()), per0
         self._exact = all([reset_peak_rss(m.pid, self._proc) for m in self.daemon.members])
         self._sample()
@@ -169,7 +171,7 @@ class DaemonMeter:
         if self._thread:
             self._thread.join()
         if self._exited.is_set() or not alive or cpu1 is None or hwm is None:
-            raise DaemonExited(f"FUSE daemon PID {pid} exited during {workload}")
+            raise DaemonExited(f"FUSE daemon PID {pid} exited during {workload}", pid)
         if not self._exact:
             self._sample()
         cpu_seconds = (cpu1 - self._cpu0) / CLK_TCK

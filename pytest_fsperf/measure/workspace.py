@@ -565,6 +565,13 @@ class Workspace:
                     w.daemon_counters = own.stop()
             elif isinstance(store, juicefs.StatsMeter) and w.requests is not None:
                 w.daemon_counters = store.counters
+        except DaemonExited as exc:  # the target's own daemon: what its log said last
+            owned = self.target.owned
+            mine = meter is not None and exc.pid == meter.daemon.pid
+            said = owned.last_words() if owned is not None and mine else ""
+            if not said:
+                raise
+            raise DaemonExited(f"{exc}; its log ends: {said}", exc.pid) from None
         finally:
             w.timeline = sampler.stop()
             if trace is not None:

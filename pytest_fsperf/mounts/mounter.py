@@ -210,6 +210,10 @@ class MountedFs:
                                  f"{self.redact(_tail(self.log)) or 'no output'}")
             time.sleep(0.05)
 
+    def last_words(self) -> str:
+        """The end of the daemon's log (redacted), for a message about its death."""
+        return self.redact(_tail(self.log))
+
     def alive(self) -> bool:
         """Mounted and the daemon still runs (a killed child stays a zombie until reaped)."""
         if not self.backend.has_daemon:
