@@ -122,6 +122,8 @@ class ClientStats:
     host: str = ""  # a host reached over SSH (--fsperf-hosts): its [user@]name[:port]
     cold_read: ColdRead | None = None  # that host's own cold check, and its evidence
     cold_evidence: str = ""
+    requests: Requests | None = None  # what its daemon asked of the store, where it counts
+    requests_note: str = ""  # why not, where not
 
 
 @dataclass(frozen=True)
@@ -408,6 +410,8 @@ class WorkloadResult:
         data["total"] = self.total()
         data["stats"] = summary(self)
         data["requests"] = self.requests.to_dict() if self.requests else None
+        for c, row in zip(self.clients, data["clients"], strict=True):
+            row["requests"] = c.requests.to_dict() if c.requests else None
         data["fuse"] = self.fuse.to_dict() if self.fuse else None
         data["profile"] = self.profile.summary() if self.profile else None
         data["cost"] = self.cost.to_dict() if self.cost else None

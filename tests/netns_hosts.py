@@ -1,7 +1,7 @@
 """Hosts for the --fsperf-hosts tests without other machines: each host a network namespace
 made here (a veth pair on a private test subnet), with an sshd of its own started here that
 takes only a key made for the test; each host's FUSE mount an s3fs of one bucket on a MinIO
-the test started. The namespaces share this machine's processes and mounts, so the tests can
+the test started (or a JuiceFS volume on it: `juicefs_volume`). The namespaces share this machine's processes and mounts, so the tests can
 read each host's daemon from /proc to check the figures the agent sent."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,9 +90,47 @@ def unmount(point: Path) -> None:
         subprocess.run(["umount", "-l", str(point)], capture_output=True, timeout=30)
 
 
+@dataclass(frozen=True)
+class Volume:
+    """How the test mounts the bucket at a point, and unmounts it."""
+
+    mount: Callable[[Path], None]
+    unmount: Callable[[Path], None]
+
+
+def juicefs_volume(server: S3Server, root: Path) -> Volume:
+    """A JuiceFS volume formatted on the server's bucket (sqlite metadata under root, which
+    every mount of it shares); each mount a `juicefs mount -d` of its own."""
+    binary = shutil.which("juicefs")
+    assert binary is not None
+    meta = f"sqlite3://{root}/jfs.db"
+    env = dict(os.environ, ACCESS_KEY=server.access_key, SECRET_KEY=server.secret_key)
+    _run_env(env, binary, "format", "--storage", "minio", "--bucket",
+             f"{server.endpoint}/{server.bucket}", meta, "vol")
+
+    def mount(point: Path) -> None:
+        point.mkdir()
+        tag = f"{point.parent.name}-{point.name}"
+        _run_env(dict(os.environ), binary, "mount", "-d", meta, str(point), "--cache-dir",
+                 str(root / f"cache-{tag}"), "--log", str(root / f"jfs-{tag}.log"))
+
+    def unmount(point: Path) -> None:
+        if os.path.ismount(point):
+            subprocess.run([binary, "umount", "--force", str(point)], capture_output=True,
+                           timeout=60)
+
+    return Volume(mount, unmount)
+
+
+def _run_env(env: dict[str, str], *args: str) -> None:
+    subprocess.run(args, env=env, check=True, capture_output=True, timeout=60)
+
+
 @contextlib.contextmanager
-def ssh_hosts(root: Path, n: int, server: S3Server) -> Iterator[Hosts]:
-    """n hosts, each a namespace with its sshd and an s3fs mount of the server's bucket."""
+def ssh_hosts(root: Path, n: int, server: S3Server, volume: Volume | None = None
+              ) -> Iterator[Hosts]:
+    """n hosts, each a namespace with its sshd and a mount of the server's bucket (s3fs,
+    unless `volume` says how)."""
     tag = secrets.token_hex(2)
     root.mkdir(mode=0o700)
     client_key = root / "client_key"
@@ -139,7 +178,10 @@ def ssh_hosts(root: Path, n: int, server: S3Server) -> Iterator[Hosts]:
             config.append(f"Host {host.alias}\n  HostName {address}\n  User root\n"
                           f"  IdentityFile {client_key}\n  IdentitiesOnly yes\n"
                           f"  UserKnownHostsFile {found.known_hosts}\n  LogLevel ERROR\n")
-            s3fs_mount(server, host.mount, passwd)
+            if volume is None:
+                s3fs_mount(server, host.mount, passwd)
+            else:
+                volume.mount(host.mount)
         found.config.write_text("".join(config))
         found.known_hosts.write_text("\n".join(known) + "\n")
         deadline = time.monotonic() + 15
@@ -151,7 +193,7 @@ def ssh_hosts(root: Path, n: int, server: S3Server) -> Iterator[Hosts]:
     finally:
         for host in found.hosts:
             host.kill()
-            unmount(host.mount)
+            (volume.unmount if volume else unmount)(host.mount)
             subprocess.run(["ip", "netns", "del", host.netns], capture_output=True, timeout=30)
 
 

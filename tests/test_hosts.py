@@ -25,8 +25,9 @@ from pytest_fsperf.errors import UsageError
 from pytest_fsperf.hosts.spec import Host, SshSettings, check_python, parse_hosts
 from pytest_fsperf.result import DaemonStats
 from pytest_fsperf.store.minio import S3Server, find_minio, start_minio
+from pytest_fsperf.store.requests import RequestMeter, difference
 from tests.conftest import need, ours, run_json
-from tests.netns_hosts import Hosts, s3fs_mount, ssh_hosts, unmount, wrong_key
+from tests.netns_hosts import Hosts, juicefs_volume, s3fs_mount, ssh_hosts, unmount, wrong_key
 
 # -- spec: what reaches the ssh command line ------------------------------------------------
 
@@ -155,6 +156,9 @@ def check_rows(row: dict, n: int) -> None:
     assert all(c["cold_read"] == "verified" for c in clients), [c["cold_evidence"] for c in clients]
     assert row["cold_read"] == "verified"
     assert any("windows started within" in note for note in row["notes"])
+    # s3fs keeps no count of its own requests: each host's row says so, none pretends
+    assert all(c["requests"] is None and "keeps no count" in c["requests_note"]
+               for c in clients), [c["requests_note"] for c in clients]
 
 
 INNER = """
@@ -302,6 +306,38 @@ def test_a_host_that_drops_out_mid_run_fails_the_test_naming_it(pytester, tmp_pa
                                 "*host root@fsperf-host1 dropped out during the run (fio's "
                                 "controller failed*")
         killer.join()
+
+
+def test_each_host_counts_its_own_requests_where_its_daemon_does(pytester, tmp_path, store):
+    """JuiceFS counts its object requests (.stats): each host's row holds its daemon's
+    count, the aggregate their sum; this machine's own JuiceFS client, which did none of
+    the work, is not counted. The store saw at least those PUTs."""
+    need("juicefs")
+    volume = juicefs_volume(store, tmp_path)
+    local = tmp_path / "local"
+    volume.mount(local)
+    try:
+        with ssh_hosts(tmp_path / "hosts", 2, store, volume) as hosts:
+            pytester.makepyfile("""
+                def test_w(fsperf):
+                    fsperf.fio(name="w", rw="write", bs="1M", size="16M", end_fsync=1)
+            """)
+            meter = RequestMeter(store.endpoint)
+            before = meter.read()
+            result, doc = run_json(pytester, *host_args(hosts, local))
+            seen = difference(before, meter.read())
+        result.assert_outcomes(passed=1)
+        (row,) = doc["results"]
+        each = [c["requests"] for c in row["clients"]]
+        assert all(q is not None and q["by_kind"]["PUT"] > 0 for q in each), row["clients"]
+        assert row["requests"]["source"] == "JuiceFS .stats on each host"
+        assert row["requests"]["total"] == sum(q["total"] for q in each)
+        assert row["requests"]["by_kind"]["PUT"] == sum(q["by_kind"]["PUT"] for q in each)
+        assert 0 < row["requests"]["by_kind"]["PUT"] <= seen.by_kind["PUT"]
+        result.stdout.fnmatch_lines(["*requests: the object requests each client's daemon "
+                                     "counted itself*"])
+    finally:
+        volume.unmount(local)
 
 
 # How long a host may take to clear up after the controller dies: execnet's worker waits

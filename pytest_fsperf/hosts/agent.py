@@ -15,6 +15,7 @@ import dataclasses
 import os
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
@@ -25,8 +26,12 @@ from ..measure.meters import DaemonExited, DaemonMeter
 from ..mounts.daemon import Lookup, find_daemon
 from ..mounts.mountinfo import Mount, read_mounts
 from ..session import leftovers
+from ..store import juicefs
 
-PROTOCOL = 1  # bumped when a request or a reply changes shape
+PROTOCOL = 2  # bumped when a request or a reply changes shape
+
+NOT_COUNTED = ("its daemon keeps no count of its object requests (JuiceFS's .stats does); "
+               "the store's own counters, where readable, count all hosts together")
 
 
 class Agent:
@@ -37,6 +42,8 @@ class Agent:
         self.lookup: Lookup | None = None
         self.server: fio_clients.Server | None = None
         self.meter: DaemonMeter | None = None
+        self.counter: juicefs.StatsMeter | None = None
+        self.counter_note = ""
         self.started = 0.0
 
     def hello(self, mount: str) -> dict[str, Any]:
@@ -68,8 +75,10 @@ class Agent:
         return make_cold(self.mount, fuse=True).value
 
     def start(self) -> float:
-        """Bracket the next run: the daemon meter started; this host's clock at its start."""
+        """Bracket the next run: the request counter and the daemon meter started; this
+        host's clock at its start."""
         self.lookup = self._find()
+        self.counter, self.counter_note = _counter(self.mount)
         if self.lookup.daemon is None:
             self.meter = None
             return time.time()
@@ -86,14 +95,24 @@ class Agent:
         meter, self.meter = self.meter, None
         lookup = self.lookup or Lookup(None, "no run was started")
         if meter is None:
-            return {"daemon": None, "note": lookup.note, "time": time.time()}
+            return {"daemon": None, "note": lookup.note, "time": time.time(), **self._counted()}
         try:
             stats = meter.stop("the run")
         except DaemonExited as exc:
             return {"daemon": None, "note": str(exc), "exited": True, "time": time.time()}
         return {"daemon": dataclasses.asdict(stats), "note": lookup.note, "time": time.time(),
-                "started": self.started,
+                "started": self.started, **self._counted(),
                 "command": " ".join(lookup.daemon.cmdline)[:200] if lookup.daemon else ""}
+
+    def _counted(self) -> dict[str, Any]:
+        """The run's object requests as this host's daemon counted them, or why not."""
+        counter, self.counter = self.counter, None
+        if counter is None:
+            return {"requests": None, "requests_note": self.counter_note}
+        try:
+            return {"requests": dataclasses.asdict(counter.stop()), "requests_note": ""}
+        except (OSError, ValueError) as exc:
+            return {"requests": None, "requests_note": f"JuiceFS .stats failed: {exc}"}
 
     def _mounted(self) -> Mount | None:
         return {m.mount_point: m for m in read_mounts()}.get(os.path.realpath(self.mount))
@@ -103,6 +122,18 @@ class Agent:
         if found is None:
             return Lookup(None, f"{self.mount} is no longer a mount point on this host")
         return find_daemon(found)
+
+
+def _counter(mount: str) -> tuple[juicefs.StatsMeter | None, str]:
+    """A JuiceFS mount's own request counter, started; else None and why."""
+    if not juicefs.has_stats(Path(mount)):
+        return None, NOT_COUNTED
+    counter = juicefs.StatsMeter(Path(mount))
+    try:
+        counter.start()
+    except (OSError, ValueError) as exc:
+        return None, f"JuiceFS .stats failed: {exc}"
+    return counter, ""
 
 
 def _remove(folder: str, entry: leftovers.Entry) -> None:

@@ -16,6 +16,7 @@ import stat
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,15 +81,17 @@ class Link:
         return t - self.offset
 
 
-def _spec(host: Host, ssh: SshSettings) -> str:
-    """execnet's gateway spec: its ssh options are split on whitespace, parts joined by //."""
+def _spec(host: Host, ssh: SshSettings, log: str) -> str:
+    """execnet's gateway spec: its ssh options are split on whitespace, parts joined by //.
+    ssh writes its errors (a refused host key) to `log` (-E), not to our stderr."""
     args = ssh.args(host)
     config = ""
     if args[:1] == ["-F"]:
         config, args = args[1], args[2:]
-    if any(c.isspace() for c in config) or "//" in config:
-        raise UsageError(f"the ssh config path {config!r} holds whitespace or '//'")
-    spec = f"ssh={' '.join([*args, host.destination])}//python={ssh.python}"
+    for what, path in (("ssh config", config), ("session's directory", log)):
+        if any(c.isspace() for c in path) or "//" in path:
+            raise UsageError(f"the {what} path {path!r} holds whitespace or '//'")
+    spec = f"ssh={' '.join(['-E', log, *args, host.destination])}//python={ssh.python}"
     return spec + (f"//ssh_config={config}" if config else "")
 
 
@@ -109,12 +112,12 @@ def connect(host: Host, index: int, ssh: SshSettings, folder: str) -> Link:
         raise UsageError("--fsperf-hosts needs execnet: pip install 'pytest-fsperf[hosts]'") from None
 
     log = os.path.join(folder, f"ssh-{index}.log")
+    spec = _spec(host, ssh, log)
+    group = execnet.Group()
     try:
-        with open(log, "ab") as err:
-            group, gateway = _gateway(execnet, _spec(host, ssh), err)
-    except UsageError:
-        raise
+        gateway = group.makegateway(spec)
     except Exception as exc:  # execnet's bootstrap errors carry no cause
+        group.terminate(timeout=1.0)
         raise HostError(f"host {host.shown}: could not start the agent over ssh: "
                         f"{_ssh_error(log)} ({type(exc).__name__})") from None
     link = Link(host, index, group, gateway.remote_exec(_AGENT))
@@ -146,22 +149,6 @@ def connect(host: Host, index: int, ssh: SshSettings, folder: str) -> Link:
     assert best is not None
     link.rtt, link.offset = best
     return link
-
-
-def _gateway(execnet: Any, spec: str, err: Any) -> tuple[Any, Any]:
-    """A group of its own and its gateway. execnet's ssh child writes its errors (a refused
-    host key) to our stderr: point it at the log for the while it starts."""
-    saved = os.dup(2)
-    group = execnet.Group()
-    try:
-        os.dup2(err.fileno(), 2)
-        return group, group.makegateway(spec)
-    except BaseException:
-        group.terminate(timeout=1.0)
-        raise
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
 
 
 def forward(link: Link, ssh: SshSettings, folder: str) -> Server:
@@ -216,21 +203,40 @@ def link_close(link: Link) -> None:
             os.unlink(link.server.sock)
 
 
+def _open(host: Host, index: int, ssh: SshSettings, folder: str) -> Link:
+    made = connect(host, index, ssh, folder)
+    try:
+        forward(made, ssh, folder)
+    except BaseException:
+        link_close(made)
+        raise
+    return made
+
+
+def _opened(futures: Sequence[Future[Link]]) -> list[Link]:
+    """The links that were made, whatever became of the others."""
+    return [f.result() for f in futures
+            if f.done() and not f.cancelled() and f.exception() is None]
+
+
 @contextlib.contextmanager
 def links(hosts: Sequence[Host], ssh: SshSettings, folder: str) -> Iterator[list[Link]]:
-    """A link to each host, its fio server forwarded; all closed on the way out."""
+    """A link to each host, its fio server forwarded, all made at once; all closed on the
+    way out. One host that cannot be reached fails the whole (the first such, in order)."""
     if not leftovers.is_private(folder):
         raise HostError(f"the hosts' sockets need a private directory: {folder} is not a 0700 "
                         "directory of this user")
-    made: list[Link] = []
+    futures: list[Future[Link]] = []
     try:
-        for i, host in enumerate(hosts):
-            made.append(connect(host, i, ssh, folder))
-            forward(made[-1], ssh, folder)
-        yield made
+        with ThreadPoolExecutor(len(hosts), thread_name_prefix="fsperf-host") as pool:
+            futures = [pool.submit(_open, h, i, ssh, folder) for i, h in enumerate(hosts)]
+        failed = [f.exception() for f in futures if f.exception() is not None]
+        if failed:
+            raise failed[0]  # type: ignore[misc]
+        yield [f.result() for f in futures]
     finally:
-        for link in made:
-            link_close(link)
+        for made in _opened(futures):
+            link_close(made)
 
 
 def dropped(found: Sequence[Link]) -> list[str]:

@@ -19,6 +19,7 @@ from ..hosts import link
 from ..hosts.spec import SshSettings
 from ..mounts.daemon import Lookup
 from ..result import ClientStats, DaemonStats, WorkloadResult, check_cold
+from ..store.requests import Requests, combined
 from .cache import ColdRead, PageCache
 from .clients import Client, client_dirs, job_files, summed
 from .workspace import Workspace
@@ -65,7 +66,7 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
         host_cache = ([PageCache(v) for v in link.everywhere(found, "cold")] if pending
                       else [PageCache.WARM] * len(found))
         controller = fio_clients.Controller(servers, job_files(ws, out, clients, job), out + ".json")
-        with ws.measured(label, lambda: 0) as w:
+        with ws.measured(label, lambda: 0, here=False) as w:
             starts = link.everywhere(found, "start")
             try:
                 each, total = controller.run(ws.deadline(job))
@@ -80,9 +81,11 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
     for lk, (host, d), r, s, cache in zip(found, dirs, each, stops, host_cache, strict=True):
         stats = link.daemon_stats(s["daemon"])
         state, evidence = check_cold(cache, stats, r.read.io_bytes if r.read and not r.write else 0)
+        counted = s.get("requests")
         rows.append(ClientStats(lk.server.address if lk.server else host, d, r.read, r.write,
                                 stats, "" if stats else f"on {host}: {s['note']}", host,
-                                state, evidence))
+                                state, evidence, Requests(**counted) if counted else None,
+                                "" if counted else f"on {host}: {s.get('requests_note', '')}"))
     measured: list[tuple[int, DaemonStats, Lookup]] = [
         (i, c.daemon, Lookup(None, c.daemon_note)) for i, c in enumerate(rows) if c.daemon]
     w.daemon = summed(measured, lambda i: f"host {rows[i].host}") if measured else None
@@ -91,6 +94,10 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
     w.timeline = None
     if w.daemon is None:
         w.lookup = Lookup(None, "; ".join(c.daemon_note for c in rows))
+    hosts_counted = [c.requests for c in rows if c.requests is not None]
+    if w.requests is None and hosts_counted and len(hosts_counted) == len(rows):
+        w.requests = combined(hosts_counted, "JuiceFS .stats on each host")
+        w.requests_note = ""
     exited = [c.host for c, s in zip(rows, stops, strict=True) if s.get("exited")]
     if exited:
         raise link.HostError(f"{label}: the FUSE daemon on host {', '.join(exited)} exited "
@@ -102,6 +109,9 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
              f"the hosts' windows started within {1000 * link.skew(aligned):.0f} ms of each other "
              f"on this machine's clock (each host's clock compared over its channel, round trip "
              f"at most {1000 * max(lk.rtt for lk in found):.1f} ms)"]
+    if w.requests is not None and w.requests.source != "JuiceFS .stats on each host":
+        notes.append(f"object requests: the store's counters, all {n} hosts together (and "
+                     "anything else that used the store in the window)")
     if len(measured) < n:
         notes.append(f"daemon figures of {n - len(measured)} of {n} hosts missing: "
                      + "; ".join(c.daemon_note for c in rows if c.daemon is None))

@@ -39,6 +39,7 @@ from .timeline import Timeline
 
 WRITES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trimwrite"})
 FLUSHES = ("end_fsync", "fsync_on_close", "fsync", "fdatasync", "sync", "write_barrier")
+NOT_HERE = "not counted here: this machine's JuiceFS client did not run the workload"
 
 
 def _unflushed(job: dict[str, str], lookup: Lookup) -> tuple[str, ...]:
@@ -466,13 +467,16 @@ class Workspace:
     @contextlib.contextmanager
     def measured(self, label: str, counter: Callable[[], int],
                  on_exit: Callable[[], None] | None = None,
-                 timed_io: bool = False, peers: int = 0) -> Iterator[Window]:
+                 timed_io: bool = False, peers: int = 0,
+                 here: bool = True) -> Iterator[Window]:
         """Take the pending cold state, then measure the body with the daemon meter, the
         cache-disk sampler and the progress line. A failure because the daemon died is
         reported as the daemon's death. timed_io: the counter counts the workload's bytes
         and nothing else (fio's processes), so the daemon's CPU% is taken over the time
         they moved; an in-process engine's run is its window already. peers: the daemons of
-        the first `peers` other clients are measured too (w.peers, in the order of self.peers)."""
+        the first `peers` other clients are measured too (w.peers, in the order of self.peers).
+        here=False: the workload ran elsewhere (hosts): this machine's JuiceFS client's own
+        counts are not taken for it (a store's counters are: they count every client)."""
         lookup = self.target.lookup_daemon()  # after any remount
         w = Window(lookup, self._cold or PageCache.WARM,
                    _daemon_cache(lookup, self._cold, self._daemon_cold),
@@ -486,13 +490,16 @@ class Workspace:
         pids = [m.pid for o in (lookup, *others) if o.daemon for m in o.daemon.members]
         disk = self._disk_meter()
         store, w.requests_note = self.target.request_meter()
+        if not here and isinstance(store, juicefs.StatsMeter):
+            store, w.requests_note = None, NOT_HERE
         if store is not None:
             try:
                 store.start()
             except (OSError, ValueError) as exc:
                 store, w.requests_note = None, f"the store's metrics failed: {exc}"
         # JuiceFS's own counters: from the request meter's reads when .stats is that already
-        stats_root = None if isinstance(store, juicefs.StatsMeter) else self.target.juicefs_stats()
+        stats_root = (None if isinstance(store, juicefs.StatsMeter) or not here
+                      else self.target.juicefs_stats())
         own = juicefs.OwnMeter(stats_root) if stats_root is not None else None
         if own is not None:
             try:

@@ -450,8 +450,11 @@ def clients_table(results: list[Row]) -> Section | None:
     many = [r for r in results if r.get("clients")]
     if not many:
         return None
-    head = ("test", "workload", "client", "mount", "bandwidth", "IOPS", "share",
-            "daemon CPU", "daemon peak mem")
+    head: tuple[str, ...] = ("test", "workload", "client", "mount", "bandwidth", "IOPS", "share",
+                             "daemon CPU", "daemon peak mem")
+    counted = any(c.get("requests") for r in many for c in r["clients"])
+    if counted:
+        head += ("requests",)
     rows: list[tuple[str, ...]] = []
     lines = ["each client: its own mount, daemon and fio server; bandwidth and IOPS as fio "
              "reported for it; share: of the clients' summed bandwidth; the aggregate row is "
@@ -462,14 +465,21 @@ def clients_table(results: list[Row]) -> Section | None:
         summed = sum(bws)
         cpu, mem = _daemon_cells(r)
         bw, rate = _rate_cells(r)
-        rows.append((short_test(r), r["name"], f"all {len(clients)}", "", bw, rate, "", cpu, mem))
+        q = r.get("requests")
+        rows.append((short_test(r), r["name"], f"all {len(clients)}", "", bw, rate, "", cpu, mem,
+                     *([str(q["total"]) if q else "-"] if counted else [])))
         rows += [("", "", c["server"], c["directory"].split(f"{os.sep}fsperf-work-")[0],
-                  *_client_cells(c, summed)) for c in clients]
+                  *_client_cells(c, summed),
+                  *([str(c["requests"]["total"]) if c.get("requests") else "-"] if counted else []))
+                 for c in clients]
         if len(bws) > 1 and max(bws):
             lines.append(f"{label(r)}: imbalance {100 * (1 - min(bws) / max(bws)):.0f}% (the "
                          f"slowest client {units.format_rate(min(bws))}, the fastest "
                          f"{units.format_rate(max(bws))})")
-    return Section("Clients", tuple(lines), Table(head, tuple(rows), frozenset(range(4, 9))))
+    if counted:
+        lines.append("requests: the object requests each client's daemon counted itself "
+                     "(JuiceFS's .stats); the aggregate row's as in Object-store requests")
+    return Section("Clients", tuple(lines), Table(head, tuple(rows), frozenset(range(4, len(head)))))
 
 
 def _cell(metric: str, figures: Mapping[str, Any]) -> str:

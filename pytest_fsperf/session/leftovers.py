@@ -28,6 +28,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -90,6 +91,9 @@ def _user(uid: int) -> str:
         return f"uid {uid}"
 
 
+_WRITING = threading.Lock()  # hosts are linked from threads: one line at a time
+
+
 @dataclass
 class Record:
     """The record of this process: append-only lines {"id", "kind", ...} and {"done": id}."""
@@ -114,16 +118,18 @@ class Record:
             f.write(json.dumps(entry) + "\n")
 
     def add(self, kind: str, **data: Any) -> int:
-        self._next += 1
-        assert self._open is not None
-        self._open.add(self._next)
-        self._write({"id": self._next, "kind": kind, **data})
-        return self._next
+        with _WRITING:
+            self._next += 1
+            assert self._open is not None
+            self._open.add(self._next)
+            self._write({"id": self._next, "kind": kind, **data})
+            return self._next
 
     def done(self, entry: int) -> None:
-        if self._open is not None and entry in self._open:
-            self._open.discard(entry)
-            self._write({"done": entry})
+        with _WRITING:
+            if self._open is not None and entry in self._open:
+                self._open.discard(entry)
+                self._write({"done": entry})
 
     def close(self) -> None:
         """At a normal end: forget the record if everything in it was removed."""

@@ -15,7 +15,7 @@ import math
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -77,6 +77,26 @@ class Requests:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "total": self.total, "get_bytes_mean": self.get_bytes_mean}
+
+
+def combined(parts: Sequence[Requests], source: str) -> Requests:
+    """Several clients' own counts as one (their time-to-first-byte percentiles do not add:
+    left out)."""
+    def add(key: str, maps: Sequence[Mapping[str, int]]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for m in maps:
+            for k, n in m.items():
+                out[k] = out.get(k, 0) + n
+        return out
+
+    def total(values: Sequence[int | None]) -> int | None:
+        return None if any(v is None for v in values) else sum(v or 0 for v in values)
+
+    return Requests(add("kind", [p.by_kind for p in parts]), add("api", [p.by_api for p in parts]),
+                    sum(p.errors_4xx for p in parts), sum(p.errors_5xx for p in parts),
+                    total([p.sent_bytes for p in parts]), total([p.received_bytes for p in parts]),
+                    source=source, errors_by_kind=add("errors", [p.errors_by_kind for p in parts]),
+                    errors_unclassified=sum(p.errors_unclassified for p in parts))
 
 
 def parse(text: str) -> Snapshot:
