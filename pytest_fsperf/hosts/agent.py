@@ -78,7 +78,7 @@ class Agent:
         """Bracket the next run: the request counter and the daemon meter started; this
         host's clock at its start."""
         self.lookup = self._find()
-        self.counter, self.counter_note = _counter(self.mount)
+        self.counter, self.counter_note = _counter(self._mounted())
         if self.lookup.daemon is None:
             self.meter = None
             return time.time()
@@ -124,11 +124,13 @@ class Agent:
         return find_daemon(found)
 
 
-def _counter(mount: str) -> tuple[juicefs.StatsMeter | None, str]:
-    """A JuiceFS mount's own request counter, started; else None and why."""
-    if not juicefs.has_stats(Path(mount)):
+def _counter(mount: Mount | None) -> tuple[juicefs.StatsMeter | None, str]:
+    """A JuiceFS mount's own request counter, started; else None and why. Decided by the
+    mount table first: a `.stats` object in another filesystem's root is not read."""
+    root = Path(mount.mount_point) if mount else None
+    if root is None or mount is None or mount.fstype != "fuse.juicefs" or not juicefs.has_stats(root):
         return None, NOT_COUNTED
-    counter = juicefs.StatsMeter(Path(mount))
+    counter = juicefs.StatsMeter(root)
     try:
         counter.start()
     except (OSError, ValueError) as exc:
