@@ -15,7 +15,6 @@ import dataclasses
 import os
 import socket
 import time
-from pathlib import Path
 from typing import Any
 
 from .. import __version__
@@ -125,10 +124,9 @@ class Agent:
 
 
 def _counter(mount: Mount | None) -> tuple[juicefs.StatsMeter | None, str]:
-    """A JuiceFS mount's own request counter, started; else None and why. Decided by the
-    mount table first: a `.stats` object in another filesystem's root is not read."""
-    root = Path(mount.mount_point) if mount else None
-    if root is None or mount is None or mount.fstype != "fuse.juicefs" or not juicefs.has_stats(root):
+    """A JuiceFS mount's own request counter, started; else None and why."""
+    root = juicefs.stats_root(mount.mount_point, mount.fstype) if mount else None
+    if root is None:
         return None, NOT_COUNTED
     counter = juicefs.StatsMeter(root)
     try:

@@ -95,7 +95,8 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
     if w.daemon is None:
         w.lookup = Lookup(None, "; ".join(c.daemon_note for c in rows))
     hosts_counted = [c.requests for c in rows if c.requests is not None]
-    if w.requests is None and hosts_counted and len(hosts_counted) == len(rows):
+    by_store = w.requests is not None  # a store's own counters: every host at once
+    if not by_store and hosts_counted and len(hosts_counted) == len(rows):
         w.requests = combined(hosts_counted, "JuiceFS .stats on each host")
         w.requests_note = ""
     exited = [c.host for c, s in zip(rows, stops, strict=True) if s.get("exited")]
@@ -109,7 +110,7 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
              f"the hosts' windows started within {1000 * link.skew(aligned):.0f} ms of each other "
              f"on this machine's clock (each host's clock compared over its channel, round trip "
              f"at most {1000 * max(lk.rtt for lk in found):.1f} ms)"]
-    if w.requests is not None and w.requests.source != "JuiceFS .stats on each host":
+    if by_store:
         notes.append(f"object requests: the store's counters, all {n} hosts together (and "
                      "anything else that used the store in the window)")
     if len(measured) < n:

@@ -64,8 +64,7 @@ class Target:
             mount = self.mount()
         except (OSError, LookupError):
             return None
-        root = Path(mount.mount_point)  # .stats is in the mount's root, not a subdirectory
-        return root if mount.fstype == "fuse.juicefs" and juicefs.has_stats(root) else None
+        return juicefs.stats_root(mount.mount_point, mount.fstype)
 
     def lookup_daemon(self) -> Lookup:
         if self.daemon_pid is not None:

@@ -33,6 +33,14 @@ def parse(text: str) -> dict[str, float]:
     return found
 
 
+def stats_root(mount_point: str, fstype: str) -> Path | None:
+    """The mount's root where it is a JuiceFS mount with its .stats file, else None; decided
+    by the mount table first (no stat() on any other mount, no `.stats` object of another
+    filesystem's bucket taken for counts)."""
+    root = Path(mount_point)  # .stats is in the mount's root, not a subdirectory
+    return root if fstype == "fuse.juicefs" and has_stats(root) else None
+
+
 def has_stats(mount: Path) -> bool:
     try:
         return (mount / STATS).is_file()
