@@ -372,6 +372,8 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if "fsperf" in getattr(item, "fixturenames", ()) or item.get_closest_marker("fsperf"):
+        report.fsperf_test = True  # type: ignore[attr-defined]  # its failures are the decision's
     record = item.stash.get(RECORD, None)
     if report.when != "call" or record is None:
         return report

@@ -320,18 +320,40 @@ def _direction(block: dict[str, Any]) -> IoStats:
     )
 
 
+def documents(text: str) -> list[Any]:
+    """The JSON documents in fio's output, in order: fio may print warnings before them, and
+    with --status-interval it writes one report a second before the final one."""
+    found: list[Any] = []
+    decoder = json.JSONDecoder()
+    at = text.find("{")
+    while at >= 0:
+        try:
+            doc, end = decoder.raw_decode(text, at)
+        except ValueError:
+            at = text.find("\n{", at + 1)
+            at = at + 1 if at >= 0 else -1
+            continue
+        found.append(doc)
+        at = text.find("{", end)
+    return found
+
+
 def parse_output(path: str) -> tuple[IoStats | None, IoStats | None, dict[str, Any],
                                      tuple[JobStats, ...]]:
-    """(read, write, raw job, each job) from fio's JSON file; fio may print warnings before
-    the JSON. One grouped job: its figures, and no jobs apart. Jobs reported apart (json+):
-    each one's figures, and their sum as fio's group line computes it (bytes over the
-    longest job's time; latency percentiles from the merged histograms)."""
+    """(read, write, raw job, each job) from fio's JSON file: its last report (fio may print
+    warnings before the JSON, and status reports). One grouped job: its figures, and no jobs
+    apart. Jobs reported apart (json+): each one's figures, and their sum as fio's group line
+    computes it (bytes over the longest job's time; latency percentiles from the merged
+    histograms)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
-        data = json.loads(text[text.index("{"):])
+        docs = documents(text)
+        if not docs:
+            raise ValueError("no JSON document")
+        data = docs[-1]
         jobs = data["jobs"]
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise MeasurementError(f"fio wrote no readable JSON to {path}: {exc}") from None
     if not jobs:
         raise MeasurementError(f"fio reported no job in {path}")
@@ -394,21 +416,11 @@ def percentile(bins: dict[int, int], p: float) -> float | None:
     return float(max(bins))
 
 
-LAT_LOGS = ("write_lat_log", "log_avg_msec", "write_bw_log", "write_iops_log", "per_job_logs")
-
-
-def with_lat_log(job: dict[str, str], prefix: str) -> dict[str, str]:
-    """The job with fio's completion-latency log, averaged per second, unless the user asked
-    for logs of their own (then theirs stand, and there is no per-second latency)."""
-    if any(key in job for key in LAT_LOGS):
-        return job
-    return {**job, "write_lat_log": prefix, "log_avg_msec": "1000"}
-
-
-def read_clat_logs(prefix: str) -> list[tuple[float, float]]:
-    """(second of fio's clock, mean completion latency in ns) from PREFIX_clat.N.log of every
+def read_clat_logs(prefix: str, origin: float = 0.0) -> list[tuple[float, float]]:
+    """(second since `origin`, mean completion latency in ns) from PREFIX_clat.N.log of every
     job: per second, the mean of the jobs' and directions' averages. Lines are
-    `msec, value, direction, block size, offset[, priority]`."""
+    `msec, value, direction, block size, offset[, priority]`, msec on the clock the log was
+    stamped with (fio_status.instrumented: the monotonic clock, as `origin`)."""
     per: dict[int, list[float]] = {}
     for path in sorted(glob.glob(glob.escape(prefix) + "_clat.*.log")):
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -418,5 +430,5 @@ def read_clat_logs(prefix: str) -> list[tuple[float, float]]:
                     msec, value = int(fields[0]), float(fields[1])
                 except (ValueError, IndexError):
                     continue
-                per.setdefault(round(msec / 1000), []).append(value)
+                per.setdefault(round(msec / 1000 - origin), []).append(value)
     return [(float(sec), sum(v) / len(v)) for sec, v in sorted(per.items()) if v]

@@ -1,10 +1,11 @@
 """Meters that read the FUSE daemon from /proc while a workload runs.
 
-CPU: utime+stime of /proc/PID/stat (includes exited threads), sampled every 50 ms beside
-the bytes the workload has moved; CPU% is taken over the time I/O ran (from the last sample
-before the first 0.5% of the bytes moved to the first sample after the last 0.5%), not
-over the tool's start-up and teardown; 100% = one core. Without a byte counter, or when
-nothing moved, over the whole window (and the stats say so).
+CPU: utime+stime of /proc/PID/stat (includes exited threads), sampled every 50 ms; CPU% is
+taken over the time I/O ran, not over the tool's start-up and teardown; 100% = one core. That
+time is the span the load generator reports (fio's, engine/fio_status.py), read off the
+samples linearly; else, given a byte counter, from the last sample before the first 0.5% of
+the bytes moved to the first sample after the last 0.5%. Without either, or when nothing
+moved, over the whole window (and the stats say so).
 Peak memory: VmHWM after `echo 5 > clear_refs` reset it to the current RSS at the start;
 where the reset is refused, the highest VmRSS seen by a sampler, marked "sampled".
 A light watcher thread notices a daemon that exits and calls back (the engine then stops the load at once).
@@ -12,6 +13,7 @@ A light watcher thread notices a daemon that exits and calls back (the engine th
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -113,11 +115,10 @@ class DaemonMeter:
             self._sampled_peak_kib = max(self._sampled_peak_kib, sum(r for r in rss if r))
 
     def _point(self) -> None:
-        if self._moved is None:
-            return
         ticks = self._ticks()
         if ticks is not None:
-            self.timeline.append((time.monotonic(), ticks, self._moved()))
+            self.timeline.append((time.monotonic(), ticks,
+                                  self._moved() if self._moved is not None else 0))
 
     def _watch(self) -> None:
         every = max(1, round(self._interval / self._tick))
@@ -156,7 +157,9 @@ class DaemonMeter:
             return None
         return sum(x[0] for x in io if x), sum(x[1] for x in io if x)
 
-    def stop(self, workload: str) -> DaemonStats:
+    def stop(self, workload: str, span: tuple[float, float] | None = None) -> DaemonStats:
+        """span: (start, end), monotonic s, of the time the workload's I/O ran, where the
+        load generator said (CPU% is over it)."""
         pid = self.daemon.pid
         self._point()
         per1 = self._per_ticks() or {}
@@ -176,9 +179,10 @@ class DaemonMeter:
             self._sample()
         cpu_seconds = (cpu1 - self._cpu0) / CLK_TCK
         io = (io1[0] - self._io0[0], io1[1] - self._io0[1]) if io1 and self._io0 else None
-        span = io_window(self.timeline)
-        if span is not None:
-            seconds, ticks = span
+        found = (ticks_between(self.timeline, *span) if span is not None
+                 else io_window(self.timeline) if self._moved is not None else None)
+        if found is not None:
+            seconds, ticks = found
             window, window_cpu = "I/O", ticks / CLK_TCK
         else:
             seconds, window, window_cpu = wall, "whole run", cpu_seconds
@@ -204,6 +208,27 @@ class DaemonMeter:
         self._stop.set()
         if self._thread:
             self._thread.join()
+
+
+def ticks_between(timeline: list[tuple[float, int, int]], start: float,
+                  end: float) -> tuple[float, float] | None:
+    """(seconds, CPU ticks) from start to end, the ticks read linearly between the samples;
+    None when the samples do not cover the span (the meter started after it, or too few)."""
+    if len(timeline) < 2 or end <= start:
+        return None
+    first, last = timeline[0][0], timeline[-1][0]
+    slack = 2 * TICK  # fio's clock and ours agree to a millisecond; the samples to a tick
+    if start < first - slack or end > last + slack:
+        return None
+
+    def at(x: float) -> float:
+        x = min(max(x, first), last)
+        for (t0, c0, _m0), (t1, c1, _m1) in itertools.pairwise(timeline):
+            if x <= t1:
+                return c0 + (c1 - c0) * (x - t0) / (t1 - t0) if t1 > t0 else float(c1)
+        return float(timeline[-1][1])
+
+    return end - start, at(end) - at(start)
 
 
 def io_window(timeline: list[tuple[float, int, int]]) -> tuple[float, int] | None:

@@ -18,6 +18,7 @@ import psutil
 
 from .. import units
 from ..engine import fio as fio_engine
+from ..engine import fio_status
 from ..errors import MeasurementError, UsageError, WorkloadHung
 from ..judge.paired import Budget
 from ..mounts.daemon import Lookup
@@ -86,6 +87,8 @@ class Window:
     peer_stats: list[DaemonStats | None] = dataclasses.field(default_factory=list)
     cache_filled: int | None = None  # how much the machine's page cache grew in the window, bytes
     rest: Rest | None = None  # what the rest of the machine used in the window
+    io_span: tuple[float, float] | None = None  # when the I/O ran (monotonic s), if known
+    started: float = 0.0  # monotonic s of the timeline's t = 0
 
 
 class Workspace:
@@ -365,21 +368,33 @@ class Workspace:
             self.layout(job, out)
             self._laid_out[key] = _files(self.workdir)
         fresh = not before or (laid_out and self._laid_out[key] != before)
-        logged = fio_engine.with_lat_log(job, out)  # latency per second, for the timeline
+        # fio's own reports time the I/O and count its bytes, for every ioengine (fio_status)
+        run = fio_status.instrumented(job, out)
         proc = fio_engine.FioProcess(
-            fio_engine.command(logged, "fsperf", str(self.workdir), out + ".json", grouped),
-            out + ".json.log")
-
-        fio_io = progress.TreeIo(lambda: proc.proc.pid if proc.proc else None)
-        with self.measured(label, fio_io, on_exit=proc.stop_now, timed_io=True) as w:
+            [*fio_engine.command(run, "fsperf", str(self.workdir), out + ".json", grouped),
+             f"--status-interval={fio_status.INTERVAL:g}"], out + ".json.log")
+        status = fio_status.Status(out + ".json")
+        tree = progress.TreeIo(lambda: proc.proc.pid if proc.proc else None)
+        # live: the bytes fio's processes read and wrote (exact, every sample, for engines
+        # that move them through read()/write()), or fio's own count where that is more
+        # (libaio, io_uring, mmap move none that way; fio reports once a second)
+        with self.measured(label, lambda: max(tree(), status()), on_exit=proc.stop_now) as w:
             try:
                 code, fio_cpu = proc.run(self.deadline(job), self.on_hang)
             except WorkloadHung as exc:
                 raise WorkloadHung(f"{label}: {exc}") from None
             fio_engine.check_exit(code, out + ".json")
-        read, write, raw, jobs = fio_engine.parse_output(out + ".json")
-        if w.timeline is not None and logged is not job:
-            w.timeline = dataclasses.replace(w.timeline, clat=fio_engine.read_clat_logs(out))
+            read, write, raw, jobs = fio_engine.parse_output(out + ".json")
+            runtime = max((d.runtime_ms for d in (read, write) if d is not None), default=0)
+            w.io_span = fio_status.io_span(out, runtime, status)
+        if w.timeline is not None:
+            w.timeline = dataclasses.replace(w.timeline, clat=fio_engine.read_clat_logs(out, w.started))
+            total = sum(d.io_bytes for d in (read, write) if d is not None)
+            if w.io_span is not None and abs(sum(w.timeline.moved) - total) > 0.05 * total:
+                # the samples did not see fio's bytes: its reports, placed on its clock
+                edges = [w.started + x for x in w.timeline.t]
+                w.timeline = dataclasses.replace(w.timeline, moved=fio_status.per_interval(
+                    status.series(*w.io_span, total), edges))
         return self.record(w, name=label, kind="fio", options=job, read=read, write=write,
                            tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
                            judged=judged, raw=raw, output_file=out + ".json",
@@ -521,6 +536,7 @@ class Workspace:
                                    stall_limit=limit if on_exit is not None else None,
                                    on_stall=on_exit)
         sampler.start()
+        w.started = sampler.started
         shown = self._progress(label, counter, sampler)
         try:
             for m in (meter, *(m for _o, m in w.peers)):
@@ -560,8 +576,8 @@ class Workspace:
                     w.profile_note = f"the profile failed: {exc}"
             if sampler.stalled is not None:
                 raise MeasurementError(_stalled(label, sampler.stalled, limit))
-            w.daemon = meter.stop(label) if meter else None
-            w.peer_stats = [m.stop(label) if m else None for _o, m in w.peers]
+            w.daemon = meter.stop(label, w.io_span) if meter else None
+            w.peer_stats = [m.stop(label, w.io_span) if m else None for _o, m in w.peers]
             if store is not None:
                 try:
                     w.requests = store.stop()

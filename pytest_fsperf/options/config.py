@@ -24,6 +24,7 @@ from ..errors import UsageError
 from ..hosts import spec as hosts_spec
 from ..judge import history, runs
 from ..measure import balloon, cache, fusetrace, placement, profile
+from ..mounts.mountinfo import find_mount, read_mounts
 from ..mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 from ..mounts.registry import BackendConfig, load_config
 from ..session import leftovers, outfile
@@ -89,8 +90,10 @@ class Raw:
         return path if path.is_absolute() else self.base / path
 
 
-def _mount(raw: Raw, timeout: float) -> Path:
-    """Checked from a helper process: a mount whose daemon never answers must not hang pytest."""
+def _mount(raw: Raw, timeout: float, plain_dir: bool = False) -> Path:
+    """Checked from a helper process: a mount whose daemon never answers must not hang pytest.
+    A directory that is not itself a mount point is refused (a CI job whose mount step failed
+    would gate the runner's own disk) unless plain_dir (--fsperf-plain-dir=1) says it is meant."""
     try:
         state, real = probe(str(raw.path), timeout)
     except NoAnswer as exc:
@@ -99,6 +102,16 @@ def _mount(raw: Raw, timeout: float) -> Path:
                READ_ONLY: "not writable (read-only mount or no permission)"}.get(state)
     if problem:
         raise UsageError(f"{raw.where}: {problem}")
+    if not plain_dir:
+        try:
+            under = find_mount(real, read_mounts())
+        except (OSError, LookupError):
+            under = None
+        if under is not None and under.mount_point != real:
+            raise UsageError(f"{raw.where}: {real} is not a mount point but a directory on "
+                             f"{under.fstype} mounted at {under.mount_point} (did the mount step "
+                             "fail?); give the mounted directory, or --fsperf-plain-dir=1 to "
+                             "measure a directory that is not one")
     return Path(real)
 
 
@@ -330,6 +343,10 @@ class Option:
 OPTIONS = (
     Option("fsperf_mount", "mount", _text, None, "PATH", "filesystem under test (a mounted "
            "directory); default: a fresh directory under the system temp dir"),
+    Option("fsperf_plain_dir", "plain_dir", _flag, False, "0|1",
+           "accept a --fsperf-mount (and --fsperf-reference-mount) that is not itself a mount "
+           "point: a directory inside one (default 0: refused, so that a failed mount step "
+           "does not gate the machine's own disk)"),
     Option("fsperf_daemon_pid", "daemon_pid", _pid, None, "PID",
            "PID of the FUSE daemon; default: found from the mount"),
     Option("fsperf_scale", "scale", _positive, 1.0, "FACTOR",
@@ -488,6 +505,7 @@ BY_NAME = {opt.name: opt for opt in OPTIONS}
 class Settings:
     mount: Path | None = None  # None: the embedded default, a fresh temp directory
     daemon_pid: int | None = None
+    plain_dir: bool = False  # a --fsperf-mount that is not a mount point is accepted
     scale: float = 1.0
     json_path: Path | None = None
     backend: str | None = None
@@ -621,9 +639,9 @@ def settings_from(given: Mapping[str, Raw], root: Path) -> Settings:
     values = {opt.field: opt.convert(given[opt.field]) if opt.field in given else opt.default
               for opt in OPTIONS if opt.field not in ("mount", "reference_mount")}
     if mount is not None:  # probed with the timeout the user gave
-        values["mount"] = _mount(mount, values["mount_timeout"])
+        values["mount"] = _mount(mount, values["mount_timeout"], values["plain_dir"])
     if ref_mount is not None:
-        values["reference_mount"] = _mount(ref_mount, values["mount_timeout"])
+        values["reference_mount"] = _mount(ref_mount, values["mount_timeout"], values["plain_dir"])
         if values["reference_mount"] == values["mount"]:
             raise UsageError(f"{ref_mount.where}: is the candidate's mount itself "
                              f"({mount.where if mount else ''})")

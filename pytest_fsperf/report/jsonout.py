@@ -23,8 +23,10 @@ def schema() -> dict[str, Any]:
 
 def document(environment: dict[str, Any], results: list[dict[str, Any]],
              leftovers: list[str], comparisons: list[dict[str, Any]],
-             swept: list[str] | None = None) -> dict[str, Any]:
+             swept: list[str] | None = None,
+             failed_tests: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {
+        "failed_tests": failed_tests or [],
         "schema": SCHEMA_ID,
         "created": time.strftime(runs.CREATED),
         "environment": environment,

@@ -13,6 +13,7 @@ from ..judge import history, runs
 from ..session import outfile
 from ..session.state import FsperfSession
 from . import benchmark_json, html, jsonout, markdown, terminal, view
+from .redact import redact_text
 
 
 def live_line(config: pytest.Config) -> tuple[Callable[[str], None], Callable[[], int]] | None:
@@ -37,6 +38,20 @@ def live_line(config: pytest.Config) -> tuple[Callable[[str], None], Callable[[]
     return write, column
 
 
+def failed_test(report: pytest.TestReport) -> dict[str, Any]:
+    """A failed or errored test as the decision names it: its id, the phase, why (the first
+    line of its crash message, secrets masked)."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = str(getattr(crash, "message", "") or "")
+    if not text:
+        lines = [ln for ln in str(report.longrepr or "").splitlines() if ln.strip()]
+        text = lines[-1] if lines else ""
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "no message")
+    return {"test": report.nodeid, "when": report.when,
+            "fsperf": bool(getattr(report, "fsperf_test", False)),
+            "message": redact_text(first)[:300]}
+
+
 class Reporter:
     """Collects results from reports (also those xdist workers send) and reports them."""
 
@@ -49,6 +64,8 @@ class Reporter:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.state.results.extend(getattr(report, "fsperf_results", None) or [])
         self.state.comparisons.extend(getattr(report, "fsperf_comparisons", None) or [])
+        if report.failed:  # whatever the cause: the decision is never greener than pytest
+            self.state.failed_tests.append(failed_test(report))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         state = self.state
@@ -61,7 +78,8 @@ class Reporter:
             terminalreporter.write_line("pytest-fsperf kept no record of what this session started "
                                         f"({state.unrecorded}): had it been killed, nothing would "
                                         "have removed its mounts and processes", yellow=True)
-        if not state.results and not state.leftovers:
+        if not state.results and not state.leftovers and not any(
+                t["fsperf"] for t in state.failed_tests):
             return
         terminalreporter.write_sep("=", "fsperf")
         for line in terminal.render(self.view(self.env)):
@@ -103,7 +121,8 @@ class Reporter:
 
     def _writers(self, env: dict[str, Any]) -> list[Callable[[], object]]:
         state, s = self.state, self.state.settings
-        doc = jsonout.document(env, state.results, state.leftovers, state.comparisons, state.swept)
+        doc = jsonout.document(env, state.results, state.leftovers, state.comparisons, state.swept,
+                               state.failed_tests)
         todo: list[Callable[[], object]] = []
         if s.json_path is not None:
             todo.append(partial(jsonout.write, s.json_path, doc))
@@ -128,7 +147,8 @@ class Reporter:
     def view(self, env: dict[str, Any] | None = None) -> view.View:
         state = self.state
         return view.build(env or {}, state.results, state.comparisons,
-                          state.settings.gate == "baseline", state.settings.inconclusive == "fail")
+                          state.settings.gate == "baseline", state.settings.inconclusive == "fail",
+                          state.failed_tests)
 
     def _history_lines(self) -> list[str]:
         """--fsperf-history: the change points over the saved runs, this one included."""

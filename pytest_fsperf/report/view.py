@@ -210,9 +210,22 @@ def in_comparisons(results: list[Row], comparisons: Iterable[Mapping[str, Any]])
             for name in (*c.get("a_results", ()), *c.get("b_results", ()))}
 
 
+def unexplained(results: list[Row], failed_tests: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Failed tests whose failure no failing workload row explains: an error in setup or
+    teardown, or a test that failed without a failing or undecided workload (no space left,
+    a crashed daemon, the user's own assertion)."""
+    explained = {str(r["test"]) for r in results
+                 if (v := Outcome.of(r.get("verdict"))).failing or v.unsure}
+    return [t for t in failed_tests if t.get("when") != "call" or str(t["test"]) not in explained]
+
+
 def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
-            inconclusive_fails: bool) -> tuple[str, ...]:
-    """The decision first: what failed and why, what could not be decided, every A/B."""
+            inconclusive_fails: bool,
+            failed_tests: Iterable[Mapping[str, Any]] = ()) -> tuple[str, ...]:
+    """The decision first: what failed and why, what could not be decided, every A/B, and
+    every test that failed for a reason no workload shows (the decision is never greener
+    than pytest)."""
+    errors = unexplained(results, failed_tests)
     verdicts = [Outcome.of(r.get("verdict")) for r in results]
     comparisons = list(comparisons)
     failing = sum(v.failing for v in verdicts)
@@ -221,7 +234,7 @@ def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
     partial = [n for r, v in zip(results, verdicts, strict=True)
                if v == Outcome.PARTIAL for n in r.get("not_judged") or ()]
     decided_ab = [c for c in comparisons if _decided(c)]
-    if failing or (unsure and inconclusive_fails):
+    if failing or errors or (unsure and inconclusive_fails):
         decision = "FAIL"
     elif unsure:
         decision = "PASS with warnings"
@@ -239,7 +252,10 @@ def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
     lines = [f"{decision}: {count}: {failing} failing, {unsure} inconclusive"
              f"{how}, {passed} passed, {len(results) - failing - unsure - passed} not judged"
              + (f"; {len(decided_ab)} of {len(comparisons)} comparisons decided"
-                if comparisons else "")]
+                if comparisons else "")
+             + (f"; {len(errors)} test{'' if len(errors) == 1 else 's'} failed or errored"
+                if errors else "")]
+    lines += [f"FAIL: {_test_id(t)} ({t.get('when')}): {t.get('message')}" for t in errors]
     for r, v in zip(results, verdicts, strict=True):
         if v.failing or v.unsure:
             lines += [f"{v}: {short_test(r)} {line}" for line in r.get("failures") or [r["name"]]]
@@ -276,6 +292,20 @@ def _decided(c: Mapping[str, Any]) -> bool:
         and Difference(m["outcome"]) != Difference.INCONCLUSIVE)
 
 
+def latency_notes(results: list[Row]) -> list[str]:
+    """Which latency fio's p99 is: total unless the test asked for completion latency."""
+    kinds = {(label(r), d["lat_kind"]) for r in results for d in (r.get("read"), r.get("write"))
+             if isinstance(d, dict) and d.get("lat_kind")}
+    out = []
+    if any(k == "lat" for _l, k in kinds):
+        out.append("p99 lat of fio: total latency, submission + completion (fio's lat_percentiles)")
+    clat = sorted({lab for lab, k in kinds if k == "clat"})
+    if clat:
+        out.append(f"p99 lat of {', '.join(clat)}: completion latency only (fio's clat), "
+                   "without the submission")
+    return out
+
+
 def notes(results: list[Row]) -> list[str]:
     out = []
     if any(not r.get("daemon") for r in results):
@@ -290,6 +320,7 @@ def notes(results: list[Row]) -> list[str]:
                    "time counted in 10 ms ticks")
     if any(r.get("daemon", {}) and r["daemon"].get("cpu_window") == "I/O" for r in results):
         out.append("daemon CPU: over the time I/O ran, not the tool's start-up and teardown")
+    out += latency_notes(results)
     out += _folded([(label(r), n) for r in results for n in r.get("notes", [])])
     out += [f"{label(r)}: {line}" for r in results if (line := processes_line(r))]
     out += [f"{label(r)}: {line}" for r in results if (line := own_counters_line(r))]
@@ -724,8 +755,13 @@ def _scale(scale: object) -> str:
     return f"{scale:g} of the documented sizes and file counts"
 
 
+def _test_id(t: Mapping[str, Any]) -> str:
+    return str(t["test"]).rsplit("/", 1)[-1]
+
+
 def build(env: Mapping[str, Any], results: list[Row], comparisons: Iterable[Mapping[str, Any]],
-          gated: bool, inconclusive_fails: bool = True) -> View:
+          gated: bool, inconclusive_fails: bool = True,
+          failed_tests: Iterable[Mapping[str, Any]] = ()) -> View:
     comparisons = list(comparisons)
     sections = [comparison(c) for c in comparisons]
     behind = in_comparisons(results, comparisons)
@@ -741,7 +777,7 @@ def build(env: Mapping[str, Any], results: list[Row], comparisons: Iterable[Mapp
     return View(header(env), Table(head, tuple(row(r, saved) for r in shown), frozenset(range(2, 8))),
                 tuple(Outcome.of(r.get("verdict")) for r in results),
                 tuple(notes(shown) + extra) if results else (), _charts(shown), tuple(sections),
-                summary(shown, comparisons, inconclusive_fails),
+                summary(shown, comparisons, inconclusive_fails, failed_tests),
                 timelines(results, comparisons, behind))
 
 

@@ -190,6 +190,7 @@ class FsperfSession:
         self.comparisons: list[dict[str, Any]] = []  # every A/B comparison, as reported
         self.leftovers: list[str] = []  # work dirs or mounts that could not be removed
         self.swept: list[str] = []  # what earlier, killed sessions left, removed at the start
+        self.failed_tests: list[dict[str, Any]] = []  # every test that failed or errored
         self.unrecorded: str | None = None  # why this session keeps no record (no watchdog)
         self._default: Target | None = None
         self._reference: Target | None = None
