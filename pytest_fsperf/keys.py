@@ -30,5 +30,6 @@ STATE = pytest.StashKey[FsperfSession]()
 CEILINGS = pytest.StashKey[Ceilings]()  # --fsperf-ceilings: measured once per session and shape
 PLAN = pytest.StashKey[Plan]()
 PLAN_ERROR = pytest.StashKey[str]()
+USAGE = pytest.StashKey[bool]()  # the test failed on a usage error: the session exits 4
 MOUNT = pytest.StashKey[MountRequest]()
 RECORD = pytest.StashKey[ItemRecord]()

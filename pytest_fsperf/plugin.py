@@ -18,7 +18,7 @@ from .ceilings.cache import Ceilings
 from .errors import MeasurementError, UsageError, message
 from .fixture import Fsperf
 from .judge import Earlier, Judgement, Past, judge_item, runs
-from .keys import CEILINGS, MOUNT, PLAN, PLAN_ERROR, RECORD, STATE, ItemRecord
+from .keys import CEILINGS, MOUNT, PLAN, PLAN_ERROR, RECORD, STATE, USAGE, ItemRecord
 from .measure.ab import Release
 from .mounts.mounter import BinaryMissing, MountPlan
 from .mounts.registry import Registry
@@ -165,12 +165,20 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     """A usage error or a measuring fault in a fixture (the mount, the work dir, MinIO)
     fails in one line, as in the test body (pytest_runtest_call)."""
     if PLAN_ERROR in item.stash:
+        item.stash[USAGE] = True
         fail(f"usage error: {item.stash[PLAN_ERROR]}")
     try:
         return (yield)
     except FAULTS as exc:
-        text = message(exc)
+        text = _fault(item, exc)
     fail(text)  # outside `except`, so pytest shows no chained exception
+
+
+def _fault(item: pytest.Item, exc: UsageError | MeasurementError) -> str:
+    """The one line a fault fails its test with; a usage error also makes the session exit 4."""
+    if isinstance(exc, UsageError):
+        item.stash[USAGE] = True
+    return message(exc)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -178,7 +186,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     try:
         return (yield)
     except FAULTS as exc:
-        text = message(exc)
+        text = _fault(item, exc)
     fail(text)
 
 
@@ -306,13 +314,13 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
             _judge(item)
         if not isinstance(exc, FAULTS):
             raise
-        text = message(exc)
+        text = _fault(item, exc)
     if text is not None:
         fail(text)
     try:
         failures = _judge(item)
     except FAULTS as exc:
-        failures = [message(exc)]
+        failures = [_fault(item, exc)]
     if failures:
         fail("\n".join(failures))
     return outcome
@@ -374,6 +382,8 @@ def pytest_runtest_makereport(
     report = yield
     if "fsperf" in getattr(item, "fixturenames", ()) or item.get_closest_marker("fsperf"):
         report.fsperf_test = True  # type: ignore[attr-defined]  # its failures are the decision's
+    if report.failed and item.stash.get(USAGE, False):
+        report.fsperf_usage_error = True  # type: ignore[attr-defined]  # through xdist too
     record = item.stash.get(RECORD, None)
     if report.when != "call" or record is None:
         return report

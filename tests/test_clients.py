@@ -160,7 +160,7 @@ def test_servers_the_user_started(pytester, tmp_path):
                 assert all(c.daemon is None and "one you started" in c.daemon_note for c in r.clients)
         """)
         servers = ",".join(f"127.0.0.1:{p}" for p in ports)
-        result, doc = run_json(pytester, f"--fsperf-mount={tmp_path / 'mnt'}",
+        result, doc = run_json(pytester, f"--fsperf-mount={tmp_path / 'mnt'}", "--fsperf-plain-dir=1",
                                f"--fsperf-fio-servers={servers}")
         result.assert_outcomes(passed=1)
         assert "not measured here" in doc["results"][0]["daemon_note"]
@@ -168,7 +168,7 @@ def test_servers_the_user_started(pytester, tmp_path):
         # a server that is not there: named, the test fails, the session goes on
         procs[1].kill()
         procs[1].wait()
-        result, _doc = run_json(pytester, f"--fsperf-mount={tmp_path / 'mnt'}",
+        result, _doc = run_json(pytester, f"--fsperf-mount={tmp_path / 'mnt'}", "--fsperf-plain-dir=1",
                                 f"--fsperf-fio-servers={servers}")
         result.assert_outcomes(failed=1)
         result.stdout.fnmatch_lines([f"*fio server 127.0.0.1:{ports[1]} not reachable*"])

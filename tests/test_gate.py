@@ -213,10 +213,10 @@ def test_mount_gate_flags_are_checked_where_they_are_given(pytester, tmp_path):
     pytester.makepyfile(READ)
     r = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-reference-mount={tmp_path}")
     r.stderr.fnmatch_lines(["*--fsperf-reference-mount=* (command line): needs --fsperf-mount*"])
-    r = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={tmp_path}",
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-plain-dir=1", f"--fsperf-mount={tmp_path}",
                            f"--fsperf-reference-mount={tmp_path}")
     r.stderr.fnmatch_lines(["*--fsperf-reference-mount=* (command line): is the candidate's mount itself*"])
-    r = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={tmp_path}",
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-plain-dir=1", f"--fsperf-mount={tmp_path}",
                            f"--fsperf-reference-mount={tmp_path / 'nope'}")
     r.stderr.fnmatch_lines(["*--fsperf-reference-mount=* (command line): no such directory*"])
 

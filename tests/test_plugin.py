@@ -95,7 +95,7 @@ def test_work_dir_is_removed_after_a_failing_test(pytester, tmp_path):
             assert fsperf.workdir.parent.parent == __import__("pathlib").Path("{mount}")
             assert False, "boom"
     """)
-    result = pytester.runpytest(f"--fsperf-mount={mount}")
+    result = pytester.runpytest(f"--fsperf-mount={mount}", "--fsperf-plain-dir=1")
     result.assert_outcomes(failed=1)
     assert sorted(p.name for p in mount.iterdir()) == ["keep.txt"]
     assert (mount / "keep.txt").read_text() == "user data"

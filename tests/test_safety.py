@@ -435,7 +435,8 @@ def test_a_mount_path_with_a_colon_works(pytester, tmp_path):
             r = fsperf.fio(rw="write", bs="64k", size="1M")
             assert r.write.io_bytes == 2**20
     """)
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={mount}")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={mount}",
+                                "--fsperf-plain-dir=1")
     result.assert_outcomes(passed=1)
     assert not (tmp_path / "a").exists()
 

@@ -57,3 +57,21 @@ def scale_count(text: str, factor: float) -> str:
     if factor == 1:
         return text
     return str(max(1, round(int(text) * factor)))
+
+
+def job_bytes(job: dict[str, str]) -> int | None:
+    """The bytes a job's files take on the filesystem: each job's files (nrfiles x filesize,
+    or size), once where the jobs share one named file; None where fio decides (a size in
+    percent, a size fio reads off the device)."""
+    kb_base = 1000 if job.get("kb_base") == "1000" else 1024
+    try:
+        if "nrfiles" in job and "filesize" in job:
+            per = int(job["nrfiles"]) * parse_fio_size(job["filesize"], kb_base)
+        elif "size" in job:
+            per = parse_fio_size(job["size"], kb_base)
+        else:
+            return None
+        jobs = 1 if "filename" in job else int(job.get("numjobs", "1"))
+    except ValueError:
+        return None
+    return per * max(1, jobs)

@@ -18,7 +18,7 @@ import psutil
 
 from .. import units
 from ..engine import fio as fio_engine
-from ..engine import fio_status
+from ..engine import fio_status, fiosize
 from ..errors import MeasurementError, UsageError, WorkloadHung
 from ..judge.paired import Budget
 from ..mounts.daemon import Lookup
@@ -354,11 +354,30 @@ class Workspace:
                            out + ".layout.json", self.deadline(job), self.on_hang)
         self.recold()
 
+    def check_space(self, job: dict[str, str], before: dict[str, tuple[int, int]],
+                    where: str) -> None:
+        """Refuse a job whose files cannot fit the filesystem's free space (beside the files
+        already in the work dir), in one line, rather than fill the disk."""
+        need = fiosize.job_bytes(job)
+        if need is None:
+            return
+        need -= sum(size for size, _mtime in before.values())
+        try:
+            st = os.statvfs(self.workdir)
+        except OSError:
+            return
+        free = st.f_bavail * st.f_frsize
+        if st.f_blocks and need > free:
+            raise UsageError(f"{where}: the job's files take {units.format_mb(need)} but "
+                             f"{self.target.path} has {units.format_mb(free)} free; lower its "
+                             "size or pass --fsperf-scale")
+
     def measure(self, label: str, judged: bool, job: dict[str, str], layout: bool,
                 grouped: bool = True) -> WorkloadResult:
         out = self.output(label)
         # One fio job name per test ("fsperf"): a read finds the files a write left.
         before = _files(self.workdir)
+        self.check_space(job, before, label)
         key = (str(self.workdir), tuple(sorted(job.items())))
         # Files just as this job's layout left them (sizes, mtimes): laying out is a no-op,
         # and its second cold start (each run of a gate or of rounds paid one) is not needed.

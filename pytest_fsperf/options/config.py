@@ -8,6 +8,7 @@ and where it came from, as pytest-timeout does.
 
 from __future__ import annotations
 
+import difflib
 import enum
 import math
 import os
@@ -18,7 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .. import units
+import iniconfig
+
+from .. import inputs, units
 from ..engine import fio_clients, jobfile
 from ..errors import UsageError
 from ..hosts import spec as hosts_spec
@@ -608,7 +611,36 @@ def _raw(config: pytest.Config, opt: Option) -> Raw | None:
                ini_raw.where if ini_raw else "")
 
 
+def ini_keys(path: Path) -> list[str]:
+    """The keys of pytest's section of an ini, cfg or toml file (as pytest finds them)."""
+    try:
+        text = inputs.read_text(path)
+        if path.suffix == ".toml":
+            tool = inputs.parse_toml(text).get("tool", {})
+            found = tool.get("pytest", {}) if isinstance(tool, dict) else {}
+            section = found.get("ini_options", found) if isinstance(found, dict) else {}
+            return [str(k) for k in section] if isinstance(section, dict) else []
+        ini = iniconfig.IniConfig(str(path), data=text)
+    except (inputs.InputError, iniconfig.ParseError):
+        return []  # pytest itself names a file it cannot read
+    name = "tool:pytest" if path.name == "setup.cfg" else "pytest"
+    return list(ini[name]) if name in ini else []
+
+
+def check_ini(inipath: Path | None) -> None:
+    """An fsperf_* key pytest-fsperf does not know (a typo would silently run the defaults,
+    e.g. at scale 1): one line, with the key it may have meant, before anything runs."""
+    if inipath is None:
+        return
+    for key in ini_keys(inipath):
+        if key.startswith("fsperf") and key not in BY_NAME:
+            near = difflib.get_close_matches(key, list(BY_NAME), n=1)
+            raise UsageError(f"{key} (ini file {inipath}): unknown setting"
+                             + (f"; did you mean {near[0]}?" if near else ""))
+
+
 def read_settings(config: pytest.Config) -> Settings:
+    check_ini(config.inipath)
     given = {opt.field: raw for opt in OPTIONS if (raw := _raw(config, opt)) is not None}
     return settings_from(given, config.rootpath)
 

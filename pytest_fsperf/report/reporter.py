@@ -66,6 +66,7 @@ class Reporter:
         self.state.comparisons.extend(getattr(report, "fsperf_comparisons", None) or [])
         if report.failed:  # whatever the cause: the decision is never greener than pytest
             self.state.failed_tests.append(failed_test(report))
+            self.state.usage_errors |= bool(getattr(report, "fsperf_usage_error", False))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         state = self.state
@@ -110,6 +111,8 @@ class Reporter:
             self._write(self.env)
         if self.output_errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if state.usage_errors and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR  # bad input: exit 4, as documented
 
     def _write(self, env: dict[str, Any]) -> None:
         """Each file asked for; one that cannot be written is named, and the others still are."""

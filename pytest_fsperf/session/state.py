@@ -191,6 +191,7 @@ class FsperfSession:
         self.leftovers: list[str] = []  # work dirs or mounts that could not be removed
         self.swept: list[str] = []  # what earlier, killed sessions left, removed at the start
         self.failed_tests: list[dict[str, Any]] = []  # every test that failed or errored
+        self.usage_errors = False  # a test failed on bad input: the session exits 4
         self.unrecorded: str | None = None  # why this session keeps no record (no watchdog)
         self._default: Target | None = None
         self._reference: Target | None = None

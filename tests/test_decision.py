@@ -1,0 +1,147 @@
+"""The decision is never greener than pytest, and it is about the filesystem the user meant:
+a test that failed or errored for any reason makes it FAIL in every report, named; a
+--fsperf-mount that is not a mount point is refused in one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import need
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 16 MiB tmpfs of the test's own: a real mount point that a 64 MiB job overfills."""
+    point = tmp_path / "small"
+    point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "fsperf-test", str(point)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", str(point)], check=False)
+
+
+def test_every_failed_or_errored_test_makes_the_decision_fail_in_every_report(pytester, small_fs):
+    need("fio")
+    pytester.makepyfile("""
+        import pytest
+        from pytest_fsperf import fsperf
+
+        @pytest.fixture
+        def broken():
+            raise RuntimeError("the fixture broke")
+
+        @fsperf(min_bw="1MB/s")
+        def test_fine(fsperf):
+            fsperf.fio(name="w", rw="write", bs="64k", size="1M")
+
+        def test_fills_the_disk(fsperf):
+            fsperf.fio(name="big", rw="write", bs="1M", size="64M")
+
+        def test_own_assertion(fsperf):
+            fsperf.fio(name="w", rw="write", bs="64k", size="1M")
+            assert False, "the user's own check"
+
+        def test_fixture_error(fsperf, broken):
+            pass
+    """)
+    out = pytester.path
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={small_fs}",
+                                f"--fsperf-json={out / 'r.json'}", f"--fsperf-markdown={out / 'r.md'}",
+                                f"--fsperf-html={out / 'r.html'}")
+    result.assert_outcomes(passed=1, failed=2, errors=1)
+    result.stdout.fnmatch_lines([
+        "fsperf decision: FAIL: * 3 tests failed or errored",
+    ])
+    result.stdout.no_fnmatch_line("fsperf decision: PASS*")
+    doc = json.loads((out / "r.json").read_text())
+    failed = {(t["test"].rsplit("::", 1)[-1], t["when"]) for t in doc["failed_tests"]}
+    assert failed == {("test_fills_the_disk", "call"), ("test_own_assertion", "call"),
+                      ("test_fixture_error", "setup")}
+    messages = " ".join(t["message"] for t in doc["failed_tests"])
+    assert "the user's own check" in messages and "the fixture broke" in messages
+    md = (out / "r.md").read_text()
+    assert "**FAIL:" in md and "test_fixture_error (setup): RuntimeError: the fixture broke" in md
+    page = (out / "r.html").read_text()
+    assert '<section class="summary bad"><p><b>FAIL:' in page and "the user&#x27;s own check" in page
+
+
+def test_a_directory_that_is_not_a_mount_point_is_refused_unless_meant(pytester, tmp_path):
+    need("fio")
+    plain = tmp_path / "cache"
+    plain.mkdir()
+    pytester.makepyfile("""
+        def test_w(fsperf):
+            fsperf.fio(rw="write", bs="64k", size="1M")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={plain}")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines([f"*--fsperf-mount={plain} (command line): {plain} is not a mount "
+                                 "point but a directory on * mounted at * (did the mount step fail?)*"])
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={plain}",
+                                "--fsperf-plain-dir=1")
+    result.assert_outcomes(passed=1)
+
+
+def test_daemon_thresholds_on_a_mount_without_a_daemon_are_said_in_the_decision(pytester, small_fs):
+    need("fio")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf
+
+        @fsperf(max_cpu="100%", max_rss="1GB")
+        def test_w(fsperf):
+            fsperf.fio(rw="write", bs="64k", size="1M")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={small_fs}")
+    result.stdout.fnmatch_lines(["fsperf decision: PARTIAL (*max_cpu not judged*tmpfs*"])
+
+
+def test_usage_errors_exit_4_and_the_session_goes_on(pytester):
+    need("fio")
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.fsperf(min_bww="1GB/s")
+        def test_misspelled(fsperf):
+            pass
+
+        def test_bad_unit(fsperf):
+            fsperf.fio(rw="write", bs="64k", size="1 parsec")
+
+        def test_fine(fsperf):
+            fsperf.fio(rw="write", bs="64k", size="1M")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.assert_outcomes(passed=1, failed=1, errors=1)
+    result.stdout.fnmatch_lines(["*usage error: *test_misspelled: fsperf marker: unknown keyword 'min_bww'*"])
+    result.stdout.fnmatch_lines(["*usage error: *size='1 parsec'*"])
+
+
+def test_a_misspelled_ini_key_is_named_before_anything_runs(pytester):
+    pytester.makeini("[pytest]\nfsperf_scael = 0.01\n")
+    pytester.makepyfile("def test_never(): raise AssertionError('ran')")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*fsperf_scael (ini file *tox.ini): unknown setting; did you mean fsperf_scale?"])
+    assert "ran" not in result.stdout.str()
+
+
+def test_a_job_that_cannot_fit_is_refused_before_it_fills_the_disk(pytester, small_fs):
+    need("fio")
+    pytester.makepyfile("""
+        def test_big(fsperf):
+            fsperf.fio(name="big", rw="write", bs="1M", size="64M")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={small_fs}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines([f"*usage error: big: the job's files take 67.1 MB but {small_fs} has * MB free*"])
+    assert list(small_fs.iterdir()) == []  # nothing written, the work dir removed
