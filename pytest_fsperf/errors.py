@@ -16,6 +16,11 @@ class MountError(MeasurementError):
     """A backend could not be mounted (or prepared, or unmounted)."""
 
 
+class NotCompared(MeasurementError, LookupError):
+    """An A/B asked for a figure it could not compare (every pair dropped, or the figure not
+    measured); the message says what happened and why."""
+
+
 class WorkloadHung(MeasurementError):
     """A workload ran past its deadline: the filesystem stopped answering."""
 

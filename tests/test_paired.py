@@ -679,3 +679,38 @@ def test_a_comparison_says_what_the_rest_of_the_machine_used():
                                     "0.00-0.02 (1 runs under 0.5 s not read)")
     assert machine_during(runs[:1]) == "the rest of the machine used 0.15-0.15 cores"
     assert machine_during(runs[2:]) == ""
+
+
+@pytest.mark.unit
+def test_a_saturated_machine_is_not_taken_for_a_changed_one():
+    """As found: two CPU hogs took 1.14 cores beside an unthrottled rclone read and 1.85
+    beside a throttled one; every pair of the README's example was dropped."""
+    from pytest_fsperf.measure.rest import Rest, moved
+
+    beside_fast, beside_slow = Rest(1.14, 0.0, idle=0.02), Rest(1.85, 0.0, idle=0.05)
+    assert moved(beside_fast, beside_slow, "A1", "B1") == ""
+    # a neighbour that started between the runs of a machine with room still counts
+    assert moved(Rest(0.1, 0.0, idle=1.8), Rest(0.9, 0.0, idle=1.0), "A1", "B1")
+    assert moved(Rest(1.14, 0.0, idle=0.02), Rest(1.85, 0.0, idle=0.5), "A1", "B1")
+    assert "steal" in moved(Rest(1.1, 0.0, idle=0.0), Rest(1.1, 0.6, idle=0.0), "A1", "B1")
+
+
+@pytest.mark.unit
+def test_a_ratio_that_does_not_exist_says_what_happened():
+    """As found under two CPU hogs: `LookupError: read: no 'bw' figures to compare`."""
+    from pytest_fsperf.errors import MeasurementError, NotCompared
+    from pytest_fsperf.judge.comparison import Comparison
+    from pytest_fsperf.vocab import CompareKind
+
+    dropped = ("pair A1/B1: the machine changed between A1 and B1: the rest of the machine's CPU "
+               "went from 1.14 to 1.84 cores (more than 0.3 apart)",) * 3
+    c = Comparison("t", "read", "rclone", (), ("--bwlimit", "20M"), 0, "ABxABxABx", (), (), {},
+                   "bw", "unstable: 3 pairs dropped", 54.0, CompareKind.OPTIONS,
+                   dropped=dropped, unstable="3 pairs dropped")
+    with pytest.raises(NotCompared) as got:
+        c.ratio("bw")
+    assert isinstance(got.value, MeasurementError) and isinstance(got.value, LookupError)
+    text = str(got.value)
+    assert text.startswith("read: no bandwidth B/A to give: inconclusive after 0 pairs "
+                           "(unstable: 3 pairs dropped)")
+    assert "3 runs not used, first: pair A1/B1: the machine changed" in text

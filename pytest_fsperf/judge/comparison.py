@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..baselines.relative import Expectation
+from ..errors import NotCompared
 from ..result import SHORT_WINDOW, WorkloadResult
 from ..vocab import METRICS as FIGURES
 from ..vocab import CompareKind, Difference, Text
@@ -102,11 +103,27 @@ class Comparison:
     needed: str = ""
 
     def ratio(self, metric: str = "bw") -> float:
-        """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's bandwidth."""
+        """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's
+        bandwidth. Where there is none, NotCompared says what happened and why (the test
+        fails in that one line)."""
         m = self.metrics.get(metric)
         if m is None or m.ratio is None:
-            raise LookupError(f"{self.name}: no {metric!r} figures to compare")
+            label = FIGURES[metric].label if metric in FIGURES else repr(metric)
+            raise NotCompared(f"{self.name}: no {label} B/A to give: {self.what_happened()}")
         return m.ratio
+
+    def what_happened(self) -> str:
+        """The outcome, how far it got and why it stopped, and the runs it could not use."""
+        said = [f"{self.outcome} after {self.rounds} pair{'' if self.rounds == 1 else 's'}"
+                + (f" ({self.stopped})" if self.stopped else "")]
+        if self.unstable:
+            said.append(f"unstable: {self.unstable}")
+        if self.crashed:
+            said.append(self.crashed)
+        if self.dropped:
+            said.append(f"{len(self.dropped)} run{'' if len(self.dropped) == 1 else 's'} not "
+                        f"used, first: {self.dropped[0]}")
+        return "; ".join(said)
 
     @property
     def outcome(self) -> Difference:
