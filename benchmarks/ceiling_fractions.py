@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pytest_fsperf import units
 
-PATHS = ("store", "FUSE passthrough", "tmpfs")
+PATHS = ("store", "bindfs over tmpfs", "tmpfs")
 
 
 def run(backend: str, scale: float, suite: str, keyword: str | None, out: Path) -> int:

@@ -118,7 +118,7 @@ def parser() -> Parser:
                        help="only scenarios matching EXPR (pytest -k), e.g. 'seq_read'")
     bench.add_argument("--ceilings", action="store_true",
                        help="measure nothing but this machine's ceilings for the suite's fio "
-                            "workloads: tmpfs, FUSE passthrough (bindfs over tmpfs) and the "
+                            "workloads: tmpfs, one FUSE daemon (bindfs over tmpfs) and the "
                             "object store (a local MinIO) read or written straight")
     cmp = sub.add_parser("compare-runs", help="judge saved run NEW against saved run BASE",
                          formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_CODES,

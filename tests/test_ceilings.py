@@ -161,16 +161,16 @@ def test_fsperf_ceilings_puts_each_fio_workload_beside_its_ceilings(pytester):
                                 f"--fsperf-html={page}", "--fsperf-scale=0.0003")
     result.assert_outcomes(passed=2)
     scenario = next(r for r in json.loads(out.read_text())["results"] if r["name"] == "seq_read_1t")
-    assert [c["path"] for c in scenario["ceilings"]] == ["tmpfs", "FUSE passthrough", "store"]
+    assert [c["path"] for c in scenario["ceilings"]] == ["tmpfs", "bindfs over tmpfs", "store"]
     chart = page.read_text().split('aria-label="Share of each ceiling', 1)[1].split("</svg>")[0]
     # a bar per workload and measured ceiling (tmpfs, FUSE; no store), each with its tick
     assert chart.count('<rect class="mark"') == 6 and chart.count('class="limit"') == 6
-    assert "test_read read: of the FUSE passthrough" in chart
+    assert "test_read read: of the bindfs over tmpfs" in chart
     doc = json.loads(out.read_text())
     rows = {r["name"]: r for r in doc["results"]}
     assert rows["lay"]["ceilings"] == []  # not judged: preparation, no ceilings
     read, again = rows["read"]["ceilings"], rows["again"]["ceilings"]
-    assert [c["path"] for c in read] == ["tmpfs", "FUSE passthrough", "store"]
+    assert [c["path"] for c in read] == ["tmpfs", "bindfs over tmpfs", "store"]
     assert read == again  # measured once for the shape, reused
     assert read[2]["unavailable"].startswith("no object store behind this mount")
     assert read[1]["bw_bytes"] > 0 and read[1]["how"].startswith("bindfs over tmpfs")
@@ -238,7 +238,7 @@ def test_min_efficiency_is_a_share_of_the_store_or_of_each_ceiling_named():
     per = build_plan("t", [((), {"min_efficiency": {"store": "50%", "fuse": "40%"}})]).thresholds
     assert [(x.named, x.spec.metric, x.spec.label) for x in per] == [
         ("min_efficiency", "efficiency", "share of the store's ceiling"),
-        ('min_efficiency["fuse"]', "efficiency:fuse", "share of the FUSE passthrough ceiling")]
+        ('min_efficiency["fuse"]', "efficiency:fuse", "share of the bindfs over tmpfs ceiling")]
     assert not build_plan("t", [((), {"min_bw": "1MB/s"})]).wants_ceilings
     with pytest.raises(UsageError, match=r"^t: fsperf marker min_efficiency: 'disk' is not a "
                                          r"ceiling \(known: store, fuse, tmpfs\)$"):
@@ -267,7 +267,7 @@ def test_shares_of_each_ceiling_per_round_and_why_one_is_missing():
     assert r.values("efficiency:fuse") == pytest.approx([15.0, 20.0, 25.0])
     plan = build_plan("t", [((), {"min_efficiency": {"store": "50%", "fuse": "30%"}})])
     v = judge(plan, [r])
-    assert v.failures == ["read: share of the FUSE passthrough ceiling 20% < "
+    assert v.failures == ["read: share of the bindfs over tmpfs ceiling 20% < "
                           'min_efficiency["fuse"] 30% (median of 3 rounds, 95% interval 15% to 25%)']
     assert v.notes == ["read: min_efficiency not judged (the store ceiling was not measured: no "
                        "object store behind this mount)"]
@@ -279,7 +279,7 @@ def test_shares_of_each_ceiling_per_round_and_why_one_is_missing():
 @pytest.mark.fuse
 def test_min_efficiency_measures_the_ceilings_it_needs_and_judges_against_them(pytester):
     """A test with min_efficiency gets its ceilings without --fsperf-ceilings: bindfs over a
-    disk reads well above 1% of the FUSE passthrough ceiling and below 10x tmpfs; the store
+    disk reads well above 1% of the bindfs over tmpfs ceiling and below 10x tmpfs; the store
     share of bindfs is not judged (no store), and the report says why."""
     need("bindfs")
     need("fio")
@@ -311,7 +311,7 @@ def test_min_efficiency_measures_the_ceilings_it_needs_and_judges_against_them(p
     assert headroom["not_judged"] == ["min_efficiency not judged (the store ceiling was not "
                                       "measured: no object store behind this mount known to the "
                                       "plugin (an endpoint and bucket))"]
-    fuse = next(c for c in headroom["ceilings"] if c["path"] == "FUSE passthrough")
+    fuse = next(c for c in headroom["ceilings"] if c["path"] == "bindfs over tmpfs")
     assert headroom["stats"]["efficiency:fuse"]["median"] == pytest.approx(
         100 * headroom["total"]["bw_bytes"] / fuse["bw_bytes"])
     assert ours() == ([], [])
@@ -390,3 +390,24 @@ def test_a_listings_share_is_of_entries_per_second_not_of_bytes():
         ceilings=(Ceiling(Path.STORE, "obstore, LIST", 0.0, ops=8000.0),))
     assert listing.metrics()["efficiency"] == pytest.approx(25.0)  # 2000 of 8000 entries/s
     assert listing.values("efficiency") == pytest.approx([25.0])
+
+
+@pytest.mark.unit
+def test_the_fuse_ceiling_keeps_the_machines_memory_free_not_only_the_tmpfs(monkeypatch):
+    """As found: /dev/shm's free space is all of RAM (24 GiB); a 20 GiB layout there took
+    the machine into the OOM killer. A job that fits the tmpfs but not the memory available
+    less its headroom is refused (the machine's memory stood in for: the rule, not RAM)."""
+    import collections
+
+    if not os.path.ismount("/dev/shm"):
+        pytest.skip("no /dev/shm here")
+    memory = collections.namedtuple("memory", "total available")
+    monkeypatch.setattr(fuse_ceiling.psutil, "virtual_memory",
+                        lambda: memory(total=24 << 30, available=20 << 30))
+    assert fuse_ceiling.why_not({**READ, "size": "64M"}) == ""
+    why = fuse_ceiling.why_not({**READ, "size": "1G", "numjobs": "15"})
+    if "do not fit in /dev/shm" not in why:  # a tmpfs of 15 GiB or more: the memory speaks
+        assert why == ("the job's files (15360 MiB) would take the machine's memory: "
+                       "20480 MiB available, 6144 MiB kept free")
+    assert "would take the machine's memory" in fuse_ceiling.why_not({**READ, "size": "15G"}) or \
+        "do not fit" in fuse_ceiling.why_not({**READ, "size": "15G"})

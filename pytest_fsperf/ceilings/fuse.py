@@ -14,6 +14,8 @@ import os
 import shutil
 import time
 
+import psutil
+
 from ..engine.fiosize import parse_fio_size
 from ..errors import MeasurementError
 from ..measure.workspace import Workspace
@@ -27,6 +29,8 @@ from ..units import format_size
 from .model import Ceiling, Path, missing
 
 SHM = "/dev/shm"
+HEADROOM = 1 << 30  # bytes of available memory a tmpfs layout leaves, at least ...
+HEADROOM_SHARE = 0.25  # ... or this share of the machine's memory
 PASSTHROUGH = "bindfs"  # measured against rclone's local mount here: see docs/how-to/ceilings.md
 
 
@@ -51,6 +55,13 @@ def why_not(job: dict[str, str], shm: str = SHM) -> str:
     free = shutil.disk_usage(shm).free
     if need > free:
         return f"the job's files ({need >> 20} MiB) do not fit in {shm} ({free >> 20} MiB free)"
+    # a tmpfs is sized by the machine's RAM, not by what is free of it: its free space said
+    # 24 GiB where a 20 GiB job took the machine into the OOM killer (MinIO, pytest killed)
+    memory = psutil.virtual_memory()
+    keep = max(HEADROOM, int(HEADROOM_SHARE * memory.total))
+    if need > memory.available - keep:
+        return (f"the job's files ({need >> 20} MiB) would take the machine's memory: "
+                f"{memory.available >> 20} MiB available, {keep >> 20} MiB kept free")
     return ""
 
 
@@ -71,7 +82,7 @@ def _shape(job: dict[str, str]) -> str:
 
 
 def fuse_ceilings(session: FsperfSession, job: dict[str, str]) -> tuple[Ceiling, Ceiling]:
-    """The job on tmpfs, then on bindfs over that tmpfs (cold): (tmpfs, FUSE passthrough).
+    """The job on tmpfs, then on bindfs over that tmpfs (cold): (tmpfs, bindfs over tmpfs).
     bindfs serves the very files the tmpfs run laid out: nothing is written through FUSE
     (4 GiB of layout through bindfs took minutes here and starved the machine)."""
     why = why_not(job)

@@ -10,11 +10,13 @@ from ..vocab import Text
 
 
 class Path(Text):
-    """Which ceiling: the object store, read or written straight by a fast client; the FUSE
-    path with nothing behind it (a passthrough daemon over tmpfs); tmpfs itself."""
+    """Which ceiling: the object store, read or written straight by a fast client; one FUSE
+    daemon with nothing behind it (bindfs over tmpfs: one daemon's limit - bindfs ran one
+    thread at 100% of a core - not the kernel's FUSE_PASSTHROUGH, which it does not use);
+    tmpfs itself."""
 
     STORE = "store"
-    FUSE = "FUSE passthrough"
+    FUSE = "bindfs over tmpfs"
     TMPFS = "tmpfs"
 
 

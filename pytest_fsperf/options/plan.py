@@ -83,7 +83,7 @@ KEYWORDS: dict[str, Keyword] = {
 # These take a number (all requests) or {opcode: number} (FUSE_<opcode> requests).
 PER_OPCODE = frozenset({"max_fuse_requests", "max_fuse_per_file", "max_fuse_per_mib"})
 # min_efficiency takes a share of the store's ceiling, or {ceiling: share} for each named.
-CEILINGS = {"store": "store's", "fuse": "FUSE passthrough", "tmpfs": "tmpfs"}
+CEILINGS = {"store": "store's", "fuse": "bindfs over tmpfs", "tmpfs": "tmpfs"}
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,48 @@ def daemon_dict(lookup: Lookup) -> dict[str, Any] | None:
     return {"pid": d.pid, "cmdline": redact_args(d.cmdline), "found_by": d.found_by}
 
 
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _has_symbol(names: tuple[str, ...], kallsyms: str = "/proc/kallsyms") -> bool | None:
+    """Whether the running kernel has a function of one of these names (None: unreadable)."""
+    try:
+        with open(kallsyms, encoding="ascii", errors="replace") as f:
+            for line in f:  # "address type name[\t[module]]"
+                fields = line.split(None, 3)
+                if len(fields) > 2 and fields[2] in names:
+                    return True
+    except OSError:
+        return None
+    return False
+
+
+def fuse_kernel(proc: str = "/proc", sys: str = "/sys") -> dict[str, Any]:
+    """What this kernel's FUSE allows, which bounds every FUSE figure: the largest request in
+    pages (fs.fuse.max_pages_limit; a daemon asks for up to it), FUSE over io_uring (its
+    module parameter, Linux 6.14+) and FUSE_PASSTHROUGH (Linux 6.9+, built in or not: its
+    functions are in the kernel's symbols)."""
+    pages = _read(f"{proc}/sys/fs/fuse/max_pages_limit")
+    uring = _read(f"{sys}/module/fuse/parameters/enable_uring")
+    passthrough = _has_symbol(("fuse_passthrough_open", "fuse_passthrough_read_iter"),
+                              f"{proc}/kallsyms")
+    return {
+        "max_pages_limit": int(pages) if pages and pages.isdigit() else None,
+        "io_uring": ("unknown (the fuse module is not loaded)"
+                     if not os.path.isdir(f"{sys}/module/fuse") else
+                     "not in this kernel" if uring is None else
+                     "enabled" if uring.upper().startswith("Y") else
+                     "built, off (fuse.enable_uring=N)"),
+        "passthrough": ("unknown (kernel symbols unreadable)" if passthrough is None else
+                        "built in" if passthrough else "not in this kernel"),
+    }
+
+
 def environment(path: str, mount: Mount | None, lookup: Lookup | None,
                 scale: float, embedded: bool, build_id: str | None = None) -> dict[str, Any]:
     from .. import __version__
@@ -106,6 +148,7 @@ def environment(path: str, mount: Mount | None, lookup: Lookup | None,
     return {
         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "kernel": platform.release(),
+        "fuse_kernel": fuse_kernel(),
         "os": _os_name(),
         "machine": {
             "hostname": socket.gethostname(),

@@ -420,7 +420,8 @@ def fuse_table(results: list[Row]) -> Section | None:
                    Table(fuseview.HEAD, tuple(rows), frozenset({2, 3, 4})))
 
 
-CEILING_PATHS = ("store", "FUSE passthrough", "tmpfs")
+CEILING_PATHS = ("store", "bindfs over tmpfs", "tmpfs")
+OLD_NAMES = {"bindfs over tmpfs": "FUSE passthrough"}  # in runs saved before 2026-11-26
 
 
 def ceilings_table(results: list[Row]) -> Section | None:
@@ -437,7 +438,7 @@ def ceilings_table(results: list[Row]) -> Section | None:
         bw = float(r.get("total", {}).get("bw_bytes") or 0.0)
         cells = []
         for path in CEILING_PATHS:
-            c = by_path.get(path)
+            c = by_path.get(path) or by_path.get(OLD_NAMES.get(path, ""))
             if c is None or c["unavailable"] or not c["bw_bytes"]:
                 cells.append("-")
             else:
@@ -740,11 +741,19 @@ def header(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         ("machine", f"{m.get('hostname', '?')}: {m.get('cpus')} CPUs ({m.get('cpu_model')}), "
                     + (f"{float(mem) / 2**30:.0f} GiB RAM, " if mem else "")
                     + f"{env.get('os') or '?'}, kernel {env.get('kernel')}"),
+        *((("kernel FUSE", fuse_facts(env["fuse_kernel"])),) if env.get("fuse_kernel") else ()),
         ("tools", f"fio {env.get('fio') or '-'}, pytest-fsperf {env.get('pytest_fsperf', '?')}"),
         ("date", str(env.get("date") or "-")),
         ("scale", _scale(env.get("scale"))),
     ]
     return tuple(facts)
+
+
+def fuse_facts(k: Mapping[str, Any]) -> str:
+    pages = k.get("max_pages_limit")
+    return (f"requests up to {pages} pages (fs.fuse.max_pages_limit)" if pages else
+            "max_pages_limit unknown") + (f"; io_uring: {k.get('io_uring', '?')}; "
+                                          f"passthrough: {k.get('passthrough', '?')}")
 
 
 def _scale(scale: object) -> str:
