@@ -240,11 +240,19 @@ def fsperf_target(request: pytest.FixtureRequest) -> Iterator[Target]:
 
 
 def _say(config: pytest.Config) -> Callable[[str], None]:
-    """A line on the terminal now (not at the session's end)."""
+    """A line on the terminal, or in the CI log, now: pytest's capture is lifted for it (a
+    test's output is captured at the file descriptor, so a plain write would show only in a
+    failing test's captured output)."""
     terminal = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
 
     def say(text: str) -> None:
-        if terminal is not None:
+        if terminal is None:
+            return
+        lifted = (capture.global_and_fixture_disabled() if capture is not None
+                  else contextlib.nullcontext())
+        with lifted:
+            terminal.ensure_newline()
             terminal.write_line(text, yellow=True)
 
     return say

@@ -145,3 +145,35 @@ def test_a_job_that_cannot_fit_is_refused_before_it_fills_the_disk(pytester, sma
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines([f"*usage error: big: the job's files take 67.1 MB but {small_fs} has * MB free*"])
     assert list(small_fs.iterdir()) == []  # nothing written, the work dir removed
+
+
+def test_waiting_for_the_machine_lock_is_said_in_the_log_as_it_happens(pytester, tmp_path, monkeypatch):
+    """As found: 'waiting for the machine lock ... held by PID N' showed only in the captured
+    output of a failing test; a test that waited and then passed said nothing at all."""
+    import sys
+    import time
+
+    need("fio")
+    private = tmp_path / "tmp"
+    private.mkdir(mode=0o700)
+    monkeypatch.setenv("TMPDIR", str(private))  # the session's lock is under it
+    lock = private / "pytest-fsperf.lock"
+    lock.touch(mode=0o644)
+    code = ("import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDONLY)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(3)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        pytester.makepyfile("""
+            def test_w(fsperf):
+                fsperf.fio(rw="write", bs="64k", size="1M")
+        """)
+        began = time.monotonic()
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fsperf-lock-timeout=60")
+        assert time.monotonic() - began >= 2.0  # it did wait
+    finally:
+        holder.kill()
+        holder.wait()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"pytest-fsperf: waiting for the machine lock {lock}, held by PID {holder.pid}*"])
+    assert "Captured" not in result.stdout.str()
