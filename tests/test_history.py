@@ -313,7 +313,7 @@ def test_fsperf_history_gate_exits_1_on_a_recent_worsening(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("args", "said"), [
-    (["--figure", "speed"], "--figure speed: not one of bw, ops, daemon_cpu, daemon_rss"),
+    (["--figure", "speed"], "--figure speed: not one of bw, ops, daemon_cpu_per_gb, daemon_rss"),
     (["--max-pvalue", "2"], "--max-pvalue must be in (0, 1)"),
     (["/nonexistent/runs"], "/nonexistent/runs: no such file, folder or glob match"),
 ])
@@ -467,3 +467,26 @@ def test_a_daemon_binary_on_a_fuse_mount_is_named_not_read(tmp_path):
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
     assert not os.path.ismount(mnt)
+
+
+def test_cpu_is_followed_per_gb_so_a_throttled_daemon_is_never_called_better():
+    """As found: a daemon throttled to half a core from run 7 on read 'daemon CPU: better by
+    49.7% from run run07' beside 'bandwidth: worse by 54.1%': it did half the work. CPU per
+    GB moved is the work per byte: flat; bandwidth carries the step."""
+    rng = random.Random(3)
+    runs = []
+    for i in range(20):
+        throttled = i >= 7
+        bw = 1e9 * (0.46 if throttled else 1.0) * rng.lognormvariate(0, 0.01)
+        cpu_s_per_gb = 0.5 * rng.lognormvariate(0, 0.01)  # the same work per byte
+        r = result(bw, rng=rng)
+        for rnd in r["rounds"]:
+            rnd["daemon_cpu_per_gb"] = cpu_s_per_gb
+            rnd["daemon_cpu"] = (50.0 if throttled else 100.0) * rng.lognormvariate(0, 0.01)
+        runs.append(run(i, r, build=f"c{i}"))
+    lines = history.report(runs)[2]
+    text = "\n".join(lines)
+    assert "read bandwidth (20 runs): worse by" in text
+    assert "read daemon CPU-s/GB (20 runs): no change point" in text
+    assert "better" not in text, text
+    assert not any(line.startswith("t.py::test_read::read daemon CPU:") for line in lines)

@@ -40,7 +40,9 @@ WINDOW = 30  # runs per sliding window of the split step
 MIN_CHANGE = 0.01
 NEAR = 1  # a workload's change point within this many runs of the canary's is the machine's
 # figures followed, per run (the median of its rounds), as the metric registry names them
-FIGURES = ("bw", "ops", "daemon_cpu", "daemon_rss")
+# daemon CPU per GB moved, not CPU%: a daemon throttled to half a core used half the CPU% for
+# half the work, and CPU% called that run "better by 49.7%" beside bandwidth worse by 54.1%
+FIGURES = ("bw", "ops", "daemon_cpu_per_gb", "daemon_rss")
 CANARY = "canary"  # the machine canary's series: a score, higher is faster
 # comparisons of a candidate build against a reference build (or mount)
 AGAINST_KINDS = frozenset(k.value for k in (CompareKind.GATE, CompareKind.BUILDS,
@@ -78,7 +80,7 @@ class Point:
 @dataclass(frozen=True)
 class Series:
     key: str  # TEST::WORKLOAD
-    figure: str  # bw, ops, daemon_cpu, daemon_rss
+    figure: str  # bw, ops, daemon_cpu_per_gb, daemon_rss
     fingerprint: tuple[tuple[str, str], ...]
     points: tuple[Point, ...]
     # the reference build this series is B/A against (its values are ratios), "" for the
