@@ -29,16 +29,26 @@ def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:
 SHORT_WINDOW = SHORT
 
 
-def countable_cpu(seconds: float, cpu_percent: float) -> float | None:
+EXACT_WINDOW = 0.05  # s: CPU time read in ns (schedstat) means something from here on
+
+
+def countable_cpu(seconds: float, cpu_percent: float, exact: bool = False) -> float | None:
     """The daemon's CPU% where the window it is over was long enough for CPU time counted in
-    10 ms ticks to mean something; None (shown '-', not judged) otherwise. The one such rule."""
-    return cpu_percent if seconds >= SHORT_WINDOW else None
+    10 ms ticks to mean something, or the time was read in ns from every thread (exact);
+    None (shown '-', not judged) otherwise. The one such rule."""
+    return cpu_percent if seconds >= (EXACT_WINDOW if exact else SHORT_WINDOW) else None
 
 
 def short_cpu_note(seconds: float) -> str:
     """Why a daemon CPU% is not given: its window was too short."""
     return (f"not measured: the I/O ran {seconds:.2g} s, under the {SHORT_WINDOW:g} s that CPU "
             "time counted in 10 ms ticks needs")
+
+
+def countable_cpu_of(daemon: dict[str, Any]) -> float | None:
+    """countable_cpu of a daemon row (its window, CPU%, and whether read in ns)."""
+    return countable_cpu(cpu_seconds_of(daemon), float(daemon.get("cpu_percent") or 0.0),
+                         bool(daemon.get("cpu_exact")))
 
 
 def cpu_seconds_of(daemon: dict[str, Any]) -> float:
@@ -99,13 +109,17 @@ class DaemonStats:
     write_bytes: int | None  # wchar delta: all syscall writes (incl. replies to the kernel)
     cpu_window: str = "whole run"  # what cpu_percent is over: "I/O" (the time I/O ran) or "whole run"
     cpu_window_seconds: float = 0.0  # its length
+    # the CPU time was read in ns from each thread's schedstat, the same threads at both ends
+    # and agreeing with the process's 10 ms ticks: exact over a window too short for ticks
+    cpu_exact: bool = False
     # A daemon of several processes: each one; the figures above are their sums (peak
     # memory: the sum of each process's own peak)
     processes: tuple[ProcessStats, ...] = ()
 
     @property
     def countable_cpu(self) -> float | None:
-        return countable_cpu(self.cpu_window_seconds or self.wall_seconds, self.cpu_percent)
+        return countable_cpu(self.cpu_window_seconds or self.wall_seconds, self.cpu_percent,
+                             self.cpu_exact)
 
 
 @dataclass(frozen=True)

@@ -136,3 +136,32 @@ def test_status_reports_are_read_as_fio_appends_them(tmp_path):
     curve = status.series(start, start + 3.0, 12)
     assert [n for _t, n in curve] == [0, 5, 9, 12]
     assert [t - start for t, _n in curve] == pytest.approx([0.0, 0.01, 1.01, 3.0])
+
+
+def test_the_ossfs2_suite_on_bindfs_shows_daemon_cpu_for_every_workload(pytester):
+    """As found: the shipped suites use libaio (as their documents do) and printed daemon CPU
+    '-' for seq_write_1t and seq_read_1t; the small-file read at scale 0.01 ran under 0.5 s."""
+    from tests.conftest import need
+
+    need("bindfs")
+    result, doc = run_json(pytester, "--pyargs", "pytest_fsperf.suites.ossfs2",
+                           "--fsperf-backend=bindfs", "--fsperf-scale=0.01")
+    result.assert_outcomes(passed=5)
+    rows = [r for r in doc["results"] if r.get("judged", True)]
+    assert {r["name"] for r in rows} == {"seq_write_1t", "seq_read_1t", "seq_read_4t",
+                                         "smallfile_write_128t", "smallfile_read_128t"}
+    for r in rows:
+        assert r["daemon"]["cpu_percent"] is not None, (r["name"], r["daemon"])
+        assert r["daemon"]["cpu_percent"] > 0, r["name"]
+
+
+@pytest.mark.unit
+def test_cpu_read_in_ns_is_trusted_only_with_the_same_threads_and_the_ticks_agreeing():
+    from pytest_fsperf.measure.meters import CLK_TCK, exact_cpu
+
+    tick = 10**9 // CLK_TCK
+    before = {1: 0, 2: 5 * tick}
+    assert exact_cpu(before, {1: 10 * tick, 2: 8 * tick, 3: 2 * tick}, 15) == pytest.approx(15 / CLK_TCK)
+    assert exact_cpu(before, {1: 10 * tick}, 10) is None  # thread 2 exited: its time is gone
+    assert exact_cpu(before, {1: 10 * tick, 2: 5 * tick}, 20) is None  # ticks say more ran
+    assert exact_cpu(None, {1: 1}, 0) is None

@@ -21,11 +21,12 @@ from collections.abc import Callable
 
 from ..errors import MeasurementError
 from ..mounts.daemon import Daemon, start_time, stat_fields
-from ..result import DaemonStats, ProcessStats
+from ..result import SHORT_WINDOW, DaemonStats, ProcessStats
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 WATCH_INTERVAL = 0.25  # seconds between liveness / RSS samples
 TICK = 0.05  # seconds between CPU and bytes-moved samples
+NS_THREADS = 32  # a daemon of at most this many threads is also sampled in ns (schedstat)
 EDGE = 0.005  # the share of the bytes moved before I/O counts as started (and after it ended)
 
 
@@ -59,6 +60,37 @@ def io_counters(pid: int, proc: str = "/proc") -> tuple[int, int] | None:
         return int(values["rchar"]), int(values["wchar"])
     except (OSError, KeyError, ValueError):
         return None
+
+
+def thread_ns(pid: int, proc: str = "/proc") -> dict[int, int] | None:
+    """CPU time in ns of each live thread of a process (schedstat's first field); None where
+    it cannot be read. Threads that exited are not in it (the ticks of /proc/PID/stat are)."""
+    out: dict[int, int] = {}
+    try:
+        tids = os.listdir(f"{proc}/{pid}/task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"{proc}/{pid}/task/{tid}/schedstat", encoding="ascii") as f:
+                out[int(tid)] = int(f.read().split()[0])
+        except FileNotFoundError:
+            continue  # exited while listed
+        except (OSError, ValueError, IndexError):
+            return None
+    return out
+
+
+def exact_cpu(before: dict[int, int] | None, after: dict[int, int] | None,
+              ticks: int) -> float | None:
+    """CPU seconds between two thread_ns readings, where they can be trusted: every thread of
+    the first still there, and the sum within 2 ticks of what the process's own ticks say (a
+    thread born and gone in between took its time with it)."""
+    if before is None or after is None or not set(before) <= set(after):
+        return None
+    ns = sum(n - before.get(tid, 0) for tid, n in after.items())
+    seconds = ns / 1e9
+    return seconds if abs(seconds * CLK_TCK - ticks) <= 2 else None
 
 
 def reset_peak_rss(pid: int, proc: str = "/proc") -> bool:
@@ -95,6 +127,19 @@ class DaemonMeter:
         self._tick = min(tick, interval)
         self.timeline: list[tuple[float, int, int]] = []  # (monotonic s, CPU ticks, bytes moved)
         self._per_cpu0: dict[int, int] = {}
+        self._ns0: dict[int, int] | None = None
+        self._ns_sampled = False
+        self.ns_points: list[tuple[float, int, int]] = []  # (monotonic s, CPU ns of threads, 0)
+
+    def _threads(self) -> dict[int, int] | None:
+        """thread_ns of every process of the daemon, in one map (None: one unreadable)."""
+        out: dict[int, int] = {}
+        for m in self.daemon.members:
+            got = thread_ns(m.pid, self._proc)
+            if got is None:
+                return None
+            out.update(got)
+        return out
 
     def _alive(self) -> bool:
         return all(start_time(m.pid, self._proc) == m.start_time for m in self.daemon.members)
@@ -117,8 +162,12 @@ class DaemonMeter:
     def _point(self) -> None:
         ticks = self._ticks()
         if ticks is not None:
-            self.timeline.append((time.monotonic(), ticks,
-                                  self._moved() if self._moved is not None else 0))
+            now = time.monotonic()
+            self.timeline.append((now, ticks, self._moved() if self._moved is not None else 0))
+            if self._ns_sampled:  # a daemon of few threads: its CPU in ns too, for short spans
+                threads = self._threads()
+                if threads is not None:
+                    self.ns_points.append((now, sum(threads.values()), 0))
 
     def _watch(self) -> None:
         every = max(1, round(self._interval / self._tick))
@@ -142,6 +191,8 @@ class DaemonMeter:
         if per0 is None or not self._alive():
             raise DaemonExited(f"FUSE daemon PID {pid} is gone before the workload started", pid)
         cpu0, self._per_cpu0 = sum(per0.values()), per0
+        self._ns0 = self._threads()
+        self._ns_sampled = self._ns0 is not None and len(self._ns0) <= NS_THREADS
         self._exact = all([reset_peak_rss(m.pid, self._proc) for m in self.daemon.members])
         self._sample()
         self._io0 = self._io()
@@ -162,6 +213,7 @@ class DaemonMeter:
         load generator said (CPU% is over it)."""
         pid = self.daemon.pid
         self._point()
+        ns1 = self._threads()
         per1 = self._per_ticks() or {}
         cpu1 = sum(per1.values()) if len(per1) == len(self.daemon.members) else None
         wall = time.monotonic() - self._t0
@@ -181,11 +233,20 @@ class DaemonMeter:
         io = (io1[0] - self._io0[0], io1[1] - self._io0[1]) if io1 and self._io0 else None
         found = (ticks_between(self.timeline, *span) if span is not None
                  else io_window(self.timeline) if self._moved is not None else None)
+        exact = None
         if found is not None:
             seconds, ticks = found
             window, window_cpu = "I/O", ticks / CLK_TCK
+            trusted = exact_cpu(self._ns0, ns1, cpu1 - self._cpu0) is not None
+            in_ns = (ticks_between(self.ns_points, *span)
+                     if span is not None and seconds < SHORT_WINDOW and trusted else None)
+            if in_ns is not None:  # too short for ticks: the threads' ns over the span
+                exact, window_cpu = in_ns[1] / 1e9, in_ns[1] / 1e9
         else:
             seconds, window, window_cpu = wall, "whole run", cpu_seconds
+            exact = exact_cpu(self._ns0, ns1, cpu1 - self._cpu0)
+            if exact is not None:
+                cpu_seconds = window_cpu = exact
         return DaemonStats(
             pid=pid,
             wall_seconds=wall,
@@ -193,6 +254,7 @@ class DaemonMeter:
             cpu_percent=100.0 * window_cpu / seconds if seconds > 0 else 0.0,
             cpu_window=window,
             cpu_window_seconds=seconds,
+            cpu_exact=exact is not None,
             peak_rss_bytes=1024 * (hwm if self._exact else self._sampled_peak_kib),
             peak_rss_method="VmHWM" if self._exact else "sampled",
             read_bytes=io[0] if io else None,
@@ -212,8 +274,9 @@ class DaemonMeter:
 
 def ticks_between(timeline: list[tuple[float, int, int]], start: float,
                   end: float) -> tuple[float, float] | None:
-    """(seconds, CPU ticks) from start to end, the ticks read linearly between the samples;
-    None when the samples do not cover the span (the meter started after it, or too few)."""
+    """(seconds, CPU time) from start to end, the CPU counter (ticks, or ns) read linearly
+    between the samples; None when the samples do not cover the span (the meter started after
+    it, or too few)."""
     if len(timeline) < 2 or end <= start:
         return None
     first, last = timeline[0][0], timeline[-1][0]

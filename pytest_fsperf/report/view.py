@@ -15,7 +15,7 @@ from ..baselines.relative import Expectation
 from ..judge.comparison import interval_name
 from ..measure.cache import ColdRead, DaemonCache, PageCache
 from ..measure.timeline import sparkline
-from ..result import SHORT_WINDOW, countable_cpu, cpu_seconds_of
+from ..result import SHORT_WINDOW, countable_cpu_of
 from ..scenarios.library import SCENARIOS
 from ..stats import median
 from ..vocab import METRICS, CompareKind, Difference, Metric, Outcome
@@ -129,7 +129,7 @@ def figures(r: Row) -> tuple[Figure, ...]:
         out.append(Figure(METRICS["lat_p99"], total["lat_p99_ns"]))
     if d:
         out.append(Figure(METRICS["daemon_rss"], d["peak_rss_bytes"]))
-        cpu = countable_cpu(cpu_seconds_of(d), d["cpu_percent"])
+        cpu = countable_cpu_of(d)
         if cpu is not None:
             out.append(Figure(METRICS["daemon_cpu"], cpu))
     return tuple(out)
@@ -141,7 +141,7 @@ def _daemon_cells(r: Row) -> tuple[str, str]:
         short = ("no daemon" if DaemonCache.of(r.get("daemon_cache")) == DaemonCache.NO_DAEMON
                  else "not found")
         return short, short
-    cpu = countable_cpu(cpu_seconds_of(d), d["cpu_percent"])
+    cpu = countable_cpu_of(d)
     mem = units.format_mb(d["peak_rss_bytes"])
     if cpu is None:
         return "-", mem
@@ -314,7 +314,7 @@ def notes(results: list[Row]) -> list[str]:
     if any(r.get("daemon") and r["daemon"]["peak_rss_method"] != "VmHWM" for r in results):
         out.append("(sampled): the kernel refused to reset VmHWM; peak memory is the highest "
                    "RSS sampled every 0.25 s and may miss short peaks")
-    if any(r.get("daemon") and countable_cpu(cpu_seconds_of(r["daemon"]), 0.0) is None
+    if any(r.get("daemon") and countable_cpu_of({**r["daemon"], "cpu_percent": 0.0}) is None
            for r in results):
         out.append(f"daemon CPU '-': I/O ran under {SHORT_WINDOW:g} s, too short for CPU "
                    "time counted in 10 ms ticks")
@@ -469,8 +469,7 @@ def _client_cells(c: Mapping[str, Any], whole: float) -> tuple[str, ...]:
     bw = _client_bw(c)
     iops = sum(d["iops"] for d in (c.get("read"), c.get("write")) if d)
     d = c.get("daemon")
-    cpu = (units.format_percent(cpu) if d and (cpu := countable_cpu(cpu_seconds_of(d),
-                                                                     d["cpu_percent"])) is not None
+    cpu = (units.format_percent(cpu) if d and (cpu := countable_cpu_of(d)) is not None
            else "-" if d else "not measured")
     mem = units.format_mb(d["peak_rss_bytes"]) if d else "not measured"
     return (units.format_rate(bw), units.format_count(iops),
