@@ -25,7 +25,7 @@ from .baselines.check import show_documented
 from .baselines.relative import entries as relative_entries
 from .errors import UsageError
 from .judge import history, runs
-from .options.config import OPTIONS
+from .options.config import MAX_SCALE, OPTIONS
 from .scenarios.library import SCENARIOS
 
 SUITES = ("ossfs2", "ossfs1", "fluid", "juicefs_bench", "jobfile")
@@ -181,9 +181,9 @@ def bench_args(a: argparse.Namespace) -> list[str]:
         raise UsageError(f"{where}: MOUNT {a.mount!r} is not a directory")
     fio = getattr(a, "fio", None)
     scale = a.scale if a.scale is not None else 1.0 if fio else DEFAULT_SCALE
-    if not 0 < scale <= 100:
-        raise UsageError(f"{where}: --scale={scale:g} must be above 0 and at most 100 (above 1 "
-                         "for a machine bigger than the document's)")
+    if not 0 < scale <= MAX_SCALE:
+        raise UsageError(f"{where}: --scale={scale:g} must be above 0 and at most {MAX_SCALE:g} "
+                         "(above 1 for a machine bigger than the document's)")
     if a.gate and not a.baseline:
         raise UsageError(f"{where}: --gate needs --baseline NAME")
     suite = "jobfile" if fio else a.suite

@@ -88,6 +88,10 @@ def shape_problem(doc: object) -> str | None:
     """What the comparison would trip over in a saved run, or None."""
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         return "no `results` list"
+    for key, kind, what in (("environment", dict, "an object"), ("comparisons", list, "a list"),
+                            ("created", str, "text")):
+        if doc.get(key) is not None and not isinstance(doc[key], kind):
+            return f"`{key}` must be {what}"
     for i, r in enumerate(doc["results"]):
         if not (isinstance(r, dict) and isinstance(r.get("test"), str) and isinstance(r.get("name"), str)):
             return f"result {i} has no `test` and `name`"

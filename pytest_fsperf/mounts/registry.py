@@ -23,7 +23,9 @@ import os
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from .. import inputs
 from ..errors import UsageError
 from .builtin import BUILTIN
 from .spec import FIELD, Backend
@@ -81,13 +83,10 @@ def _backend(name: str, section: Mapping[str, str], where: str) -> Backend:
 def load_config(path: str, where: str) -> BackendConfig:
     parser = configparser.ConfigParser(interpolation=None, delimiters=("=",))
     parser.optionxform = str  # type: ignore[assignment,method-assign]  # keep env.NAME case
-    try:
-        with open(path, encoding="utf-8") as f:
-            parser.read_file(f)
-    except OSError as exc:
-        raise UsageError(f"{where}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{where}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    try:  # a FIFO, a device or a huge file is refused, never waited on
+        parser.read_string(inputs.read_text(Path(path), 1 << 20), path)
+    except inputs.InputError as exc:
+        raise UsageError(f"{where}: {exc}") from None
     except configparser.Error as exc:
         raise UsageError(f"{where}: {str(exc).splitlines()[0]}") from None
     values: dict[str, str] = {}

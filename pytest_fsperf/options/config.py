@@ -140,6 +140,17 @@ def _positive(raw: Raw) -> float:
     return value
 
 
+MAX_SCALE = 100.0  # above 1 for a machine bigger than the document's; not past this
+
+
+def _scale(raw: Raw) -> float:
+    value = _positive(raw)
+    if value > MAX_SCALE:
+        raise UsageError(f"{raw.where}: must be above 0 and at most {MAX_SCALE:g} (above 1 for "
+                         "a machine bigger than the document's)")
+    return value
+
+
 def _out_file(raw: Raw) -> Path:
     path = raw.path
     if path.is_dir():
@@ -281,10 +292,10 @@ def _hosts(raw: Raw) -> tuple[hosts_spec.Host, ...]:
     text = raw.text.strip()
     if text.startswith("@"):
         path = Raw(text[1:], raw.where, raw.base).path
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{raw.where}: the hosts file {path} cannot be read: {exc}") from None
+        try:  # a FIFO, a device or a huge file is refused, never waited on
+            lines = inputs.read_text(path, 1 << 20).splitlines()
+        except inputs.InputError as exc:
+            raise UsageError(f"{raw.where}: the hosts file {path} {exc}") from None
         text = ",".join(ln.split("#", 1)[0].strip() for ln in lines)
     try:
         return hosts_spec.parse_hosts(text)
@@ -352,7 +363,7 @@ OPTIONS = (
            "does not gate the machine's own disk)"),
     Option("fsperf_daemon_pid", "daemon_pid", _pid, None, "PID",
            "PID of the FUSE daemon; default: found from the mount"),
-    Option("fsperf_scale", "scale", _positive, 1.0, "FACTOR",
+    Option("fsperf_scale", "scale", _scale, 1.0, "FACTOR",
            "multiply every workload size and file count (default 1)"),
     Option("fsperf_json", "json_path", _out_file, None, "PATH",
            "write every result, with the environment, as JSON to PATH"),

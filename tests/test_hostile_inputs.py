@@ -1,0 +1,52 @@
+"""Inputs that once hung or crashed root's session: a FIFO where a file is expected, a saved
+run of the wrong shape, a number too large to mean anything. Each is one line, at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pytest_fsperf.cli import main
+
+
+def _fifo(path):
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize("option", ["--fsperf-hosts=@{path}", "--fsperf-backend-config={path}"])
+def test_a_fifo_given_as_a_file_is_refused_not_waited_on(tmp_path, option):
+    fifo = _fifo(tmp_path / "pipe")
+    (tmp_path / "test_x.py").write_text("def test_x(): pass\n")
+    began = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                          option.format(path=fifo)], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert time.monotonic() - began < 30
+    assert out.returncode == 4, out.stdout + out.stderr
+    assert "is a FIFO, not a file" in out.stderr and str(fifo) in out.stderr, out.stderr
+
+
+def test_a_saved_run_whose_environment_is_not_an_object_is_skipped_with_why(tmp_path, capsys):
+    doc = {"schema": "pytest-fsperf/1", "created": "2026-11-01T00:00:00+0000", "environment": "oops",
+           "results": [{"test": "t", "name": "r", "total": {"bw_bytes": 1e9}}], "comparisons": []}
+    for i in range(3):
+        (tmp_path / f"r{i}.json").write_text(json.dumps(doc))
+    assert main(["history", str(tmp_path)]) == 4
+    err = capsys.readouterr()
+    assert "not a saved run: `environment` must be an object" in err.out + err.err
+    assert "Traceback" not in err.out + err.err
+
+
+@pytest.mark.parametrize("value", ["1e308", "inf", "101"])
+def test_a_scale_past_any_machine_is_a_usage_error(pytester, value):
+    pytester.makeini(f"[pytest]\nfsperf_scale = {value}\n")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*fsperf_scale = {value} (ini file *): must be*"])
