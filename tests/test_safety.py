@@ -1007,6 +1007,58 @@ def test_a_lock_this_user_holds_is_waited_for_until_the_deadline(sticky_dir):
         assert len(said) == 1
 
 
+def test_a_lock_whose_holder_cannot_be_named_fails_at_once_and_is_waited_for_once(sticky_dir):
+    """As found: nobody took the lock, passed the descriptor into an unread unix socket and
+    exited; every test waited the full --fsperf-lock-timeout, the holder shown as 'user ?'."""
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    path = sticky_dir / "pytest-fsperf.lock"
+    with machine_lock(str(path)):
+        pass
+    code = (f"import fcntl, os, socket, sys, time\nfd = os.open({str(path)!r}, os.O_RDONLY)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\na, b = socket.socketpair()\n"
+            "if os.fork() == 0:\n    a.close()\n    print(os.getpid(), flush=True)\n"
+            "    time.sleep(60)\n    os._exit(0)\n"
+            "socket.send_fds(a, [b'x'], [fd])\nos._exit(0)\n")  # the locker is gone; its fd lives on
+    keeper = subprocess.Popen([SYSTEM_PYTHON, "-c", code], stdout=subprocess.PIPE, text=True,
+                              cwd="/", user=NOBODY, group=NOBODY, extra_groups=[])
+    assert keeper.stdout is not None
+    child = int(keeper.stdout.readline())
+    keeper.wait()
+    try:
+        began = time.monotonic()
+        with pytest.raises(MeasurementError, match=r"held by a process that cannot be named \(PID "
+                                                   r"\d+, which is gone"), \
+                machine_lock(str(path), timeout=600):
+            pass
+        assert time.monotonic() - began < 5
+    finally:
+        os.kill(child, signal.SIGKILL)
+    with machine_lock(str(path), timeout=1):  # let go with its keeper: taken at once
+        pass
+
+
+def test_a_session_waits_out_the_lock_once_not_once_per_test(sticky_dir):
+    if not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs {SYSTEM_PYTHON}")
+    path = sticky_dir / "pytest-fsperf.lock"
+    with machine_lock(str(path)):
+        pass
+    holder = hold_lock(path, None)
+    try:
+        with pytest.raises(MeasurementError, match="gave up after 1 s"):
+            with machine_lock(str(path), timeout=1):
+                pass
+        began = time.monotonic()
+        with pytest.raises(MeasurementError, match="already waited its --fsperf-lock-timeout once"):
+            with machine_lock(str(path), timeout=600):
+                pass
+        assert time.monotonic() - began < 1
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 # 22.8 an output path swapped by another user after the start-up check
 
 SWAP_SUITE = """

@@ -110,9 +110,17 @@ def machine_lock(path: str | None = None, timeout: float = 900.0,
         os.close(fd)  # closing releases the lock
 
 
+# Paths this process gave up waiting for: a session waits out its deadline once, not once
+# per test (a holder that never lets go held root 900 s per test).
+_WAITED_OUT: set[str] = set()
+UNNAMED_FOR = 1.0  # s a holder that cannot be named must stay so before we fail
+
+
 def _take(fd: int, path: str, timeout: float, say: Callable[[str], None] | None) -> None:
-    deadline = time.monotonic() + timeout
+    once = path in _WAITED_OUT
+    deadline = time.monotonic() + (0.0 if once else timeout)
     told: Holder | None = None
+    unnamed_since: float | None = None
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -123,11 +131,24 @@ def _take(fd: int, path: str, timeout: float, say: Callable[[str], None] | None)
         if who is not None and who.uid is not None and who.uid != os.geteuid():
             raise MeasurementError(f"the machine lock {path} is held by another user: {who}; "
                                    "measurements would overlap (stop it, or point TMPDIR elsewhere)")
-        if who != told and who is not None and say is not None:
+        if who is None or who.uid is None:  # gone, or its descriptor passed on: no one to wait for
+            unnamed_since = unnamed_since or time.monotonic()
+            if time.monotonic() - unnamed_since >= UNNAMED_FOR:
+                named = f"PID {who.pid}, which is gone" if who is not None else "no visible process"
+                raise MeasurementError(
+                    f"the machine lock {path} is held by a process that cannot be named ({named}: "
+                    "its descriptor lives on elsewhere, e.g. passed over a socket); not waiting "
+                    "for it (remove the file, or point TMPDIR elsewhere)")
+        else:
+            unnamed_since = None
+        if who != told and who is not None and who.uid is not None and say is not None:
             say(f"pytest-fsperf: waiting for the machine lock {path}, held by {who}")
             told = who
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline and unnamed_since is None:
+            _WAITED_OUT.add(path)
+            if once:
+                raise MeasurementError(f"the machine lock {path} is still held by {who}; this "
+                                       "session already waited its --fsperf-lock-timeout once")
             raise MeasurementError(f"gave up after {timeout:g} s waiting for the machine lock "
-                                   f"{path}, held by {who or 'a process not visible here'} "
-                                   "(--fsperf-lock-timeout)")
+                                   f"{path}, held by {who} (--fsperf-lock-timeout)")
         time.sleep(0.2)  # Ctrl-C interrupts it
