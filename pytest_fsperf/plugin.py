@@ -8,6 +8,7 @@ import subprocess
 import threading
 import warnings
 from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
 from typing import NoReturn
 
 import pytest
@@ -29,7 +30,7 @@ from .options.plan import KEYWORDS, Plan, build_plan
 from .report import benchmark_json
 from .report.reporter import Reporter, live_line
 from .result import WorkloadResult
-from .session import leftovers
+from .session import leftovers, outfile
 from .session.lock import machine_lock
 from .session.state import FsperfSession, Target
 from .store.minio import INSTALL as MINIO_INSTALL
@@ -60,7 +61,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MOUNT_HELP)
     if config.option.help or config.option.markers:
         return  # nothing will run: no setting is checked, nothing swept, no watchdog
+    xml = getattr(config.option, "xmlpath", None)
     try:
+        if xml:  # pytest writes it, as root: checked as the plugin's own outputs are
+            try:
+                outfile.check_theirs(Path(xml))
+            except outfile.OutputError as exc:
+                raise UsageError(f"--junitxml={xml}: {exc}") from None
         settings = read_settings(config)
         state = FsperfSession(settings)
         config.stash[STATE] = state

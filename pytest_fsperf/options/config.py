@@ -172,7 +172,12 @@ def _words(raw: Raw) -> tuple[str, ...]:
 
 
 def _backend_config(raw: Raw) -> BackendConfig:
-    return load_config(str(raw.path), raw.where)
+    """Backends it defines are commands root runs: it is read only where no other user can
+    change it or a directory above it."""
+    why = leftovers.untrusted(str(raw.path)) if raw.path.exists() else ""
+    if why:
+        raise UsageError(f"{raw.where}: {why}; its backends would run as you")
+    return load_config(str(raw.path.resolve()), raw.where)
 
 
 def _timeout(raw: Raw) -> float:
@@ -232,9 +237,13 @@ def _compare(raw: Raw) -> str:
 
 
 def _executable(raw: Raw) -> str:
+    """A build root will run: it and every directory above it closed to other users."""
     path = raw.path
     if not path.is_file() or not os.access(path, os.X_OK):
         raise UsageError(f"{raw.where}: not an executable file")
+    why = leftovers.untrusted(str(path))
+    if why:
+        raise UsageError(f"{raw.where}: {why}; it would run as you")
     return str(path.resolve())
 
 
@@ -310,13 +319,12 @@ def _ssh_config(raw: Raw) -> Path:
     if not path.is_file():
         raise UsageError(f"{raw.where}: {path} is not a file")
     real = path.resolve()
-    if not (leftovers.closed(real.stat())
-            and leftovers.closed(real.parent.stat(), sticky_ok=True)):
-        raise UsageError(f"{raw.where}: {real} (or its directory) can be changed by another "
-                         "user than root or you; ssh would run its commands as you")
-    if any(c.isspace() for c in str(path)) or "//" in str(path):
-        raise UsageError(f"{raw.where}: {path} holds whitespace or '//' (execnet splits on them)")
-    return path
+    why = leftovers.untrusted(str(real))
+    if why:
+        raise UsageError(f"{raw.where}: {why}; ssh would run its commands as you")
+    if any(c.isspace() for c in str(real)) or "//" in str(real):
+        raise UsageError(f"{raw.where}: {real} holds whitespace or '//' (execnet splits on them)")
+    return real
 
 
 def _host_python(raw: Raw) -> str:

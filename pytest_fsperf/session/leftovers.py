@@ -405,6 +405,32 @@ def closed(st: os.stat_result, sticky_ok: bool = False) -> bool:
     return st.st_uid in (0, os.geteuid()) and (not st.st_mode & 0o022 or sticky)
 
 
+def untrusted(path: str, exists: bool = True) -> str:
+    """Why root may not execute, obey or write at `path` ("" where it may): the file (its
+    real path), or a directory above it, can be changed by a user other than root or us,
+    so a name checked now could be another file when it is used (a parent renamed by
+    `nobody` made root's ssh run a ProxyCommand as uid 0). exists=False: an output that
+    may not exist yet; only its directories are checked."""
+    real = os.path.realpath(path)
+    try:
+        if exists:
+            st = os.stat(real)
+            if not closed(st):
+                return (f"{real} can be changed by another user than root or you (owner uid "
+                        f"{st.st_uid}, mode {stat.S_IMODE(st.st_mode):o})")
+        above = os.path.dirname(real)
+        while True:
+            st = os.stat(above)
+            if not closed(st, sticky_ok=True):
+                return (f"its directory {above} can be changed by another user than root or "
+                        f"you (owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o})")
+            if os.path.dirname(above) == above:
+                return ""
+            above = os.path.dirname(above)
+    except OSError as exc:
+        return f"{real}: {exc.strerror or exc}"
+
+
 def package_root() -> list[str]:
     """The directory pytest imported this plugin from, for the isolated watchdog's
     sys.path - if no one else can change it, a directory above it, or anything in the

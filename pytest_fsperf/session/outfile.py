@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UsageError
+from . import leftovers
 
 
 class OutputError(UsageError):
@@ -79,6 +80,16 @@ def check(path: Path) -> None:
     """Fail now (at configuration) for a path that write() would refuse later, and note
     what it is: a target that changes kind before the write is refused then."""
     _seen[_key(path)] = _look(path)
+
+
+def check_theirs(path: Path) -> None:
+    """An output another writer (pytest's --junitxml) makes as us: it must not be a symlink
+    now, nor lie in a directory another user can change (they could plant one later, and we
+    do not write it); OutputError says which."""
+    check(path)
+    why = leftovers.untrusted(str(path.absolute()), exists=False)
+    if why:
+        raise OutputError(f"{why}; another user could put a link there before it is written")
 
 
 def _changed(before: Seen, now: Seen) -> bool:

@@ -1,0 +1,85 @@
+"""Every path root executes, obeys or lets pytest write is checked with its parents: a file
+of root's in a directory `nobody` owns can be swapped after any check of the file alone."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.options.config import BY_NAME, Raw
+
+NOBODY = 65534
+
+
+@pytest.fixture
+def nobodys_dir() -> Iterator[Path]:
+    """/tmp/fsperf-parent-X/nobody: a directory nobody owns (they may rename what is in it),
+    holding the files root is asked to use."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a directory to nobody")
+    top = Path(tempfile.mkdtemp(prefix="fsperf-parent-", dir="/tmp"))
+    theirs = top / "nobody"
+    theirs.mkdir()
+    os.chown(theirs, NOBODY, NOBODY)
+    yield theirs
+    shutil.rmtree(top)
+
+
+def _root_file(path: Path, text: str, mode: int) -> Path:
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def _convert(option: str, path: Path):
+    return BY_NAME[option].convert(Raw(str(path), f"--{option.replace('_', '-')} (command line)",
+                                       path.parent))
+
+
+@pytest.mark.parametrize("option, text, mode", [
+    ("fsperf_ssh_config", "Host h\n  HostName 127.0.0.1\n", 0o600),
+    ("fsperf_reference", "#!/bin/sh\nexit 0\n", 0o755),
+    ("fsperf_candidate", "#!/bin/sh\nexit 0\n", 0o755),
+    ("fsperf_backend_config", "[fsperf]\nbucket = b\n", 0o600),
+])
+def test_a_file_of_roots_in_a_directory_nobody_owns_is_refused(nobodys_dir, option, text, mode):
+    """As found: after the check of the ssh config alone, nobody renamed its directory and
+    root's ssh ran a ProxyCommand as uid 0; a build wrapper in such a directory ran as root."""
+    f = _root_file(nobodys_dir / "f", text, mode)
+    with pytest.raises(UsageError, match=rf"its directory {nobodys_dir} can be changed by another "
+                                         rf"user than root or you \(owner uid {NOBODY}"):
+        _convert(option, f)
+    safe = nobodys_dir.parent / "mine"
+    safe.mkdir(mode=0o755)
+    f = _root_file(safe / "f", text, mode)
+    assert _convert(option, f)  # the same file where only root can change it: taken
+    os.chown(f, NOBODY, NOBODY)  # the file itself theirs
+    with pytest.raises(UsageError, match=f"{f} can be changed by another user"):
+        _convert(option, f)
+
+
+def test_junitxml_is_checked_as_the_plugins_own_outputs(pytester, nobodys_dir):
+    """As found: a symlink planted at the --junitxml path made pytest overwrite its target."""
+    pytester.makepyfile("def test_x(): pass")
+    target = nobodys_dir.parent / "target"
+    link = nobodys_dir.parent / "link.xml"
+    link.symlink_to(target)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--junitxml={link}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--junitxml={link}: {link} is a dangling symlink*"])
+    assert not target.exists()
+    theirs = nobodys_dir / "report.xml"  # they could plant a link there later
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--junitxml={theirs}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--junitxml={theirs}: its directory {nobodys_dir} can be changed*"])
+    ok = nobodys_dir.parent / "ok.xml"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--junitxml={ok}")
+    result.assert_outcomes(passed=1)
+    assert stat.S_ISREG(ok.lstat().st_mode)
