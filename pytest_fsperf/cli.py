@@ -116,6 +116,9 @@ def parser() -> Parser:
     bench.add_argument("--markdown", metavar="PATH", help="write the Markdown report")
     bench.add_argument("-k", metavar="EXPR", dest="keyword",
                        help="only scenarios matching EXPR (pytest -k), e.g. 'seq_read'")
+    bench.add_argument("--user-config", action="store_true",
+                       help="also read the pytest.ini / pyproject.toml and conftest.py files of "
+                            "the current directory (default: the suite runs with none of them)")
     bench.add_argument("--ceilings", action="store_true",
                        help="measure nothing but this machine's ceilings for the suite's fio "
                             "workloads: tmpfs, one FUSE daemon (bindfs over tmpfs) and the "
@@ -189,6 +192,10 @@ def bench_args(a: argparse.Namespace) -> list[str]:
     suite = "jobfile" if fio else a.suite
     args = ["--pyargs", f"pytest_fsperf.suites.{suite}", "-p", "no:cacheprovider",
             f"--fsperf-scale={scale:g}"]
+    if not getattr(a, "user_config", False):
+        # the suite alone: no pytest.ini, tox.ini or conftest.py of the current directory or
+        # above it (as root, a conftest.py another user put there ran as uid 0)
+        args += ["-c", os.devnull, f"--rootdir={os.getcwd()}", "--noconftest"]
     if fio:
         args.append(f"--fsperf-jobfile={os.path.abspath(fio)}")
     if a.mount is not None:

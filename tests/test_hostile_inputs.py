@@ -50,3 +50,22 @@ def test_a_scale_past_any_machine_is_a_usage_error(pytester, value):
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*fsperf_scale = {value} (ini file *): must be*"])
+
+
+def test_fsperf_bench_obeys_no_config_or_conftest_of_the_current_directory(tmp_path):
+    """As found: a conftest.py, or a pytest.ini with pythonpath/addopts, in root's working
+    directory (or a parent another user can write) was imported as uid 0 by fsperf bench."""
+    ran = tmp_path / "ran"
+    (tmp_path / "conftest.py").write_text(f"open({str(ran)!r}, 'a').write('conftest\\n')\n")
+    (tmp_path / "evil").mkdir()
+    (tmp_path / "evil" / "evilplugin.py").write_text(f"open({str(ran)!r}, 'a').write('plugin\\n')\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\npythonpath = evil\naddopts = -p evilplugin\n")
+    out = subprocess.run([sys.executable, "-m", "pytest_fsperf", "bench", "--scale", "0.001", "-k",
+                          "seq_write_1t"], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert not ran.exists(), ran.read_text()
+    assert "1 passed" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "pytest_fsperf", "bench", "--scale", "0.001", "-k",
+                          "seq_write_1t", "--user-config"], cwd=tmp_path, capture_output=True,
+                         text=True, check=False)
+    assert set(ran.read_text().split()) == {"plugin", "conftest"}  # asked for: read
