@@ -69,3 +69,29 @@ def test_fsperf_bench_obeys_no_config_or_conftest_of_the_current_directory(tmp_p
                           "seq_write_1t", "--user-config"], cwd=tmp_path, capture_output=True,
                          text=True, check=False)
     assert set(ran.read_text().split()) == {"plugin", "conftest"}  # asked for: read
+
+
+def test_a_daemon_binary_on_a_detached_stopped_fuse_mount_is_not_read(bindfs, tmp_path):
+    """As found: a daemon whose binary lies on a lazily detached, stopped FUSE mount passed
+    the 'on FUSE' check (/proc/PID/exe names a path outside any mount) and hashing it hung
+    the session. Where the binary lies is judged by the mapping's device."""
+    import shutil as sh
+    import signal
+
+    m = bindfs()
+    sh.copy("/bin/sleep", m.source / "sleeper")
+    runner = subprocess.Popen([str(m.point / "sleeper"), "60"])
+    try:
+        os.kill(m.pid, signal.SIGSTOP)
+        subprocess.run(["umount", "-l", str(m.point)], check=True)
+        code = ("import sys, json; from pytest_fsperf.report.environment import build_dict; "
+                f"print(json.dumps(build_dict(None, {runner.pid})))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=20, check=False)
+        assert out.returncode == 0, out.stderr
+        found = json.loads(out.stdout)
+        assert "daemon_exe" in found and "daemon_sha256" not in found
+    finally:
+        runner.kill()
+        os.kill(m.pid, signal.SIGCONT)
+        runner.wait()

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..engine.fio import fio_version
 from ..mounts.daemon import Lookup
-from ..mounts.mountinfo import Mount, find_mount, read_mounts
+from ..mounts.mountinfo import Mount, read_mounts
 from .redact import redact_args, redact_options
 
 
@@ -71,7 +71,7 @@ def build_dict(build_id: str | None, daemon_pid: int | None) -> dict[str, str]:
         exe = f"/proc/{daemon_pid}/exe"
         try:
             found["daemon_exe"] = path = os.readlink(exe)
-            if _on_fuse(path):  # a FUSE daemon may never answer the read: not hashed
+            if not on_plain_disk(daemon_pid, path):  # a FUSE daemon may never answer the read
                 return found
             with open(exe, "rb") as f:  # the binary the daemon runs, even if since replaced
                 if os.fstat(f.fileno()).st_size <= MAX_HASHED:
@@ -84,12 +84,34 @@ def build_dict(build_id: str | None, daemon_pid: int | None) -> dict[str, str]:
     return found
 
 
-def _on_fuse(path: str) -> bool:
-    """Whether `path` lies on a FUSE mount (or where that cannot be told)."""
+def binary_device(pid: int, path: str, proc: str = "/proc") -> tuple[int, int] | None:
+    """The device (major, minor) the process's binary is mapped from, by /proc/PID/maps (the
+    mapping names the file; its device field says where it really lies, also when the mount
+    was lazily detached and the path names something else now); None where not found."""
+    name = path.removesuffix(" (deleted)")
     try:
-        return find_mount(path.removesuffix(" (deleted)"), read_mounts()).is_fuse
-    except (OSError, LookupError, ValueError):
-        return True
+        with open(f"{proc}/{pid}/maps", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and fields[5].rstrip("\n").removesuffix(" (deleted)") == name:
+                    major, minor = fields[3].split(":")
+                    return int(major, 16), int(minor, 16)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def on_plain_disk(pid: int, path: str) -> bool:
+    """Whether the daemon's binary lies on a mount of this mount table that is not FUSE (so
+    reading it cannot wait on a daemon); False where that cannot be told."""
+    device = binary_device(pid, path)
+    if device is None:
+        return False
+    try:
+        mounts = [m for m in read_mounts() if (m.major, m.minor) == device]
+    except OSError:
+        return False
+    return bool(mounts) and not any(m.is_fuse for m in mounts)
 
 
 def daemon_dict(lookup: Lookup) -> dict[str, Any] | None:
