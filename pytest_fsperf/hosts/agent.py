@@ -27,7 +27,7 @@ from ..mounts.mountinfo import Mount, read_mounts
 from ..session import leftovers
 from ..store import juicefs
 
-PROTOCOL = 2  # bumped when a request or a reply changes shape
+PROTOCOL = 3  # bumped when a request or a reply changes shape (hosts/replies.py)
 
 NOT_COUNTED = ("its daemon keeps no count of its object requests (JuiceFS's .stats does); "
                "the store's own counters, where readable, count all hosts together")

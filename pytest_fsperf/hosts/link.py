@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import subprocess
 import time
@@ -26,10 +27,12 @@ from ..errors import MeasurementError, UsageError
 from ..result import DaemonStats, ProcessStats
 from ..session import leftovers
 from ..session.procs import Proc, kill_tree
+from . import replies
 from .agent import PROTOCOL
 from .spec import Host, SshSettings
 
 PINGS = 5
+REMOTE_SOCKET = re.compile(r"/[A-Za-z0-9._/-]{1,200}")
 CALL_TIMEOUT = 60.0  # s for one request (a cache drop on a busy host can take a while)
 FORWARD_TIMEOUT = 15.0
 _AGENT = "from pytest_fsperf.hosts.agent import serve\nserve(channel)\n"
@@ -64,9 +67,12 @@ class Link:
             reply = self.channel.receive(timeout)
         except Exception as exc:  # execnet raises its own errors, all named
             raise self.lost(exc) from None
-        if "error" in reply:
-            raise HostError(f"host {self.host.shown}: {op} failed there: {reply['error']}")
-        return reply["ok"]
+        try:
+            return replies.answer(op, reply)
+        except replies.Failed as exc:
+            raise HostError(f"host {self.host.shown}: {op} failed there: {exc}") from None
+        except replies.BadReply as exc:
+            raise HostError(f"host {self.host.shown}: its reply was refused: {exc}") from None
 
     def call(self, op: str, timeout: float = CALL_TIMEOUT, **args: Any) -> Any:
         self.send(op, **args)
@@ -154,6 +160,9 @@ def connect(host: Host, index: int, ssh: SshSettings, folder: str) -> Link:
 def forward(link: Link, ssh: SshSettings, folder: str) -> Server:
     """The agent's fio server, reached through an SSH forward of a socket of ours."""
     remote = link.call("serve_fio")
+    if not REMOTE_SOCKET.fullmatch(remote):  # it goes into ssh's -L LOCAL:REMOTE as it is
+        raise HostError(f"host {link.host.shown}: its fio server socket {remote[:200]!r} is not "
+                        "a plain absolute path")
     local = os.path.join(folder, f"host{link.index}-{os.urandom(3).hex()}.sock")
     if len(os.fsencode(local)) > SOCKET_MAX:
         raise HostError(f"socket path {local} is longer than {SOCKET_MAX} bytes: point TMPDIR "
