@@ -83,3 +83,35 @@ def test_junitxml_is_checked_as_the_plugins_own_outputs(pytester, nobodys_dir):
     result = pytester.runpytest("-p", "no:cacheprovider", f"--junitxml={ok}")
     result.assert_outcomes(passed=1)
     assert stat.S_ISREG(ok.lstat().st_mode)
+
+
+def test_a_mount_directory_another_user_can_change_is_refused(pytester, nobodys_dir):
+    """As found: with --fsperf-mount at a directory nobody could write (no sticky bit), nobody
+    swapped the work directory for one of symlinks and the engines overwrote root's files."""
+    pytester.makepyfile("def test_x(fsperf): pass")
+    open_dir = nobodys_dir.parent / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)  # root's, but anyone may rename what is in it
+    for where in (open_dir, nobodys_dir):
+        result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={where}",
+                                    "--fsperf-plain-dir=1")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*--fsperf-mount={where} (command line): {where} can be "
+                                     "changed by another user than root or you*"])
+    open_dir.chmod(0o1777)  # sticky, as /tmp: others cannot move root's entries
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={open_dir}",
+                                "--fsperf-plain-dir=1")
+    result.assert_outcomes(passed=1)
+
+
+def test_the_work_root_is_private(pytester, tmp_path):
+    pytester.makepyfile(f"""
+        import os, stat
+        def test_x(fsperf):
+            root = os.path.dirname(fsperf.workdir)
+            assert stat.S_IMODE(os.stat(root).st_mode) == 0o700
+            assert os.path.dirname(root) == {str(tmp_path)!r}
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={tmp_path}",
+                                "--fsperf-plain-dir=1")
+    result.assert_outcomes(passed=1)

@@ -115,7 +115,7 @@ class Target:
                 root = os.path.join(self.path, f"fsperf-work-{secrets.token_hex(4)}")
                 if self.owned is None:  # on an owned mount, its private dir holds it
                     self._root_entry = leftovers.note_dir(root)
-                os.mkdir(root, 0o755)
+                os.mkdir(root, 0o700)  # no other user reaches in to swap what is under it
                 self._root = root
             self._count += 1
             path = os.path.join(self._root, f"{safe_name(test_name)}-{self._count}")
