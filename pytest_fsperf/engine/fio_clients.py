@@ -10,6 +10,7 @@ plugin's, never on a TCP port, so no other local user can reach them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -23,6 +24,7 @@ from ..errors import MeasurementError
 from ..result import IoStats
 from ..session import leftovers
 from ..session.procs import Proc, kill_tree
+from . import fio_relay
 from .fio import _direction, fio_binary
 from .fio_options import control
 
@@ -189,7 +191,7 @@ class Controller:
     the run, naming it; stop() (a daemon that died, a hang) ends it at once."""
 
     def __init__(self, servers: Sequence[Server], job_files: Sequence[str], output: str) -> None:
-        self.servers, self.output = list(servers), output
+        self.servers, self.output, self.job_files = list(servers), output, list(job_files)
         self.argv = [fio_binary(), "--output-format=json", f"--output={output}"]
         for server, path in zip(servers, job_files, strict=True):
             self.argv += [server.client_arg, path]
@@ -200,7 +202,33 @@ class Controller:
             self.proc.kill()
 
     def run(self, timeout: float) -> tuple[list[ClientResult], ClientResult]:
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        """Servers the plugin did not start are reached through relays (fio_relay.py): what
+        such a server asks beyond a benchmark's needs ends its connection, and is named."""
+        folder = os.path.dirname(os.path.abspath(self.output))
+        relays = [fio_relay.Relay(fio_relay.upstream_of(s.host, s.port, s.sock),
+                                  os.path.join(folder, f"relay-{i}-{os.urandom(3).hex()}.sock"),
+                                  s.address)
+                  for i, s in enumerate(self.servers) if s.proc is None]
+        if relays:
+            _private(folder)
+        with fio_relay.relayed(relays):
+            try:
+                return self._run(timeout, relays)
+            except MeasurementError:
+                refused = [f"fio server {r.shown} {why}" for r in relays for why in r.refused]
+                if refused:
+                    raise MeasurementError("; ".join(refused)) from None
+                raise
+
+    def _run(self, timeout: float, relays: list[fio_relay.Relay]
+             ) -> tuple[list[ClientResult], ClientResult]:
+        by_server = iter(relays)
+        through = [s if s.proc is not None else
+                   dataclasses.replace(s, sock=next(by_server).path, shown=s.address)
+                   for s in self.servers]
+        argv = self.argv[:3] + [a for s, path in zip(through, self.job_files, strict=True)
+                                for a in (s.client_arg, path)]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, start_new_session=True)
         try:
             said, _ = self.proc.communicate(timeout=timeout)
@@ -224,7 +252,7 @@ class Controller:
                    " | ".join(lines[-2:]) or "no output")
             raise MeasurementError(f"fio's controller failed (exit {code}): {why}")
         try:
-            return parse(text, self.servers)
+            return parse(text, through)
         except MeasurementError:
             unreachable = [s.address for s in self.servers if not _reachable(s)]
             if unreachable:

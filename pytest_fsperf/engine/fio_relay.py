@@ -1,0 +1,204 @@
+"""A relay between root's fio controller and a fio server the plugin did not start.
+
+fio's client obeys its server: a server may ask it to send any file (SENDFILE: /etc/shadow,
+the controller's SSH key), to write an I/O log it supplies to `<name>.<server>` following
+symlinks (IOLOG), or to save verify state and run a trigger (VTRIGGER). A server the plugin
+does not control (a host's agent may be hostile; a local user may listen first on a loopback
+port named in --fsperf-fio-servers) is reached only through this relay: the controller
+connects to a unix socket in the session's 0700 directory, the relay connects on to the
+server and passes the server's frames back only where they are what a benchmark needs
+(fio's server.h: text, job start and stop, statistics, probe and ETA replies). Anything
+else, or a frame that is not fio's protocol, ends the connection, and why is kept for the
+failure's message. What the controller sends is passed on as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import struct
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ..errors import MeasurementError
+
+HEADER = struct.Struct("<HHIQIHH")  # version, opcode, flags, tag, pdu_len, cmd_crc16, pdu_crc16
+VERSION = 97  # FIO_SERVER_VER of fio 3.33
+MAX_PDU = 1024  # FIO_SERVER_MAX_FRAGMENT_PDU: larger frames are not fio's
+# server-to-client opcodes a benchmark needs (fio 3.33's client.c handles these)
+PASSED = {1: "QUIT", 5: "TEXT", 6: "TS", 7: "GS", 9: "ETA", 10: "PROBE", 11: "START",
+          12: "STOP", 13: "DU", 14: "SERVER_START", 15: "ADD_JOB", 18: "UPDATE_JOB",
+          22: "JOB_OPT"}
+REFUSED = {17: "IOLOG: write an I/O log of its choosing", 19: "LOAD_FILE",
+           20: "VTRIGGER: save verify state and run a trigger",
+           21: "SENDFILE: send it a file of this machine"}
+
+
+@dataclass
+class Relay:
+    """One server's relay: `path` is the socket the controller is given."""
+
+    upstream: tuple[int, object]  # (family, address) of the real server
+    path: str
+    shown: str  # the server as the user named it
+    refused: list[str] = field(default_factory=list)  # why a connection was ended
+    _listener: socket.socket | None = None
+    _threads: list[threading.Thread] = field(default_factory=list)
+    _open: list[socket.socket] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> None:
+        listener = socket.socket(socket.AF_UNIX)
+        old = os.umask(0o177)
+        try:
+            listener.bind(self.path)
+        finally:
+            os.umask(old)
+        listener.listen(4)
+        listener.settimeout(0.2)
+        self._listener = listener
+        self._spawn(self._accept)
+
+    def _spawn(self, target: object, *args: object) -> None:
+        t = threading.Thread(target=target, args=args, daemon=True,  # type: ignore[arg-type]
+                             name="fsperf-fio-relay")
+        t.start()
+        self._threads.append(t)
+
+    def _accept(self) -> None:
+        assert self._listener is not None
+        while not self._stop.is_set():
+            try:
+                inner, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            outer = socket.socket(self.upstream[0])
+            try:
+                outer.settimeout(10.0)
+                outer.connect(self.upstream[1])  # type: ignore[arg-type]
+                outer.settimeout(None)
+            except OSError as exc:
+                self.refused.append(f"not reachable ({exc.strerror or exc})")
+                inner.close()
+                outer.close()
+                continue
+            self._open += [inner, outer]
+            self._spawn(self._to_server, inner, outer)
+            self._spawn(self._to_client, outer, inner)
+
+    @staticmethod
+    def _to_server(inner: socket.socket, outer: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := inner.recv(65536):
+                outer.sendall(data)
+        with contextlib.suppress(OSError):
+            outer.shutdown(socket.SHUT_WR)
+
+    def _to_client(self, outer: socket.socket, inner: socket.socket) -> None:
+        try:
+            while True:
+                head = _exactly(outer, HEADER.size)
+                if head is None:
+                    break
+                version, opcode, _flags, _tag, pdu_len, _c, _p = HEADER.unpack(head)
+                why = _refusal(version, opcode, pdu_len)
+                if why:
+                    self.refused.append(why)
+                    break
+                payload = _exactly(outer, pdu_len) if pdu_len else b""
+                if payload is None:
+                    break
+                inner.sendall(head + payload)
+        except OSError:
+            pass
+        for s in (inner, outer):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self._stop.set()
+        for s in [*self._open, *([self._listener] if self._listener else [])]:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+        for t in self._threads:
+            t.join(timeout=5.0)
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+
+def _refusal(version: int, opcode: int, pdu_len: int) -> str:
+    if version != VERSION:
+        return f"spoke fio's protocol {version}, not {VERSION} (is it fio 3.33's server?)"
+    if pdu_len > MAX_PDU:
+        return f"sent a frame of {pdu_len} bytes (fio's are at most {MAX_PDU})"
+    if opcode not in PASSED:
+        return f"asked the controller to {REFUSED.get(opcode, f'obey command {opcode}')}: refused"
+    return ""
+
+
+def _exactly(s: socket.socket, n: int) -> bytes | None:
+    """n bytes, or None where the connection ended first."""
+    got = bytearray()
+    while len(got) < n:
+        chunk = s.recv(n - len(got))
+        if not chunk:
+            return None
+        got += chunk
+    return bytes(got)
+
+
+def listener_uids(port: int, proc: str = "/proc") -> set[int]:
+    """The users whose sockets listen on TCP `port` on this machine (/proc/net/tcp, tcp6)."""
+    uids = set()
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(f"{proc}/net/{name}", encoding="ascii") as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 7 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                uids.add(int(fields[7]))
+    return uids
+
+
+def check_identity(host: str, port: int, address: object) -> None:
+    """A server on this machine's loopback must be root's or ours: any local user may
+    listen on a loopback port first and take the controller's connection."""
+    ip = address[0] if isinstance(address, tuple) else ""
+    if not (isinstance(ip, str) and (ip.startswith("127.") or ip == "::1")):
+        return
+    others = sorted(u for u in listener_uids(port) if u not in (0, os.geteuid()))
+    if others:
+        raise MeasurementError(f"fio server {host}:{port} is listening as uid "
+                               f"{', '.join(map(str, others))}, not root or you: not the server "
+                               "you meant (any local user may listen on a loopback port)")
+
+
+def upstream_of(host: str, port: int, sock: str | None) -> tuple[int, object]:
+    """The (family, address) to connect to: a unix socket, or the host's first address."""
+    if sock:
+        return socket.AF_UNIX, sock
+    try:
+        family, _t, _p, _c, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except OSError as exc:
+        raise MeasurementError(f"fio server {host}:{port}: cannot resolve: {exc}") from None
+    check_identity(host, port, address)
+    return family, address
+
+
+@contextlib.contextmanager
+def relayed(relays: list[Relay]) -> Iterator[list[Relay]]:
+    try:
+        for r in relays:
+            r.start()
+        yield relays
+    finally:
+        for r in relays:
+            r.close()

@@ -1,0 +1,163 @@
+"""A fio server root's controller does not control is reached only through the relay: what
+such a server asks beyond a benchmark's needs (send a file, write a log of its choosing)
+ends the connection and is named; a server another local user put on a loopback port first
+is not taken for the one meant. The server here is a fake: a short script speaking fio's
+protocol (server.h of fio 3.33) and asking for /etc/shadow."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_fsperf.engine import fio_relay
+from tests.conftest import need
+
+NOBODY = 65534
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+FAKE = r'''
+import socket, struct, sys, threading
+def crc16(data):
+    crc = 0
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
+def frame(opcode, payload):
+    head = struct.pack("<HHIQI", 97, opcode, 0, 0, len(payload))
+    return head + struct.pack("<HH", crc16(head), crc16(payload)) + payload
+port_file, got_file, ask = sys.argv[1], sys.argv[2], sys.argv[3]
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(4)
+open(port_file, "w").write(str(srv.getsockname()[1]))
+while True:
+    conn, _ = srv.accept()
+    def drain(c=conn):
+        with open(got_file, "ab") as out:
+            while data := c.recv(65536):
+                out.write(data)
+                out.flush()
+    threading.Thread(target=drain, daemon=True).start()
+    if ask == "sendfile":
+        conn.sendall(frame(21, b"/etc/shadow".ljust(256, b"\0")))
+    else:  # an I/O log of the server's choosing, to <name>.<server>
+        pdu = struct.pack("<QIIIIII", 1, 1, 0, 0, 0, 0, 0) + b"planted".ljust(256, b"\0")
+        conn.sendall(frame(17, pdu + b"\x01" * 64))
+'''
+
+
+def _fake_server(tmp_path: Path, ask: str) -> tuple[subprocess.Popen[bytes], int, Path]:
+    script, port_file, got = tmp_path / "fake.py", tmp_path / "port", tmp_path / "got"
+    script.write_text(FAKE)
+    proc = subprocess.Popen([sys.executable, str(script), str(port_file), str(got), ask])
+    deadline = time.monotonic() + 10
+    while not (port_file.exists() and port_file.read_text()):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    return proc, int(port_file.read_text()), got
+
+
+@pytest.mark.parametrize("ask, said", [
+    ("sendfile", "asked the controller to SENDFILE: send it a file of this machine: refused"),
+    ("iolog", "asked the controller to IOLOG: write an I/O log of its choosing: refused"),
+])
+def test_a_server_that_asks_for_a_file_or_writes_a_log_is_cut_off_and_named(pytester, tmp_path,
+                                                                              ask, said):
+    """As found: root's fio client sent /etc/shadow and the controller's SSH key to the
+    server; with a symlink at the predictable log name, root wrote a line of the server's."""
+    need("fio")
+    proc, port, got = _fake_server(tmp_path, ask)
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    pytester.makepyfile("""
+        def test_remote(fsperf):
+            fsperf.fio(name="w", clients=1, rw="write", bs="1M", size="8M")
+    """)
+    try:
+        result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={mount}",
+                                    "--fsperf-plain-dir=1", f"--fsperf-fio-servers=127.0.0.1:{port}")
+    finally:
+        proc.kill()
+        proc.wait()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*fio server 127.0.0.1:{port} {said}*"])
+    sent = got.read_bytes() if got.exists() else b""
+    assert b"root:" not in sent  # nothing of /etc/shadow reached the server
+    assert not list(Path(pytester.path).glob("planted*")) and not list(mount.glob("planted*"))
+
+
+def test_a_loopback_port_another_user_listens_on_is_not_the_server_meant(pytester, tmp_path):
+    """As found: a local user listening on the named loopback port before the session got
+    the controller's connection."""
+    need("fio")
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    code = ("import socket, sys, time\ns = socket.socket()\ns.bind(('127.0.0.1', 0))\ns.listen(1)\n"
+            "print(s.getsockname()[1], flush=True)\ntime.sleep(60)\n")
+    theirs = subprocess.Popen([SYSTEM_PYTHON, "-c", code], stdout=subprocess.PIPE, text=True,
+                              cwd="/", user=NOBODY, group=NOBODY, extra_groups=[])
+    try:
+        assert theirs.stdout is not None
+        port = int(theirs.stdout.readline())
+        mount = tmp_path / "mnt"
+        mount.mkdir()
+        pytester.makepyfile("""
+            def test_remote(fsperf):
+                fsperf.fio(name="w", clients=1, rw="write", bs="1M", size="8M")
+        """)
+        result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={mount}",
+                                    "--fsperf-plain-dir=1", f"--fsperf-fio-servers=127.0.0.1:{port}")
+    finally:
+        theirs.kill()
+        theirs.wait()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*fio server 127.0.0.1:{port} is listening as uid {NOBODY}, not "
+                                 "root or you*"])
+
+
+@pytest.mark.unit
+def test_only_a_benchmarks_frames_pass():
+    assert fio_relay._refusal(97, 6, 1024) == ""  # thread status
+    assert "SENDFILE" in fio_relay._refusal(97, 21, 256)
+    assert "VTRIGGER" in fio_relay._refusal(97, 20, 0)
+    assert "command 99" in fio_relay._refusal(97, 99, 0)
+    assert "protocol 96" in fio_relay._refusal(96, 6, 0)
+    assert "frame of 4096 bytes" in fio_relay._refusal(97, 6, 4096)
+    assert fio_relay.HEADER.size == 24  # struct fio_net_cmd before its payload
+
+
+@pytest.mark.unit
+def test_a_relay_passes_what_the_controller_sends_and_cuts_a_refused_frame(tmp_path):
+    """The relay alone, between two socket pairs of this test's."""
+    server = socket.socket(socket.AF_UNIX)
+    upstream = str(tmp_path / "up.sock")
+    server.bind(upstream)
+    server.listen(1)
+    relay = fio_relay.Relay((socket.AF_UNIX, upstream), str(tmp_path / "relay.sock"), "fake")
+    with fio_relay.relayed([relay]):
+        client = socket.socket(socket.AF_UNIX)
+        client.connect(relay.path)
+        conn, _ = server.accept()
+        client.sendall(b"job file")
+        assert conn.recv(100) == b"job file"
+        ok = fio_relay.HEADER.pack(97, 5, 0, 0, 3, 0, 0) + b"hi\n"
+        conn.sendall(ok)
+        assert client.recv(100) == ok
+        conn.sendall(fio_relay.HEADER.pack(97, 21, 0, 0, 0, 0, 0) + struct.pack("<I", 0))
+        client.settimeout(5)
+        assert client.recv(100) == b""  # cut off
+        assert relay.refused == ["asked the controller to SENDFILE: send it a file of this "
+                                 "machine: refused"]
+        client.close()
+        conn.close()
+    server.close()
+    assert not os.path.exists(relay.path)
