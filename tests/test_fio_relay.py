@@ -66,6 +66,19 @@ def _fake_server(tmp_path: Path, ask: str) -> tuple[subprocess.Popen[bytes], int
     return proc, int(port_file.read_text()), got
 
 
+def _one_client(pytester: pytest.Pytester, tmp_path: Path, port: int
+                ) -> tuple[pytest.RunResult, Path]:
+    """A test writing through one fio server at 127.0.0.1:port, run; and its mount."""
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    pytester.makepyfile("""
+        def test_remote(fsperf):
+            fsperf.fio(name="w", clients=1, rw="write", bs="1M", size="8M")
+    """)
+    return pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={mount}",
+                              "--fsperf-plain-dir=1", f"--fsperf-fio-servers=127.0.0.1:{port}"), mount
+
+
 @pytest.mark.parametrize("ask, said", [
     ("sendfile", "asked the controller to SENDFILE: send it a file of this machine: refused"),
     ("iolog", "asked the controller to IOLOG: write an I/O log of its choosing: refused"),
@@ -76,15 +89,8 @@ def test_a_server_that_asks_for_a_file_or_writes_a_log_is_cut_off_and_named(pyte
     server; with a symlink at the predictable log name, root wrote a line of the server's."""
     need("fio")
     proc, port, got = _fake_server(tmp_path, ask)
-    mount = tmp_path / "mnt"
-    mount.mkdir()
-    pytester.makepyfile("""
-        def test_remote(fsperf):
-            fsperf.fio(name="w", clients=1, rw="write", bs="1M", size="8M")
-    """)
     try:
-        result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={mount}",
-                                    "--fsperf-plain-dir=1", f"--fsperf-fio-servers=127.0.0.1:{port}")
+        result, mount = _one_client(pytester, tmp_path, port)
     finally:
         proc.kill()
         proc.wait()
@@ -108,14 +114,7 @@ def test_a_loopback_port_another_user_listens_on_is_not_the_server_meant(pyteste
     try:
         assert theirs.stdout is not None
         port = int(theirs.stdout.readline())
-        mount = tmp_path / "mnt"
-        mount.mkdir()
-        pytester.makepyfile("""
-            def test_remote(fsperf):
-                fsperf.fio(name="w", clients=1, rw="write", bs="1M", size="8M")
-        """)
-        result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={mount}",
-                                    "--fsperf-plain-dir=1", f"--fsperf-fio-servers=127.0.0.1:{port}")
+        result, _mount = _one_client(pytester, tmp_path, port)
     finally:
         theirs.kill()
         theirs.wait()
