@@ -106,3 +106,19 @@ def test_io_window_spans_the_bytes_moved_not_the_idle_ends():
 def test_io_window_is_none_when_nothing_moved():
     assert meters.io_window([(t / 10, t, 7) for t in range(20)]) is None
     assert meters.io_window([(0.0, 0, 0), (1.0, 5, 9)]) is None
+
+
+def test_a_byte_counter_that_missed_the_bytes_does_not_set_the_window(child):
+    """Many clients on libaio: the fio servers' job processes move nothing through read()
+    or write(), and the window their counter gave was 'I/O ran 0.051 s'. Where it saw under
+    half the bytes fio reports, the whole run is the window, and said to be."""
+    moved = iter(range(0, 10**6, 100))  # a few KB: fio's own bookkeeping
+    meter = meters.DaemonMeter(describe(child.pid, "test").daemon, moved=lambda: next(moved))
+    meter.start()
+    _say(child, b"go\n")
+    assert child.stdout.readline() == b"peak\n"
+    _say(child, b"release\n")
+    assert child.stdout.readline() == b"freed\n"
+    stats = meter.stop("aio", expected=10**9)
+    assert stats.cpu_window == "whole run"
+    assert stats.cpu_window_seconds == pytest.approx(stats.wall_seconds)

@@ -162,6 +162,7 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
                          None if remote else controller.stop, timed_io=not remote,
                          peers=0 if remote else n - 1) as w:
             each, total = controller.run(ws.deadline(job))
+            w.expected = sum(d.io_bytes for d in (total.read, total.write) if d is not None)
         # the load generator's CPU, as fio counted it on each client
         tool = 100.0 * sum(c.cpu_seconds for c in each) / w.wall if w.wall > 0 else 0.0
     daemons: list[tuple[DaemonStats | None, Lookup]] = (

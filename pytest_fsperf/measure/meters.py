@@ -208,9 +208,12 @@ class DaemonMeter:
             return None
         return sum(x[0] for x in io if x), sum(x[1] for x in io if x)
 
-    def stop(self, workload: str, span: tuple[float, float] | None = None) -> DaemonStats:
+    def stop(self, workload: str, span: tuple[float, float] | None = None,
+             expected: int | None = None) -> DaemonStats:
         """span: (start, end), monotonic s, of the time the workload's I/O ran, where the
-        load generator said (CPU% is over it)."""
+        load generator said (CPU% is over it). expected: the bytes it says it moved; where
+        the byte counter saw under half of them (libaio, io_uring and mmap move none through
+        read()/write()), its window is not taken: the whole run is."""
         pid = self.daemon.pid
         self._point()
         ns1 = self._threads()
@@ -231,8 +234,10 @@ class DaemonMeter:
             self._sample()
         cpu_seconds = (cpu1 - self._cpu0) / CLK_TCK
         io = (io1[0] - self._io0[0], io1[1] - self._io0[1]) if io1 and self._io0 else None
+        seen = self.timeline[-1][2] - self.timeline[0][2] if self.timeline else 0
+        counted = self._moved is not None and (expected is None or 2 * seen >= expected)
         found = (ticks_between(self.timeline, *span) if span is not None
-                 else io_window(self.timeline) if self._moved is not None else None)
+                 else io_window(self.timeline) if counted else None)
         exact = None
         if found is not None:
             seconds, ticks = found

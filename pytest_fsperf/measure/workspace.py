@@ -88,6 +88,7 @@ class Window:
     cache_filled: int | None = None  # how much the machine's page cache grew in the window, bytes
     rest: Rest | None = None  # what the rest of the machine used in the window
     io_span: tuple[float, float] | None = None  # when the I/O ran (monotonic s), if known
+    expected: int | None = None  # the bytes the load generator says it moved, if known
     started: float = 0.0  # monotonic s of the timeline's t = 0
 
 
@@ -595,8 +596,9 @@ class Workspace:
                     w.profile_note = f"the profile failed: {exc}"
             if sampler.stalled is not None:
                 raise MeasurementError(_stalled(label, sampler.stalled, limit))
-            w.daemon = meter.stop(label, w.io_span) if meter else None
-            w.peer_stats = [m.stop(label, w.io_span) if m else None for _o, m in w.peers]
+            w.daemon = meter.stop(label, w.io_span, w.expected) if meter else None
+            w.peer_stats = [m.stop(label, w.io_span, w.expected) if m else None
+                            for _o, m in w.peers]
             if store is not None:
                 try:
                     w.requests = store.stop()
