@@ -86,7 +86,7 @@ def load_config(path: str, where: str) -> BackendConfig:
     try:  # a FIFO, a device or a huge file is refused, never waited on
         parser.read_string(inputs.read_text(Path(path), 1 << 20), path)
     except inputs.InputError as exc:
-        raise UsageError(f"{where}: {exc}") from None
+        raise UsageError(f"{where}: cannot read: {path} {exc}") from None
     except configparser.Error as exc:
         raise UsageError(f"{where}: {str(exc).splitlines()[0]}") from None
     values: dict[str, str] = {}
