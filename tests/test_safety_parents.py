@@ -16,6 +16,7 @@ from pytest_fsperf.errors import UsageError
 from pytest_fsperf.options.config import BY_NAME, Raw
 
 NOBODY = 65534
+SYSTEM_PYTHON = "/usr/bin/python3"  # reachable by nobody
 
 
 @pytest.fixture
@@ -85,23 +86,41 @@ def test_junitxml_is_checked_as_the_plugins_own_outputs(pytester, nobodys_dir):
     assert stat.S_ISREG(ok.lstat().st_mode)
 
 
-def test_a_mount_directory_another_user_can_change_is_refused(pytester, nobodys_dir):
+def test_a_work_root_swapped_by_another_user_does_not_redirect_roots_writes(pytester, nobodys_dir):
     """As found: with --fsperf-mount at a directory nobody could write (no sticky bit), nobody
-    swapped the work directory for one of symlinks and the engines overwrote root's files."""
-    pytester.makepyfile("def test_x(fsperf): pass")
-    open_dir = nobodys_dir.parent / "open"
-    open_dir.mkdir()
-    open_dir.chmod(0o777)  # root's, but anyone may rename what is in it
-    for where in (open_dir, nobodys_dir):
-        result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={where}",
-                                    "--fsperf-plain-dir=1")
-        assert result.ret == pytest.ExitCode.USAGE_ERROR
-        result.stderr.fnmatch_lines([f"*--fsperf-mount={where} (command line): {where} can be "
-                                     "changed by another user than root or you*"])
-    open_dir.chmod(0o1777)  # sticky, as /tmp: others cannot move root's entries
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={open_dir}",
+    swapped the work directory for one of symlinks and the engines overwrote root's files.
+    JuiceFS's root is such a directory (0777): the work root is reached by its descriptor."""
+    nobodys_dir.parent.chmod(0o755)  # nobody may pass through to it
+    mount = nobodys_dir.parent / "open"
+    mount.mkdir()
+    mount.chmod(0o777)  # root's, but anyone may rename what is in it
+    victim = nobodys_dir.parent / "victim"
+    victim.write_text("root's own\n")
+    swap = (f"import os, sys\nroot = sys.argv[1]\nos.rename(root, root + '.moved')\n"
+            f"os.makedirs(os.path.join(root, sys.argv[2]))\n"
+            f"os.symlink({str(victim)!r}, os.path.join(root, sys.argv[2], 'f'))\n")
+    pytester.makepyfile(f"""
+        import os, subprocess, sys
+        def test_x(fsperf):
+            test_dir = os.path.basename(str(fsperf.workdir))
+            root = fsperf.target.logical(os.path.dirname(str(fsperf.workdir)))
+            subprocess.run([{SYSTEM_PYTHON!r}, "-c", {swap!r}, root, test_dir], check=True,
+                           user={NOBODY}, group={NOBODY}, extra_groups=[])
+            r = fsperf.fio(rw="write", bs="64k", size="1M", filename="f")
+            assert r.write.io_bytes == 1 << 20
+            assert os.path.getsize(os.path.join(root + ".moved", test_dir, "f")) == 1 << 20
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={mount}",
                                 "--fsperf-plain-dir=1")
     result.assert_outcomes(passed=1)
+    assert victim.read_text() == "root's own\n"
+    # nobody's directory at the old name is not the plugin's to remove; its own work root,
+    # moved, is emptied through its descriptor and named as left behind
+    (theirs,) = [p for p in mount.iterdir() if not p.name.endswith(".moved")]
+    assert (theirs / "test_x-1" / "f").is_symlink()
+    (moved,) = [p for p in mount.iterdir() if p.name.endswith(".moved")]
+    assert list(moved.iterdir()) == []
+    result.stdout.fnmatch_lines(["*the name no longer holds the plugin's work root; not removed*"])
 
 
 def test_the_work_root_is_private(pytester, tmp_path):

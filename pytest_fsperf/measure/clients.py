@@ -72,7 +72,7 @@ def _local(ws: Workspace, n: int, where: str) -> list[Client]:
                          "(--fsperf-backend or an fsperf_mount marker), one mount per client, "
                          "or fio servers of your own (--fsperf-fio-servers)")
     dirs = client_dirs(ws, 1)
-    rel = os.path.relpath(ws.workdir, ws.target.path)
+    rel = os.path.relpath(ws.target.logical(str(ws.workdir)), ws.target.path)
     for i, peer in enumerate(ws.open_peers(n - 1), 1):
         path = os.path.join(peer.path, rel, f"client{i}")
         os.makedirs(path, exist_ok=True)  # an own source per mount, or the bucket's

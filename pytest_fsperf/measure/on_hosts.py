@@ -31,7 +31,7 @@ def _clients(ws: Workspace, n: int, where: str) -> list[tuple[str, str]]:
     if n > len(given):
         raise UsageError(f"{where}: clients={n}, but --fsperf-hosts names {len(given)} "
                          f"({ws.settings.where('hosts')})")
-    rel = os.path.relpath(ws.workdir, ws.target.path)
+    rel = os.path.relpath(ws.target.logical(str(ws.workdir)), ws.target.path)
     return [(h.shown, os.path.join(h.mount, rel, os.path.basename(local)))
             for h, local in zip(given[:n], client_dirs(ws, n), strict=True)]
 

@@ -269,7 +269,7 @@ class Workspace:
     def close_peers(self) -> None:
         """Remove each other client's directory through its own mount (its pending uploads
         settled), then unmount it; what cannot be removed goes to the session's leftovers."""
-        rel = os.path.relpath(self.workdir, self.target.path)
+        rel = os.path.relpath(self.target.logical(str(self.workdir)), self.target.path)
         while self.peers:
             n = len(self.peers)
             peer = self.peers.pop()

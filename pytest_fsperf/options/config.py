@@ -14,7 +14,6 @@ import math
 import os
 import re
 import shlex
-import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,7 +98,7 @@ def _mount(raw: Raw, timeout: float, plain_dir: bool = False) -> Path:
     A directory that is not itself a mount point is refused (a CI job whose mount step failed
     would gate the runner's own disk) unless plain_dir (--fsperf-plain-dir=1) says it is meant."""
     try:
-        state, real, owner = probe_owner(str(raw.path), timeout)
+        state, real, _owner = probe_owner(str(raw.path), timeout)
     except NoAnswer as exc:
         raise UsageError(f"{raw.where}: {exc}") from None
     problem = {MISSING: "no such directory", NOT_DIR: "not a directory",
@@ -110,25 +109,12 @@ def _mount(raw: Raw, timeout: float, plain_dir: bool = False) -> Path:
         under = find_mount(real, read_mounts())
     except (OSError, LookupError):
         under = None
-    reachable = under is None or not under.is_fuse or "allow_other" in under.super_options
-    if owner is not None and reachable and not _closed_dir(*owner):
-        raise UsageError(f"{raw.where}: {real} can be changed by another user than root or you "
-                         f"(owner uid {owner[0]}, mode {stat.S_IMODE(owner[1]):o}, no sticky bit): "
-                         "they could swap the work directory for one of links; measure in a "
-                         "directory only root or you can change")
     if not plain_dir and under is not None and under.mount_point != real:
         raise UsageError(f"{raw.where}: {real} is not a mount point but a directory on "
                          f"{under.fstype} mounted at {under.mount_point} (did the mount step "
                          "fail?); give the mounted directory, or --fsperf-plain-dir=1 to "
                          "measure a directory that is not one")
     return Path(real)
-
-
-def _closed_dir(uid: int, mode: int) -> bool:
-    """A directory others cannot rename entries in: owned by root or us (an owner may move
-    anything in it, sticky or not) and writable by no one else, or sticky (as /tmp: others
-    add entries but cannot move ours)."""
-    return uid in (0, os.geteuid()) and (not mode & 0o022 or bool(mode & stat.S_ISVTX))
 
 
 def _number(raw: Raw, cast: Callable[[str], T], what: str) -> T:

@@ -6,6 +6,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ class Target:
         self._temp = temp  # the embedded default: remove the directory itself at the end
         self._root: str | None = None
         self._root_entry: leftovers.Entry = None
+        self._root_fd: int | None = None  # the work root, held where others could rename it
         self._path_entry = entry  # the embedded default's temp dir
         self.timeout = timeout  # how long a touch of the mount may take
         self.hung: str | None = None  # why the mount stopped answering, once it did
@@ -109,20 +111,45 @@ class Target:
         raise MeasurementError(self.hung)
 
     def new_workdir(self, test_name: str) -> str:
+        """A new work directory for a test, under the session's work root (0700: no other
+        user reaches in). Where another user can rename entries in the mount's directory
+        (JuiceFS's root is 0777), they could swap the work root for one of symlinks: it is
+        then reached through the descriptor it was made with (/proc/PID/fd/N), which a
+        rename does not move."""
         self.answers()
         try:
             if self._root is None:
                 root = os.path.join(self.path, f"fsperf-work-{secrets.token_hex(4)}")
                 if self.owned is None:  # on an owned mount, its private dir holds it
                     self._root_entry = leftovers.note_dir(root)
-                os.mkdir(root, 0o700)  # no other user reaches in to swap what is under it
+                os.mkdir(root, 0o700)
                 self._root = root
+                # (a mount of the plugin's lies in its private directory: no one else reaches it)
+                if self.owned is None and not leftovers.closed(os.stat(self.path), sticky_ok=True):
+                    self._root_fd = _held(root)
             self._count += 1
-            path = os.path.join(self._root, f"{safe_name(test_name)}-{self._count}")
-            os.mkdir(path, 0o755)
+            name = f"{safe_name(test_name)}-{self._count}"
+            if self._root_fd is not None:
+                os.mkdir(name, 0o755, dir_fd=self._root_fd)
+            else:
+                os.mkdir(os.path.join(self._root, name), 0o755)
         except OSError as exc:
             raise MeasurementError(f"cannot create a work directory in {self.path}: "
                                    f"{exc.strerror or exc}") from None
+        return os.path.join(self.access_root(), name)
+
+    def access_root(self) -> str:
+        """The work root as the engines reach it: its path, or its descriptor's."""
+        assert self._root is not None
+        return (f"/proc/{os.getpid()}/fd/{self._root_fd}" if self._root_fd is not None
+                else self._root)
+
+    def logical(self, path: str) -> str:
+        """A work directory's path under the mount, however it is reached."""
+        if self._root_fd is not None and self._root is not None:
+            access = self.access_root()
+            if path == access or path.startswith(access + "/"):
+                return self._root + path[len(access):]
         return path
 
     def remove(self, path: str) -> str | None:
@@ -150,6 +177,27 @@ class Target:
                     return f"{path} ({exc.strerror or exc})"
         return None
 
+    def _remove_held(self) -> str | None:
+        """The work root reached by its descriptor: its contents through it, then the root
+        by name only if the name is still the directory held (never what was put there)."""
+        assert self._root is not None and self._root_fd is not None
+        access, root, fd = self.access_root(), self._root, self._root_fd
+        try:
+            for name in os.listdir(access):
+                problem = self.remove(os.path.join(access, name))
+                if problem:
+                    return problem
+            held, named = os.fstat(fd), os.lstat(root)
+            if (held.st_dev, held.st_ino) != (named.st_dev, named.st_ino):
+                return f"{root} (the name no longer holds the plugin's work root; not removed)"
+            os.rmdir(root)
+            return None
+        except OSError as exc:
+            return f"{root} ({exc.strerror or exc})"
+        finally:
+            os.close(fd)
+            self._root_fd = None
+
     def settle_uploads(self) -> bool:
         """Wait for an owned mount's pending uploads, where its backend can tell (rclone):
         whether it could."""
@@ -167,7 +215,7 @@ class Target:
         """Remove the work root, then unmount. Returns what was left behind."""
         left = []
         if self._root is not None:
-            problem = self.remove(self._root)
+            problem = self.remove(self._root) if self._root_fd is None else self._remove_held()
             if problem:
                 left.append(problem)
             else:
@@ -181,6 +229,18 @@ class Target:
             shutil.rmtree(self.path, ignore_errors=True)
             leftovers.done(self._path_entry)
         return left
+
+
+def _held(root: str) -> int:
+    """A descriptor of the work root just made, checked to be ours (a directory of another
+    user put in its place before it was opened is refused)."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) != 0o700:
+        os.close(fd)
+        raise MeasurementError(f"the work root {root} was replaced as it was made (owner uid "
+                               f"{st.st_uid}); another user can change {os.path.dirname(root)}")
+    return fd
 
 
 class FsperfSession:
