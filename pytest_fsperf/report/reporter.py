@@ -47,6 +47,7 @@ def failed_test(report: pytest.TestReport) -> dict[str, Any]:
         lines = [ln for ln in str(report.longrepr or "").splitlines() if ln.strip()]
         text = lines[-1] if lines else ""
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "no message")
+    first = first.removeprefix("Failed: ")  # pytest.fail's own word before the plugin's line
     return {"test": report.nodeid, "when": report.when,
             "fsperf": bool(getattr(report, "fsperf_test", False)),
             "message": redact_text(first)[:300]}
