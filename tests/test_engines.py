@@ -165,3 +165,12 @@ def test_cpu_read_in_ns_is_trusted_only_with_the_same_threads_and_the_ticks_agre
     assert exact_cpu(before, {1: 10 * tick}, 10) is None  # thread 2 exited: its time is gone
     assert exact_cpu(before, {1: 10 * tick, 2: 5 * tick}, 20) is None  # ticks say more ran
     assert exact_cpu(None, {1: 1}, 0) is None
+
+
+@pytest.mark.unit
+def test_status_reports_are_asked_only_where_proc_misses_the_bytes_or_the_log_may_be_empty():
+    assert not fio_status.needs_status({"rw": "read"})  # psync, fio's default here
+    assert not fio_status.needs_status({"ioengine": "posixaio"})
+    assert fio_status.needs_status({"ioengine": "libaio"})
+    assert fio_status.needs_status({"ioengine": "mmap"})
+    assert fio_status.needs_status({"ioengine": "psync", "gtod_reduce": "1"})

@@ -38,6 +38,20 @@ def instrumented(job: dict[str, str], prefix: str) -> dict[str, str]:
     return out
 
 
+# ioengines whose bytes fio's processes move through read()/write() calls, which /proc counts
+# live (posixaio: glibc's threads call pread/pwrite)
+COUNTED = frozenset({"sync", "psync", "vsync", "pvsync", "pvsync2", "posixaio"})
+NO_LOG = ("gtod_reduce", "disable_lat", "disable_clat")
+
+
+def needs_status(job: dict[str, str]) -> bool:
+    """Whether fio's once-a-second status reports are wanted: for an engine whose bytes /proc
+    does not see (libaio, io_uring, mmap), or a job whose latency log may be empty. Each is a
+    full JSON report fio writes to the local disk (tens of KB per job with json+)."""
+    return (job.get("ioengine", "psync") not in COUNTED
+            or any(job.get(k, "0") not in ("0", "") for k in NO_LOG))
+
+
 def moved(doc: Any) -> int | None:
     """Bytes every job of one fio report has moved, all directions; None if not a report."""
     try:
@@ -80,10 +94,13 @@ class Status:
         try:
             with open(self._path, "rb") as f:
                 f.seek(self._pos)
-                chunk = f.read(1 << 22)
+                while chunk := f.read(1 << 22):  # all fio has written (json+ reports are large)
+                    self._pos += len(chunk)
+                    self._take(chunk)
         except OSError:
             return
-        self._pos += len(chunk)
+
+    def _take(self, chunk: bytes) -> None:
         text = self._pending + chunk.decode("utf-8", errors="replace")
         cut = text.rfind("\n}\n")  # a report ends with its closing brace on a line of its own
         if cut < 0:

@@ -390,9 +390,11 @@ class Workspace:
         fresh = not before or (laid_out and self._laid_out[key] != before)
         # fio's own reports time the I/O and count its bytes, for every ioengine (fio_status)
         run = fio_status.instrumented(job, out)
+        status_args = ([f"--status-interval={fio_status.INTERVAL:g}"]
+                       if fio_status.needs_status(job) else [])
         proc = fio_engine.FioProcess(
             [*fio_engine.command(run, "fsperf", str(self.workdir), out + ".json", grouped),
-             f"--status-interval={fio_status.INTERVAL:g}"], out + ".json.log")
+             *status_args], out + ".json.log")
         status = fio_status.Status(out + ".json")
         tree = progress.TreeIo(lambda: proc.proc.pid if proc.proc else None)
         # live: the bytes fio's processes read and wrote (exact, every sample, for engines
