@@ -38,7 +38,7 @@ from pytest_fsperf.mounts.daemon import describe
 from pytest_fsperf.mounts.mountinfo import find_mount, read_mounts
 
 
-def measure(seconds: float, sampled: bool) -> float:
+def measure(seconds: float, sampled: bool, spanned: bool = False) -> float:
     target = subprocess.Popen(["sleep", str(seconds + 5)])
     try:
         daemon = describe(target.pid, "benchmark").daemon
@@ -47,7 +47,7 @@ def measure(seconds: float, sampled: bool) -> float:
         if sampled:
             meters.reset_peak_rss = lambda pid, proc="/proc": False
         try:
-            meter = meters.DaemonMeter(daemon)
+            meter = meters.DaemonMeter(daemon, spanned=spanned)
             cpu0, t0 = sum(os.times()[:2]), time.monotonic()
             meter.start()
             time.sleep(seconds)  # the main thread idles: what is spent, the watcher spent
@@ -210,9 +210,10 @@ def main() -> None:
         fuse_trace(int(sys.argv[2]) if len(sys.argv) > 2 else 10)
         return
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 20.0
-    for sampled in (False, True):
-        figures = sorted(measure(seconds, sampled) for _ in range(3))
-        mode = "sampled RSS" if sampled else "exact VmHWM"
+    for sampled, spanned in ((False, False), (True, False), (False, True)):
+        figures = sorted(measure(seconds, sampled, spanned) for _ in range(3))
+        mode = ("exact VmHWM, CPU sampled every 50 ms for fio's I/O window (ticks, and ns "
+                "per thread)" if spanned else "sampled RSS" if sampled else "exact VmHWM")
         print(f"meter overhead, {mode}: median {figures[1]:.3f}% of one core "
               f"(runs: {', '.join(f'{f:.3f}%' for f in figures)}; {seconds:.0f} s each; "
               f"interval {meters.WATCH_INTERVAL} s; target < 1%)")

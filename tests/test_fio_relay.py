@@ -6,12 +6,14 @@ protocol (server.h of fio 3.33) and asking for /etc/shadow."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import struct
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,6 +68,25 @@ def _fake_server(tmp_path: Path, ask: str) -> tuple[subprocess.Popen[bytes], int
     return proc, int(port_file.read_text()), got
 
 
+@contextlib.contextmanager
+def nobodys_listener(answers: bool) -> Iterator[int]:
+    """A loopback port nobody listens on (answers: accepts and sends 24 bytes of its own);
+    its port. Skips where the test cannot act as another user."""
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    code = ("import socket, time\ns = socket.socket()\ns.bind(('127.0.0.1', 0))\ns.listen(1)\n"
+            "print(s.getsockname()[1], flush=True)\n"
+            + ("c, _ = s.accept()\nc.sendall(bytes(24))\n" if answers else "") + "time.sleep(60)\n")
+    theirs = subprocess.Popen([SYSTEM_PYTHON, "-c", code], stdout=subprocess.PIPE, text=True,
+                              cwd="/", user=NOBODY, group=NOBODY, extra_groups=[])
+    try:
+        assert theirs.stdout is not None
+        yield int(theirs.stdout.readline())
+    finally:
+        theirs.kill()
+        theirs.wait()
+
+
 def _one_client(pytester: pytest.Pytester, tmp_path: Path, port: int
                 ) -> tuple[pytest.RunResult, Path]:
     """A test writing through one fio server at 127.0.0.1:port, run; and its mount."""
@@ -105,19 +126,8 @@ def test_a_loopback_port_another_user_listens_on_is_not_the_server_meant(pyteste
     """As found: a local user listening on the named loopback port before the session got
     the controller's connection."""
     need("fio")
-    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
-        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
-    code = ("import socket, sys, time\ns = socket.socket()\ns.bind(('127.0.0.1', 0))\ns.listen(1)\n"
-            "print(s.getsockname()[1], flush=True)\ntime.sleep(60)\n")
-    theirs = subprocess.Popen([SYSTEM_PYTHON, "-c", code], stdout=subprocess.PIPE, text=True,
-                              cwd="/", user=NOBODY, group=NOBODY, extra_groups=[])
-    try:
-        assert theirs.stdout is not None
-        port = int(theirs.stdout.readline())
+    with nobodys_listener(answers=False) as port:
         result, _mount = _one_client(pytester, tmp_path, port)
-    finally:
-        theirs.kill()
-        theirs.wait()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*fio server 127.0.0.1:{port} is listening as uid {NOBODY}, not "
                                  "root or you*"])
@@ -160,3 +170,22 @@ def test_a_relay_passes_what_the_controller_sends_and_cuts_a_refused_frame(tmp_p
         conn.close()
     server.close()
     assert not os.path.exists(relay.path)
+
+
+def test_a_server_another_user_put_on_the_port_after_the_check_is_refused_on_connect(tmp_path):
+    """The worst of the loopback case: nobody binds the port after the check before the run
+    (the user's own server not up yet, or restarting). The relay asks, for each connection,
+    who accepted it, and cuts it off before the controller hears a word."""
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    with nobodys_listener(answers=True) as port:
+        relay = fio_relay.Relay((socket.AF_INET, ("127.0.0.1", port)), str(tmp_path / "r.sock"),
+                                f"127.0.0.1:{port}")
+        with fio_relay.relayed([relay]):
+            client = socket.socket(socket.AF_UNIX)
+            client.connect(relay.path)
+            client.settimeout(10)
+            assert client.recv(100) == b""  # not one byte of theirs passed
+            client.close()
+        assert relay.refused == [f"was answered as uid {NOBODY}, not root or you: not the "
+                                 "server you meant"]

@@ -951,6 +951,14 @@ def hold_lock(path: Path, user: int | None) -> subprocess.Popen[str]:
     return holder
 
 
+def fails_at_once(path: Path, match: str) -> None:
+    """Taking the lock at `path` fails within 5 s (not after its 600 s timeout), saying `match`."""
+    began = time.monotonic()
+    with pytest.raises(MeasurementError, match=match), machine_lock(str(path), timeout=600):
+        pass
+    assert time.monotonic() - began < 5
+
+
 def test_a_lock_another_user_holds_fails_at_once_naming_the_holder(sticky_dir, monkeypatch,
                                                                      pytester):
     """As found: `flock $TMPDIR/pytest-fsperf.lock sleep 40` as nobody blocked root's pytest
@@ -962,12 +970,8 @@ def test_a_lock_another_user_holds_fails_at_once_naming_the_holder(sticky_dir, m
         pass
     holder = hold_lock(path, NOBODY)
     try:
-        began = time.monotonic()
-        with pytest.raises(MeasurementError, match=rf"held by another user: PID {holder.pid} "
-                                                   r"\(user nobody, .*python3.*running since"), \
-                machine_lock(str(path), timeout=600):
-            pass
-        assert time.monotonic() - began < 5
+        fails_at_once(path, rf"held by another user: PID {holder.pid} "
+                            r"\(user nobody, .*python3.*running since")
         # a whole session: the test fails in one line, the session ends, nothing hangs
         monkeypatch.setenv("TMPDIR", str(sticky_dir))
         pytester.makepyfile("""
@@ -1032,12 +1036,7 @@ def test_a_lock_whose_holder_cannot_be_named_fails_at_once_and_is_waited_for_onc
     child = int(keeper.stdout.readline())
     keeper.wait()
     try:
-        began = time.monotonic()
-        with pytest.raises(MeasurementError, match=r"held by a process that cannot be named \(PID "
-                                                   r"\d+, which is gone"), \
-                machine_lock(str(path), timeout=600):
-            pass
-        assert time.monotonic() - began < 5
+        fails_at_once(path, r"held by a process that cannot be named \(PID \d+, which is gone")
     finally:
         os.kill(child, signal.SIGKILL)
     with machine_lock(str(path), timeout=1):  # let go with its keeper: taken at once

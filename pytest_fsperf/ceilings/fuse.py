@@ -16,7 +16,7 @@ import time
 
 import psutil
 
-from ..engine.fiosize import parse_fio_size
+from ..engine.fiosize import job_bytes
 from ..errors import MeasurementError
 from ..measure.workspace import Workspace
 from ..mounts.mounter import BinaryMissing, MountPlan
@@ -34,15 +34,6 @@ HEADROOM_SHARE = 0.25  # ... or this share of the machine's memory
 PASSTHROUGH = "bindfs"  # measured against rclone's local mount here: see docs/how-to/ceilings.md
 
 
-def job_bytes(job: dict[str, str]) -> int:
-    """The bytes a job's files take: size per job times its jobs (0 where not said)."""
-    try:
-        size = parse_fio_size(job.get("size", "0"))
-    except ValueError:
-        return 0
-    return size * int(job.get("numjobs", "1") or 1)
-
-
 def why_not(job: dict[str, str], shm: str = SHM) -> str:
     """Why the FUSE ceiling cannot be measured for this job here ("" where it can)."""
     try:
@@ -51,7 +42,7 @@ def why_not(job: dict[str, str], shm: str = SHM) -> str:
         return f"{shm} is not mounted"
     if m.fstype != "tmpfs" or m.mount_point != shm:
         return f"{shm} is not a tmpfs here ({m.fstype} at {m.mount_point})"
-    need = job_bytes(job)  # laid out once: bindfs serves the tmpfs run's files
+    need = job_bytes(job) or 0  # laid out once: bindfs serves the tmpfs run's files
     free = shutil.disk_usage(shm).free
     if need > free:
         return f"the job's files ({need >> 20} MiB) do not fit in {shm} ({free >> 20} MiB free)"
@@ -77,7 +68,8 @@ def _ios(r: WorkloadResult) -> int:
 
 def _shape(job: dict[str, str]) -> str:
     keys = ("rw", "bs", "numjobs", "iodepth", "direct", "size", "runtime")
-    shown = {**job, "size": format_size(job_bytes({"size": job["size"]}))} if "size" in job else job
+    shown = ({**job, "size": format_size(job_bytes({"size": job["size"]}) or 0)} if "size" in job
+             else job)
     return "fio " + " ".join(f"{k}={shown[k]}" for k in keys if k in shown)
 
 

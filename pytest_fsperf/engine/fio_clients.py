@@ -192,9 +192,6 @@ class Controller:
 
     def __init__(self, servers: Sequence[Server], job_files: Sequence[str], output: str) -> None:
         self.servers, self.output, self.job_files = list(servers), output, list(job_files)
-        self.argv = [fio_binary(), "--output-format=json", f"--output={output}"]
-        for server, path in zip(servers, job_files, strict=True):
-            self.argv += [server.client_arg, path]
         self.proc: subprocess.Popen[str] | None = None
 
     def stop(self) -> None:
@@ -226,8 +223,9 @@ class Controller:
         through = [s if s.proc is not None else
                    dataclasses.replace(s, sock=next(by_server).path, shown=s.address)
                    for s in self.servers]
-        argv = self.argv[:3] + [a for s, path in zip(through, self.job_files, strict=True)
-                                for a in (s.client_arg, path)]
+        argv = [fio_binary(), "--output-format=json", f"--output={self.output}"]
+        argv += [a for s, path in zip(through, self.job_files, strict=True)
+                 for a in (s.client_arg, path)]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, start_new_session=True)
         try:

@@ -81,14 +81,29 @@ class Relay:
                 outer.settimeout(10.0)
                 outer.connect(self.upstream[1])  # type: ignore[arg-type]
                 outer.settimeout(None)
+                why = self._stranger(outer)
             except OSError as exc:
-                self.refused.append(f"not reachable ({exc.strerror or exc})")
+                why = f"not reachable ({exc.strerror or exc})"
+            if why:
+                self.refused.append(why)
                 inner.close()
                 outer.close()
                 continue
             self._open += [inner, outer]
             self._spawn(self._to_server, inner, outer)
             self._spawn(self._to_client, outer, inner)
+
+    def _stranger(self, outer: socket.socket) -> str:
+        """Why the loopback server that took the connection is not the one meant (another
+        user's, listening since the check before the run), or ""."""
+        family, address = self.upstream
+        if family == socket.AF_UNIX or not loopback(address):
+            return ""
+        port = address[1]  # type: ignore[index]
+        others = sorted(u for u in peer_uids(outer.getsockname()[1], port)
+                        if u not in (0, os.geteuid()))
+        return (f"was answered as uid {', '.join(map(str, others))}, not root or you: not the "
+                "server you meant") if others else ""
 
     @staticmethod
     def _to_server(inner: socket.socket, outer: socket.socket) -> None:
@@ -152,9 +167,8 @@ def _exactly(s: socket.socket, n: int) -> bytes | None:
     return bytes(got)
 
 
-def listener_uids(port: int, proc: str = "/proc") -> set[int]:
-    """The users whose sockets listen on TCP `port` on this machine (/proc/net/tcp, tcp6)."""
-    uids = set()
+def _tcp_sockets(proc: str = "/proc") -> Iterator[tuple[int, int, str, int]]:
+    """(local port, remote port, state, owner uid) of this machine's TCP sockets."""
     for name in ("tcp", "tcp6"):
         try:
             with open(f"{proc}/net/{name}", encoding="ascii") as f:
@@ -163,16 +177,33 @@ def listener_uids(port: int, proc: str = "/proc") -> set[int]:
             continue
         for line in lines:
             fields = line.split()
-            if len(fields) > 7 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                uids.add(int(fields[7]))
-    return uids
+            if len(fields) > 7:
+                yield (int(fields[1].rsplit(":", 1)[1], 16), int(fields[2].rsplit(":", 1)[1], 16),
+                       fields[3], int(fields[7]))
+
+
+def listener_uids(port: int, proc: str = "/proc") -> set[int]:
+    """The users whose sockets listen on TCP `port` on this machine (/proc/net/tcp, tcp6)."""
+    return {uid for local, _r, state, uid in _tcp_sockets(proc) if state == "0A" and local == port}
+
+
+def peer_uids(ours: int, port: int, proc: str = "/proc") -> set[int]:
+    """The owners of the server's end of our connection from local port `ours` to `port`
+    on this machine (an accepted socket belongs to its listener's user)."""
+    return {uid for local, remote, state, uid in _tcp_sockets(proc)
+            if state == "01" and local == port and remote == ours}
+
+
+def loopback(address: object) -> bool:
+    ip = address[0] if isinstance(address, tuple) else ""
+    return isinstance(ip, str) and (ip.startswith("127.") or ip == "::1")
 
 
 def check_identity(host: str, port: int, address: object) -> None:
     """A server on this machine's loopback must be root's or ours: any local user may
-    listen on a loopback port first and take the controller's connection."""
-    ip = address[0] if isinstance(address, tuple) else ""
-    if not (isinstance(ip, str) and (ip.startswith("127.") or ip == "::1")):
+    listen on a loopback port first and take the controller's connection. Checked before
+    the run (this line) and again on each connection (Relay: who accepted it)."""
+    if not loopback(address):
         return
     others = sorted(u for u in listener_uids(port) if u not in (0, os.geteuid()))
     if others:

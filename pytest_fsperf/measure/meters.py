@@ -110,7 +110,8 @@ class DaemonMeter:
 
     def __init__(self, daemon: Daemon, on_exit: Callable[[], None] | None = None,
                  proc: str = "/proc", interval: float = WATCH_INTERVAL,
-                 moved: Callable[[], int] | None = None, tick: float = TICK) -> None:
+                 moved: Callable[[], int] | None = None, tick: float = TICK,
+                 spanned: bool = False) -> None:
         self.daemon = daemon
         self._proc = proc
         self._interval = interval
@@ -124,6 +125,9 @@ class DaemonMeter:
         self._cpu0 = 0
         self._io0: tuple[int, int] | None = None
         self._moved = moved  # bytes the workload has moved so far (fio's tree, the engine)
+        # CPU sampled every tick only where a window inside the run will be read: a byte
+        # counter's, or the span the load generator gives at stop() (spanned)
+        self._timed = moved is not None or spanned
         self._tick = min(tick, interval)
         self.timeline: list[tuple[float, int, int]] = []  # (monotonic s, CPU ticks, bytes moved)
         self._per_cpu0: dict[int, int] = {}
@@ -160,6 +164,8 @@ class DaemonMeter:
             self._sampled_peak_kib = max(self._sampled_peak_kib, sum(r for r in rss if r))
 
     def _point(self) -> None:
+        if not self._timed:
+            return
         ticks = self._ticks()
         if ticks is not None:
             now = time.monotonic()
@@ -242,9 +248,9 @@ class DaemonMeter:
         if found is not None:
             seconds, ticks = found
             window, window_cpu = "I/O", ticks / CLK_TCK
-            trusted = exact_cpu(self._ns0, ns1, cpu1 - self._cpu0) is not None
             in_ns = (ticks_between(self.ns_points, *span)
-                     if span is not None and seconds < SHORT_WINDOW and trusted else None)
+                     if span is not None and seconds < SHORT_WINDOW
+                     and exact_cpu(self._ns0, ns1, cpu1 - self._cpu0) is not None else None)
             if in_ns is not None:  # too short for ticks: the threads' ns over the span
                 exact, window_cpu = in_ns[1] / 1e9, in_ns[1] / 1e9
         else:

@@ -400,7 +400,8 @@ class Workspace:
         # live: the bytes fio's processes read and wrote (exact, every sample, for engines
         # that move them through read()/write()), or fio's own count where that is more
         # (libaio, io_uring, mmap move none that way; fio reports once a second)
-        with self.measured(label, lambda: max(tree(), status()), on_exit=proc.stop_now) as w:
+        with self.measured(label, lambda: max(tree(), status()), on_exit=proc.stop_now,
+                           spanned=True) as w:
             try:
                 code, fio_cpu = proc.run(self.deadline(job), self.on_hang)
             except WorkloadHung as exc:
@@ -505,24 +506,27 @@ class Workspace:
     def measured(self, label: str, counter: Callable[[], int],
                  on_exit: Callable[[], None] | None = None,
                  timed_io: bool = False, peers: int = 0,
-                 here: bool = True) -> Iterator[Window]:
+                 here: bool = True, spanned: bool = False) -> Iterator[Window]:
         """Take the pending cold state, then measure the body with the daemon meter, the
         cache-disk sampler and the progress line. A failure because the daemon died is
         reported as the daemon's death. timed_io: the counter counts the workload's bytes
         and nothing else (fio's processes), so the daemon's CPU% is taken over the time
         they moved; an in-process engine's run is its window already. peers: the daemons of
         the first `peers` other clients are measured too (w.peers, in the order of self.peers).
-        here=False: the workload ran elsewhere (hosts): this machine's JuiceFS client's own
-        counts are not taken for it (a store's counters are: they count every client)."""
+        spanned: the body sets w.io_span, the time the I/O ran as the load generator says
+        (fio): the meters sample the daemons' CPU for it. here=False: the workload ran
+        elsewhere (hosts): this machine's JuiceFS client's own counts are not taken for it
+        (a store's counters are: they count every client)."""
         lookup = self.target.lookup_daemon()  # after any remount
         w = Window(lookup, self._cold or PageCache.WARM,
                    _daemon_cache(lookup, self._cold, self._daemon_cold),
                    self._cold_steps if self._cold else ())
         self._cold, self._daemon_cold, self._cold_steps = None, None, ()
-        meter = (DaemonMeter(lookup.daemon, on_exit=on_exit, moved=counter if timed_io else None)
+        moved = counter if timed_io else None
+        meter = (DaemonMeter(lookup.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
                  if lookup.daemon else None)
         others = [p.lookup_daemon() for p in self.peers[:peers]]
-        w.peers = [(o, DaemonMeter(o.daemon, on_exit=on_exit, moved=counter if timed_io else None)
+        w.peers = [(o, DaemonMeter(o.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
                     if o.daemon else None) for o in others]
         pids = [m.pid for o in (lookup, *others) if o.daemon for m in o.daemon.members]
         disk = self._disk_meter()

@@ -24,9 +24,6 @@ elif os.statvfs(p).f_flag & os.ST_RDONLY or not os.access(p, os.W_OK | os.X_OK):
 else:
     print("ok")
 print(os.path.realpath(p))
-if os.path.isdir(p):
-    st = os.stat(p)
-    print(st.st_uid, st.st_mode)
 """
 
 OK, MISSING, NOT_DIR, READ_ONLY = "ok", "missing", "notdir", "readonly"
@@ -39,12 +36,6 @@ class NoAnswer(Exception):
 def probe(path: str, timeout: float) -> tuple[str, str]:
     """('ok', 'missing', 'notdir' or 'readonly', the real path); NoAnswer if the path does
     not answer in time."""
-    state, real, _owner = probe_owner(path, timeout)
-    return state, real
-
-
-def probe_owner(path: str, timeout: float) -> tuple[str, str, tuple[int, int] | None]:
-    """probe(), and the directory's (owner uid, mode) where it is one."""
     proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _CODE, os.path.abspath(path)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             stdin=subprocess.DEVNULL, start_new_session=True, cwd="/")
@@ -57,13 +48,7 @@ def probe_owner(path: str, timeout: float) -> tuple[str, str, tuple[int, int] | 
         raise NoAnswer(f"{path} did not answer within {timeout:g} s (its FUSE daemon may be "
                        "stopped or waiting on a backend that never replies)") from None
     lines = out.decode(errors="surrogateescape").splitlines()
-    if len(lines) < 2:
-        return "missing", path, None
-    owner = None
-    if len(lines) == 3:
-        uid, mode = lines[2].split()
-        owner = (int(uid), int(mode))
-    return lines[0], lines[1], owner
+    return (lines[0], lines[1]) if len(lines) == 2 else ("missing", path)
 
 
 def abort_connection(minor: int) -> bool:

@@ -28,7 +28,7 @@ from ..hosts import spec as hosts_spec
 from ..judge import history, runs
 from ..measure import balloon, cache, fusetrace, placement, profile
 from ..mounts.mountinfo import find_mount, read_mounts
-from ..mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe_owner
+from ..mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 from ..mounts.registry import BackendConfig, load_config
 from ..session import leftovers, outfile
 from ..store import cost
@@ -98,7 +98,7 @@ def _mount(raw: Raw, timeout: float, plain_dir: bool = False) -> Path:
     A directory that is not itself a mount point is refused (a CI job whose mount step failed
     would gate the runner's own disk) unless plain_dir (--fsperf-plain-dir=1) says it is meant."""
     try:
-        state, real, _owner = probe_owner(str(raw.path), timeout)
+        state, real = probe(str(raw.path), timeout)
     except NoAnswer as exc:
         raise UsageError(f"{raw.where}: {exc}") from None
     problem = {MISSING: "no such directory", NOT_DIR: "not a directory",

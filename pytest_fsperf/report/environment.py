@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import platform
@@ -142,6 +143,7 @@ def _has_symbol(names: tuple[str, ...], kallsyms: str = "/proc/kallsyms") -> boo
     return False
 
 
+@functools.cache
 def fuse_kernel(proc: str = "/proc", sys: str = "/sys") -> dict[str, Any]:
     """What this kernel's FUSE allows, which bounds every FUSE figure: the largest request in
     pages (fs.fuse.max_pages_limit; a daemon asks for up to it), FUSE over io_uring (its
@@ -170,7 +172,7 @@ def environment(path: str, mount: Mount | None, lookup: Lookup | None,
     return {
         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "kernel": platform.release(),
-        "fuse_kernel": fuse_kernel(),
+        "fuse_kernel": dict(fuse_kernel()),  # the kernel's, read once (10 MB of symbols)
         "os": _os_name(),
         "machine": {
             "hostname": socket.gethostname(),
