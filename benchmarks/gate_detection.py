@@ -44,18 +44,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from benchmarks import loads
-from pytest_fsperf.engine import steps
 from pytest_fsperf.judge import runs
 from pytest_fsperf.measure import canary
-from pytest_fsperf.measure.ab import Release, gate
 from pytest_fsperf.measure.balloon import Settle
 from pytest_fsperf.measure.profile import Profiling
-from pytest_fsperf.measure.workspace import Workspace
 from pytest_fsperf.mounts.mounter import MountPlan
 from pytest_fsperf.mounts.registry import Registry
 from pytest_fsperf.options.config import Settings
-from pytest_fsperf.result import WorkloadResult
-from pytest_fsperf.session.state import FsperfSession, Target
+from pytest_fsperf.result.workload import WorkloadResult
+from pytest_fsperf.runner.ab import Release, gate
+from pytest_fsperf.runner.target import Target
+from pytest_fsperf.runner.workspace import Workspace
+from pytest_fsperf.scenarios import steps
+from pytest_fsperf.session.state import FsperfSession
 from pytest_fsperf.stats import median
 from pytest_fsperf.vocab import Difference
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pytest_fsperf.hosts import link
 from pytest_fsperf.hosts.spec import SshSettings, parse_hosts
-from pytest_fsperf.session import leftovers
+from pytest_fsperf.infra import leftovers
 from pytest_fsperf.store.minio import find_minio, start_minio
 from tests.netns_hosts import ssh_hosts
 

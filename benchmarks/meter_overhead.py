@@ -33,9 +33,9 @@ from collections.abc import Callable
 import psutil
 
 from pytest_fsperf import stats
+from pytest_fsperf.infra.mountinfo import find_mount, read_mounts
 from pytest_fsperf.measure import fusetrace, meters, timeline
 from pytest_fsperf.mounts.daemon import describe
-from pytest_fsperf.mounts.mountinfo import find_mount, read_mounts
 
 
 def measure(seconds: float, sampled: bool, spanned: bool = False) -> float:

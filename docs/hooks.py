@@ -9,7 +9,7 @@ from typing import Any
 
 from pytest_fsperf.fixture import Fsperf
 from pytest_fsperf.options.config import OPTIONS
-from pytest_fsperf.options.plan import BASELINE_KEYS, KEYWORDS
+from pytest_fsperf.plan.marker import BASELINE_KEYS, KEYWORDS
 
 
 def _cell(text: str) -> str:

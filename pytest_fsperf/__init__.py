@@ -6,12 +6,14 @@ imports the package before pytest would mark it (which warned on every run).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .mounts.request import mount_params, option_id
-from .mounts.spec import Backend
-
-__version__ = "0.1.0"
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.mounts import request
+from pytest_fsperf.mounts.request import option_id
+from pytest_fsperf.mounts.spec import Backend
+from pytest_fsperf.version import __version__
 
 # The markers, made on first use, so that importing the measuring core (as benchmarks do)
 # does not import pytest:
@@ -26,5 +28,23 @@ def __getattr__(name: str) -> Any:
 
         return getattr(pytest.mark, name)
     raise AttributeError(f"module 'pytest_fsperf' has no attribute {name!r}")
+
+
+def mount_params(backend: str, *option_sets: Sequence[str] | str,
+                 ids: Sequence[str] | None = None, config: Mapping[str, str] | str | None = None,
+                 ) -> list[Any]:
+    """For @pytest.mark.parametrize: one test per option set, each mounting `backend` with it,
+    with readable ids. The parameter's value is the option list."""
+    if ids is not None and len(ids) != len(option_sets):
+        raise UsageError(f"mount_params({backend!r}): {len(ids)} ids for {len(option_sets)} option sets")
+    import pytest  # here only: importing the package (as the `fsperf` command does) needs no pytest
+
+    params = []
+    for n, opts in enumerate(option_sets):
+        words = request.parse_options(opts, f"mount_params({backend!r})")
+        mark = getattr(pytest.mark, request.MARKER)(backend, options=list(words), config=config)
+        params.append(pytest.param(list(words), marks=mark, id=ids[n] if ids else option_id(words)))
+    return params
+
 
 __all__ = ["Backend", "__version__", "fsperf", "fsperf_mount", "mount_params", "option_id"]

@@ -14,19 +14,20 @@ import shlex
 import statistics
 import sys
 import textwrap
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from . import units
-from .baselines import load as load_baseline
-from .baselines import saved_dir, shipped_names
-from .baselines.check import show_documented
-from .baselines.relative import entries as relative_entries
-from .errors import UsageError
-from .judge import history, runs
-from .options.config import MAX_SCALE, OPTIONS
-from .scenarios.library import SCENARIOS
+from pytest_fsperf import units
+from pytest_fsperf.baselines import load as load_baseline
+from pytest_fsperf.baselines import saved_dir, shipped_names
+from pytest_fsperf.baselines.check import show_documented
+from pytest_fsperf.baselines.relative import entries as relative_entries
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.judge import history, runs
+from pytest_fsperf.options.config import MAX_SCALE, OPTIONS
+from pytest_fsperf.scenarios.library import SCENARIOS
 
 SUITES = ("ossfs2", "ossfs1", "fluid", "juicefs_bench", "jobfile")
 DEFAULT_SCALE = 0.01
@@ -225,13 +226,41 @@ def bench(a: argparse.Namespace) -> int:
 def ceilings(a: argparse.Namespace) -> int:
     import importlib
 
-    from .ceilings import machine
-
     scale = a.scale if a.scale is not None else DEFAULT_SCALE
     scenarios = importlib.import_module(f"pytest_fsperf.suites.{a.suite}").SCENARIOS
-    for line in machine.run(scenarios, scale, a.keyword):
+    for line in _ceilings_run(scenarios, scale, a.keyword):
         print(line, flush=True)
     return 0
+
+
+def _ceilings_run(scenarios: Sequence[str], scale: float, keyword: str | None) -> list[str]:
+    """Measure every fio scenario's ceilings (those whose id holds `keyword`, if given) with
+    the embedded MinIO as the store where it is installed; the report's lines."""
+    from pytest_fsperf.ceilings import machine
+    from pytest_fsperf.infra import leftovers
+    from pytest_fsperf.infra.lock import machine_lock
+    from pytest_fsperf.options.config import Settings
+    from pytest_fsperf.session.state import FsperfSession
+    from pytest_fsperf.store.minio import INSTALL, find_minio, start_minio
+
+    started = time.monotonic()
+    jobs = [(s, j) for s, j in machine.fio_jobs(scenarios, scale) if not keyword or keyword in s]
+    settings = Settings(scale=scale)
+    with leftovers.recorded() as swept, machine_lock(timeout=settings.lock_timeout):
+        session = FsperfSession(settings)
+        binary = find_minio()
+        server = None
+        try:
+            server = start_minio(binary) if binary else None
+            lines = [f"removed what a killed session left: {s}" for s in swept]
+            if server is None:
+                lines.append(f"store: no MinIO here to measure against ({INSTALL})")
+            config = server.config() if server is not None else None
+            return lines + machine.report(machine.measure(session, jobs, config), started)
+        finally:
+            session.close()
+            if server is not None:
+                server.stop()
 
 
 def _run_doc(ref: str, storage: Path, where: str) -> tuple[str, dict[str, object]]:
@@ -309,9 +338,8 @@ def show_history(a: argparse.Namespace) -> int:
     for line in lines:
         print(line)
     if a.html:
-        from .report import trend
-        from .session import outfile
-
+        from pytest_fsperf.infra import outfile
+        from pytest_fsperf.report import trend
         outfile.write(Path(a.html), trend.page(analyses, notes))
         print(f"trend page: {a.html}")
     if a.gate:

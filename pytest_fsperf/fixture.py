@@ -6,25 +6,26 @@ import dataclasses
 import os
 from collections.abc import Callable, Sequence
 
-from . import units
-from .baselines import Baseline
-from .baselines.check import scale_mismatch
-from .baselines.relative import RelativeEntry
-from .baselines.relative import check as check_relative
-from .baselines.relative import find as find_relative
-from .ceilings.cache import Ceilings, store_config
-from .engine import jobfile as jobfile_engine
-from .engine import steps
-from .errors import UsageError
-from .judge.comparison import Comparison
-from .measure import clients as many
-from .measure import on_hosts
-from .measure.ab import Release, Workload, gate, run_compare
-from .measure.workspace import Workspace
-from .mounts.daemon import Lookup
-from .result import WorkloadResult
-from .scenarios.runner import run_scenario
-from .session.state import FsperfSession, Target
+from pytest_fsperf import units
+from pytest_fsperf.baselines import Baseline
+from pytest_fsperf.baselines.check import scale_mismatch
+from pytest_fsperf.baselines.relative import RelativeEntry
+from pytest_fsperf.baselines.relative import check as check_relative
+from pytest_fsperf.baselines.relative import find as find_relative
+from pytest_fsperf.ceilings.cache import Ceilings, store_config
+from pytest_fsperf.engine import jobfile as jobfile_engine
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.judge.comparison import Comparison
+from pytest_fsperf.mounts.daemon import Lookup
+from pytest_fsperf.result.workload import WorkloadResult
+from pytest_fsperf.runner import clients as many
+from pytest_fsperf.runner import on_hosts
+from pytest_fsperf.runner.ab import Release, Workload, gate, run_compare
+from pytest_fsperf.runner.target import Target
+from pytest_fsperf.runner.workspace import Workspace
+from pytest_fsperf.scenarios import steps
+from pytest_fsperf.scenarios.runner import run_scenario
+from pytest_fsperf.session.state import FsperfSession
 
 
 class Fsperf(Workspace):

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from .mounts.spec import Backend
+from pytest_fsperf.mounts.spec import Backend
 
 
 @pytest.hookspec

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from .ceilings.cache import Ceilings
-from .judge import Judgement
-from .judge.comparison import Comparison
-from .mounts.request import MountRequest
-from .options.plan import Plan
-from .result import WorkloadResult
-from .session.state import FsperfSession
+from pytest_fsperf.ceilings.cache import Ceilings
+from pytest_fsperf.judge import Judgement
+from pytest_fsperf.judge.comparison import Comparison
+from pytest_fsperf.mounts.request import MountRequest
+from pytest_fsperf.plan.marker import Plan
+from pytest_fsperf.result.workload import WorkloadResult
+from pytest_fsperf.session.state import FsperfSession
 
 
 @dataclass

@@ -13,29 +13,30 @@ from typing import NoReturn
 
 import pytest
 
-from . import hooks
-from .baselines.check import entry_of, key_of
-from .ceilings.cache import Ceilings
-from .errors import MeasurementError, UsageError, message
-from .fixture import Fsperf
-from .judge import Earlier, Judgement, Past, judge_item, runs
-from .keys import CEILINGS, MOUNT, PLAN, PLAN_ERROR, RECORD, STATE, USAGE, ItemRecord
-from .measure.ab import Release
-from .mounts.mounter import BinaryMissing, MountPlan
-from .mounts.registry import Registry
-from .mounts.request import MARKER, MountRequest, from_marker, resolve
-from .mounts.request import MARKER_HELP as MOUNT_HELP
-from .options.config import RULE, add_options, for_item, read_settings
-from .options.plan import KEYWORDS, Plan, build_plan
-from .report import benchmark_json
-from .report.reporter import Reporter, live_line
-from .result import WorkloadResult
-from .session import leftovers, outfile
-from .session.lock import machine_lock
-from .session.state import FsperfSession, Target
-from .store.minio import INSTALL as MINIO_INSTALL
-from .store.minio import S3Server, find_minio, start_minio
-from .vocab import Outcome
+from pytest_fsperf import hooks
+from pytest_fsperf.baselines.check import entry_of, key_of
+from pytest_fsperf.ceilings.cache import Ceilings
+from pytest_fsperf.errors import MeasurementError, UsageError, message
+from pytest_fsperf.fixture import Fsperf
+from pytest_fsperf.infra import leftovers, outfile
+from pytest_fsperf.infra.lock import machine_lock
+from pytest_fsperf.judge import Earlier, Judgement, Past, judge_item, runs
+from pytest_fsperf.keys import CEILINGS, MOUNT, PLAN, PLAN_ERROR, RECORD, STATE, USAGE, ItemRecord
+from pytest_fsperf.mounts.mounter import BinaryMissing, MountPlan
+from pytest_fsperf.mounts.registry import Registry
+from pytest_fsperf.mounts.request import MARKER, MountRequest, from_marker, resolve
+from pytest_fsperf.mounts.request import MARKER_HELP as MOUNT_HELP
+from pytest_fsperf.options.config import RULE, add_options, for_item, read_settings
+from pytest_fsperf.plan.marker import KEYWORDS, Plan, build_plan
+from pytest_fsperf.report import benchmark_json
+from pytest_fsperf.result.workload import WorkloadResult
+from pytest_fsperf.runner.ab import Release
+from pytest_fsperf.runner.target import Target
+from pytest_fsperf.session.reporter import Reporter, live_line
+from pytest_fsperf.session.state import FsperfSession
+from pytest_fsperf.store.minio import INSTALL as MINIO_INSTALL
+from pytest_fsperf.store.minio import S3Server, find_minio, start_minio
+from pytest_fsperf.vocab import Outcome
 
 MARKER_HELP = ("fsperf(**thresholds): performance thresholds for the test's measured workloads: "
                + ", ".join(KEYWORDS))

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from . import units
+from pytest_fsperf import units
 
 
 class Text(str, Enum):
@@ -159,3 +159,15 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
     # efficiency:fuse and efficiency:tmpfs of the other ceilings.
     Metric("efficiency", "share of the store's ceiling", _share, units.format_percent, True, "%"),
 )}
+
+
+# FUSE requests, by opcode
+OPCODES = frozenset({  # the kernel's names, without FUSE_ (Linux 6.18's list)
+    "LOOKUP", "FORGET", "GETATTR", "SETATTR", "READLINK", "SYMLINK", "MKNOD", "MKDIR", "UNLINK",
+    "RMDIR", "RENAME", "LINK", "OPEN", "READ", "WRITE", "STATFS", "RELEASE", "FSYNC",
+    "SETXATTR", "GETXATTR", "LISTXATTR", "REMOVEXATTR", "FLUSH", "INIT", "OPENDIR", "READDIR",
+    "RELEASEDIR", "FSYNCDIR", "GETLK", "SETLK", "SETLKW", "ACCESS", "CREATE", "INTERRUPT",
+    "BMAP", "DESTROY", "IOCTL", "POLL", "NOTIFY_REPLY", "BATCH_FORGET", "FALLOCATE",
+    "READDIRPLUS", "RENAME2", "LSEEK", "COPY_FILE_RANGE", "SETUPMAPPING", "REMOVEMAPPING",
+    "SYNCFS", "TMPFILE", "STATX",
+})

@@ -20,8 +20,8 @@ from typing import Any
 import psutil
 import pytest
 
+from pytest_fsperf.infra.mountinfo import read_mounts
 from pytest_fsperf.mounts.daemon import find_daemon
-from pytest_fsperf.mounts.mountinfo import read_mounts
 from pytest_fsperf.store.minio import INSTALL, S3Server, find_minio, start_minio
 
 # Test tiers, by what a test needs (pytest -m unit: the quick tier, no fio, no mounts):

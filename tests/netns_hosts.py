@@ -207,9 +207,9 @@ def wrong_key(hosts: Hosts, index: int) -> None:
 
 def daemon_cpu_ticks(point: Path) -> int:
     """CPU ticks (utime + stime) of the s3fs daemon serving `point`, read from /proc."""
+    from pytest_fsperf.infra.mountinfo import read_mounts
     from pytest_fsperf.measure.meters import cpu_ticks
     from pytest_fsperf.mounts.daemon import find_daemon
-    from pytest_fsperf.mounts.mountinfo import read_mounts
 
     (mount,) = [m for m in read_mounts() if m.mount_point == str(point)]
     lookup = find_daemon(mount)

@@ -6,12 +6,13 @@ import os
 
 import pytest
 
+from pytest_fsperf import mount_params
 from pytest_fsperf.engine.fio import not_sequential
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.mounts.builtin import BUILTIN
 from pytest_fsperf.mounts.mounter import BinaryMissing, MountedFs, MountError, MountPlan
 from pytest_fsperf.mounts.registry import BackendConfig, Registry, load_config
-from pytest_fsperf.mounts.request import MountRequest, from_marker, mount_params, option_id, resolve
+from pytest_fsperf.mounts.request import MountRequest, from_marker, option_id, resolve
 from pytest_fsperf.mounts.spec import Backend, render
 
 S3 = {"endpoint": "http://127.0.0.1:9000", "bucket": "bench", "access_key": "AKIDEXAMPLE",

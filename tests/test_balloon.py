@@ -71,7 +71,7 @@ def test_settle_from_now_acts_only_in_an_auto_pairing_on_a_reporting_vm(
         monkeypatch, settle, paired, reporting, done):
     from types import SimpleNamespace
 
-    from pytest_fsperf.measure.workspace import Workspace
+    from pytest_fsperf.runner.workspace import Workspace
 
     monkeypatch.setattr(balloon, "reports", lambda *a: reporting)
     ws = SimpleNamespace(settings=SimpleNamespace(settle=settle), paired=paired, unsteady=False)
@@ -83,7 +83,7 @@ def test_settle_from_now_acts_only_in_an_auto_pairing_on_a_reporting_vm(
 def test_the_pairing_ends_unsteady_too():
     from types import SimpleNamespace
 
-    from pytest_fsperf.measure.workspace import Workspace
+    from pytest_fsperf.runner.workspace import Workspace
 
     ws = SimpleNamespace(paired=False, unsteady=True)
     with Workspace.pairing(ws):  # type: ignore[arg-type]

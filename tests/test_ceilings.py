@@ -10,12 +10,12 @@ from pathlib import Path as FsPath
 import pytest
 
 from pytest_fsperf.ceilings import fuse as fuse_ceiling
-from pytest_fsperf.ceilings.model import Path
 from pytest_fsperf.ceilings.store import MIB, Op, Shape, shape_of, store_ceiling
-from pytest_fsperf.measure.workspace import Workspace
 from pytest_fsperf.mounts.mounter import MountPlan
 from pytest_fsperf.mounts.registry import Registry
 from pytest_fsperf.options.config import Settings
+from pytest_fsperf.result.ceiling import Path
+from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.session.state import FsperfSession
 from pytest_fsperf.store.minio import S3Server, find_minio, start_minio
 from pytest_fsperf.store.requests import probe
@@ -47,7 +47,7 @@ def test_the_fuse_ceiling_says_why_not_where_there_is_no_tmpfs(tmp_path):
 
 
 def _fstype(path: FsPath) -> str:
-    from pytest_fsperf.mounts.mountinfo import find_mount, read_mounts
+    from pytest_fsperf.infra.mountinfo import find_mount, read_mounts
 
     return find_mount(str(path), read_mounts()).fstype
 
@@ -230,7 +230,7 @@ def _started(since: float) -> list[str]:
 @pytest.mark.unit
 def test_min_efficiency_is_a_share_of_the_store_or_of_each_ceiling_named():
     from pytest_fsperf.errors import UsageError
-    from pytest_fsperf.options.plan import build_plan
+    from pytest_fsperf.plan.marker import build_plan
 
     plan = build_plan("t", [((), {"min_efficiency": "50%"})])
     (t,) = plan.thresholds
@@ -252,9 +252,9 @@ def test_min_efficiency_is_a_share_of_the_store_or_of_each_ceiling_named():
 def test_shares_of_each_ceiling_per_round_and_why_one_is_missing():
     import dataclasses
 
-    from pytest_fsperf.ceilings.model import Ceiling, missing
     from pytest_fsperf.judge.thresholds import judge
-    from pytest_fsperf.options.plan import build_plan
+    from pytest_fsperf.plan.marker import build_plan
+    from pytest_fsperf.result.ceiling import Ceiling, missing
     from tests.test_rounds import result
 
     r = dataclasses.replace(result(200e6), rounds=({"bw": 150e6}, {"bw": 200e6}, {"bw": 250e6}),
@@ -360,8 +360,8 @@ def test_small_files_and_a_listing_on_s3fs_get_the_stores_ceilings_of_their_shap
 
 @pytest.mark.unit
 def test_published_figures_are_scaled_to_this_store_only_where_the_document_states_its_network():
-    from pytest_fsperf.ceilings.model import Ceiling
     from pytest_fsperf.ceilings.published import network_of, project
+    from pytest_fsperf.result.ceiling import Ceiling
 
     assert network_of("ecs.g9i.48xlarge: 192 vCPU, 768 GiB, 64 Gbps") == 8e9
     assert network_of("ecs.g7.32xlarge: 128 vCPU, 512 GiB") is None
@@ -380,8 +380,8 @@ def test_published_figures_are_scaled_to_this_store_only_where_the_document_stat
 def test_a_listings_share_is_of_entries_per_second_not_of_bytes():
     import dataclasses
 
-    from pytest_fsperf.ceilings.model import Ceiling
-    from pytest_fsperf.result import OpStats
+    from pytest_fsperf.result.ceiling import Ceiling
+    from pytest_fsperf.result.workload import OpStats
     from tests.test_rounds import result
 
     listing = dataclasses.replace(

@@ -319,8 +319,7 @@ def test_help_and_markers_check_nothing_and_touch_nothing(pytester, monkeypatch)
     """As found: a bad fsperf value in the ini file made `pytest --help` exit 4 with only
     the error, and every `pytest --help` swept what dead sessions left (unmounting, killing)
     and started a watchdog. A real run still refuses the value."""
-    from pytest_fsperf.session import leftovers
-
+    from pytest_fsperf.infra import leftovers
     called: list[str] = []
     monkeypatch.setattr(leftovers, "sweep", lambda *a, **k: called.append("sweep") or [])
     monkeypatch.setattr(leftovers, "start", lambda *a, **k: called.append("start"))

@@ -2,8 +2,8 @@
 
 import pytest
 
+from pytest_fsperf.infra.mountinfo import parse_line
 from pytest_fsperf.mounts.daemon import find_daemon
-from pytest_fsperf.mounts.mountinfo import parse_line
 
 FUSE_MOUNT = parse_line("42 22 0:39 / /mnt/a rw - fuse.bindfs /src rw")
 

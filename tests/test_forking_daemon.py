@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_fsperf.infra.mountinfo import find_mount, read_mounts
 from pytest_fsperf.mounts.daemon import find_daemon
-from pytest_fsperf.mounts.mountinfo import find_mount, read_mounts
 from tests.conftest import need, run_json
 from tests.forkfs import SUPERVISOR_CPU, WORKER_MB
 

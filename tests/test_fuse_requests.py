@@ -10,8 +10,8 @@ import time
 
 import pytest
 
+from pytest_fsperf.infra.mountinfo import find_mount, read_mounts
 from pytest_fsperf.measure import fusetrace
-from pytest_fsperf.mounts.mountinfo import find_mount, read_mounts
 from tests.conftest import need
 
 pytestmark = pytest.mark.integration

@@ -12,8 +12,8 @@ from pytest_fsperf.judge.thresholds import judge
 from pytest_fsperf.measure import fusetrace
 from pytest_fsperf.measure.cache import DaemonCache, PageCache
 from pytest_fsperf.measure.fusetrace import Events, FuseRequests
-from pytest_fsperf.options.plan import build_plan
-from pytest_fsperf.result import OpStats, WorkloadResult, pick
+from pytest_fsperf.plan.marker import build_plan
+from pytest_fsperf.result.workload import OpStats, WorkloadResult, pick
 from pytest_fsperf.vocab import Outcome
 
 

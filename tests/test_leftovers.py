@@ -20,9 +20,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_fsperf.mounts.mountinfo import read_mounts
-from pytest_fsperf.session import leftovers
-from pytest_fsperf.session.procs import Proc, kill_tree
+from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra.mountinfo import read_mounts
+from pytest_fsperf.infra.procs import Proc, kill_tree
 from pytest_fsperf.store.minio import find_minio
 from tests.conftest import need
 
@@ -352,7 +352,7 @@ def test_a_state_dir_another_user_made_first_never_switches_off_crash_cleanup(py
                    user=65534, group=65534, extra_groups=[], check=True)
     assert leftovers.state_dir() == "/run/pytest-fsperf"
     pytester.makepyfile("""
-        from pytest_fsperf.session import leftovers
+        from pytest_fsperf.infra import leftovers
         def test_recorded():
             assert leftovers._records, "no record kept"
     """)
@@ -367,7 +367,7 @@ def test_a_state_dir_another_user_made_first_never_switches_off_crash_cleanup(py
                                                       r"belongs to user nobody \(uid 65534\)\)"):
         leftovers.state_dir()
     pytester.makeconftest("""
-        from pytest_fsperf.session import leftovers
+        from pytest_fsperf.infra import leftovers
         leftovers.RUN_DIR = "/nonexistent-run"  # as where /run cannot be used
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_fsperf.mounts.mountinfo import Mount, find_mount, parse_line, unescape
+from pytest_fsperf.infra.mountinfo import Mount, find_mount, parse_line, unescape
 
 LINES = """\
 22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw

@@ -22,7 +22,7 @@ from pytest_fsperf.judge.paired import (
     t_cdf,
     t_quantile,
 )
-from pytest_fsperf.result import WorkloadResult
+from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.vocab import Difference
 
 
@@ -221,7 +221,7 @@ def test_the_time_budget_bounds_the_wall_time_of_slow_pairs():
     minimum pairs ran whatever they cost). Each side's cold start here takes 0.4 s."""
     import time as clock
 
-    from pytest_fsperf.measure.ab import Side, interleave
+    from pytest_fsperf.runner.ab import Side, interleave
     from tests.test_rounds import result
 
     sides = (Side("A", (), lambda: clock.sleep(0.4)), Side("B", (), lambda: clock.sleep(0.4)))
@@ -254,8 +254,8 @@ def test_a_run_that_was_not_cold_is_rerun_then_its_pair_dropped():
     still not cold, its whole pair is dropped and named."""
     import dataclasses
 
-    from pytest_fsperf.measure.ab import Side, interleave
     from pytest_fsperf.measure.cache import ColdRead
+    from pytest_fsperf.runner.ab import Side, interleave
     from tests.test_rounds import result
 
     calls: list[str] = []
@@ -284,8 +284,8 @@ def test_a_run_that_was_not_cold_is_rerun_then_its_pair_dropped():
 def test_a_comparison_whose_pairs_are_never_cold_stops_as_unstable():
     import dataclasses
 
-    from pytest_fsperf.measure.ab import Side, interleave
     from pytest_fsperf.measure.cache import ColdRead
+    from pytest_fsperf.runner.ab import Side, interleave
     from tests.test_rounds import result
 
     def run(side: str, n: int):
@@ -347,7 +347,7 @@ def test_a_run_on_files_made_just_for_it_is_rerun_unless_every_run_makes_its_own
     makes its files every run (fio unlink=1) is its own state: rerun once, then accepted."""
     import dataclasses
 
-    from pytest_fsperf.measure.ab import Side, interleave
+    from pytest_fsperf.runner.ab import Side, interleave
     from tests.test_rounds import result
 
     def runs(fresh: set[int]):
@@ -370,8 +370,8 @@ def test_a_run_on_files_made_just_for_it_is_rerun_unless_every_run_makes_its_own
 
 def test_a_daemon_that_dies_is_rerun_and_a_candidate_that_crashes_fails_the_gate():
     from pytest_fsperf.judge.comparison import compare
-    from pytest_fsperf.measure.ab import Side, interleave
     from pytest_fsperf.measure.meters import DaemonExited
+    from pytest_fsperf.runner.ab import Side, interleave
     from pytest_fsperf.vocab import CompareKind
     from tests.test_rounds import result
 
@@ -458,7 +458,7 @@ def test_runs_that_scatter_make_the_pairs_start_again_settled():
     """Issue 24: runs in two modes (a VM's free page reporting half done after some cache
     drops) are not judged. Once a side's runs spread past 1.5x, steady() is asked to make
     them meet one state (settling, in a gate); the pairs so far are dropped and said."""
-    from pytest_fsperf.measure.ab import Side, interleave
+    from pytest_fsperf.runner.ab import Side, interleave
     from tests.test_rounds import result
 
     settled = []
@@ -484,7 +484,7 @@ def test_runs_that_scatter_make_the_pairs_start_again_settled():
 
 
 def test_steady_is_asked_once_and_nothing_is_dropped_where_it_can_do_nothing():
-    from pytest_fsperf.measure.ab import Side, interleave
+    from pytest_fsperf.runner.ab import Side, interleave
     from tests.test_rounds import result
 
     asked = []
@@ -505,7 +505,7 @@ def test_runs_that_take_no_memory_do_not_ask_to_settle(taken, asked):
     the backing file's page cache, and settling did help those.) Unknown counts as taken."""
     import dataclasses
 
-    from pytest_fsperf.measure.ab import Side, interleave
+    from pytest_fsperf.runner.ab import Side, interleave
     from tests.test_rounds import result
 
     calls: list[int] = []
@@ -575,8 +575,8 @@ def test_a_pair_whose_runs_met_two_machines_is_dropped_and_named():
     pair 2 run anew met it on both runs and stands."""
     import dataclasses
 
-    from pytest_fsperf.measure.ab import Side, interleave
     from pytest_fsperf.measure.rest import Rest
+    from pytest_fsperf.runner.ab import Side, interleave
     from tests.test_rounds import result
 
     rests = iter([0.05, 0.04,  # A1 B1
@@ -606,7 +606,7 @@ def test_the_rest_limit_is_symmetric_covers_steal_and_spares_a_missing_reading()
     assert moved(Rest(0.1 + REST_LIMIT * 1.1, 0.0), quiet, "B1", "A1")
     assert "the VM's steal went from 0.00 to 0.50" in moved(quiet, Rest(0.1, 0.5), "A1", "B1")
     assert moved(quiet, None, "A1", "B1") == moved(None, quiet, "A1", "B1") == ""
-    from pytest_fsperf.measure.ab import why_dropped
+    from pytest_fsperf.runner.ab import why_dropped
 
     assert why_dropped(0, 3) == "3 where the machine changed within the pair"
     assert why_dropped(1, 2) == ("1 with a run not valid after its rerun, 2 where the machine "
@@ -658,7 +658,7 @@ def test_the_rest_of_the_machine_is_what_others_used_not_ours(tmp_path):
 
 @pytest.mark.unit
 def test_a_pair_dropped_now_and_then_does_not_stop_a_long_comparison():
-    from pytest_fsperf.measure.ab import too_many_dropped
+    from pytest_fsperf.runner.ab import too_many_dropped
 
     assert too_many_dropped(3, 0) and too_many_dropped(3, 11)  # 3 of 3, 3 of 14 tried
     assert not too_many_dropped(3, 12)  # 3 of 15: a fifth, not more

@@ -1,7 +1,7 @@
 import pytest
 
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.options.plan import build_plan
+from pytest_fsperf.plan.marker import build_plan
 
 
 def plan(**kw):
@@ -48,13 +48,13 @@ def test_failure_message_shape():
 
 
 def test_an_unknown_marker_keyword_gets_a_did_you_mean():
-    from pytest_fsperf.options.plan import build_plan
+    from pytest_fsperf.plan.marker import build_plan
     with pytest.raises(UsageError, match=r"unknown keyword 'min_bandwidth' \(did you mean 'min_bw'\? known: "):
         build_plan("t::x", [((), {"min_bandwidth": "1GB/s"})])
 
 
 def test_a_tolerance_without_percent_is_not_answered_with_cores():
-    from pytest_fsperf.options.plan import build_plan
+    from pytest_fsperf.plan.marker import build_plan
     with pytest.raises(UsageError) as caught:
         build_plan("t::x", [((), {"tolerance": "10"})])
     assert "'10' must be a percentage such as '10%'" in str(caught.value)

@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_fsperf.report.redact import MASK, redact_args, redact_options
+from pytest_fsperf.infra.redact import MASK, redact_args, redact_options
 
 secret = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
                  min_size=8, max_size=48)
@@ -50,7 +50,7 @@ def test_rclone_rc_password_flag_is_hidden():
 
 
 def test_mask_reaches_nested_strings():
-    from pytest_fsperf.report.redact import mask
+    from pytest_fsperf.infra.redact import mask
 
     data = {"a": ["x-SECRET-y", ("SECRET",)], "b": 3, "c": {"d": "SECRET"}}
     assert mask(data, ["SECRET"]) == {"a": ["x-***-y", ("***",)], "b": 3, "c": {"d": "***"}}

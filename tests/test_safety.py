@@ -26,12 +26,12 @@ from hypothesis import strategies as st
 from pytest_fsperf.engine.fio import build_job
 from pytest_fsperf.engine.fio_options import JOB, WHY
 from pytest_fsperf.errors import MeasurementError, UsageError
+from pytest_fsperf.infra import outfile
+from pytest_fsperf.infra.lock import machine_lock
 from pytest_fsperf.mounts.builtin import BUILTIN
 from pytest_fsperf.mounts.mounter import MountedFs, MountPlan
 from pytest_fsperf.mounts.registry import Registry
 from pytest_fsperf.mounts.spec import Backend, render
-from pytest_fsperf.session import outfile
-from pytest_fsperf.session.lock import machine_lock
 from tests.conftest import need, ours
 
 NOBODY = 65534
@@ -607,8 +607,8 @@ def test_bad_backend_config_is_one_line(pytester, ini, needle):
 
 
 def test_secrets_in_user_options_and_tokens_never_reach_ids_or_messages():
+    from pytest_fsperf.infra.redact import redact_text
     from pytest_fsperf.mounts.request import option_id
-    from pytest_fsperf.report.redact import redact_text
 
     test_id = option_id(["--sas", "https://a.blob.core.windows.net/c?sv=2021&sig=AbCdEf%3D",
                          "--header", "Authorization: Bearer eyJsecret", "-o", "passwd=hunter2"])
@@ -834,7 +834,7 @@ def test_control_characters_in_option_values_are_refused_for_every_engine(char):
         build_job({"rw": f"write{char}exec_prerun=/tmp/x.sh"}, 1.0, "t")
     with pytest.raises(UsageError, match="is not a fio option name"):
         build_job({f"rw{char}": "write"}, 1.0, "t")
-    from pytest_fsperf.engine import steps
+    from pytest_fsperf.scenarios import steps
     for kind, key in ((steps.FilesJob, "mode"), (steps.MetaJob, "op"), (steps.SysbenchJob, "mode"),
                       (steps.CheckpointJob, "subdir"), (steps.MdtestJob, "subdir")):
         with pytest.raises(UsageError, match="holds a control character"):
@@ -887,7 +887,7 @@ def test_a_package_planted_in_the_working_directory_never_runs_in_the_watchdog(
         tmp_path, sticky_dir, monkeypatch):
     """As found: pytest ran from a world-writable directory where nobody planted
     pytest_fsperf/__init__.py; after pytest died the watchdog imported it, as root."""
-    from pytest_fsperf.session import leftovers
+    from pytest_fsperf.infra import leftovers
     pwned = sticky_dir / "pwned"
     as_nobody(f"""
 import os
@@ -923,9 +923,9 @@ def test_helper_interpreters_run_isolated_from_root_dir(monkeypatch, tmp_path):
         return real(args, *a, **kw)
 
     monkeypatch.setattr(subprocess, "Popen", spy)
-    from pytest_fsperf.mounts.probe import probe
+    from pytest_fsperf.infra.probe import probe
     probe("/", 30)
-    from pytest_fsperf.session import leftovers
+    from pytest_fsperf.infra import leftovers
     leftovers._remove_dir("/nonexistent/pytest-fsperf-x-0123456789ab")
     folder = tmp_path / "state"
     folder.mkdir(mode=0o700)

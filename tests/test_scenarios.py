@@ -10,10 +10,10 @@ import pytest
 
 from pytest_fsperf.engine.files import file_names, list_files, run_files, sized
 from pytest_fsperf.engine.meta import make_tree, run_meta, tree_paths
-from pytest_fsperf.engine.steps import ENGINES
-from pytest_fsperf.result import OpStats, WorkloadResult
+from pytest_fsperf.result.workload import OpStats, WorkloadResult
 from pytest_fsperf.scenarios import SCENARIOS
 from pytest_fsperf.scenarios.juicefs import grade
+from pytest_fsperf.scenarios.steps import ENGINES
 from tests.conftest import need
 
 pytestmark = pytest.mark.usefixtures("need_fio")

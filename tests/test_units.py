@@ -111,8 +111,8 @@ def test_the_measuring_core_imports_no_pytest():
     import sys
 
     code = ("import sys\n"
-            "import pytest_fsperf.fixture, pytest_fsperf.measure.ab, pytest_fsperf.session.state, "
-            "pytest_fsperf.mounts.mounter, pytest_fsperf.store.minio, pytest_fsperf.session.leftovers\n"
+            "import pytest_fsperf.fixture, pytest_fsperf.runner.ab, pytest_fsperf.session.state, "
+            "pytest_fsperf.mounts.mounter, pytest_fsperf.store.minio, pytest_fsperf.infra.leftovers\n"
             "assert 'pytest' not in sys.modules, [m for m in sys.modules if 'pytest' in m]\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
     assert out.returncode == 0, out.stderr

@@ -13,8 +13,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .. import inputs
-from ..errors import UsageError
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.infra import inputs
 
 METRICS = {"bw": "bw", "cpu": "daemon_cpu", "rss": "daemon_rss"}  # file key -> result metric
 # what a figure counts: the whole workload, or each fio job apart (the document's command

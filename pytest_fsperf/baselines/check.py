@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .. import units
-from ..result import WorkloadResult
-from . import METRICS, Baseline
+from pytest_fsperf import units
+from pytest_fsperf.baselines import METRICS, Baseline
+from pytest_fsperf.result.workload import WorkloadResult
 
 LABELS = {"bw": "bandwidth", "cpu": "daemon CPU", "rss": "daemon peak memory"}
 SHOW = {"bw": units.format_rate, "cpu": units.format_percent, "rss": units.format_mb}

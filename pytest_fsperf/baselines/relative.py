@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from . import Baseline, load
+from pytest_fsperf.baselines import Baseline, load
+from pytest_fsperf.errors import UsageError
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..session.state import FsperfSession, Target
-from .fuse import fuse_ceilings
-from .model import Ceiling, Path, missing
-from .store import Op, Shape, shape_of, store_ceiling
+from pytest_fsperf.ceilings.fuse import fuse_ceilings
+from pytest_fsperf.ceilings.store import Op, Shape, shape_of, store_ceiling
+from pytest_fsperf.result.ceiling import Ceiling, Path, missing
+from pytest_fsperf.runner.target import Session, Target
 
 FIO_ONLY = "measured for fio jobs only (the same job is run on tmpfs and through bindfs)"
 
@@ -30,7 +30,7 @@ class Ceilings:
     """The session's ceilings by job shape and store: measured at the first workload of each
     shape, then reused (their cost said once, in the first)."""
 
-    def __init__(self, session: FsperfSession) -> None:
+    def __init__(self, session: Session) -> None:
         self.session = session
         self._found: dict[tuple[Any, ...], tuple[Ceiling, ...]] = {}
 

@@ -16,17 +16,17 @@ import time
 
 import psutil
 
-from ..engine.fiosize import job_bytes
-from ..errors import MeasurementError
-from ..measure.workspace import Workspace
-from ..mounts.mounter import BinaryMissing, MountPlan
-from ..mounts.mountinfo import find_mount, read_mounts
-from ..mounts.registry import Registry
-from ..result import WorkloadResult
-from ..session import leftovers
-from ..session.state import FsperfSession, Target
-from ..units import format_size
-from .model import Ceiling, Path, missing
+from pytest_fsperf.engine.fiosize import job_bytes
+from pytest_fsperf.errors import MeasurementError
+from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra.mountinfo import find_mount, read_mounts
+from pytest_fsperf.mounts.mounter import BinaryMissing, MountPlan
+from pytest_fsperf.mounts.registry import Registry
+from pytest_fsperf.result.ceiling import Ceiling, Path, missing
+from pytest_fsperf.result.workload import WorkloadResult
+from pytest_fsperf.runner.target import Session, Target
+from pytest_fsperf.runner.workspace import Workspace
+from pytest_fsperf.units import format_size
 
 SHM = "/dev/shm"
 HEADROOM = 1 << 30  # bytes of available memory a tmpfs layout leaves, at least ...
@@ -73,7 +73,7 @@ def _shape(job: dict[str, str]) -> str:
     return "fio " + " ".join(f"{k}={shown[k]}" for k in keys if k in shown)
 
 
-def fuse_ceilings(session: FsperfSession, job: dict[str, str]) -> tuple[Ceiling, Ceiling]:
+def fuse_ceilings(session: Session, job: dict[str, str]) -> tuple[Ceiling, Ceiling]:
     """The job on tmpfs, then on bindfs over that tmpfs (cold): (tmpfs, bindfs over tmpfs).
     bindfs serves the very files the tmpfs run laid out: nothing is written through FUSE
     (4 GiB of layout through bindfs took minutes here and starved the machine)."""
@@ -104,7 +104,7 @@ def fuse_ceilings(session: FsperfSession, job: dict[str, str]) -> tuple[Ceiling,
         leftovers.done(entry)
 
 
-def _through_bindfs(session: FsperfSession, source: str, workdir: str,
+def _through_bindfs(session: Session, source: str, workdir: str,
                     job: dict[str, str]) -> Ceiling:
     t0 = time.monotonic()
     try:

@@ -8,14 +8,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine import fio as fio_engine
-from ..scenarios import library
-from ..session.state import FsperfSession
-from ..units import format_rate
-from . import published
-from .fuse import fuse_ceilings
-from .model import Ceiling
-from .store import shape_of, store_ceiling
+from pytest_fsperf.ceilings import published
+from pytest_fsperf.ceilings.fuse import fuse_ceilings
+from pytest_fsperf.ceilings.store import shape_of, store_ceiling
+from pytest_fsperf.engine import fio as fio_engine
+from pytest_fsperf.result.ceiling import Ceiling
+from pytest_fsperf.runner.target import Session
+from pytest_fsperf.scenarios import library
+from pytest_fsperf.units import format_rate
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def fio_jobs(scenarios: Sequence[str], scale: float) -> list[tuple[str, dict[str
     return jobs
 
 
-def measure(session: FsperfSession, jobs: Sequence[tuple[str, dict[str, str]]],
+def measure(session: Session, jobs: Sequence[tuple[str, dict[str, str]]],
             store: Mapping[str, Any] | None) -> list[Row]:
     rows = []
     for sid, job in jobs:
@@ -62,31 +62,3 @@ def report(rows: Sequence[Row], started: float) -> list[str]:
         lines += [f"  published, {p.said()}" for p in published.project(row.scenario, row.ceilings)]
     lines.append(f"measured in {time.monotonic() - started:.0f} s")
     return lines
-
-
-def run(scenarios: Sequence[str], scale: float, keyword: str | None) -> list[str]:
-    """Measure every fio scenario's ceilings (those whose id holds `keyword`, if given) with
-    the embedded MinIO as the store where it is installed; the report's lines."""
-    from ..options.config import Settings
-    from ..session import leftovers
-    from ..session.lock import machine_lock
-    from ..store.minio import INSTALL, find_minio, start_minio
-
-    started = time.monotonic()
-    jobs = [(s, j) for s, j in fio_jobs(scenarios, scale) if not keyword or keyword in s]
-    settings = Settings(scale=scale)
-    with leftovers.recorded() as swept, machine_lock(timeout=settings.lock_timeout):
-        session = FsperfSession(settings)
-        binary = find_minio()
-        server = None
-        try:
-            server = start_minio(binary) if binary else None
-            lines = [f"removed what a killed session left: {s}" for s in swept]
-            if server is None:
-                lines.append(f"store: no MinIO here to measure against ({INSTALL})")
-            config = server.config() if server is not None else None
-            return lines + report(measure(session, jobs, config), started)
-        finally:
-            session.close()
-            if server is not None:
-                server.stop()

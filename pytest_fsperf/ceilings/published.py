@@ -10,10 +10,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import baselines
-from ..units import format_rate
-from .model import Ceiling
-from .model import Path as CeilingPath
+from pytest_fsperf import baselines
+from pytest_fsperf.result.ceiling import Ceiling
+from pytest_fsperf.result.ceiling import Path as CeilingPath
+from pytest_fsperf.units import format_rate
 
 NETWORK = re.compile(r"(\d+(?:\.\d+)?)\s*Gbps")
 

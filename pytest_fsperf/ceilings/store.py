@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.fiosize import parse_fio_size
-from .model import Ceiling, Path, missing
+from pytest_fsperf.engine.fiosize import parse_fio_size
+from pytest_fsperf.result.ceiling import Ceiling, Path, missing
 
 MIB = 1 << 20
 PART = 8 * MIB  # sequential transfers go in parts of this size (the CRT's default too)

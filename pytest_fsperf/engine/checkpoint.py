@@ -10,9 +10,9 @@ import queue
 import threading
 import time
 
-from ..errors import MeasurementError
-from ..result import OpStats
-from .files import latency_stats, timed_pool
+from pytest_fsperf.engine.files import latency_stats, timed_pool
+from pytest_fsperf.errors import MeasurementError
+from pytest_fsperf.result.workload import OpStats
 
 CALL = 8 * 1024 * 1024  # bytes per write call: large, as framework savers write
 PHASES = ("write", "fsync", "close", "rename")

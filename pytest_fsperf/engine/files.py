@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..errors import MeasurementError
-from ..result import LatencyStats, OpStats
+from pytest_fsperf.errors import MeasurementError
+from pytest_fsperf.result.workload import LatencyStats, OpStats
 
 CHUNK = 1024 * 1024  # the seed program's buffer
 PHASES = ("open", "first_byte", "full", "close")

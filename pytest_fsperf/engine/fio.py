@@ -20,12 +20,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import MeasurementError, UsageError, WorkloadHung
-from ..result import IoStats, JobStats
-from ..session import leftovers
-from ..session.procs import Proc, kill_tree
-from .fio_options import PATHS, refusal
-from .fiosize import check_size, parse_fio_size, scale_count, scale_size
+from pytest_fsperf.engine.fio_options import PATHS, refusal
+from pytest_fsperf.engine.fiosize import check_size, parse_fio_size, scale_count, scale_size
+from pytest_fsperf.errors import MeasurementError, UsageError, WorkloadHung
+from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra.procs import Proc, kill_tree
+from pytest_fsperf.result.workload import IoStats, JobStats
 
 INSTALL_HINT = "fio is not installed: install the 'fio' package (apt-get install fio / dnf install fio)"
 OWNED = {"directory", "output", "output_format", "opendir", "group_reporting"}  # set by the plugin

@@ -20,13 +20,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ..errors import MeasurementError
-from ..result import IoStats
-from ..session import leftovers
-from ..session.procs import Proc, kill_tree
-from . import fio_relay
-from .fio import _direction, fio_binary
-from .fio_options import control
+from pytest_fsperf.engine import fio_relay
+from pytest_fsperf.engine.fio import _direction, fio_binary
+from pytest_fsperf.engine.fio_options import control
+from pytest_fsperf.errors import MeasurementError
+from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra.procs import Proc, kill_tree
+from pytest_fsperf.result.workload import IoStats
 
 AGGREGATE = "All clients"
 

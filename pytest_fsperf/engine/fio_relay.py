@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..errors import MeasurementError
+from pytest_fsperf.errors import MeasurementError
 
 HEADER = struct.Struct("<HHIQIHH")  # version, opcode, flags, tag, pdu_len, cmd_crc16, pdu_crc16
 VERSION = 97  # FIO_SERVER_VER of fio 3.33

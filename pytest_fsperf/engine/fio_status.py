@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from .fio import documents
+from pytest_fsperf.engine.fio import documents
 
 DIRECTIONS = ("read", "write", "trim")
 INTERVAL = 1  # s between status reports (--status-interval)

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UsageError
-from ..inputs import InputError, read_text
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.infra.inputs import InputError, read_text
 
 MAX_BYTES = 1 << 20  # a job file of a thousand sections is a few tens of KB
 _SECTION = re.compile(r"\[([^\]\s]+)\]")

@@ -11,10 +11,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from ..errors import MeasurementError
-from ..result import OpStats
-from .files import latency_stats, timed_pool
-from .meta import tree_paths
+from pytest_fsperf.engine.files import latency_stats, timed_pool
+from pytest_fsperf.engine.meta import tree_paths
+from pytest_fsperf.errors import MeasurementError
+from pytest_fsperf.result.workload import OpStats
 
 PHASES = ("create", "stat", "read", "rename", "rename_dir", "remove")
 

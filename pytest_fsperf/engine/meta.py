@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import time
 
-from ..errors import MeasurementError
-from ..result import LatencyStats, OpStats
-from .files import latency_stats
+from pytest_fsperf.engine.files import latency_stats
+from pytest_fsperf.errors import MeasurementError
+from pytest_fsperf.result.workload import LatencyStats, OpStats
 
 OPERATIONS = ("list", "list_stat", "walk", "stat")
 

@@ -11,10 +11,10 @@ import shutil
 import subprocess
 from collections.abc import Callable
 
-from ..errors import MeasurementError, WorkloadHung
-from ..result import LatencyStats, OpStats
-from ..session import leftovers
-from ..session.procs import Proc, kill_tree
+from pytest_fsperf.errors import MeasurementError, WorkloadHung
+from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra.procs import Proc, kill_tree
+from pytest_fsperf.result.workload import LatencyStats, OpStats
 
 MODES = ("seqwr", "seqrd", "rndrw", "rndrd", "rndwr", "seqrewr")
 _HIST = re.compile(r"^\s*([\d.]+)\s+\|\**\s+(\d+)\s*$")

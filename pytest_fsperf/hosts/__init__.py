@@ -4,6 +4,6 @@ mount, cold start, meters over the window) beside a fio server on a unix socket 
 0700 directory there; this machine's fio controller reaches each server through an SSH
 forward to a socket in its own 0700 directory (link.py). Nothing listens on a TCP port."""
 
-from .spec import Host, SshSettings, parse_hosts
+from pytest_fsperf.hosts.spec import Host, SshSettings, parse_hosts
 
 __all__ = ["Host", "SshSettings", "parse_hosts"]

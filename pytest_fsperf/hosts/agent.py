@@ -17,15 +17,15 @@ import socket
 import time
 from typing import Any
 
-from .. import __version__
-from ..engine import fio_clients
-from ..measure import progress
-from ..measure.cache import make_cold
-from ..measure.meters import DaemonExited, DaemonMeter
-from ..mounts.daemon import Lookup, find_daemon
-from ..mounts.mountinfo import Mount, read_mounts
-from ..session import leftovers
-from ..store import juicefs
+from pytest_fsperf.engine import fio_clients
+from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra.mountinfo import Mount, read_mounts
+from pytest_fsperf.measure import progress
+from pytest_fsperf.measure.cache import make_cold
+from pytest_fsperf.measure.meters import DaemonExited, DaemonMeter
+from pytest_fsperf.mounts.daemon import Lookup, find_daemon
+from pytest_fsperf.store import juicefs
+from pytest_fsperf.version import __version__
 
 PROTOCOL = 3  # bumped when a request or a reply changes shape (hosts/replies.py)
 

@@ -21,15 +21,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import __version__
-from ..engine.fio_clients import SOCKET_MAX, Server
-from ..errors import MeasurementError, UsageError
-from ..result import DaemonStats, ProcessStats
-from ..session import leftovers
-from ..session.procs import Proc, kill_tree
-from . import replies
-from .agent import PROTOCOL
-from .spec import Host, SshSettings
+from pytest_fsperf.engine.fio_clients import SOCKET_MAX, Server
+from pytest_fsperf.errors import MeasurementError, UsageError
+from pytest_fsperf.hosts import replies
+from pytest_fsperf.hosts.agent import PROTOCOL
+from pytest_fsperf.hosts.spec import Host, SshSettings
+from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra.procs import Proc, kill_tree
+from pytest_fsperf.measure.figures import DaemonStats, ProcessStats
+from pytest_fsperf.version import __version__
 
 PINGS = 5
 REMOTE_SOCKET = re.compile(r"/[A-Za-z0-9._/-]{1,200}")

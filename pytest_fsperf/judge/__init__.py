@@ -11,15 +11,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..baselines import Baseline
-from ..baselines.check import Check, check
-from ..baselines.relative import Expectation
-from ..options.plan import Plan
-from ..result import WorkloadResult
-from ..vocab import Difference, Outcome
-from . import history, runs
-from .comparison import Comparison
-from .thresholds import Verdict, judge
+from pytest_fsperf.baselines import Baseline
+from pytest_fsperf.baselines.check import Check, check
+from pytest_fsperf.baselines.relative import Expectation
+from pytest_fsperf.judge import history, runs
+from pytest_fsperf.judge.comparison import Comparison
+from pytest_fsperf.judge.thresholds import Verdict, judge
+from pytest_fsperf.plan.marker import Plan
+from pytest_fsperf.result.workload import WorkloadResult
+from pytest_fsperf.vocab import Difference, Outcome
 
 __all__ = ["Earlier", "Judgement", "Past", "Verdict", "judge", "judge_item"]
 

@@ -10,13 +10,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..baselines.relative import Expectation
-from ..errors import NotCompared
-from ..result import SHORT_WINDOW, WorkloadResult
-from ..vocab import METRICS as FIGURES
-from ..vocab import CompareKind, Difference, Text
-from . import where as fuse_where
-from .paired import Budget, Direction, Paired, log_ratios, paired, pairs_needed, spread_of
+from pytest_fsperf.baselines.relative import Expectation
+from pytest_fsperf.errors import NotCompared
+from pytest_fsperf.judge import where as fuse_where
+from pytest_fsperf.judge.paired import Budget, Direction, Paired, log_ratios, paired, pairs_needed, spread_of
+from pytest_fsperf.measure.figures import SHORT_WINDOW
+from pytest_fsperf.result.workload import WorkloadResult
+from pytest_fsperf.vocab import METRICS as FIGURES
+from pytest_fsperf.vocab import CompareKind, Difference, Text
 
 # The figures an A/B compares. Daemon CPU is compared per GB moved: a throttled side uses
 # less CPU per second only because it moves less, and must not look "better" for it.

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .. import inputs
-from ..errors import UsageError
-from ..measure.rest import REST_LIMIT
-from ..vocab import METRICS, CompareKind
-from .runs import CREATED, shape_problem, values
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.infra import inputs
+from pytest_fsperf.judge.runs import CREATED, shape_problem, values
+from pytest_fsperf.measure.rest import REST_LIMIT
+from pytest_fsperf.vocab import METRICS, CompareKind
 
 INSTALL = "pip install 'pytest-fsperf[history]' (Apache Otava)"
 MAX_PVALUE = 0.001  # Otava's default: a change point must be this unlikely by chance

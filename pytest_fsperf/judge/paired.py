@@ -44,7 +44,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..vocab import Text
+from pytest_fsperf.vocab import Text
 
 ALPHA = 0.02  # at most this share of A/A comparisons flags a difference, over all looks
 SAME_LEVEL = 0.90  # one look: the plain interval that passes

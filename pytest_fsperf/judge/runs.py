@@ -24,11 +24,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import inputs
-from ..errors import UsageError
-from ..measure import canary
-from ..stats import direction, mad, shift
-from .paired import t_quantile
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.infra import inputs
+from pytest_fsperf.judge.paired import t_quantile
+from pytest_fsperf.measure import canary
+from pytest_fsperf.stats import direction, mad, shift
 
 PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE, INCOMPARABLE, MACHINE_CHANGED = (
     "pass", "regression", "improvement", "inconclusive", "incomparable", "machine changed")

@@ -9,8 +9,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import units
-from ..result import WorkloadResult
+from pytest_fsperf import units
+from pytest_fsperf.result.workload import WorkloadResult
 
 COUNT_CHANGE = 0.10  # a count that moved by more than this share (and MIN_COUNT_DELTA)
 MIN_COUNT_DELTA = 2.0  # requests per run

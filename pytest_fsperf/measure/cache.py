@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import os
 
-from ..vocab import Text
+from pytest_fsperf.vocab import Text
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
 

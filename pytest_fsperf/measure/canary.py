@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..stats import shift
+from pytest_fsperf.stats import shift
 
 HASH_BYTES = 24 << 20  # per core
 COPY_BYTES = 64 << 20

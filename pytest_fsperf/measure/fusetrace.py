@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..session import leftovers
+from pytest_fsperf.infra import leftovers
 
 TRACEFS = "/sys/kernel/tracing"
 EVENTS = ("fuse_request_send", "fuse_request_end")
@@ -37,15 +37,6 @@ DRAIN_EVERY = 1.0  # s between looks at the buffer's fill
 IN_HEADER, OUT_HEADER = 40, 16  # sizeof(struct fuse_in_header), sizeof(struct fuse_out_header)
 WRITE_IN = 40  # sizeof(struct fuse_write_in): a WRITE request's data follows it
 
-OPCODES = frozenset({  # the kernel's names, without FUSE_ (Linux 6.18's list)
-    "LOOKUP", "FORGET", "GETATTR", "SETATTR", "READLINK", "SYMLINK", "MKNOD", "MKDIR", "UNLINK",
-    "RMDIR", "RENAME", "LINK", "OPEN", "READ", "WRITE", "STATFS", "RELEASE", "FSYNC",
-    "SETXATTR", "GETXATTR", "LISTXATTR", "REMOVEXATTR", "FLUSH", "INIT", "OPENDIR", "READDIR",
-    "RELEASEDIR", "FSYNCDIR", "GETLK", "SETLK", "SETLKW", "ACCESS", "CREATE", "INTERRUPT",
-    "BMAP", "DESTROY", "IOCTL", "POLL", "NOTIFY_REPLY", "BATCH_FORGET", "FALLOCATE",
-    "READDIRPLUS", "RENAME2", "LSEEK", "COPY_FILE_RANGE", "SETUPMAPPING", "REMOVEMAPPING",
-    "SYNCFS", "TMPFILE", "STATX",
-})
 
 _LINE = re.compile(rb" (\d+)\.(\d{6}): fuse_request_(?:send: connection (\d+) req (\d+) opcode "
                    rb"\d+ \((\w+)\) len (\d+)|end: connection (\d+) req (\d+) len (\d+) "

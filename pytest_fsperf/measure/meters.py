@@ -19,9 +19,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..errors import MeasurementError
-from ..mounts.daemon import Daemon, start_time, stat_fields
-from ..result import SHORT_WINDOW, DaemonStats, ProcessStats
+from pytest_fsperf.errors import MeasurementError
+from pytest_fsperf.measure.figures import SHORT_WINDOW, DaemonStats, ProcessStats
+from pytest_fsperf.mounts.daemon import Daemon, start_time, stat_fields
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 WATCH_INTERVAL = 0.25  # seconds between liveness / RSS samples

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from ..errors import UsageError
+from pytest_fsperf.errors import UsageError
 
 
 class CpuMode(enum.Enum):

@@ -24,8 +24,8 @@ from typing import Any
 
 import psutil
 
-from ..session import leftovers
-from ..session.procs import Proc
+from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra.procs import Proc
 
 FREQUENCY = 499  # samples per second per thread: odd, off the kernel's timer ticks
 KERNEL = "[kernel.kallsyms]"

@@ -11,8 +11,8 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import MountError
-from .spec import Backend, Rendered
+from pytest_fsperf.errors import MountError
+from pytest_fsperf.mounts.spec import Backend, Rendered
 
 
 def _rc(r: Rendered, path: str) -> dict[str, Any]:

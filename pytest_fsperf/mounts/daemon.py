@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
-from .mountinfo import Mount
+from pytest_fsperf.infra.mountinfo import Mount
 
 HELPERS = frozenset({"fusermount", "fusermount3"})  # hold /dev/fuse for auto_unmount
 

@@ -17,14 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import MountError
-from ..report.redact import mask, redact_args, redact_text
-from ..session import leftovers
-from ..session.procs import Proc, kill, kill_tree, tree
-from .daemon import Lookup, describe, find_daemon, start_time, stat_fields
-from .mountinfo import Mount, read_mounts
-from .probe import abort_connection
-from .spec import Backend, Rendered, render
+from pytest_fsperf.errors import MountError
+from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra.mountinfo import Mount, read_mounts
+from pytest_fsperf.infra.probe import abort_connection
+from pytest_fsperf.infra.procs import Proc, kill, kill_tree, tree
+from pytest_fsperf.infra.redact import mask, redact_args, redact_text
+from pytest_fsperf.mounts.daemon import Lookup, describe, find_daemon, start_time, stat_fields
+from pytest_fsperf.mounts.spec import Backend, Rendered, render
 
 MOUNT_TIMEOUT = 30.0
 DIR_FIELDS = ("source", "cache_dir", "cache", "use_cache")

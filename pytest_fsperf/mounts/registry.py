@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import inputs
-from ..errors import UsageError
-from .builtin import BUILTIN
-from .spec import FIELD, Backend
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.infra import inputs
+from pytest_fsperf.mounts.builtin import BUILTIN
+from pytest_fsperf.mounts.spec import FIELD, Backend
 
 KEYS = {"binary", "command", "install", "requires", "cache_dirs", "secrets", "store", "unset_env"}
 PREFIXES = ("file.", "env.", "default.", "option.")

@@ -7,11 +7,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UsageError
-from ..report.redact import redact_args
-from .mounter import MountPlan, require_binary
-from .registry import BackendConfig, Registry
-from .spec import FIELD
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.infra.redact import redact_args
+from pytest_fsperf.mounts.mounter import MountPlan, require_binary
+from pytest_fsperf.mounts.registry import BackendConfig, Registry
+from pytest_fsperf.mounts.spec import FIELD
 
 MARKER = "fsperf_mount"
 MARKER_HELP = (f"{MARKER}(backend, options=[...], config=None): mount this backend for the test "
@@ -80,23 +80,6 @@ def option_id(options: Sequence[str]) -> str:
         i += 1
     text = ",".join(p for p in parts if p)
     return text.replace(" ", "_") or "defaults"
-
-
-def mount_params(backend: str, *option_sets: Sequence[str] | str,
-                 ids: Sequence[str] | None = None, config: Mapping[str, str] | str | None = None,
-                 ) -> list[Any]:
-    """For @pytest.mark.parametrize: one test per option set, each mounting `backend` with it,
-    with readable ids. The parameter's value is the option list."""
-    if ids is not None and len(ids) != len(option_sets):
-        raise UsageError(f"mount_params({backend!r}): {len(ids)} ids for {len(option_sets)} option sets")
-    import pytest  # here only: the measuring core imports nothing from pytest
-
-    params = []
-    for n, opts in enumerate(option_sets):
-        words = parse_options(opts, f"mount_params({backend!r})")
-        mark = getattr(pytest.mark, MARKER)(backend, options=list(words), config=config)
-        params.append(pytest.param(list(words), marks=mark, id=ids[n] if ids else option_id(words)))
-    return params
 
 
 def resolve(req: MountRequest, registry: Registry, file_config: BackendConfig,

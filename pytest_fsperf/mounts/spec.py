@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import UsageError
-from ..report.redact import mask
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.infra.redact import mask
 
 FIELD = re.compile(r"^[a-z_][a-z0-9_]*$")
 SECRET_NAME = re.compile(r"(key|secret|passw|token|credential)", re.IGNORECASE)

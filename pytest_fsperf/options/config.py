@@ -21,18 +21,18 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import iniconfig
 
-from .. import inputs, units
-from ..engine import fio_clients, jobfile
-from ..errors import UsageError
-from ..hosts import spec as hosts_spec
-from ..judge import history, runs
-from ..measure import balloon, cache, fusetrace, placement, profile
-from ..mounts.mountinfo import find_mount, read_mounts
-from ..mounts.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
-from ..mounts.registry import BackendConfig, load_config
-from ..session import leftovers, outfile
-from ..store import cost
-from ..vocab import Text
+from pytest_fsperf import units
+from pytest_fsperf.engine import fio_clients, jobfile
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.hosts import spec as hosts_spec
+from pytest_fsperf.infra import inputs, leftovers, outfile
+from pytest_fsperf.infra.mountinfo import find_mount, read_mounts
+from pytest_fsperf.infra.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
+from pytest_fsperf.judge import history, runs
+from pytest_fsperf.measure import balloon, cache, fusetrace, placement, profile
+from pytest_fsperf.mounts.registry import BackendConfig, load_config
+from pytest_fsperf.store import cost
+from pytest_fsperf.vocab import Text
 
 if TYPE_CHECKING:  # the settings are read from pytest's config; the core needs no pytest
     import pytest

@@ -8,8 +8,8 @@ import datetime
 import platform
 from typing import Any
 
-from ..errors import UsageError
-from .view import short_test
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.report.view import short_test
 
 INSTALL = "pip install pytest-benchmark"
 

@@ -11,10 +11,10 @@ import time
 from importlib import metadata
 from typing import Any
 
-from ..engine.fio import fio_version
-from ..mounts.daemon import Lookup
-from ..mounts.mountinfo import Mount, read_mounts
-from .redact import redact_args, redact_options
+from pytest_fsperf.engine.fio import fio_version
+from pytest_fsperf.infra.mountinfo import Mount, read_mounts
+from pytest_fsperf.infra.redact import redact_args, redact_options
+from pytest_fsperf.mounts.daemon import Lookup
 
 
 def _cpu_model() -> str | None:
@@ -167,7 +167,7 @@ def fuse_kernel(proc: str = "/proc", sys: str = "/sys") -> dict[str, Any]:
 
 def environment(path: str, mount: Mount | None, lookup: Lookup | None,
                 scale: float, embedded: bool, build_id: str | None = None) -> dict[str, Any]:
-    from .. import __version__
+    from pytest_fsperf.version import __version__
 
     return {
         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),

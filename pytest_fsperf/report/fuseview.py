@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import units
+from pytest_fsperf import units
 
 Row = dict[str, Any]
 SHOWN_OPS = 6  # opcodes per row; the rest are counted together

@@ -9,8 +9,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..judge import runs
-from ..session import outfile
+from pytest_fsperf.infra import outfile
+from pytest_fsperf.judge import runs
 
 SCHEMA_ID = "pytest-fsperf/1"
 

@@ -6,8 +6,8 @@ import html
 import re
 from typing import Any
 
-from . import terminal
-from .view import View, figures
+from pytest_fsperf.report import terminal
+from pytest_fsperf.report.view import View, figures
 
 
 def _text(text: object) -> str:

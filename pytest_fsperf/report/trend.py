@@ -9,8 +9,8 @@ import itertools
 import time
 from collections.abc import Sequence
 
-from ..judge.history import Analysis, Cause, Series
-from .html import STYLE, _esc
+from pytest_fsperf.judge.history import Analysis, Cause, Series
+from pytest_fsperf.report.html import STYLE, _esc
 
 W, H, PAD, CANARY_H = 760, 220, 46, 70
 EXTRA = """

@@ -9,17 +9,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import units
-from ..baselines.check import Check
-from ..baselines.relative import Expectation
-from ..judge.comparison import interval_name
-from ..measure.cache import ColdRead, DaemonCache, PageCache
-from ..measure.timeline import sparkline
-from ..result import SHORT_WINDOW, countable_cpu_of
-from ..scenarios.library import SCENARIOS
-from ..stats import median
-from ..vocab import METRICS, CompareKind, Difference, Metric, Outcome
-from . import fuseview
+from pytest_fsperf import units
+from pytest_fsperf.baselines.check import Check
+from pytest_fsperf.baselines.relative import Expectation
+from pytest_fsperf.judge.comparison import interval_name
+from pytest_fsperf.measure.cache import ColdRead, DaemonCache, PageCache
+from pytest_fsperf.measure.figures import SHORT_WINDOW, countable_cpu_of
+from pytest_fsperf.measure.timeline import sparkline
+from pytest_fsperf.report import fuseview
+from pytest_fsperf.scenarios.library import SCENARIOS
+from pytest_fsperf.stats import median
+from pytest_fsperf.vocab import METRICS, CompareKind, Difference, Metric, Outcome
 
 HEADER = ("test", "workload", "bandwidth", "per second", "IOPS or ops", "p99 lat", "daemon CPU",
           "daemon peak mem", "cache", "verdict")

@@ -1,5 +1,5 @@
 """Every workload the source documents measure, one stable id away (see library.py)."""
 
-from .library import SCENARIOS, Scenario, Step, get
+from pytest_fsperf.scenarios.library import SCENARIOS, Scenario, Step, get
 
 __all__ = ["SCENARIOS", "Scenario", "Step", "get"]

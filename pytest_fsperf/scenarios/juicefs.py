@@ -4,7 +4,7 @@ stat value ranges are per thread and grow with the thread count."""
 
 from __future__ import annotations
 
-from ..result import WorkloadResult
+from pytest_fsperf.result.workload import WorkloadResult
 
 RANGES = {  # value: MiB/s or files/s; cost: s/file (big) or ms/file (small, stat)
     "jfs_bench_big_write": (100, 200, 10, 50),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from ..errors import UsageError
+from pytest_fsperf.errors import UsageError
 
 
 @dataclass(frozen=True)

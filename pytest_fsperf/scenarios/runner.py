@@ -9,12 +9,12 @@ import secrets
 import shutil
 from collections.abc import Mapping
 
-from ..engine.steps import ENGINES, Engine, FilesJob
-from ..errors import UsageError
-from ..measure.workspace import Workspace
-from ..result import WorkloadResult
-from .juicefs import grade as juicefs_grade
-from .library import Scenario, get
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.result.workload import WorkloadResult
+from pytest_fsperf.runner.workspace import Workspace
+from pytest_fsperf.scenarios.juicefs import grade as juicefs_grade
+from pytest_fsperf.scenarios.library import Scenario, get
+from pytest_fsperf.scenarios.steps import ENGINES, Engine, FilesJob
 
 
 def run_scenario(fs: Workspace, scenario_id: str, overrides: Mapping[str, object],

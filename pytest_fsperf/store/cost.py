@@ -12,8 +12,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .. import inputs
-from .requests import KINDS, Requests
+from pytest_fsperf.infra import inputs
+from pytest_fsperf.store.requests import KINDS, Requests
 
 DEFAULT = "aws-s3-standard"
 

@@ -12,12 +12,12 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from ..errors import MeasurementError
-from ..measure.meters import io_counters
-from ..mounts.spec import free_port
-from ..session import leftovers
-from ..session.procs import Proc
-from .sigv4 import signed_request
+from pytest_fsperf.errors import MeasurementError
+from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra.procs import Proc
+from pytest_fsperf.measure.meters import io_counters
+from pytest_fsperf.mounts.spec import free_port
+from pytest_fsperf.store.sigv4 import signed_request
 
 MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
 CACHE_BIN = os.path.expanduser("~/.cache/fsperf-bin")

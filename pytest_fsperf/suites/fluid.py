@@ -4,7 +4,7 @@ Baselines: fluid-zos-* and fluid-hpfs-* (accelerated on MEM or SSD, or unacceler
 
 import pytest
 
-from ..fixture import Fsperf
+from pytest_fsperf.fixture import Fsperf
 
 SCENARIOS = ["fluid_cold_read", "fluid_warmed_read", "fluid_steady_read"]
 

@@ -3,7 +3,7 @@ section a workload, run one after another in the work directory, [global] under 
 
 import pytest
 
-from ..fixture import Fsperf
+from pytest_fsperf.fixture import Fsperf
 
 
 def test_jobfile(fsperf: Fsperf) -> None:

@@ -5,7 +5,7 @@ red with juicefs's own ranges (in the report's notes). Then the guide's four fio
 
 import pytest
 
-from ..fixture import Fsperf
+from pytest_fsperf.fixture import Fsperf
 
 BENCH = ["jfs_bench_big_write", "jfs_bench_big_read", "jfs_bench_small_write",
          "jfs_bench_small_read", "jfs_bench_stat"]

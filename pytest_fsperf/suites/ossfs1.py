@@ -4,7 +4,7 @@ random read/write over 128 files of 16 KiB blocks (as fio jobs), ls and find ove
 
 import pytest
 
-from ..fixture import Fsperf
+from pytest_fsperf.fixture import Fsperf
 
 SCENARIOS = ["sysbench_seqwr", "sysbench_seqrd", "sysbench_rndrw", "ls_1k", "ls_names_1k",
              "find_1k", "ls_10k", "find_10k", "ls_100k", "find_100k", "direct_read_10x10g"]

@@ -4,7 +4,7 @@ goofys-0.24.0 (ecs.g9i.48xlarge), ossfs-2.0.0beta, ossfs-1.91.4 (ecs.g7.32xlarge
 
 import pytest
 
-from ..fixture import Fsperf
+from pytest_fsperf.fixture import Fsperf
 
 SCENARIOS = ["seq_write_1t", "seq_read_1t", "seq_read_4t", "smallfile_write_128t",
              "smallfile_read_128t"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from ..errors import MeasurementError
+from pytest_fsperf.errors import MeasurementError
 
 LOCK_PATH = os.path.join(tempfile.gettempdir(), "pytest-fsperf.lock")
 

@@ -33,10 +33,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UsageError
-from ..mounts.mountinfo import read_mounts
-from ..mounts.probe import abort_connection
-from .procs import Proc, kill_tree
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.infra.mountinfo import read_mounts
+from pytest_fsperf.infra.probe import abort_connection
+from pytest_fsperf.infra.procs import Proc, kill_tree
 
 
 class StateDirError(UsageError):
@@ -395,7 +395,7 @@ def sweep(folder: str | None = None) -> list[str]:
 # only when no one else can write it or anything in the package.
 _WATCHDOG = ("import os, sys\nsys.stdin.buffer.read()\nif os.path.exists(sys.argv[1]):\n"
              "    sys.path.extend(sys.argv[2:])\n"
-             "    from pytest_fsperf.session.leftovers import settle\n    settle(sys.argv[1])\n")
+             "    from pytest_fsperf.infra.leftovers import settle\n    settle(sys.argv[1])\n")
 
 
 def closed(st: os.stat_result, sticky_ok: bool = False) -> bool:

@@ -16,27 +16,28 @@ from typing import Any
 
 import psutil
 
-from .. import units
-from ..engine import fio as fio_engine
-from ..engine import fio_status, fiosize
-from ..errors import MeasurementError, UsageError, WorkloadHung
-from ..judge.paired import Budget
-from ..mounts.daemon import Lookup
-from ..options.config import Settings
-from ..result import DaemonStats, JobStats, OpStats, WorkloadResult, check_cold, median_round
-from ..session.state import FsperfSession, Target, safe_name
-from ..store import juicefs
-from ..store.cost import Cost
-from ..store.requests import Requests
-from . import balloon, cache, fusetrace, profile, progress, timeline
-from .cache import ColdRead, DaemonCache, PageCache
-from .diskmeter import DiskMeter
-from .fusetrace import FuseRequests, Trace, Tracing
-from .meters import DaemonExited, DaemonMeter
-from .placement import Placement, pinned
-from .profile import Profile, Profiler
-from .rest import Rest, RestMeter, own_cpu
-from .timeline import Timeline
+from pytest_fsperf import units
+from pytest_fsperf.engine import fio as fio_engine
+from pytest_fsperf.engine import fio_status, fiosize
+from pytest_fsperf.errors import MeasurementError, UsageError, WorkloadHung
+from pytest_fsperf.judge.paired import Budget
+from pytest_fsperf.measure import balloon, cache, fusetrace, profile, progress, timeline
+from pytest_fsperf.measure.cache import ColdRead, DaemonCache, PageCache
+from pytest_fsperf.measure.diskmeter import DiskMeter
+from pytest_fsperf.measure.figures import DaemonStats
+from pytest_fsperf.measure.fusetrace import FuseRequests, Trace, Tracing
+from pytest_fsperf.measure.meters import DaemonExited, DaemonMeter
+from pytest_fsperf.measure.placement import Placement, pinned
+from pytest_fsperf.measure.profile import Profile, Profiler
+from pytest_fsperf.measure.rest import Rest, RestMeter, own_cpu
+from pytest_fsperf.measure.timeline import Timeline
+from pytest_fsperf.mounts.daemon import Lookup
+from pytest_fsperf.options.config import Settings
+from pytest_fsperf.result.workload import JobStats, OpStats, WorkloadResult, check_cold, median_round
+from pytest_fsperf.runner.target import Session, Target, safe_name
+from pytest_fsperf.store import juicefs
+from pytest_fsperf.store.cost import Cost
+from pytest_fsperf.store.requests import Requests
 
 WRITES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trimwrite"})
 FLUSHES = ("end_fsync", "fsync_on_close", "fsync", "fdatasync", "sync", "write_barrier")
@@ -97,7 +98,7 @@ class Workspace:
     measured window and rounds, and the results. The engines (engine/steps.py), scenarios
     and A/B runner work through this public API; `Fsperf` is the test-facing face of it."""
 
-    def __init__(self, state: FsperfSession, target: Target, test: str, workdir: str,
+    def __init__(self, state: Session, target: Target, test: str, workdir: str,
                  rounds: int = 1, warmup: bool = False) -> None:
         self._state = state
         self.target = target

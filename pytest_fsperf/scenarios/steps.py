@@ -11,19 +11,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .. import scenarios, units
-from ..errors import UsageError
-from ..result import WorkloadResult
-from . import checkpoint as checkpoint_engine
-from . import files as files_engine
-from . import fio as fio_engine
-from . import mdtest as mdtest_engine
-from . import meta as meta_engine
-from . import sysbench as sysbench_engine
-from .fio_options import control
+from pytest_fsperf import scenarios, units
+from pytest_fsperf.engine import checkpoint as checkpoint_engine
+from pytest_fsperf.engine import files as files_engine
+from pytest_fsperf.engine import fio as fio_engine
+from pytest_fsperf.engine import mdtest as mdtest_engine
+from pytest_fsperf.engine import meta as meta_engine
+from pytest_fsperf.engine import sysbench as sysbench_engine
+from pytest_fsperf.engine.fio_options import control
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.result.workload import WorkloadResult
 
 if TYPE_CHECKING:
-    from ..measure.workspace import Workspace
+    from pytest_fsperf.runner.workspace import Workspace
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,9 @@ import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from .. import units
-from ..errors import UsageError
-from ..measure.fusetrace import OPCODES
-from ..vocab import METRICS, Metric
+from pytest_fsperf import units
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.vocab import METRICS, OPCODES, Metric
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..vocab import Text
+from pytest_fsperf.vocab import Text
 
 
 class Path(Text):

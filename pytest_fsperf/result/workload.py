@@ -7,53 +7,22 @@ from enum import Enum
 from statistics import median
 from typing import Any
 
-from .ceilings.model import Ceiling
-from .ceilings.model import Path as CeilingPath
-from .measure.cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
-from .measure.fusetrace import FuseRequests
-from .measure.placement import Placement
-from .measure.profile import Profile
-from .measure.rest import SHORT, Rest
-from .measure.timeline import Timeline, shape
-from .stats import mad, median_ci
-from .store.cost import Cost
-from .store.requests import Requests
+from pytest_fsperf.measure.cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
+from pytest_fsperf.measure.figures import DaemonStats, short_cpu_note
+from pytest_fsperf.measure.fusetrace import FuseRequests
+from pytest_fsperf.measure.placement import Placement
+from pytest_fsperf.measure.profile import Profile
+from pytest_fsperf.measure.rest import Rest
+from pytest_fsperf.measure.timeline import Timeline, shape
+from pytest_fsperf.result.ceiling import Ceiling
+from pytest_fsperf.result.ceiling import Path as CeilingPath
+from pytest_fsperf.stats import mad, median_ci
+from pytest_fsperf.store.cost import Cost
+from pytest_fsperf.store.requests import Requests
 
 
 def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:
     return {k: v.value if isinstance(v, Enum) else v for k, v in items}
-
-
-# s: CPU time over a shorter window (10 ms clock ticks) says little: the daemon's CPU%, and
-# the rest of the machine (measure/rest.py), share the one limit
-SHORT_WINDOW = SHORT
-
-
-EXACT_WINDOW = 0.05  # s: CPU time read in ns (schedstat) means something from here on
-
-
-def countable_cpu(seconds: float, cpu_percent: float, exact: bool = False) -> float | None:
-    """The daemon's CPU% where the window it is over was long enough for CPU time counted in
-    10 ms ticks to mean something, or the time was read in ns from every thread (exact);
-    None (shown '-', not judged) otherwise. The one such rule."""
-    return cpu_percent if seconds >= (EXACT_WINDOW if exact else SHORT_WINDOW) else None
-
-
-def short_cpu_note(seconds: float) -> str:
-    """Why a daemon CPU% is not given: its window was too short."""
-    return (f"not measured: the I/O ran {seconds:.2g} s, under the {SHORT_WINDOW:g} s that CPU "
-            "time counted in 10 ms ticks needs")
-
-
-def countable_cpu_of(daemon: dict[str, Any]) -> float | None:
-    """countable_cpu of a daemon row (its window, CPU%, and whether read in ns)."""
-    return countable_cpu(cpu_seconds_of(daemon), float(daemon.get("cpu_percent") or 0.0),
-                         bool(daemon.get("cpu_exact")))
-
-
-def cpu_seconds_of(daemon: dict[str, Any]) -> float:
-    """The window a daemon row's CPU% is over (rows from before it was kept: the whole run)."""
-    return float(daemon.get("cpu_window_seconds") or daemon["wall_seconds"])
 
 
 @dataclass(frozen=True)
@@ -82,44 +51,6 @@ class JobStats:
     @property
     def bw_bytes(self) -> float:
         return sum(d.bw_bytes for d in (self.read, self.write) if d is not None)
-
-
-@dataclass(frozen=True)
-class ProcessStats:
-    """One process of a daemon of several (a supervisor and its workers)."""
-
-    pid: int
-    role: str  # "supervisor" or "worker"
-    command: str
-    cpu_seconds: float
-    peak_rss_bytes: int | None  # VmHWM; None where only the sum was sampled
-
-
-@dataclass(frozen=True)
-class DaemonStats:
-    """The FUSE daemon over the workload's window, read from /proc/PID."""
-
-    pid: int
-    wall_seconds: float
-    cpu_seconds: float
-    cpu_percent: float  # 100% = one fully busy core
-    peak_rss_bytes: int
-    peak_rss_method: str  # "VmHWM" (exact) or "sampled"
-    read_bytes: int | None  # rchar delta: all syscall reads (backend files, sockets, /dev/fuse)
-    write_bytes: int | None  # wchar delta: all syscall writes (incl. replies to the kernel)
-    cpu_window: str = "whole run"  # what cpu_percent is over: "I/O" (the time I/O ran) or "whole run"
-    cpu_window_seconds: float = 0.0  # its length
-    # the CPU time was read in ns from each thread's schedstat, the same threads at both ends
-    # and agreeing with the process's 10 ms ticks: exact over a window too short for ticks
-    cpu_exact: bool = False
-    # A daemon of several processes: each one; the figures above are their sums (peak
-    # memory: the sum of each process's own peak)
-    processes: tuple[ProcessStats, ...] = ()
-
-    @property
-    def countable_cpu(self) -> float | None:
-        return countable_cpu(self.cpu_window_seconds or self.wall_seconds, self.cpu_percent,
-                             self.cpu_exact)
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from ..judge import history, runs
-from ..session import outfile
-from ..session.state import FsperfSession
-from . import benchmark_json, html, jsonout, markdown, terminal, view
-from .redact import redact_text
+from pytest_fsperf.infra import outfile
+from pytest_fsperf.infra.redact import redact_text
+from pytest_fsperf.judge import history, runs
+from pytest_fsperf.report import benchmark_json, html, jsonout, markdown, terminal, view
+from pytest_fsperf.session.state import FsperfSession
 
 
 def live_line(config: pytest.Config) -> tuple[Callable[[str], None], Callable[[], int]] | None:

@@ -16,15 +16,16 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from ..engine import fio as fio_engine
-from ..engine import fio_clients
-from ..engine.fio_clients import Server
-from ..errors import UsageError
-from ..mounts.daemon import Lookup
-from ..result import ClientStats, DaemonStats, ProcessStats, WorkloadResult, check_cold
-from . import progress
-from .cache import ColdRead, PageCache
-from .workspace import Workspace
+from pytest_fsperf.engine import fio as fio_engine
+from pytest_fsperf.engine import fio_clients
+from pytest_fsperf.engine.fio_clients import Server
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.measure import progress
+from pytest_fsperf.measure.cache import ColdRead, PageCache
+from pytest_fsperf.measure.figures import DaemonStats, ProcessStats
+from pytest_fsperf.mounts.daemon import Lookup
+from pytest_fsperf.result.workload import ClientStats, WorkloadResult, check_cold
+from pytest_fsperf.runner.workspace import Workspace
 
 MAX_CLIENTS = 64
 

@@ -11,19 +11,19 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..engine import fio as fio_engine
-from ..errors import MeasurementError, UsageError
-from ..judge.comparison import Comparison, compare, judge_metric, primary, scattered
-from ..judge.paired import Budget, order, should_stop
-from ..mounts.request import parse_options
-from ..result import WorkloadResult, median_round
-from ..session.state import Target
-from ..vocab import CompareKind, Difference
-from . import profile, rest
-from .cache import ColdRead
-from .meters import DaemonExited
-from .profile import Profile, Profiling
-from .workspace import Workspace
+from pytest_fsperf.engine import fio as fio_engine
+from pytest_fsperf.errors import MeasurementError, UsageError
+from pytest_fsperf.judge.comparison import Comparison, compare, judge_metric, primary, scattered
+from pytest_fsperf.judge.paired import Budget, order, should_stop
+from pytest_fsperf.measure import profile, rest
+from pytest_fsperf.measure.cache import ColdRead
+from pytest_fsperf.measure.meters import DaemonExited
+from pytest_fsperf.measure.profile import Profile, Profiling
+from pytest_fsperf.mounts.request import parse_options
+from pytest_fsperf.result.workload import WorkloadResult, median_round
+from pytest_fsperf.runner.target import Target
+from pytest_fsperf.runner.workspace import Workspace
+from pytest_fsperf.vocab import CompareKind, Difference
 
 Workload = Mapping[str, object] | Callable[["Workspace"], WorkloadResult]
 

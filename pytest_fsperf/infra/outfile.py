@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UsageError
-from . import leftovers
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.infra import leftovers
 
 
 class OutputError(UsageError):

@@ -1,0 +1,127 @@
+"""The package's shape: each folder is a stage of the pipeline, and no module imports from a
+stage above its own. The words (units, vocabulary, errors, statistics) are for everyone."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pytest_fsperf"
+
+# Bottom first. A module may import from its own stage and any stage below it.
+STAGES: list[tuple[str, tuple[str, ...]]] = [
+    ("words", ("units", "vocab", "errors", "stats", "version")),
+    ("infra", ("infra",)),  # processes, the leftovers record, the lock, safe files, /proc
+    ("plan", ("plan",)),  # the frozen plan a marker states
+    ("mounts", ("mounts",)),  # backends: specs, mounting, finding the daemon
+    ("measure", ("measure",)),  # meters and the cold cache
+    ("store", ("store",)),  # the object store under a mount: MinIO, request counts, cost
+    ("result", ("result",)),  # what a workload produced: plain frozen data
+    ("engine", ("engine",)),  # load generators: fio, the in-process engines
+    ("baselines", ("baselines",)),  # published figures
+    ("judge", ("judge",)),  # verdicts: thresholds, comparisons, history (pure)
+    ("hosts", ("hosts",)),  # clients on other hosts over SSH
+    ("options", ("options",)),  # settings from the command line and ini, validated and frozen
+    ("runner", ("runner",)),  # work directory, cold state, rounds, the window, A/B, clients
+    ("scenarios", ("scenarios",)),  # the published workloads, run step by step
+    ("ceilings", ("ceilings",)),  # what the store, FUSE and tmpfs move for the same job
+    ("report", ("report",)),  # terminal, Markdown, HTML, JSON
+    ("session", ("session",)),  # the session object: mounts, the store, saved runs
+    ("top", ("fixture", "plugin", "cli", "keys", "hooks", "suites", "__init__", "__main__")),
+]
+WORDS = STAGES[0][1]
+# Stages that never import pytest: everything below the session (the measuring core).
+WITHOUT_PYTEST = {name for name, _ in STAGES[: [s for s, _ in STAGES].index("session")]}
+
+
+def stage_of(module: str) -> int:
+    """The stage index of a module named relative to the package ('measure.meters')."""
+    head = module.split(".", 1)[0]
+    for i, (_, members) in enumerate(STAGES):
+        if head in members:
+            return i
+    raise AssertionError(f"pytest_fsperf.{module} is in no stage: add it to STAGES")
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+        found[".".join(parts)] = path
+    return found
+
+
+def _type_only(tree: ast.Module) -> set[int]:
+    """Lines under `if TYPE_CHECKING:` (annotations only: nothing is imported at run time)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for inner in node.body:
+                lines.update(range(inner.lineno, (inner.end_lineno or inner.lineno) + 1))
+    return lines
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module relative to the package) of each pytest_fsperf import; 'pytest' for a
+    run-time import of pytest. A name taken from the package itself is from its __init__."""
+    tree = ast.parse(path.read_text())
+    found = modules()
+    type_only = _type_only(tree)
+    out = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}:{node.lineno}: relative import"
+            names = [node.module or ""]
+            if node.module == "pytest_fsperf":
+                names = [f"pytest_fsperf.{a.name}" if a.name in found or f"{a.name}.__init__" in found
+                         else "pytest_fsperf.__init__"
+                         for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        for name in names:
+            if name.startswith("pytest_fsperf."):
+                out.append((node.lineno, name.removeprefix("pytest_fsperf.")))
+            elif (name in ("pytest", "_pytest") or name.startswith("_pytest.")) and node.lineno not in type_only:
+                out.append((node.lineno, "pytest"))
+    return out
+
+
+def test_no_module_imports_from_a_stage_above_its_own() -> None:
+    found = modules()
+    wrong = []
+    for module, path in sorted(found.items()):
+        mine = stage_of(module)
+        for line, target in imports(path):
+            if target == "pytest":
+                if STAGES[mine][0] in WITHOUT_PYTEST:
+                    wrong.append(f"pytest_fsperf/{path.relative_to(PACKAGE)}:{line}: imports pytest")
+                continue
+            theirs = stage_of(target)
+            if (theirs > mine and STAGES[mine][0] != "words") or (mine == 0 and theirs > 0):
+                wrong.append(f"pytest_fsperf/{path.relative_to(PACKAGE)}:{line}: "
+                             f"{STAGES[mine][0]} imports {target} ({STAGES[theirs][0]}, above)")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_folder_is_a_stage() -> None:
+    folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    staged = {m for _, members in STAGES for m in members}
+    assert folders <= staged, f"folders in no stage: {sorted(folders - staged)}"
+
+
+def test_no_module_is_over_500_lines() -> None:
+    long = {m: n for m, p in modules().items() if (n := len(p.read_text().splitlines())) > 500}
+    assert not long, long
+
+
+def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:
+    """The check itself: a meter importing the runner is named."""
+    bad = tmp_path / "meters.py"
+    bad.write_text("from pytest_fsperf.runner.workspace import Workspace\n")
+    (_line, target), = imports(bad)
+    assert stage_of(target) > stage_of("measure.meters")
