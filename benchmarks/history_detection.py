@@ -46,6 +46,7 @@ from pytest_fsperf.options.config import Settings
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner.target import Target
 from pytest_fsperf.runner.workspace import Workspace
+from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.scenarios import steps
 from pytest_fsperf.session.state import FsperfSession
 from pytest_fsperf.stats import median
@@ -115,7 +116,7 @@ def one_run(ws: Workspace, local: str, build: str, name: str, i: int, rounds: in
 def series(session: FsperfSession, target: Target, builds: tuple[str, str], step: int | None,
            n: int, share: float, rng: random.Random, scratch: Path, name: str, rounds: int,
            workload: str, read_s: float, reference: str = "",
-           ) -> tuple[list[history.Run], list[float], list[str]]:
+           ) -> tuple[list[saved.Run], list[float], list[str]]:
     ws = Workspace(session, target, f"history::{name}", target.new_workdir(name))
     local = session.local_dir()
     read = reader(ws, workload, read_s)
@@ -130,7 +131,7 @@ def series(session: FsperfSession, target: Target, builds: tuple[str, str], step
             doc = one_run(ws, local, build, name, i, rounds, read, workload, reference)
         seconds.append(time.monotonic() - t)
         loads.append(kind)
-        found.append(history.Run(f"run{i:02d}", doc["created"], history.build_of(doc), doc))
+        found.append(saved.Run(f"run{i:02d}", doc["created"], saved.build_of(doc), doc))
     target.remove(str(ws.workdir))
     return found, seconds, loads
 
@@ -138,7 +139,7 @@ def series(session: FsperfSession, target: Target, builds: tuple[str, str], step
 LAST = 3  # run-vs-run: each run against the last LAST saved runs, as --fsperf-compare-last
 
 
-def run_vs_run(found: list[history.Run], step: int | None) -> tuple[bool | None, int, int, int]:
+def run_vs_run(found: list[saved.Run], step: int | None) -> tuple[bool | None, int, int, int]:
     """Each run from the LAST-th on judged against the LAST before it, as --fsperf-compare
     does: (the step run flagged as a regression, other runs flagged, 'machine changed'
     outcomes, runs judged)."""
@@ -161,7 +162,7 @@ def run_vs_run(found: list[history.Run], step: int | None) -> tuple[bool | None,
     return caught, false, machine, judged_runs
 
 
-def judged(found: list[history.Run], step: int | None) -> tuple[bool, str]:
+def judged(found: list[saved.Run], step: int | None) -> tuple[bool, str]:
     """Whether the series was judged right (the step found at its run ±1, or no change point
     without one), and what was found. With a reference, the B/A series is judged."""
     s = max(history.series(found, ("bw",)), key=lambda s: bool(s.against))

@@ -27,6 +27,7 @@ from pytest_fsperf.baselines.relative import entries as relative_entries
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.judge import history, runs
 from pytest_fsperf.options.config import MAX_SCALE, OPTIONS
+from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.scenarios.library import SCENARIOS
 
 SUITES = ("ossfs2", "ossfs1", "fluid", "juicefs_bench", "jobfile")
@@ -268,10 +269,10 @@ def _run_doc(ref: str, storage: Path, where: str) -> tuple[str, dict[str, object
     if ref.endswith(".json") or os.sep in ref:
         if not path.is_file():
             raise UsageError(f"{where}: no saved run file {ref!r}")
-        return path.stem, runs.load(path.parent, path.stem, where)[0][1]
+        return path.stem, saved.load(path.parent, path.stem, where)[0][1]
     if ref == "latest":
         raise UsageError(f"{where}: name a run ('latest' is for --fsperf-compare)")
-    return runs.load(storage, ref, where)[0]
+    return saved.load(storage, ref, where)[0]
 
 
 def compare_runs(a: argparse.Namespace) -> int:
@@ -328,7 +329,7 @@ def show_history(a: argparse.Namespace) -> int:
                          "--recent at least 1")
     if missing := history.available():
         raise UsageError(f"{where}: {missing}")
-    found, skipped = history.read(history.paths(a.runs, Path(a.storage)))
+    found, skipped = saved.read(saved.paths(a.runs, Path(a.storage)))
     for line in skipped:
         print(f"skipped {line}", file=sys.stderr)
     if not found:

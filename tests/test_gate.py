@@ -18,6 +18,7 @@ import pytest
 from pytest_fsperf import report
 from pytest_fsperf.judge import history
 from pytest_fsperf.measure import balloon, placement
+from pytest_fsperf.saved import runs as saved
 from tests.conftest import need, ours
 
 pytestmark = pytest.mark.integration
@@ -78,7 +79,7 @@ def test_a_slower_candidate_fails_the_gate(pytester, tmp_path):
     assert set(reads["read"]["rest"]) == {"cpu", "steal", "idle"}, reads["read"]["rest"]
     assert c["machine"].startswith("the rest of the machine used "), c["machine"]
     # a saved run of a gated session gives history its B/A against the reference
-    (ratio,) = [s for s in history.series([history.Run("r", "", "", doc)], ("bw",)) if s.against]
+    (ratio,) = [s for s in history.series([saved.Run("r", "", "", doc)], ("bw",)) if s.against]
     assert ratio.against == rclone and ratio.key.endswith("::read")
     assert ratio.points[0].value == pytest.approx(c["metrics"]["bw"]["ratio"])
     assert ours() == ([], [])

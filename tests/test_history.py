@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 
 from pytest_fsperf.cli import main
 from pytest_fsperf.judge import history
-from pytest_fsperf.judge.history import Cause, Run
+from pytest_fsperf.judge.history import Cause
+from pytest_fsperf.saved import runs as saved
+from pytest_fsperf.saved.runs import Run
 
 pytestmark = pytest.mark.unit
 otava = pytest.importorskip("otava.analysis")  # the [history] extra; CI installs it
@@ -37,7 +39,7 @@ def result(bw: float, canary: float | None = 100.0, test: str = "t.py::test_read
 def run(i: int, *results: dict[str, Any], build: str = "") -> Run:
     doc = {"created": f"2026-11-01T{i // 60:02d}:{i % 60:02d}:00+0000",
            "environment": {"build": {"id": build}} if build else {}, "results": list(results)}
-    return Run(f"run{i:03d}", doc["created"], history.build_of(doc), doc)
+    return Run(f"run{i:03d}", doc["created"], saved.build_of(doc), doc)
 
 
 def stepped(n: int = 30, at: int | None = 20, step: float = 0.9, noise: float = 0.02,
@@ -276,9 +278,9 @@ def test_each_reference_is_a_series_of_its_own():
 
 
 def test_the_build_a_run_measured():
-    assert history.build_of({"environment": {"build": {"id": "abc123"}}}) == "abc123"
-    assert history.build_of({"environment": {"build": {"daemon_sha256": "f" * 64}}}) == "daemon ffffffffffff"
-    assert history.build_of({"environment": {}}) == ""
+    assert saved.build_of({"environment": {"build": {"id": "abc123"}}}) == "abc123"
+    assert saved.build_of({"environment": {"build": {"daemon_sha256": "f" * 64}}}) == "daemon ffffffffffff"
+    assert saved.build_of({"environment": {}}) == ""
 
 
 # -- the command -------------------------------------------------------------------------
@@ -435,7 +437,7 @@ def test_runs_written_in_other_time_zones_sort_by_the_instant(tmp_path):
     late = run(2, result(1e9))
     late.doc["created"] = "2026-11-01T08:00:00+0000"
     write(tmp_path, [early, late])
-    found, _ = history.read(sorted(tmp_path.glob("*.json")))
+    found, _ = saved.read(sorted(tmp_path.glob("*.json")))
     assert [r.name for r in found] == ["run001", "run002"]
 
 

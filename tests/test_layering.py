@@ -21,6 +21,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("measure", ("measure",)),  # meters and the cold cache
     ("store", ("store",)),  # the object store under a mount: MinIO, request counts, cost
     ("result", ("result",)),  # what a workload produced: plain frozen data
+    ("saved", ("saved",)),  # saved runs on disk: read and named here only
     ("engine", ("engine",)),  # load generators: fio, the in-process engines
     ("baselines", ("baselines",)),  # published figures
     ("judge", ("judge",)),  # verdicts: thresholds, comparisons, history (pure)

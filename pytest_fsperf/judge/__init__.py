@@ -19,6 +19,7 @@ from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.judge.thresholds import Verdict, judge
 from pytest_fsperf.plan.marker import Plan
 from pytest_fsperf.result.workload import WorkloadResult
+from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.vocab import Difference, Outcome
 
 __all__ = ["Earlier", "Judgement", "Past", "Verdict", "judge", "judge_item"]
@@ -43,7 +44,7 @@ class Earlier:
 class Past:
     """Saved runs whose series this run's workloads join (--fsperf-history-gate)."""
 
-    runs: Sequence[history.Run]
+    runs: Sequence[saved.Run]
     env: dict[str, Any]  # this run's environment, for the fingerprints and its build
     name: str  # this run's name, as it will be saved
     tolerance: float
@@ -137,7 +138,7 @@ def _history_gate(j: Judgement, judged: Sequence[WorkloadResult], past: Past,
     (its B/A against the reference build where the run is gated)."""
     doc = {"environment": past.env, "results": [_as_saved(r, past.env) for r in judged],
            "comparisons": [c.to_dict() for c in builds]}
-    run = history.Run(past.name, time.strftime(runs.CREATED), history.build_of(doc), doc)
+    run = saved.Run(past.name, time.strftime(saved.CREATED), saved.build_of(doc), doc)
     by_key = {f"{r.test}::{r.name}": r.name for r in judged}
     changes, seen = history.gate_new(past.runs, run, past.tolerance)
     for key in seen:  # judged against its history: passed, unless a change point fails it

@@ -15,21 +15,17 @@ in the ratio, so a step there is the candidate's.
 
 from __future__ import annotations
 
-import datetime
 import enum
-import glob
 import json
 import math
 import statistics
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from pytest_fsperf.errors import UsageError
-from pytest_fsperf.infra import inputs
-from pytest_fsperf.judge.runs import CREATED, shape_problem, values
+from pytest_fsperf.judge.runs import values
 from pytest_fsperf.measure.rest import REST_LIMIT
+from pytest_fsperf.saved.runs import Run
 from pytest_fsperf.vocab import METRICS, CompareKind
 
 INSTALL = "pip install 'pytest-fsperf[history]' (Apache Otava)"
@@ -53,16 +49,6 @@ class Cause(enum.Enum):
     FILESYSTEM = "filesystem"  # no canary change point near it
     MACHINE = "machine"  # the canary changed at the same run (±NEAR)
     UNKNOWN = "unknown"  # the runs carry no canary readings
-
-
-@dataclass(frozen=True)
-class Run:
-    """One saved run, as history reads it."""
-
-    name: str  # the file's stem
-    created: str  # ISO time the run was written
-    build: str  # the build it measured (build id, commit, daemon hash), or ""
-    doc: dict[str, Any] = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -154,71 +140,6 @@ class Change:
         return (f"{'worse' if self.worse else 'better'} by "
                 f"{abs(self.change):.1%} from run {p.run}{build} ({p.created}): mean "
                 f"{s.shown(self.before)} -> {s.shown(self.after)}, p = {self.pvalue:.2g}{cause}")
-
-
-# -- reading -----------------------------------------------------------------------
-
-
-def paths(given: Sequence[str], default: Path) -> list[Path]:
-    """The saved-run files named: files, folders (their *.json) or globs; none: `default`."""
-    found: list[Path] = []
-    for g in given or [str(default)]:
-        p = Path(g)
-        if p.is_dir():
-            found += sorted(p.glob("*.json"))
-        elif p.is_file():
-            found.append(p)
-        elif matched := sorted(glob.glob(g)):
-            found += [Path(m) for m in matched if Path(m).is_file()]
-        else:
-            raise UsageError(f"fsperf history: {g}: no such file, folder or glob match")
-    if not found:
-        raise UsageError(f"fsperf history: no saved run (*.json) in {', '.join(given or [str(default)])}")
-    return list(dict.fromkeys(found))
-
-
-def build_of(doc: dict[str, Any]) -> str:
-    """What build a run measured: --fsperf-build-id or the CI's commit, else the daemon
-    binary's hash, else ""."""
-    build = (doc.get("environment") or {}).get("build") or {}
-    if build.get("id"):
-        return str(build["id"])
-    if build.get("daemon_sha256"):
-        return f"daemon {str(build['daemon_sha256'])[:12]}"
-    return ""
-
-
-def read(files: Iterable[Path]) -> tuple[list[Run], list[str]]:
-    """The plugin's JSON files among `files`, oldest first (by when each was written, then
-    name); and one line for each file skipped, saying why."""
-    found, skipped = [], []
-    for path in files:
-        try:
-            doc = inputs.read_json(path)
-        except inputs.InputError as exc:
-            skipped.append(f"{path}: {exc}")
-            continue
-        problem = shape_problem(doc)
-        if problem:
-            skipped.append(f"{path}: not a saved run: {problem}")
-            continue
-        found.append(Run(path.stem, str(doc.get("created") or ""), build_of(doc), doc))
-    found.sort(key=lambda r: (_when(r.created), r.name))
-    return found, skipped
-
-
-def read_folder(folder: Path) -> tuple[list[Run], list[str]]:
-    """read() of the saved runs in a storage folder (none where it does not exist)."""
-    return read(sorted(folder.glob("*.json")) if folder.is_dir() else [])
-
-
-def _when(created: str) -> float:
-    """A run's `created` as seconds since the epoch (runs written in other time zones sort
-    by the instant, not the text); 0 where it cannot be read."""
-    try:
-        return datetime.datetime.strptime(created, CREATED).timestamp()
-    except ValueError:
-        return 0.0
 
 
 def _median(values: Sequence[float]) -> float | None:

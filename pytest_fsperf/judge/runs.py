@@ -16,16 +16,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import statistics
-import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-from pytest_fsperf.errors import UsageError
-from pytest_fsperf.infra import inputs
 from pytest_fsperf.judge.paired import t_quantile
 from pytest_fsperf.measure import canary
 from pytest_fsperf.stats import direction, mad, shift
@@ -33,77 +28,6 @@ from pytest_fsperf.stats import direction, mad, shift
 PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE, INCOMPARABLE, MACHINE_CHANGED = (
     "pass", "regression", "improvement", "inconclusive", "incomparable", "machine changed")
 Z_975, Z_80 = 1.96, 0.8416  # a two-sided 5% test with 80% power
-
-
-CREATED = "%Y-%m-%dT%H:%M:%S%z"  # when a run was written (its `created`), as strftime writes it
-
-
-def storage(root: Path, configured: Path | None) -> Path:
-    return configured if configured is not None else root / ".fsperf" / "runs"
-
-
-def autosave_name() -> str:
-    return time.strftime("%Y%m%d-%H%M%S")
-
-
-def load(folder: Path, name: str, where: str) -> list[tuple[str, dict[str, Any]]]:
-    """NAME: that run; 'latest': every saved run, newest first (each workload is then compared
-    with the newest runs whose fingerprint matches its own)."""
-    if name == "latest":
-        found = sorted(folder.glob("*.json"), key=_mtime) if folder.is_dir() else []
-        if not found:
-            raise UsageError(f"{where}: no saved run in {folder}")
-        return [(path.stem, _read(path, where)) for path in reversed(found)]
-    path = folder / f"{name}.json"
-    if not os.path.lexists(path):  # something else of that name: _read says what
-        have = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
-        raise UsageError(f"{where}: no saved run {name!r} in {folder}"
-                         + (f" (have: {', '.join(have)})" if have else ""))
-    return [(path.stem, _read(path, where))]
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0  # a dangling link: _read names it
-
-
-def _read(path: Path, where: str) -> dict[str, Any]:
-    try:
-        doc: dict[str, Any] = inputs.read_json(path)
-    except inputs.InputError as exc:
-        raise UsageError(f"{where}: saved run {path} {exc}") from None
-    problem = shape_problem(doc)
-    if problem:
-        raise UsageError(f"{where}: {path} is not a saved run: {problem}")
-    return doc
-
-
-def _number(value: object) -> bool:
-    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
-
-
-def shape_problem(doc: object) -> str | None:
-    """What the comparison would trip over in a saved run, or None."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
-        return "no `results` list"
-    for key, kind, what in (("environment", dict, "an object"), ("comparisons", list, "a list"),
-                            ("created", str, "text")):
-        if doc.get(key) is not None and not isinstance(doc[key], kind):
-            return f"`{key}` must be {what}"
-    for i, r in enumerate(doc["results"]):
-        if not (isinstance(r, dict) and isinstance(r.get("test"), str) and isinstance(r.get("name"), str)):
-            return f"result {i} has no `test` and `name`"
-        if not isinstance(r.get("fingerprint", {}), dict) or not isinstance(r.get("total", {}), dict):
-            return f"result {i}: `fingerprint` and `total` must be objects"
-        if not all(_number(r.get("total", {}).get(k)) for k in ("bw_bytes", "ops_per_second", "io_bytes")):
-            return f"result {i}: the figures in `total` must be numbers"
-        rounds = r.get("rounds") or []
-        if not isinstance(rounds, list) or not all(
-                isinstance(x, dict) and _number(x.get("bw")) and _number(x.get("ops")) for x in rounds):
-            return f"result {i}: `rounds` must be a list of objects with numeric figures"
-    return None
 
 
 def fingerprint(scenario: str | None, options: Mapping[str, str], mount: Mapping[str, Any] | None,

@@ -28,9 +28,10 @@ from pytest_fsperf.hosts import spec as hosts_spec
 from pytest_fsperf.infra import inputs, leftovers, outfile
 from pytest_fsperf.infra.mountinfo import find_mount, read_mounts
 from pytest_fsperf.infra.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
-from pytest_fsperf.judge import history, runs
+from pytest_fsperf.judge import history
 from pytest_fsperf.measure import balloon, cache, fusetrace, placement, profile
 from pytest_fsperf.mounts.registry import BackendConfig, load_config
+from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.store import cost
 from pytest_fsperf.vocab import Text
 
@@ -701,7 +702,7 @@ def settings_from(given: Mapping[str, Raw], root: Path) -> Settings:
         raw = given.get("price") or given.get("prices_file")
         raise UsageError(f"{raw.where if raw else 'fsperf_price'}: {exc}") from None
     if values["save"] is None and values["autosave"]:
-        values["save"] = runs.autosave_name()
+        values["save"] = saved.autosave_name()
     for name in ("history", "history_gate"):
         raw = given.get(name)
         if raw is None or not values[name]:

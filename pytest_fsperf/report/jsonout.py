@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fsperf.infra import outfile
-from pytest_fsperf.judge import runs
+from pytest_fsperf.saved import runs as saved
 
 SCHEMA_ID = "pytest-fsperf/1"
 
@@ -28,7 +28,7 @@ def document(environment: dict[str, Any], results: list[dict[str, Any]],
     return {
         "failed_tests": failed_tests or [],
         "schema": SCHEMA_ID,
-        "created": time.strftime(runs.CREATED),
+        "created": time.strftime(saved.CREATED),
         "environment": environment,
         "results": results,
         "comparisons": comparisons,

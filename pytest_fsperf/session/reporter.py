@@ -11,8 +11,9 @@ import pytest
 
 from pytest_fsperf.infra import outfile
 from pytest_fsperf.infra.redact import redact_text
-from pytest_fsperf.judge import history, runs
+from pytest_fsperf.judge import history
 from pytest_fsperf.report import benchmark_json, html, jsonout, markdown, terminal, view
+from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.session.state import FsperfSession
 
 
@@ -157,13 +158,13 @@ class Reporter:
     def _history_lines(self) -> list[str]:
         """--fsperf-history: the change points over the saved runs, this one included."""
         s = self.state.settings
-        folder = runs.storage(s.root, s.storage)
-        found, skipped = history.read_folder(folder)
+        folder = saved.storage(s.root, s.storage)
+        found, skipped = saved.read_folder(folder)
         if not found:
             return [f"no saved run in {folder} (--fsperf-save or --fsperf-autosave saves one)"]
         return [*history.report(found)[2], *(f"skipped {line}" for line in skipped)]
 
     def _save_run(self, name: str, doc: dict[str, Any]) -> None:
         s = self.state.settings
-        self.state.saved_run = str(jsonout.write(runs.storage(s.root, s.storage) / f"{name}.json", doc,
+        self.state.saved_run = str(jsonout.write(saved.storage(s.root, s.storage) / f"{name}.json", doc,
                                                  streams=False))

@@ -11,7 +11,6 @@ from pytest_fsperf.baselines import Baseline
 from pytest_fsperf.infra import leftovers
 from pytest_fsperf.infra.mountinfo import Mount
 from pytest_fsperf.infra.redact import mask
-from pytest_fsperf.judge import history, runs
 from pytest_fsperf.measure import canary
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.mounts.mounter import MountedFs, MountPlan
@@ -19,6 +18,7 @@ from pytest_fsperf.options.config import Settings
 from pytest_fsperf.report import jsonout
 from pytest_fsperf.report.environment import environment
 from pytest_fsperf.runner.target import Target
+from pytest_fsperf.saved import runs as saved
 
 
 class FsperfSession:
@@ -44,7 +44,7 @@ class FsperfSession:
         self.earlier: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         self.earlier_name = ""
         self.canary: list[float] = []  # machine canary scores, this session (canary.py)
-        self._history: list[history.Run] | None = None  # saved runs, read once when asked
+        self._history: list[saved.Run] | None = None  # saved runs, read once when asked
         # a live line, on a terminal: (write, pytest's cursor column)
         self.progress_write: tuple[Callable[[str], None], Callable[[], int]] | None = None
 
@@ -52,19 +52,19 @@ class FsperfSession:
         s = self.settings
         if s.compare is None:
             return
-        folder = runs.storage(s.root, s.storage)
-        found = runs.load(folder, s.compare, s.where("compare"))
+        folder = saved.storage(s.root, s.storage)
+        found = saved.load(folder, s.compare, s.where("compare"))
         self.earlier_name = found[0][0] if s.compare != "latest" else "latest"
         for name, doc in found:
             for r in doc.get("results", []):
                 self.earlier.setdefault(f"{r['test']}::{r['name']}", []).append((name, r))
 
-    def history_runs(self) -> list[history.Run]:
+    def history_runs(self) -> list[saved.Run]:
         """The saved runs in the storage dir, oldest first, without one of this run's own
         name (it is replaced at the end): the series --fsperf-history-gate extends."""
         if self._history is None:
             s = self.settings
-            found, _skipped = history.read_folder(runs.storage(s.root, s.storage))
+            found, _skipped = saved.read_folder(saved.storage(s.root, s.storage))
             self._history = [r for r in found if r.name != s.save]
         return self._history
 

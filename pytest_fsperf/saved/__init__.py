@@ -1,0 +1,1 @@
+"""Saved runs: read and named in one place."""

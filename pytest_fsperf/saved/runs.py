@@ -1,0 +1,158 @@
+"""Saved runs on disk: where they are kept, reading them (each checked to be a saved run),
+and naming new ones. The judges work on what is read here and read no file themselves."""
+
+from __future__ import annotations
+
+import datetime
+import glob
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.infra import inputs
+
+CREATED = "%Y-%m-%dT%H:%M:%S%z"  # when a run was written (its `created`), as strftime writes it
+
+
+def storage(root: Path, configured: Path | None) -> Path:
+    return configured if configured is not None else root / ".fsperf" / "runs"
+
+
+def autosave_name() -> str:
+    return time.strftime("%Y%m%d-%H%M%S")
+
+
+def load(folder: Path, name: str, where: str) -> list[tuple[str, dict[str, Any]]]:
+    """NAME: that run; 'latest': every saved run, newest first (each workload is then compared
+    with the newest runs whose fingerprint matches its own)."""
+    if name == "latest":
+        found = sorted(folder.glob("*.json"), key=_mtime) if folder.is_dir() else []
+        if not found:
+            raise UsageError(f"{where}: no saved run in {folder}")
+        return [(path.stem, _read(path, where)) for path in reversed(found)]
+    path = folder / f"{name}.json"
+    if not os.path.lexists(path):  # something else of that name: _read says what
+        have = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+        raise UsageError(f"{where}: no saved run {name!r} in {folder}"
+                         + (f" (have: {', '.join(have)})" if have else ""))
+    return [(path.stem, _read(path, where))]
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0  # a dangling link: _read names it
+
+
+def _read(path: Path, where: str) -> dict[str, Any]:
+    try:
+        doc: dict[str, Any] = inputs.read_json(path)
+    except inputs.InputError as exc:
+        raise UsageError(f"{where}: saved run {path} {exc}") from None
+    problem = shape_problem(doc)
+    if problem:
+        raise UsageError(f"{where}: {path} is not a saved run: {problem}")
+    return doc
+
+
+def _number(value: object) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def shape_problem(doc: object) -> str | None:
+    """What the comparison would trip over in a saved run, or None."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        return "no `results` list"
+    for key, kind, what in (("environment", dict, "an object"), ("comparisons", list, "a list"),
+                            ("created", str, "text")):
+        if doc.get(key) is not None and not isinstance(doc[key], kind):
+            return f"`{key}` must be {what}"
+    for i, r in enumerate(doc["results"]):
+        if not (isinstance(r, dict) and isinstance(r.get("test"), str) and isinstance(r.get("name"), str)):
+            return f"result {i} has no `test` and `name`"
+        if not isinstance(r.get("fingerprint", {}), dict) or not isinstance(r.get("total", {}), dict):
+            return f"result {i}: `fingerprint` and `total` must be objects"
+        if not all(_number(r.get("total", {}).get(k)) for k in ("bw_bytes", "ops_per_second", "io_bytes")):
+            return f"result {i}: the figures in `total` must be numbers"
+        rounds = r.get("rounds") or []
+        if not isinstance(rounds, list) or not all(
+                isinstance(x, dict) and _number(x.get("bw")) and _number(x.get("ops")) for x in rounds):
+            return f"result {i}: `rounds` must be a list of objects with numeric figures"
+    return None
+
+
+@dataclass(frozen=True)
+class Run:
+    """One saved run, as history reads it."""
+
+    name: str  # the file's stem
+    created: str  # ISO time the run was written
+    build: str  # the build it measured (build id, commit, daemon hash), or ""
+    doc: dict[str, Any] = field(repr=False, compare=False)
+
+
+def paths(given: Sequence[str], default: Path) -> list[Path]:
+    """The saved-run files named: files, folders (their *.json) or globs; none: `default`."""
+    found: list[Path] = []
+    for g in given or [str(default)]:
+        p = Path(g)
+        if p.is_dir():
+            found += sorted(p.glob("*.json"))
+        elif p.is_file():
+            found.append(p)
+        elif matched := sorted(glob.glob(g)):
+            found += [Path(m) for m in matched if Path(m).is_file()]
+        else:
+            raise UsageError(f"fsperf history: {g}: no such file, folder or glob match")
+    if not found:
+        raise UsageError(f"fsperf history: no saved run (*.json) in {', '.join(given or [str(default)])}")
+    return list(dict.fromkeys(found))
+
+
+def build_of(doc: dict[str, Any]) -> str:
+    """What build a run measured: --fsperf-build-id or the CI's commit, else the daemon
+    binary's hash, else ""."""
+    build = (doc.get("environment") or {}).get("build") or {}
+    if build.get("id"):
+        return str(build["id"])
+    if build.get("daemon_sha256"):
+        return f"daemon {str(build['daemon_sha256'])[:12]}"
+    return ""
+
+
+def read(files: Iterable[Path]) -> tuple[list[Run], list[str]]:
+    """The plugin's JSON files among `files`, oldest first (by when each was written, then
+    name); and one line for each file skipped, saying why."""
+    found, skipped = [], []
+    for path in files:
+        try:
+            doc = inputs.read_json(path)
+        except inputs.InputError as exc:
+            skipped.append(f"{path}: {exc}")
+            continue
+        problem = shape_problem(doc)
+        if problem:
+            skipped.append(f"{path}: not a saved run: {problem}")
+            continue
+        found.append(Run(path.stem, str(doc.get("created") or ""), build_of(doc), doc))
+    found.sort(key=lambda r: (_when(r.created), r.name))
+    return found, skipped
+
+
+def read_folder(folder: Path) -> tuple[list[Run], list[str]]:
+    """read() of the saved runs in a storage folder (none where it does not exist)."""
+    return read(sorted(folder.glob("*.json")) if folder.is_dir() else [])
+
+
+def _when(created: str) -> float:
+    """A run's `created` as seconds since the epoch (runs written in other time zones sort
+    by the instant, not the text); 0 where it cannot be read."""
+    try:
+        return datetime.datetime.strptime(created, CREATED).timestamp()
+    except ValueError:
+        return 0.0
