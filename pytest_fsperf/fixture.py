@@ -226,7 +226,7 @@ class Fsperf(Workspace):
             except ValueError as exc:
                 raise UsageError(f"{where}: tolerance: {exc}") from None
         relative = (None if expect is None else
-                    find_relative(str(expect), self._state.settings.root, where))
+                    find_relative(str(expect), self.state.settings.root, where))
         outcome = run_compare(self, workload, a, b, rounds, name, where, tol, max_rounds, seconds,
                               a_build, b_build)
         if relative is not None:
@@ -238,7 +238,7 @@ class Fsperf(Workspace):
                   tolerance: float) -> Comparison:
         """The comparison with the documented gain checked against its deciding figure (a
         rate: B/A is the speedup), under the scale rule of every shipped baseline."""
-        s = self._state.settings
+        s = self.state.settings
         rule = scale_mismatch(baseline, s.scale, s.baseline_any_scale)
         m = outcome.metrics.get(outcome.decided_by)
         ratio, low, high = (m.ratio, m.ci_low, m.ci_high) if m else (None, None, None)

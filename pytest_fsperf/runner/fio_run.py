@@ -1,0 +1,162 @@
+"""A fio workload on the workspace: the job checked and scaled, its files laid out once, fio
+run inside the measured window, its reports read."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pytest_fsperf import units
+from pytest_fsperf.engine import fio as fio_engine
+from pytest_fsperf.engine import fio_status, fiosize
+from pytest_fsperf.errors import UsageError, WorkloadHung
+from pytest_fsperf.measure import progress
+from pytest_fsperf.mounts.daemon import Lookup
+from pytest_fsperf.result.workload import JobStats, WorkloadResult
+from pytest_fsperf.runner import window
+
+if TYPE_CHECKING:
+    from pytest_fsperf.runner.workspace import Workspace
+
+WRITES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trimwrite"})
+FLUSHES = ("end_fsync", "fsync_on_close", "fsync", "fdatasync", "sync", "write_barrier")
+
+
+def _unflushed(job: dict[str, str], lookup: Lookup) -> tuple[str, ...]:
+    """A FUSE daemon may buffer writes and upload at close or later: say so when the job
+    did not make fio wait for it."""
+    if lookup.daemon is None or job.get("rw", "read") not in WRITES:
+        return ()
+    if any(job.get(k, "0") not in ("0", "none", "") for k in FLUSHES):
+        return ()
+    return ("writes not flushed: the figure may be the daemon's buffer, not the upload; "
+            "end_fsync=1 times it",)
+
+
+def job(ws: Workspace, name: str | None, options: Mapping[str, object], where: str,
+         scaled: bool = False) -> tuple[str, dict[str, str]]:
+    """scaled: the options are already shrunk by --fsperf-scale (do not shrink again)."""
+    if name is not None and not fio_engine.valid_name(name):
+        raise UsageError(f"{where}: name={name!r} must be letters, digits, '_', '.', '-'")
+    job = fio_engine.build_job(dict(options), 1.0 if scaled else ws.scale, where)
+    owned = ws.target.owned
+    why = owned and owned.backend.sequential_writes and fio_engine.not_sequential(job)
+    if owned and why:
+        raise UsageError(f"{where}: {owned.backend.name} writes only new files, front to "
+                         f"back: {why}")
+    return name or job.get("rw", "read"), job
+
+
+def run(ws: Workspace, name: str | None, judged: bool, options: Mapping[str, object], where: str,
+         layout: bool = True, scaled: bool = False, per_job: bool = False) -> WorkloadResult:
+    """per_job: each of fio's jobs reported apart (fsperf.fio(per_job=True))."""
+    if not isinstance(per_job, bool):
+        raise UsageError(f"{where}: per_job={per_job!r} must be True or False")
+    base, spec = job(ws, name, options, where, scaled)
+    return measure(ws, ws.unique(base), judged, spec, layout, grouped=not per_job)
+
+
+def lay_out(ws: Workspace, job: dict[str, str], out: str) -> None:
+    """Create the files a read job needs, unmeasured; keep a pending cold() cold."""
+    spec = {**job, "create_only": "1"}
+    fio_engine.run_fio(fio_engine.command(spec, "fsperf", str(ws.workdir), out + ".layout.json"),
+                       out + ".layout.json", ws.deadline(job), ws.on_hang)
+    ws.recold()
+
+
+def check_space(ws: Workspace, job: dict[str, str], before: dict[str, tuple[int, int]],
+                where: str) -> None:
+    """Refuse a job whose files cannot fit the filesystem's free space (beside the files
+    already in the work dir), in one line, rather than fill the disk."""
+    need = fiosize.job_bytes(job)
+    if need is None:
+        return
+    need -= sum(size for size, _mtime in before.values())
+    try:
+        st = os.statvfs(ws.workdir)
+    except OSError:
+        return
+    free = st.f_bavail * st.f_frsize
+    if st.f_blocks and need > free:
+        raise UsageError(f"{where}: the job's files take {units.format_mb(need)} but "
+                         f"{ws.target.path} has {units.format_mb(free)} free; lower its "
+                         "size or pass --fsperf-scale")
+
+
+def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], layout: bool,
+            grouped: bool = True) -> WorkloadResult:
+    out = ws.output(label)
+    # One fio job name per test ("fsperf"): a read finds the files a write left.
+    before = _files(ws.workdir)
+    check_space(ws, job, before, label)
+    key = (str(ws.workdir), tuple(sorted(job.items())))
+    # Files just as this job's layout left them (sizes, mtimes): laying out is a no-op,
+    # and its second cold start (each run of a gate or of rounds paid one) is not needed.
+    laid_out = (layout and fio_engine.is_reading(job)
+                and not (before and ws.laid_out.get(key) == before))
+    if laid_out:
+        lay_out(ws, job, out)
+        ws.laid_out[key] = _files(ws.workdir)
+    fresh = not before or (laid_out and ws.laid_out[key] != before)
+    # fio's own reports time the I/O and count its bytes, for every ioengine (fio_status)
+    spec = fio_status.instrumented(job, out)
+    status_args = ([f"--status-interval={fio_status.INTERVAL:g}"]
+                   if fio_status.needs_status(job) else [])
+    proc = fio_engine.FioProcess(
+        [*fio_engine.command(spec, "fsperf", str(ws.workdir), out + ".json", grouped),
+         *status_args], out + ".json.log")
+    status = fio_status.Status(out + ".json")
+    tree = progress.TreeIo(lambda: proc.proc.pid if proc.proc else None)
+    # live: the bytes fio's processes read and wrote (exact, every sample, for engines
+    # that move them through read()/write()), or fio's own count where that is more
+    # (libaio, io_uring, mmap move none that way; fio reports once a second)
+    with window.measured(ws, label, lambda: max(tree(), status()), on_exit=proc.stop_now,
+                       spanned=True) as w:
+        try:
+            code, fio_cpu = proc.run(ws.deadline(job), ws.on_hang)
+        except WorkloadHung as exc:
+            raise WorkloadHung(f"{label}: {exc}") from None
+        fio_engine.check_exit(code, out + ".json")
+        read, write, raw, jobs = fio_engine.parse_output(out + ".json")
+        runtime = max((d.runtime_ms for d in (read, write) if d is not None), default=0)
+        w.io_span = fio_status.io_span(out, runtime, status)
+    if w.timeline is not None:
+        w.timeline = dataclasses.replace(w.timeline, clat=fio_engine.read_clat_logs(out, w.started))
+        total = sum(d.io_bytes for d in (read, write) if d is not None)
+        if w.io_span is not None and abs(sum(w.timeline.moved) - total) > 0.05 * total:
+            # the samples did not see fio's bytes: its reports, placed on its clock
+            edges = [w.started + x for x in w.timeline.t]
+            w.timeline = dataclasses.replace(w.timeline, moved=fio_status.per_interval(
+                status.series(*w.io_span, total), edges))
+    return window.record(ws, w, name=label, kind="fio", options=job, read=read, write=write,
+                       tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
+                       judged=judged, raw=raw, output_file=out + ".json",
+                       notes=_unflushed(job, w.lookup) + _per_job(jobs), jobs=jobs,
+                       fresh_files=fresh)
+
+
+def _files(workdir: Path) -> dict[str, tuple[int, int]]:
+    """The work dir's regular files (fio's): name -> (size, mtime_ns), to tell whether a
+    run's files were made for it or found in place."""
+    found = {}
+    with contextlib.suppress(OSError), os.scandir(workdir) as entries:
+        for e in entries:
+            with contextlib.suppress(OSError):
+                if e.is_file(follow_symlinks=False):
+                    st = e.stat(follow_symlinks=False)
+                    found[e.name] = (st.st_size, st.st_mtime_ns)
+    return found
+
+
+def _per_job(jobs: tuple[JobStats, ...]) -> tuple[str, ...]:
+    """Each job's bandwidth, as fio prints it for jobs reported apart (min-max)."""
+    if not jobs:
+        return ()
+    bws = [j.bw_bytes for j in jobs]
+    return (f"{len(jobs)} jobs reported apart: per job {units.format_rate(min(bws))} to "
+            f"{units.format_rate(max(bws))}; bandwidth and IOPS are their sum over the longest "
+            "job's time, as fio's group line adds them",)
