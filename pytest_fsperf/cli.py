@@ -26,7 +26,8 @@ from pytest_fsperf.baselines.check import show_documented
 from pytest_fsperf.baselines.relative import entries as relative_entries
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.judge import history, runs
-from pytest_fsperf.options.config import MAX_SCALE, OPTIONS
+from pytest_fsperf.options.config import OPTIONS
+from pytest_fsperf.options.parse import MAX_SCALE
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.scenarios.library import SCENARIOS
 

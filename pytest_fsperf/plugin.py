@@ -26,7 +26,8 @@ from pytest_fsperf.mounts.mounter import BinaryMissing, MountPlan
 from pytest_fsperf.mounts.registry import Registry
 from pytest_fsperf.mounts.request import MARKER, MountRequest, from_marker, resolve
 from pytest_fsperf.mounts.request import MARKER_HELP as MOUNT_HELP
-from pytest_fsperf.options.config import RULE, add_options, for_item, read_settings
+from pytest_fsperf.options.config import add_options, for_item, read_settings
+from pytest_fsperf.options.parse import RULE
 from pytest_fsperf.plan.marker import KEYWORDS, Plan, build_plan
 from pytest_fsperf.report import benchmark_json
 from pytest_fsperf.result.workload import WorkloadResult

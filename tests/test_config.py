@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.options.config import OPTIONS, RULE, Chosen, Raw, Source, choose, for_item, settings_from
+from pytest_fsperf.options.config import OPTIONS, Chosen, Source, choose, for_item, settings_from
+from pytest_fsperf.options.parse import RULE, Raw
 
 
 def raw(text: str, source: Source = Source.COMMAND_LINE) -> Raw:

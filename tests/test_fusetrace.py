@@ -215,8 +215,9 @@ def test_where_says_nothing_of_noise_or_without_a_trace() -> None:
 
 
 def test_the_timeline_draws_fuse_requests_per_second() -> None:
+    from pytest_fsperf.report.charts import trace
     from pytest_fsperf.report.html import time_chart
-    from pytest_fsperf.report.view import TimeChart, trace
+    from pytest_fsperf.report.model import TimeChart
     row = {"timeline": {"t": [0.0, 1.0, 2.5, 3.5], "bw": [1e6, 2e6, 1e6], "rss": [None] * 3,
                         "cpu": [None] * 3, "fuse_ops": {"READ": [10, 30, 0], "LOOKUP": [0, 0, 4]}}}
     drawn = trace("", row)

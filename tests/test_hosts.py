@@ -68,7 +68,8 @@ def test_ssh_refuses_prompts_and_unknown_or_changed_host_keys_whatever_the_confi
 
 @pytest.mark.unit
 def test_hosts_from_a_hosts_file_or_the_ini_file(tmp_path):
-    from pytest_fsperf.options.config import BY_NAME, Raw
+    from pytest_fsperf.options.config import BY_NAME
+    from pytest_fsperf.options.parse import Raw
 
     (tmp_path / "hosts").write_text("# the fleet\nroot@n1:/mnt/a  # rack 1\n\nn2:2222:/mnt/a\n")
     convert = BY_NAME["fsperf_hosts"].convert
@@ -423,7 +424,8 @@ def test_daemon_limits_hold_on_each_host_not_on_their_sum():
 def test_an_ssh_config_another_user_can_change_is_refused(tmp_path):
     """ssh does not check the permissions of a -F file, and runs its ProxyCommand: as
     `nobody`, appending one to a world-writable config ran `id` as root (uid=0)."""
-    from pytest_fsperf.options.config import BY_NAME, Raw
+    from pytest_fsperf.options.config import BY_NAME
+    from pytest_fsperf.options.parse import Raw
 
     convert = BY_NAME["fsperf_ssh_config"].convert
     cfg = tmp_path / "cfg"

@@ -406,7 +406,7 @@ def test_a_daemon_that_dies_is_rerun_and_a_candidate_that_crashes_fails_the_gate
 def test_a_long_comparison_shows_its_first_runs_and_a_count_not_all_of_them():
     """As found: a 94-pair gate on 0.9 s reads printed 94 figures per cell of its table."""
     from pytest_fsperf.judge.comparison import compare
-    from pytest_fsperf.report.view import comparison
+    from pytest_fsperf.report.tables import comparison
     from tests.test_rounds import result
 
     runs = [result(100e6 + i) for i in range(40)]
@@ -553,7 +553,7 @@ def test_an_inconclusive_gate_says_how_many_pairs_would_decide():
     assert f"at the pairs' spread so far (±18% per pair) about {n} pairs in all would decide, " \
            f"about {-(-n * 294 // 35 // 10) * 10} s at this pace (--fsperf-ab-seconds); more than " \
            "the cap of 100 pairs allows" in said, said
-    from pytest_fsperf.report.view import comparison
+    from pytest_fsperf.report.tables import comparison
 
     shown = comparison(c.to_dict()).lines
     assert f"inconclusive: at the pairs' spread so far (±18% per pair) about {n} pairs" in \

@@ -210,7 +210,8 @@ def test_costs_are_priced_per_kind_and_failed_requests_only_where_billed():
 @pytest.mark.unit
 def test_a_price_file_of_ones_own_extends_the_table_and_bad_ones_say_where(tmp_path):
     from pytest_fsperf.errors import UsageError
-    from pytest_fsperf.options.config import Raw, settings_from
+    from pytest_fsperf.options.config import settings_from
+    from pytest_fsperf.options.parse import Raw
 
     per = ", ".join(f"{k} = 0.001" for k in KINDS)
     good = tmp_path / "prices.toml"

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.options.config import BY_NAME, Raw
+from pytest_fsperf.options.config import BY_NAME
+from pytest_fsperf.options.parse import Raw
 
 NOBODY = 65534
 SYSTEM_PYTHON = "/usr/bin/python3"  # reachable by nobody

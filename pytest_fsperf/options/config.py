@@ -9,340 +9,29 @@ and where it came from, as pytest-timeout does.
 from __future__ import annotations
 
 import difflib
-import enum
-import math
-import os
-import re
-import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import iniconfig
 
-from pytest_fsperf import units
-from pytest_fsperf.engine import fio_clients, jobfile
+from pytest_fsperf.engine import fio_clients
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.hosts import spec as hosts_spec
-from pytest_fsperf.infra import inputs, leftovers, outfile
-from pytest_fsperf.infra.mountinfo import find_mount, read_mounts
-from pytest_fsperf.infra.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
+from pytest_fsperf.infra import inputs
 from pytest_fsperf.judge import history
 from pytest_fsperf.measure import balloon, cache, fusetrace, placement, profile
-from pytest_fsperf.mounts.registry import BackendConfig, load_config
+from pytest_fsperf.mounts.registry import BackendConfig
+from pytest_fsperf.options import parse
+from pytest_fsperf.options.parse import RULE, Chosen, Raw, Source, choose
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.store import cost
-from pytest_fsperf.vocab import Text
 
 if TYPE_CHECKING:  # the settings are read from pytest's config; the core needs no pytest
     import pytest
 
 T = TypeVar("T")
-
-
-class Source(Text):
-    """Where a setting's value came from, strongest first."""
-
-    COMMAND_LINE = "command line"
-    MARKER = "marker"
-    INI = "ini file"
-    DEFAULT = "default"
-
-    @property
-    def rank(self) -> int:
-        return list(Source).index(self)
-
-
-RULE = "command line > marker > ini file > default"
-
-
-@dataclass(frozen=True)
-class Chosen(Generic[T]):
-    """A setting's value, where it came from, and what it overrode."""
-
-    value: T
-    source: Source
-    where: str = ""  # e.g. "--fsperf-rounds=5 (command line)"
-    over: tuple[str, ...] = ()  # the weaker values it beat
-
-    def describe(self, name: str) -> str:
-        text = f"{name}={self.value!s} from {self.where or 'the default'}"
-        return text + "".join(f"; over {o}" for o in self.over)
-
-
-def choose(*candidates: Chosen[T] | None) -> Chosen[T]:
-    """The one precedence rule: the strongest source wins; the others are noted as overridden."""
-    given = sorted((c for c in candidates if c is not None), key=lambda c: c.source.rank)
-    best = given[0]
-    beaten = tuple(c.where for c in given[1:] if c.source != Source.DEFAULT and c.value != best.value)
-    beaten += tuple(o for c in given for o in c.over)
-    return Chosen(best.value, best.source, best.where, beaten)
-
-
-@dataclass(frozen=True)
-class Raw:
-    text: str
-    where: str
-    base: Path  # relative paths resolve against this
-    source: Source = Source.COMMAND_LINE
-    over: str = ""  # the weaker value it beat (an ini key under a flag)
-
-    @property
-    def path(self) -> Path:
-        path = Path(os.path.expanduser(self.text))
-        return path if path.is_absolute() else self.base / path
-
-
-def _mount(raw: Raw, timeout: float, plain_dir: bool = False) -> Path:
-    """Checked from a helper process: a mount whose daemon never answers must not hang pytest.
-    A directory that is not itself a mount point is refused (a CI job whose mount step failed
-    would gate the runner's own disk) unless plain_dir (--fsperf-plain-dir=1) says it is meant."""
-    try:
-        state, real = probe(str(raw.path), timeout)
-    except NoAnswer as exc:
-        raise UsageError(f"{raw.where}: {exc}") from None
-    problem = {MISSING: "no such directory", NOT_DIR: "not a directory",
-               READ_ONLY: "not writable (read-only mount or no permission)"}.get(state)
-    if problem:
-        raise UsageError(f"{raw.where}: {problem}")
-    try:
-        under = find_mount(real, read_mounts())
-    except (OSError, LookupError):
-        under = None
-    if not plain_dir and under is not None and under.mount_point != real:
-        raise UsageError(f"{raw.where}: {real} is not a mount point but a directory on "
-                         f"{under.fstype} mounted at {under.mount_point} (did the mount step "
-                         "fail?); give the mounted directory, or --fsperf-plain-dir=1 to "
-                         "measure a directory that is not one")
-    return Path(real)
-
-
-def _number(raw: Raw, cast: Callable[[str], T], what: str) -> T:
-    """raw as a number, or a usage error saying what it should have been."""
-    try:
-        return cast(raw.text)
-    except ValueError:
-        raise UsageError(f"{raw.where}: not {what}") from None
-
-
-def _pid(raw: Raw) -> int:
-    pid = _number(raw, int, "a process ID")
-    if pid <= 0 or not os.path.exists(f"/proc/{pid}"):
-        raise UsageError(f"{raw.where}: no such process")
-    return pid
-
-
-def _positive(raw: Raw) -> float:
-    value = _number(raw, float, "a number")
-    if not math.isfinite(value) or value <= 0:
-        raise UsageError(f"{raw.where}: must be a positive number")
-    return value
-
-
-MAX_SCALE = 100.0  # above 1 for a machine bigger than the document's; not past this
-
-
-def _scale(raw: Raw) -> float:
-    value = _positive(raw)
-    if value > MAX_SCALE:
-        raise UsageError(f"{raw.where}: must be above 0 and at most {MAX_SCALE:g} (above 1 for "
-                         "a machine bigger than the document's)")
-    return value
-
-
-def _out_file(raw: Raw) -> Path:
-    path = raw.path
-    if path.is_dir():
-        raise UsageError(f"{raw.where}: is a directory; give a file name")
-    if not path.parent.is_dir():
-        raise UsageError(f"{raw.where}: directory {path.parent} does not exist")
-    try:
-        outfile.check(path)
-    except outfile.OutputError as exc:
-        raise UsageError(f"{raw.where}: {exc}") from None
-    return path
-
-
-def _words(raw: Raw) -> tuple[str, ...]:
-    try:
-        return tuple(shlex.split(raw.text))
-    except ValueError as exc:
-        raise UsageError(f"{raw.where}: {exc}") from None
-
-
-def _backend_config(raw: Raw) -> BackendConfig:
-    """Backends it defines are commands root runs: it is read only where no other user can
-    change it or a directory above it."""
-    why = leftovers.untrusted(str(raw.path)) if raw.path.exists() else ""
-    if why:
-        raise UsageError(f"{raw.where}: {why}; its backends would run as you")
-    return load_config(str(raw.path.resolve()), raw.where)
-
-
-def _timeout(raw: Raw) -> float:
-    value = _positive(raw)
-    if value > 3600:
-        raise UsageError(f"{raw.where}: at most 3600 seconds")
-    return value
-
-
-def _name(raw: Raw) -> str:
-    name = raw.text.strip()
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", name):
-        raise UsageError(f"{raw.where}: a name of letters, digits, '.', '_', '+', '-'")
-    return name
-
-
-def _rounds(raw: Raw) -> int:
-    n = _number(raw, int, "a whole number")
-    if not 1 <= n <= 1000:
-        raise UsageError(f"{raw.where}: must be from 1 to 1000")
-    return n
-
-
-def _flag(raw: Raw) -> bool:
-    text = raw.text.strip().lower()
-    if text not in ("0", "1", "true", "false", "yes", "no"):
-        raise UsageError(f"{raw.where}: must be 1 or 0")
-    return text in ("1", "true", "yes")
-
-
-def _choice(*allowed: str) -> Callable[[Raw], str]:
-    def convert(raw: Raw) -> str:
-        if raw.text.strip() not in allowed:
-            raise UsageError(f"{raw.where}: must be " + " or ".join(f"'{a}'" for a in allowed))
-        return raw.text.strip()
-
-    return convert
-
-
-E = TypeVar("E", bound=enum.Enum)
-
-
-def _enum(kind: type[E]) -> Callable[[Raw], E]:
-    """A setting whose value is one of an enum's values, checked as _choice does."""
-    return lambda raw: kind(_choice(*(str(m.value) for m in kind))(raw))
-
-
-def _storage(raw: Raw) -> Path:
-    path = raw.path
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"{raw.where}: not a directory")
-    return path
-
-
-def _compare(raw: Raw) -> str:
-    return "latest" if raw.text.strip() == "latest" else _name(raw)
-
-
-def _executable(raw: Raw) -> str:
-    """A build root will run: it and every directory above it closed to other users."""
-    path = raw.path
-    if not path.is_file() or not os.access(path, os.X_OK):
-        raise UsageError(f"{raw.where}: not an executable file")
-    why = leftovers.untrusted(str(path))
-    if why:
-        raise UsageError(f"{raw.where}: {why}; it would run as you")
-    return str(path.resolve())
-
-
-def _tolerance(raw: Raw) -> float:
-    try:
-        value = units.parse_tolerance(raw.text)
-    except ValueError as exc:
-        raise UsageError(f"{raw.where}: {exc}") from None
-    if not 0 <= value < 1:
-        raise UsageError(f"{raw.where}: must be from 0% to below 100%")
-    return value
-
-
-def _jobfile(raw: Raw) -> Path:
-    jobfile.read(raw.path, raw.where)  # one line for what fio would not read or we not run
-    return raw.path
-
-
-def _prices_file(raw: Raw) -> Path:
-    try:
-        cost.load(raw.path)
-    except cost.PriceError as exc:
-        raise UsageError(f"{raw.where}: {exc}") from None
-    return raw.path
-
-
-def _pairs(raw: Raw) -> int:
-    n = _rounds(raw)
-    if not 3 <= n <= 1000:
-        raise UsageError(f"{raw.where}: must be from 3 to 1000")
-    return n
-
-
-
-
-def _tracing(raw: Raw) -> fusetrace.Tracing:
-    chosen = fusetrace.Tracing(_choice(*(t.value for t in fusetrace.Tracing))(raw))
-    why = fusetrace.unavailable() if chosen == fusetrace.Tracing.ON else None
-    if why:
-        raise UsageError(f"{raw.where}: the kernel's FUSE tracepoints cannot be used: {why}")
-    return chosen
-
-
-
-
-def _servers(raw: Raw) -> tuple[fio_clients.Server, ...]:
-    try:
-        return fio_clients.parse_servers(raw.text)
-    except ValueError as exc:
-        raise UsageError(f"{raw.where}: {exc}") from None
-
-
-def _hosts(raw: Raw) -> tuple[hosts_spec.Host, ...]:
-    """A list, or @FILE: a hosts file, one [USER@]HOST[:PORT]:/MOUNT per line (# comments)."""
-    text = raw.text.strip()
-    if text.startswith("@"):
-        path = Raw(text[1:], raw.where, raw.base).path
-        try:  # a FIFO, a device or a huge file is refused, never waited on
-            lines = inputs.read_text(path, 1 << 20).splitlines()
-        except inputs.InputError as exc:
-            raise UsageError(f"{raw.where}: the hosts file {path} {exc}") from None
-        text = ",".join(ln.split("#", 1)[0].strip() for ln in lines)
-    try:
-        return hosts_spec.parse_hosts(text)
-    except ValueError as exc:
-        raise UsageError(f"{raw.where}: {exc}") from None
-
-
-def _ssh_config(raw: Raw) -> Path:
-    """ssh runs what the file says (ProxyCommand, LocalCommand) as this user: as root, a
-    file another user can change, or replace in its directory, is their command as root."""
-    path = raw.path
-    if not path.is_file():
-        raise UsageError(f"{raw.where}: {path} is not a file")
-    real = path.resolve()
-    why = leftovers.untrusted(str(real))
-    if why:
-        raise UsageError(f"{raw.where}: {why}; ssh would run its commands as you")
-    if any(c.isspace() for c in str(real)) or "//" in str(real):
-        raise UsageError(f"{raw.where}: {real} holds whitespace or '//' (execnet splits on them)")
-    return real
-
-
-def _host_python(raw: Raw) -> str:
-    try:
-        return hosts_spec.check_python(raw.text.strip())
-    except ValueError as exc:
-        raise UsageError(f"{raw.where}: {exc}") from None
-
-
-def _build_id(raw: Raw) -> str:
-    text = raw.text.strip()
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+:/@-]{0,127}", text):
-        raise UsageError(f"{raw.where}: up to 128 letters, digits and . _ + : / @ -")
-    return text
-
-
-def _text(raw: Raw) -> str:
-    return raw.text.strip()
 
 
 @dataclass(frozen=True)
@@ -363,103 +52,103 @@ class Option:
 
 
 OPTIONS = (
-    Option("fsperf_mount", "mount", _text, None, "PATH", "filesystem under test (a mounted "
+    Option("fsperf_mount", "mount", parse.text, None, "PATH", "filesystem under test (a mounted "
            "directory); default: a fresh directory under the system temp dir"),
-    Option("fsperf_plain_dir", "plain_dir", _flag, False, "0|1",
+    Option("fsperf_plain_dir", "plain_dir", parse.flag, False, "0|1",
            "accept a --fsperf-mount (and --fsperf-reference-mount) that is not itself a mount "
            "point: a directory inside one (default 0: refused, so that a failed mount step "
            "does not gate the machine's own disk)"),
-    Option("fsperf_daemon_pid", "daemon_pid", _pid, None, "PID",
+    Option("fsperf_daemon_pid", "daemon_pid", parse.pid, None, "PID",
            "PID of the FUSE daemon; default: found from the mount"),
-    Option("fsperf_scale", "scale", _scale, 1.0, "FACTOR",
+    Option("fsperf_scale", "scale", parse.scale, 1.0, "FACTOR",
            "multiply every workload size and file count (default 1)"),
-    Option("fsperf_json", "json_path", _out_file, None, "PATH",
+    Option("fsperf_json", "json_path", parse.out_file, None, "PATH",
            "write every result, with the environment, as JSON to PATH"),
-    Option("fsperf_backend", "backend", _text, None, "NAME", "mount this backend for the session "
+    Option("fsperf_backend", "backend", parse.text, None, "NAME", "mount this backend for the session "
            "(local, bindfs, rclone, s3fs, ossfs, ossfs2, goofys, juicefs, mountpoint-s3, or one you "
            "define)"),
-    Option("fsperf_mount_options", "mount_options", _words, (), "OPTIONS",
+    Option("fsperf_mount_options", "mount_options", parse.words, (), "OPTIONS",
            "options for --fsperf-backend, as on its command line"),
-    Option("fsperf_backend_config", "backend_config", _backend_config, BackendConfig(), "FILE",
+    Option("fsperf_backend_config", "backend_config", parse.backend_config, BackendConfig(), "FILE",
            "INI file: [fsperf] endpoint, bucket, credentials ...; [backend NAME] sections define "
            "backends"),
-    Option("fsperf_backend_store", "backend_store", _choice("minio"), None, "minio",
+    Option("fsperf_backend_store", "backend_store", parse.choice("minio"), None, "minio",
            "with --fsperf-backend: mount it over the plugin's own MinIO on 127.0.0.1 (as the "
            "marker's config=\"fsperf_s3\"), e.g. rclone, which otherwise mounts a local directory"),
-    Option("fsperf_mount_timeout", "mount_timeout", _timeout, 30.0, "SECONDS", "seconds a backend "
+    Option("fsperf_mount_timeout", "mount_timeout", parse.timeout, 30.0, "SECONDS", "seconds a backend "
            "may take to mount, and an existing mount to answer its first touch (default 30)"),
-    Option("fsperf_workload_timeout", "workload_timeout", _positive, None, "SECONDS",
+    Option("fsperf_workload_timeout", "workload_timeout", parse.positive, None, "SECONDS",
            "seconds after which a workload is taken to hang (default: its runtime, or its bytes "
            "at 2 MB/s, plus 2 minutes)"),
-    Option("fsperf_lock_timeout", "lock_timeout", _positive, 900.0, "SECONDS",
+    Option("fsperf_lock_timeout", "lock_timeout", parse.positive, 900.0, "SECONDS",
            "seconds a test waits for the machine lock another session of yours holds, then "
            "fails naming the holder (default 900; a lock another user holds fails at once)"),
-    Option("fsperf_baseline", "baseline", _name, None, "NAME", "compare each scenario with this "
+    Option("fsperf_baseline", "baseline", parse.name, None, "NAME", "compare each scenario with this "
            "baseline (shipped, e.g. ossfs-2.0.4, or saved with --fsperf-save-baseline)"),
-    Option("fsperf_gate", "gate", _choice("none", "baseline"), "none", "WHAT",
+    Option("fsperf_gate", "gate", parse.choice("none", "baseline"), "none", "WHAT",
            "'baseline': fail a scenario that misses its baseline by more than the tolerance; "
            "default 'none': only report measured / documented"),
-    Option("fsperf_baseline_any_scale", "baseline_any_scale", _flag, False, "0|1",
+    Option("fsperf_baseline_any_scale", "baseline_any_scale", parse.flag, False, "0|1",
            "1: let --fsperf-gate=baseline pass or fail a shipped baseline's figures also when "
            "--fsperf-scale is not 1 (default: such a comparison is shown and labelled, never "
            "judged: the documents measured at full size)"),
-    Option("fsperf_rounds", "rounds", _rounds, 1, "N",
+    Option("fsperf_rounds", "rounds", parse.rounds, 1, "N",
            "run every workload N times and judge the medians (default 1)"),
-    Option("fsperf_warmup", "warmup", _flag, False, "0|1",
+    Option("fsperf_warmup", "warmup", parse.flag, False, "0|1",
            "1: run one unjudged, discarded warm-up round before the rounds"),
-    Option("fsperf_inconclusive", "inconclusive", _choice("fail", "warn"), "fail", "fail|warn",
+    Option("fsperf_inconclusive", "inconclusive", parse.choice("fail", "warn"), "fail", "fail|warn",
            "when the rounds' spread is too wide to decide a threshold: 'fail' (default) or 'warn'"),
-    Option("fsperf_machine_changed", "machine_changed", _choice("fail", "warn"), None, "fail|warn",
+    Option("fsperf_machine_changed", "machine_changed", parse.choice("fail", "warn"), None, "fail|warn",
            "when a saved-run comparison finds the machine canary moved (the machine, not the "
            "filesystem, changed): 'fail' or 'warn' (default: as --fsperf-inconclusive)"),
-    Option("fsperf_save", "save", _name, None, "NAME",
+    Option("fsperf_save", "save", parse.name, None, "NAME",
            "save this run (every round's figures, the environment) as NAME in the storage directory"),
-    Option("fsperf_autosave", "autosave", _flag, False, "0|1",
+    Option("fsperf_autosave", "autosave", parse.flag, False, "0|1",
            "1: save every run, named by its start time"),
-    Option("fsperf_build_id", "build_id", _build_id, None, "ID",
+    Option("fsperf_build_id", "build_id", parse.build_id, None, "ID",
            "what build this run measures (a commit, a version), recorded in saved runs for "
            "`fsperf history` (default: $GIT_COMMIT, $GITHUB_SHA or $CI_COMMIT_SHA; the "
            "daemon binary's SHA-256 is recorded too)"),
-    Option("fsperf_history", "history", _flag, False, "0|1",
+    Option("fsperf_history", "history", parse.flag, False, "0|1",
            "1: at the end, show the change points of each workload's series over the saved "
            "runs, this one included (needs pytest-fsperf[history])"),
-    Option("fsperf_history_gate", "history_gate", _flag, False, "0|1",
+    Option("fsperf_history_gate", "history_gate", parse.flag, False, "0|1",
            "1: fail a workload whose newest saved runs (2-5 of them, this one last) start a "
            "level worse than before by more than the tolerance, found as a change point over "
            "the saved runs (needs pytest-fsperf[history] and --fsperf-save or --fsperf-autosave)"),
-    Option("fsperf_compare_last", "compare_last", _rounds, 1, "N",
+    Option("fsperf_compare_last", "compare_last", parse.rounds, 1, "N",
            "with --fsperf-compare=latest: compare with the last N saved runs whose fingerprint "
            "matches (their run-to-run spread), not only the newest"),
-    Option("fsperf_storage", "storage", _storage, None, "DIR",
+    Option("fsperf_storage", "storage", parse.storage, None, "DIR",
            "where runs are saved (default .fsperf/runs under the rootdir)"),
-    Option("fsperf_compare", "compare", _compare, None, "NAME", "compare with a saved run (NAME or "
+    Option("fsperf_compare", "compare", parse.compare, None, "NAME", "compare with a saved run (NAME or "
            "'latest'): regression, improvement, pass or inconclusive per workload"),
-    Option("fsperf_markdown", "markdown_path", _out_file, None, "PATH",
+    Option("fsperf_markdown", "markdown_path", parse.out_file, None, "PATH",
            "write a Markdown summary to PATH (e.g. $GITHUB_STEP_SUMMARY)"),
-    Option("fsperf_benchmark_json", "benchmark_json", _out_file, None, "PATH",
+    Option("fsperf_benchmark_json", "benchmark_json", parse.out_file, None, "PATH",
            "write every workload in pytest-benchmark's JSON format to PATH (needs pytest-benchmark)"),
-    Option("fsperf_html", "html_path", _out_file, None, "PATH",
+    Option("fsperf_html", "html_path", parse.out_file, None, "PATH",
            "write a self-contained HTML report with charts to PATH"),
-    Option("fsperf_benchmark_action", "action_prefix", _out_file, None, "PREFIX",
+    Option("fsperf_benchmark_action", "action_prefix", parse.out_file, None, "PREFIX",
            "write github-action-benchmark files PREFIX-bigger.json and PREFIX-smaller.json"),
-    Option("fsperf_save_baseline", "save_baseline", _name, None, "NAME",
+    Option("fsperf_save_baseline", "save_baseline", parse.name, None, "NAME",
            "save this run's figures as baseline NAME in .fsperf/baselines/"),
-    Option("fsperf_reference", "reference", _executable, None, "BINARY",
+    Option("fsperf_reference", "reference", parse.executable, None, "BINARY",
            "release gate: run every workload on this build of --fsperf-backend's daemon (A) and "
            "on the candidate (B), interleaved, each run after a cold remount; B worse fails"),
-    Option("fsperf_candidate", "candidate", _executable, None, "BINARY",
+    Option("fsperf_candidate", "candidate", parse.executable, None, "BINARY",
            "the candidate build for --fsperf-reference (default: the backend's binary on PATH)"),
-    Option("fsperf_reference_mount", "reference_mount", _text, None, "DIR",
+    Option("fsperf_reference_mount", "reference_mount", parse.text, None, "DIR",
            "release gate between two existing mounts (of the same bucket): the reference (A) "
            "mounted at DIR, the candidate (B) at --fsperf-mount; every workload on both, "
            "interleaved, each after a page-cache drop; B worse fails"),
-    Option("fsperf_tolerance", "tolerance", _tolerance, 0.10, "PERCENT",
+    Option("fsperf_tolerance", "tolerance", parse.tolerance, 0.10, "PERCENT",
            "how far B may be from A (or this run from a saved one, or from a baseline) and still "
            "be the same (default 10%; marker tolerance=)"),
-    Option("fsperf_ab_max_rounds", "ab_max_rounds", _pairs, 100, "N",
+    Option("fsperf_ab_max_rounds", "ab_max_rounds", parse.pairs, 100, "N",
            "a safety cap on the pairs of an interleaved A/B (default 100); the time budget "
            "decides how many fit"),
-    Option("fsperf_ab_seconds", "ab_seconds", _timeout, 300.0, "SECONDS",
+    Option("fsperf_ab_seconds", "ab_seconds", parse.timeout, 300.0, "SECONDS",
            "an interleaved A/B adds pairs until decisive or until this many seconds of wall "
            "time are spent, layout and cold starts included; a pair that would not fit is not "
            "started (default 300)"),
@@ -469,54 +158,56 @@ OPTIONS = (
            "the upper half, the load on the lower), or DAEMON/LOAD CPU lists (e.g. 1/0); auto "
            "(default): split in an interleaved A/B, where runs must meet the same placement, "
            "the scheduler's choice elsewhere"),
-    Option("fsperf_settle", "settle", _enum(balloon.Settle),
+    Option("fsperf_settle", "settle", parse.member(balloon.Settle),
            balloon.Settle.AUTO, "auto|on|off",
            "on a VM whose balloon reports free memory to the host, wait after each cache drop "
            "until the reporting is done, so that every cold read meets the same memory (2-15 s "
            "per cold start): auto (default) in an interleaved A/B once its runs have spread "
            "past 1.5x without it (the pairs so far are dropped; only for runs that fill page "
            "cache), on: every cold start"),
-    Option("fsperf_store_cache", "store_cache", _enum(cache.StoreCache), cache.StoreCache.DROP, "drop|keep",
+    Option("fsperf_store_cache", "store_cache", parse.member(cache.StoreCache), cache.StoreCache.DROP,
+           "drop|keep",
            "what a cold start does to the page cache of what a FUSE daemon reads from: drop "
            "(default: drop_caches, the whole machine's) or keep (only the FUSE files' pages, "
            "the daemon remounted where the plugin mounts it: a local store's files stay in "
            "memory, so that every run of a gate meets one state of them)"),
-    Option("fsperf_fuse_trace", "fuse_trace", _tracing, fusetrace.Tracing.AUTO, "auto|on|off",
+    Option("fsperf_fuse_trace", "fuse_trace", parse.tracing, fusetrace.Tracing.AUTO, "auto|on|off",
            "count the FUSE requests of every workload by opcode, with their service times, from "
            "the kernel's fuse tracepoints: auto (default) where they exist and the session is "
            "root; on: stop if they cannot be used"),
-    Option("fsperf_ceilings", "ceilings", lambda raw: _choice("on", "off")(raw) == "on", False,
+    Option("fsperf_ceilings", "ceilings", lambda raw: parse.choice("on", "off")(raw) == "on", False,
            "on|off",
            "on: beside each judged fio workload, measure what the object store (read straight "
            "by obstore), FUSE with nothing behind it (bindfs over tmpfs) and tmpfs move for the "
            "same job, once per session and shape, and show the workload as a fraction of each"),
-    Option("fsperf_profile", "profiling", _enum(profile.Profiling), profile.Profiling.AUTO, "auto|on|off",
+    Option("fsperf_profile", "profiling", parse.member(profile.Profiling), profile.Profiling.AUTO,
+           "auto|on|off",
            "profile the daemon (perf record -g) over one more pair of an A/B and say which "
            "functions' share of its CPU moved: auto (default) when B is worse, on: every A/B"),
-    Option("fsperf_stall_limit", "stall_limit", _timeout, None, "SECONDS",
+    Option("fsperf_stall_limit", "stall_limit", parse.timeout, None, "SECONDS",
            "stop a fio workload that moved nothing for this many seconds, and fail it "
            "(default: only --fsperf-workload-timeout stops a workload)"),
-    Option("fsperf_fio_servers", "fio_servers", _servers, (), "HOST:PORT[:DIR],...",
+    Option("fsperf_fio_servers", "fio_servers", parse.servers, (), "HOST:PORT[:DIR],...",
            "fsperf.fio(clients=N) runs on these fio servers you started (fio --server), each on "
            "another machine with its own mount of the bucket under test at DIR (default: the "
            "same path as --fsperf-mount); their daemons are not measured"),
-    Option("fsperf_hosts", "hosts", _hosts, (), "[USER@]HOST[:PORT]:/MOUNT,...|@FILE",
+    Option("fsperf_hosts", "hosts", parse.hosts, (), "[USER@]HOST[:PORT]:/MOUNT,...|@FILE",
            "fsperf.fio() runs on these hosts at once (clients=N: the first N), reached over "
            "SSH (keys only, known host keys only): on each, pytest-fsperf's measuring core "
            "measures that host's daemon of MOUNT and a fio server runs on a unix socket that "
            "this machine reaches through an SSH forward; @FILE: one host per line"),
-    Option("fsperf_ssh_config", "ssh_config", _ssh_config, None, "FILE",
+    Option("fsperf_ssh_config", "ssh_config", parse.ssh_config, None, "FILE",
            "the ssh config file for --fsperf-hosts (ssh -F: user, keys, known hosts, port)"),
-    Option("fsperf_host_python", "host_python", _host_python, "python3", "COMMAND",
+    Option("fsperf_host_python", "host_python", parse.host_python, "python3", "COMMAND",
            "the Python on the hosts that has pytest-fsperf installed (default python3)"),
-    Option("fsperf_price", "price", _name, cost.DEFAULT, "NAME",
+    Option("fsperf_price", "price", parse.name, cost.DEFAULT, "NAME",
            "price the object-store requests with this price list (default aws-s3-standard; "
            "also aws-s3-standard-ia, cloudflare-r2-standard, backblaze-b2, aliyun-oss-standard, "
            "self-hosted, or one of --fsperf-prices)"),
-    Option("fsperf_jobfile", "jobfile", _jobfile, None, "FILE",
+    Option("fsperf_jobfile", "jobfile", parse.job_file, None, "FILE",
            "your fio job file, run by the jobfile suite (`fsperf bench --fio FILE`, or "
            "`pytest --pyargs pytest_fsperf.suites.jobfile`): each section a workload"),
-    Option("fsperf_prices", "prices_file", _prices_file, None, "FILE",
+    Option("fsperf_prices", "prices_file", parse.prices_file, None, "FILE",
            "a TOML price table of your own, over the shipped one (its format: "
            "pytest_fsperf/store/data/prices.toml)"),
 )
@@ -690,9 +381,9 @@ def settings_from(given: Mapping[str, Raw], root: Path) -> Settings:
     values = {opt.field: opt.convert(given[opt.field]) if opt.field in given else opt.default
               for opt in OPTIONS if opt.field not in ("mount", "reference_mount")}
     if mount is not None:  # probed with the timeout the user gave
-        values["mount"] = _mount(mount, values["mount_timeout"], values["plain_dir"])
+        values["mount"] = parse.mount(mount, values["mount_timeout"], values["plain_dir"])
     if ref_mount is not None:
-        values["reference_mount"] = _mount(ref_mount, values["mount_timeout"], values["plain_dir"])
+        values["reference_mount"] = parse.mount(ref_mount, values["mount_timeout"], values["plain_dir"])
         if values["reference_mount"] == values["mount"]:
             raise UsageError(f"{ref_mount.where}: is the candidate's mount itself "
                              f"({mount.where if mount else ''})")

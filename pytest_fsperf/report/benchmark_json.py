@@ -9,7 +9,7 @@ import platform
 from typing import Any
 
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.report.view import short_test
+from pytest_fsperf.report.model import short_test
 
 INSTALL = "pip install pytest-benchmark"
 

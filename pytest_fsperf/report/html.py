@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 
 from pytest_fsperf.report.flame import svg as flame_graph
-from pytest_fsperf.report.view import Chart, Section, Table, TimeChart, View
+from pytest_fsperf.report.model import Chart, Section, Table, TimeChart, View
 
 W, BAR_H, GAP, LABEL_W = 720, 16, 6, 260
 

@@ -7,7 +7,8 @@ import re
 from typing import Any
 
 from pytest_fsperf.report import terminal
-from pytest_fsperf.report.view import View, figures
+from pytest_fsperf.report.cells import figures
+from pytest_fsperf.report.model import View
 
 
 def _text(text: object) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from pytest_fsperf.report.view import Section, Table, View
+from pytest_fsperf.report.model import Section, Table, View
 
 
 def align(rows: Sequence[tuple[str, ...]], right: Iterable[int] = (), indent: str = "") -> list[str]:

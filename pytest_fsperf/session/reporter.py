@@ -13,6 +13,7 @@ from pytest_fsperf.infra import outfile
 from pytest_fsperf.infra.redact import redact_text
 from pytest_fsperf.judge import history
 from pytest_fsperf.report import benchmark_json, html, jsonout, markdown, terminal, view
+from pytest_fsperf.report.model import View
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.session.state import FsperfSession
 
@@ -149,7 +150,7 @@ class Reporter:
                 todo.append(partial(jsonout.write, out, data, streams=False))
         return todo
 
-    def view(self, env: dict[str, Any] | None = None) -> view.View:
+    def view(self, env: dict[str, Any] | None = None) -> View:
         state = self.state
         return view.build(env or {}, state.results, state.comparisons,
                           state.settings.gate == "baseline", state.settings.inconclusive == "fail",

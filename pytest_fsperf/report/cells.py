@@ -1,0 +1,106 @@
+"""The cells of one result's row: rates, daemon figures, cache state, verdict."""
+
+from __future__ import annotations
+
+from pytest_fsperf import units
+from pytest_fsperf.measure.cache import ColdRead, DaemonCache, PageCache
+from pytest_fsperf.measure.figures import countable_cpu_of
+from pytest_fsperf.measure.timeline import sparkline
+from pytest_fsperf.report.model import (
+    Figure,
+    Row,
+    short_test,
+)
+from pytest_fsperf.vocab import METRICS
+
+
+def figures(r: Row) -> tuple[Figure, ...]:
+    """The figures a result has, in registry terms (daemon CPU only over a countable window)."""
+    total, d = r["total"], r.get("daemon")
+    out = []
+    if total.get("io_bytes"):
+        out.append(Figure(METRICS["bw"], total["bw_bytes"]))
+    if total.get("ops_per_second") is not None:
+        out.append(Figure(METRICS["ops"], total["ops_per_second"]))
+    if total.get("lat_p99_ns") is not None:
+        out.append(Figure(METRICS["lat_p99"], total["lat_p99_ns"]))
+    if d:
+        out.append(Figure(METRICS["daemon_rss"], d["peak_rss_bytes"]))
+        cpu = countable_cpu_of(d)
+        if cpu is not None:
+            out.append(Figure(METRICS["daemon_cpu"], cpu))
+    return tuple(out)
+
+
+def daemon_cells(r: Row) -> tuple[str, str]:
+    d = r.get("daemon")
+    if not d:
+        short = ("no daemon" if DaemonCache.of(r.get("daemon_cache")) == DaemonCache.NO_DAEMON
+                 else "not found")
+        return short, short
+    cpu = countable_cpu_of(d)
+    mem = units.format_mb(d["peak_rss_bytes"])
+    if cpu is None:
+        return "-", mem
+    if d["peak_rss_method"] != "VmHWM":
+        mem += " (sampled)"
+    return units.format_percent(cpu), mem
+
+
+def cache_cell(r: Row) -> str:
+    """'cold: drop_caches', or with a remount: 'cold: remount+wipe+drop_caches'."""
+    page = str(r["cache"])
+    daemon = DaemonCache.of(r.get("daemon_cache"))
+    if r.get("cold_read") == ColdRead.NOT_COLD:
+        return "NOT cold: page cache served it"
+    if daemon == DaemonCache.KEPT:
+        return "not cold: daemon disk cache kept"
+    cold = page in {p.value for p in PageCache if p.cold}
+    if not cold or daemon not in (DaemonCache.WIPED, DaemonCache.REMOUNTED):
+        return page
+    return "cold: remount+" + ("wipe+" if daemon == DaemonCache.WIPED else "") + PageCache(page).method
+
+
+def _spread(r: Row, key: str) -> str:
+    """' [159-189]' over several rounds: the 95% interval of the median, the spread the
+    threshold verdict uses, in the figure's own units."""
+    st = r.get("stats", {}).get(key)
+    if not r.get("rounds") or not st or st.get("ci_low") is None:
+        return ""
+    low, high = (METRICS[key].show(st[k]).partition(" ") for k in ("ci_low", "ci_high"))
+    if low[2] == high[2]:  # one unit for both: "159-189 MB/s"
+        return f" [{low[0]}-{''.join(high)}]"
+    return f" [{''.join(low)}-{''.join(high)}]"
+
+
+def rate_cells(r: Row) -> tuple[str, str]:
+    total = r["total"]
+    per_s = total.get("ops_per_second")
+    if per_s is None:
+        return (units.format_rate(total["bw_bytes"]) + _spread(r, "bw"),
+                units.format_count(total["iops"]))
+    bw = units.format_rate(total["bw_bytes"]) if total["io_bytes"] else "-"
+    return bw, (units.format_count(per_s) + (" files/s" if r["kind"] == "files" else " ops/s")
+                + _spread(r, "ops"))
+
+
+def row(r: Row, saved: bool = False) -> tuple[str, ...]:
+    """saved: add the column of the comparison with a saved run (its own verdict)."""
+    p99 = r["total"].get("lat_p99_ns")
+    cpu, mem = daemon_cells(r)
+    bw, rate = rate_cells(r)
+    lat = units.format_duration(p99) if p99 is not None else "-"
+    # a workload the test does not judge (a layout step, a gate's reference) reads as secondary
+    name = r["name"] if r.get("judged", True) else f"{r['name']} (not judged)"
+    cells: tuple[str, ...] = (short_test(r), name, bw, spark(r) or "-", rate, lat, cpu, mem,
+                              cache_cell(r),
+                              str(r.get("verdict_own", r.get("verdict", "-"))))
+    if saved:
+        c = r.get("run_comparison")
+        cells += (str(c["outcome"]) if c else "-",)
+    return cells
+
+
+def spark(r: Row) -> str:
+    t = r.get("timeline")
+    return sparkline(t["bw"]) if t else ""

@@ -1,0 +1,73 @@
+"""Charts of the figures and timelines of the figures over a workload's window."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_fsperf.report.cells import figures
+from pytest_fsperf.report.model import (
+    Bar,
+    Chart,
+    Row,
+    TimeChart,
+    Trace,
+    label,
+    short_test,
+)
+from pytest_fsperf.vocab import METRICS, Outcome
+
+
+def _bar(r: Row, text: str, value: float, metric: str) -> Bar:
+    """A bar of a workload's figure, with the test's threshold on it and whether it failed."""
+    limit = (r.get("limits") or {}).get(metric)
+    return Bar(text, value, limit=limit["limit"] if limit else None,
+               limit_text=limit["text"] if limit else "",
+               failing=r.get("verdict") in (Outcome.FAIL.value, Outcome.REGRESSION.value))
+
+
+def bar_charts(results: list[Row]) -> tuple[Chart, ...]:
+    judged = [r for r in results if r.get("judged", True)]
+    results = judged or results  # layout steps only where nothing else was measured
+    per_round = [_bar(r, f"{label(r)} #{i + 1}", rnd["bw"], "bw") for r in results
+                 for i, rnd in enumerate(r.get("rounds") or []) if rnd.get("bw")]
+    single = [_bar(r, label(r), r["total"]["bw_bytes"], "bw") for r in results
+              if not r.get("rounds") and r["total"].get("io_bytes")]
+    by_metric: dict[str, list[Bar]] = {"daemon_cpu": [], "daemon_rss": []}
+    for r in results:
+        for f in figures(r):
+            if f.metric.key in by_metric:
+                by_metric[f.metric.key].append(_bar(r, label(r), f.value, f.metric.key))
+    return (Chart("bandwidth per workload and round", METRICS["bw"], tuple(per_round + single)),
+            Chart("daemon CPU (100% = one core)", METRICS["daemon_cpu"], tuple(by_metric["daemon_cpu"])),
+            Chart("daemon peak memory", METRICS["daemon_rss"], tuple(by_metric["daemon_rss"])))
+
+
+def trace(name: str, r: Row) -> Trace | None:
+    t = r.get("timeline")
+    if not t:
+        return None
+    ops = t.get("fuse_ops") or {}
+    spans = [b - a for a, b in zip(t["t"], t["t"][1:], strict=False)]
+    fuse = tuple(sum(row[i] for row in ops.values()) / span if span > 0 else 0.0
+                 for i, span in enumerate(spans)) if ops else ()
+    return Trace(name, tuple(t["t"][1:]), tuple(b / 1e6 for b in t["bw"]),
+                 tuple(x / 1e6 if x is not None else None for x in t["rss"]), tuple(t["cpu"]),
+                 tuple((float(sec), ns / 1e6) for sec, ns in t.get("clat") or ()), fuse)
+
+
+def timelines(results: list[Row], comparisons: list[Mapping[str, Any]],
+              behind: set[tuple[str, str]]) -> tuple[TimeChart, ...]:
+    """A chart per workload with a timeline; for an A/B, its first A and first B overlaid."""
+    by = {(str(r["test"]), str(r["name"])): r for r in results}
+    charts = [TimeChart(label(r), (tr,)) for r in results
+              if (str(r["test"]), str(r["name"])) not in behind and (tr := trace("", r))]
+    for c in comparisons:
+        pair = [trace(side, by[key]) for side, names in (("A", c.get("a_results", ())),
+                                                          ("B", c.get("b_results", ())))
+                if names and (key := (str(c["test"]), str(names[0]))) in by]
+        drawn = tuple(tr for tr in pair if tr is not None)
+        if drawn:
+            charts.append(TimeChart(f"{short_test(c)} {c.get('name', '')}: A and B, first pair",
+                                    drawn))
+    return tuple(charts)
