@@ -33,16 +33,25 @@ def markers_table() -> str:
     return "\n".join(rows)
 
 
-def fixture_methods() -> str:
-    out = []
-    for name, member in vars(Fsperf).items():  # its own methods, not the Workspace's
-        if name.startswith("_") or not callable(member) or not member.__doc__:
+def fixture_members() -> dict[str, str]:
+    """The fixture's public attributes, each as the reference shows it: name -> line."""
+    out = {}
+    for name, member in vars(Fsperf).items():
+        if name.startswith("_"):
             continue
-        sig = (str(inspect.signature(member)).replace("(self, ", "(").replace("(self)", "()")
-               .replace("'", ""))
-        first = inspect.cleandoc(member.__doc__).split("\n\n")[0]
-        out.append(f"- `fsperf.{name}{sig}` — {' '.join(first.split())}")
-    return "\n".join(out)
+        if isinstance(member, property):
+            shown, doc = f"fsperf.{name}", member.__doc__
+        else:
+            sig = (str(inspect.signature(member)).replace("(self, ", "(").replace("(self)", "()")
+                   .replace("'", ""))
+            shown, doc = f"fsperf.{name}{sig}", member.__doc__
+        first = inspect.cleandoc(doc or "").split("\n\n")[0]
+        out[name] = f"- `{shown}` — {' '.join(first.split())}"
+    return out
+
+
+def fixture_methods() -> str:
+    return "\n".join(fixture_members().values())
 
 
 def on_page_markdown(markdown: str, **_kwargs: Any) -> str:

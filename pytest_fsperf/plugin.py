@@ -26,13 +26,14 @@ from pytest_fsperf.mounts.mounter import BinaryMissing, MountPlan
 from pytest_fsperf.mounts.registry import Registry
 from pytest_fsperf.mounts.request import MARKER, MountRequest, from_marker, resolve
 from pytest_fsperf.mounts.request import MARKER_HELP as MOUNT_HELP
-from pytest_fsperf.options.config import add_options, for_item, read_settings
+from pytest_fsperf.options.config import Settings, add_options, for_item, read_settings
 from pytest_fsperf.options.parse import RULE
 from pytest_fsperf.plan.marker import KEYWORDS, Plan, build_plan
 from pytest_fsperf.report import benchmark_json
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner.ab import Release
 from pytest_fsperf.runner.target import Target
+from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.session.reporter import Reporter, live_line
 from pytest_fsperf.session.state import FsperfSession
 from pytest_fsperf.store.minio import INSTALL as MINIO_INSTALL
@@ -231,6 +232,12 @@ def _open(state: FsperfSession, plan: MountPlan) -> Target:
 
 
 @pytest.fixture(scope="session")
+def fsperf_settings(request: pytest.FixtureRequest) -> Settings:
+    """The session's settings, frozen: every option as given, validated (options/config.py)."""
+    return request.config.stash[STATE].settings
+
+
+@pytest.fixture(scope="session")
 def fsperf_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     """Where tests without an fsperf_mount marker work: --fsperf-backend (mounted once for
     the session), --fsperf-mount, or the embedded default."""
@@ -276,7 +283,7 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
     with machine_lock(timeout=state.settings.lock_timeout, say=_say(request.config)):
         target = shared or _open(state, _plan(request, req))
         workdir = ref_workdir = None
-        handle: Fsperf | None = None
+        handle: Workspace | None = None
         try:
             workdir = target.new_workdir(request.node.name)
             state.environment(target)  # read once while the mount and daemon are up
@@ -286,13 +293,13 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
                               f"fsperf marker rounds={plan and plan.rounds}")
             warmup = for_item(s, "warmup", plan and plan.warmup,
                               f"fsperf marker warmup={plan and plan.warmup}")
-            handle = Fsperf(state, target, test_id(request.node), workdir, rounds.value,
-                            warmup.value)
+            handle = Workspace(state, target, test_id(request.node), workdir, rounds.value,
+                               warmup.value)
             tolerance = for_item(s, "tolerance", plan and plan.tolerance,
                                  f"fsperf marker tolerance={plan and plan.tolerance}")
             handle.tolerance = tolerance.value
             if s.ceilings or (plan is not None and plan.wants_ceilings):
-                handle.ceilings = request.config.stash.setdefault(CEILINGS, Ceilings(state))
+                handle.beside = request.config.stash.setdefault(CEILINGS, Ceilings(state)).beside(handle)
             handle.notes = tuple(f"{c.describe(n)} ({RULE})" for n, c in
                                  (("rounds", rounds), ("warmup", warmup), ("tolerance", tolerance))
                                  if c.over)
@@ -305,7 +312,7 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
                 ref_workdir = reference.new_workdir(request.node.name)
                 handle.release = Release(reference.path, target.path, (reference, ref_workdir))
             request.node.stash[RECORD] = ItemRecord(handle.results, handle.comparisons)
-            yield handle
+            yield Fsperf(handle)
         finally:
             if handle is not None:
                 handle.close_peers()  # the other clients' mounts of a many-client run

@@ -87,7 +87,7 @@ def test_rclone_ab_bwlimit_shows_b_slower(pytester, minio, clean):
 
         @fsperf_mount("rclone", config="fsperf_s3")
         def test_ab(fsperf, fsperf_s3):
-            rendered = fsperf.target.owned.rendered
+            rendered = fsperf._runner.target.owned.rendered
             open("secrets", "w").write(str(rendered.fields["token"]) + " " + fsperf_s3.secret_key)
             ab = fsperf.compare(dict(rw="read", bs="1M", size="32M", direct=1),
                                 a=[], b=["--bwlimit", "10M"], rounds=2, max_rounds=6)
@@ -255,7 +255,7 @@ def test_daemon_killed_mid_run_then_the_session_goes_on(pytester, minio, clean):
         @fsperf_mount("s3fs")
         def test_killed(fsperf):
             ROOTS.append(fsperf.workdir.parent.name)
-            pid = fsperf.target.owned.daemon.daemon.pid
+            pid = fsperf._runner.target.owned.daemon.daemon.pid
             threading.Timer(2.0, os.kill, (pid, signal.SIGKILL)).start()
             fsperf.fio(name="long", rw="write", bs="1M", size="8M", direct=1, time_based=1,
                        runtime="30s")
@@ -283,7 +283,7 @@ def test_a_daemon_that_dies_is_named_with_the_last_words_of_its_log(pytester, cl
 
         @fsperf_mount("rclone")
         def test_stopped(fsperf):
-            pid = fsperf.target.owned.daemon.daemon.pid
+            pid = fsperf._runner.target.owned.daemon.daemon.pid
             threading.Timer(2.0, os.kill, (pid, signal.SIGTERM)).start()
             fsperf.fio(name="long", rw="write", bs="1M", size="8M", time_based=1,
                        runtime="30s")

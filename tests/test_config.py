@@ -61,11 +61,11 @@ def test_the_rule_shows_in_the_header_and_in_the_results(pytester, tmp_path):
 
         @fsperf(rounds=3)
         def test_marked(fsperf):
-            assert fsperf.rounds == 5
+            assert fsperf._runner.rounds == 5
             fsperf.fio(rw="write", bs="64k", size="256k")
 
         def test_plain(fsperf):
-            assert fsperf.rounds == 5
+            assert fsperf._runner.rounds == 5
     """)
     out = tmp_path / "r.json"
     r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-rounds=5", f"--fsperf-json={out}")

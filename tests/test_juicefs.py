@@ -142,7 +142,7 @@ def test_the_jfs_bench_scenarios_agree_with_juicefs_bench(pytester, minio):
                 for row in ROWS:
                     r = fsperf.scenario(row)
                     ours.setdefault(row, []).append(value_and_cost(row, r)[0])
-                bench = subprocess.run(["juicefs", "bench", str(fsperf.target.path),
+                bench = subprocess.run(["juicefs", "bench", str(fsperf._runner.target.path),
                                         "--big-file-size", "256", "--small-file-count", "25",
                                         "-p", "1"], capture_output=True, text=True, timeout=600)
                 ours.setdefault("bench", []).append(bench.stdout)

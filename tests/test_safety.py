@@ -658,7 +658,7 @@ def test_an_in_process_engine_stuck_on_an_owned_mount_is_freed_by_the_abort(pyte
                 open(os.path.join(fsperf.workdir, "new"), "w")  # waits on the stopped daemon
                 raise AssertionError("the stopped daemon answered")
 
-            fsperf.measure_engine("stuck", True, "meta", {}, run)
+            fsperf._runner.measure_engine("stuck", True, "meta", {}, run)
 
         def test_next():
             pass

@@ -104,7 +104,7 @@ def test_a_work_root_swapped_by_another_user_does_not_redirect_roots_writes(pyte
         import os, subprocess, sys
         def test_x(fsperf):
             test_dir = os.path.basename(str(fsperf.workdir))
-            root = fsperf.target.logical(os.path.dirname(str(fsperf.workdir)))
+            root = fsperf._runner.target.logical(os.path.dirname(str(fsperf.workdir)))
             subprocess.run([{SYSTEM_PYTHON!r}, "-c", {swap!r}, root, test_dir], check=True,
                            user={NOBODY}, group={NOBODY}, extra_groups=[])
             r = fsperf.fio(rw="write", bs="64k", size="1M", filename="f")

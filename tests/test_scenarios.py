@@ -388,8 +388,10 @@ def test_mdtest_phases_count_what_is_really_there(pytester, bindfs, where):
                 return counted
 
             monkeypatch.setattr(mdtest, "phase_run", watched)
-            phases = fsperf.mdtest(files=1000, per_dir=25, threads=4, size="4KiB")
+            found = fsperf.mdtest(files=1000, per_dir=25, threads=4, size="4KiB")
+            phases = found.phases()
             assert list(phases) == ["create", "stat", "read", "rename", "rename_dir", "remove"]
+            assert found.rename_dir is phases["rename_dir"] and found.create is phases["create"]
             assert seen["create"] == (100, 0) and seen["rename"] == (100, 100)
             assert seen["remove"] == (0, 0) and not os.path.exists(root)
             assert phases["create"].ops.count == 100 == phases["stat"].ops.count

@@ -124,7 +124,7 @@ def test_a_throttle_that_kicks_in_is_decay_and_an_unthrottled_run_is_not(pyteste
             fsperf.fio(name="lay", rw="write", bs="1M", size="400M", judged=False)
             fsperf.cold()
             if kick:
-                fields = fsperf.target.owned.rendered.fields
+                fields = fsperf._runner.target.owned.rendered.fields
                 threading.Thread(target=throttle, args=(fields, 9.0, "10M"), daemon=True).start()
             fsperf.fio(name="r", rw="read", bs="1M", size="400M", direct=1,
                        time_based=1, runtime=15)

@@ -75,15 +75,33 @@ def entries(baseline: Baseline) -> dict[str, RelativeEntry]:
     return found
 
 
-def find(spec: str, root: Path, where: str) -> tuple[Baseline, RelativeEntry]:
-    """'NAME:ENTRY' -> the relative baseline and its entry; UsageError naming the known ones."""
-    name, _, entry = spec.partition(":")
-    baseline = load(name, root, where)
+@dataclass(frozen=True)
+class Expected:
+    """What fsperf.compare(expect=...) checks B/A against: an entry of a relative baseline
+    (Expected("ossfs-1.91-options", "readdir_optimize_ls"), or the text "NAME:ENTRY")."""
+
+    baseline: str
+    entry: str
+
+    @classmethod
+    def of(cls, given: Expected | str) -> Expected:
+        if isinstance(given, Expected):
+            return given
+        name, _, entry = str(given).partition(":")
+        return cls(name, entry)
+
+    def __str__(self) -> str:
+        return f"{self.baseline}:{self.entry}"
+
+
+def find(expected: Expected, root: Path, where: str) -> tuple[Baseline, RelativeEntry]:
+    """The relative baseline and its entry; UsageError naming the known ones."""
+    baseline = load(expected.baseline, root, where)
     known = entries(baseline)
-    if entry not in known:
-        raise UsageError(f"{where}: expect={spec!r}: {name} has no relative entry {entry!r}"
-                         f" (has: {', '.join(sorted(known)) or 'none'})")
-    return baseline, known[entry]
+    if expected.entry not in known:
+        raise UsageError(f"{where}: expect={str(expected)!r}: {expected.baseline} has no relative "
+                         f"entry {expected.entry!r} (has: {', '.join(sorted(known)) or 'none'})")
+    return baseline, known[expected.entry]
 
 
 def check(baseline: Baseline, entry: RelativeEntry, ratio: float | None, low: float | None,

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_fsperf.ceilings.fuse import fuse_ceilings
 from pytest_fsperf.ceilings.store import Op, Shape, shape_of, store_ceiling
 from pytest_fsperf.result.ceiling import Ceiling, Path, missing
+from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner.target import Session, Target
+from pytest_fsperf.runner.workspace import Workspace
 
 FIO_ONLY = "measured for fio jobs only (the same job is run on tmpfs and through bindfs)"
 
@@ -66,3 +69,26 @@ class Ceilings:
             self._found[key] = (missing(Path.TMPFS, FIO_ONLY), missing(Path.FUSE, FIO_ONLY),
                                 store_ceiling(store, shape))
         return self._found[key]
+
+    def beside(self, ws: Workspace) -> Callable[[WorkloadResult], WorkloadResult]:
+        """What finishes each judged result of a workspace: the ceilings of its shape beside it."""
+        return lambda r: self.finish(ws.target, r)
+
+    def finish(self, target: Target, r: WorkloadResult) -> WorkloadResult:
+        """A finished judged result with the ceilings of its shape, measured after it (never
+        inside its window or its cold start): a fio job's three; the small-file and metadata
+        engines' store's. Many clients: none (no one client's shape bounds them all)."""
+        if r.clients:
+            return r
+        store = store_config(target)
+        wrote = ((r.write is not None and r.write.io_bytes > 0)
+                 or (r.ops is not None and r.ops.operation == "write files"))
+        if store is not None and wrote:  # the store's ceiling must not share the store with
+            target.settle_uploads()  # the daemon's upload backlog (rclone)
+        if r.kind == "fio":
+            return dataclasses.replace(r, ceilings=self.for_job(r.options, store))
+        if r.kind == "files":
+            return dataclasses.replace(r, ceilings=self.for_files(r.options, store))
+        if r.kind == "meta":
+            return dataclasses.replace(r, ceilings=self.for_listing(int(r.options["entries"]), store))
+        return r

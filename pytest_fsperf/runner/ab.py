@@ -10,6 +10,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pytest_fsperf.engine import fio as fio_engine
 from pytest_fsperf.errors import MeasurementError, UsageError
@@ -22,8 +23,10 @@ from pytest_fsperf.measure.profile import Profile, Profiling
 from pytest_fsperf.mounts.request import parse_options
 from pytest_fsperf.result.workload import WorkloadResult, median_round
 from pytest_fsperf.runner.target import Target
-from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.vocab import CompareKind, Difference
+
+if TYPE_CHECKING:
+    from pytest_fsperf.runner.workspace import Workspace
 
 Workload = Mapping[str, object] | Callable[["Workspace"], WorkloadResult]
 

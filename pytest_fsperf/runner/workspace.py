@@ -13,12 +13,13 @@ from typing import Any
 import psutil
 
 from pytest_fsperf.engine import fio as fio_engine
+from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.judge.paired import Budget
 from pytest_fsperf.measure import balloon, cache
 from pytest_fsperf.measure.cache import ColdRead, DaemonCache, PageCache
 from pytest_fsperf.options.config import Settings
 from pytest_fsperf.result.workload import OpStats, WorkloadResult, median_round
-from pytest_fsperf.runner import fio_run, window
+from pytest_fsperf.runner import ab, fio_run, window
 from pytest_fsperf.runner.target import Session, Target, safe_name
 
 
@@ -57,6 +58,11 @@ class Workspace:
         #: What each read job's layout left (work dir, job -> its files): found again
         #: unchanged, the layout (and the cold start it makes again) is not repeated.
         self.laid_out: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, tuple[int, int]]] = {}
+        self.comparisons: list[Comparison] = []  # every A/B of the test, gate pairs included
+        self.tolerance = 0.10  # by the one precedence rule (options/config.py), set by the plugin
+        self.release: ab.Release | None = None  # under a release gate
+        #: Each judged result finished (--fsperf-ceilings: the ceilings of its shape beside it)
+        self.beside: Callable[[WorkloadResult], WorkloadResult] | None = None
         self.place(target, workdir)
 
     def place(self, target: Target, workdir: str) -> None:
@@ -148,7 +154,31 @@ class Workspace:
         return result
 
     def repeat(self, name: str, run: Callable[[str], WorkloadResult],
-               tag: Callable[[WorkloadResult], WorkloadResult] | None = None) -> WorkloadResult:
+               tag: Callable[[WorkloadResult], WorkloadResult] | None = None,
+               judged: bool = True) -> WorkloadResult:
+        """Run a workload: in rounds; under a release gate (--fsperf-reference,
+        --fsperf-reference-mount) every judged workload on the reference and the candidate in
+        interleaved pairs instead, an unjudged one (preparation) once, on the candidate."""
+        if self.release is None:
+            if judged and self.beside is not None:  # every judged workload, scenarios too
+                first, beside = tag or (lambda r: r), self.beside
+                tag = lambda r: beside(first(r))  # noqa: E731
+            return self._rounds(name, run, tag)
+        if not judged:
+            owned = self.target.owned
+            if (self.release.reference_place is None and owned is not None
+                    and owned.build != self.release.candidate):
+                self.remount(None, wipe=False, build=self.release.candidate)
+            return self.keep((tag or (lambda r: r))(run(name)))
+        label = self.unique(name)
+        comparison, mine, theirs = ab.gate(self, label, run, self.release, self.budget(),
+                                           self.tolerance)
+        self.comparisons.append(comparison)
+        self.keep(theirs)
+        return self.keep((tag or (lambda r: r))(mine))
+
+    def _rounds(self, name: str, run: Callable[[str], WorkloadResult],
+                tag: Callable[[WorkloadResult], WorkloadResult] | None = None) -> WorkloadResult:
         """Run a workload `rounds` times (after an unjudged warm-up round, if asked), each
         round after the same cold start or page-cache drop that was pending for the first.
         The result is the median round, carrying every round's figures; `tag` finishes it

@@ -20,6 +20,7 @@ from pytest_fsperf.engine import meta as meta_engine
 from pytest_fsperf.engine import sysbench as sysbench_engine
 from pytest_fsperf.engine.fio_options import control
 from pytest_fsperf.errors import UsageError
+from pytest_fsperf.result.phases import MdtestResult
 from pytest_fsperf.result.workload import WorkloadResult
 
 if TYPE_CHECKING:
@@ -270,7 +271,7 @@ def checkpoint_step(fs: Workspace, name: str | None, j: CheckpointJob, judged: b
 
 
 def mdtest_steps(fs: Workspace, name: str | None, j: MdtestJob, judged: bool,
-                 where: str) -> dict[str, WorkloadResult]:
+                 where: str) -> MdtestResult:
     """Every phase in order, each measured on its own; `files` shrinks with --fsperf-scale."""
     _whole(where, files=(j.files, 1), per_dir=(j.per_dir, 0), threads=(j.threads, 1))
     _subdir(where, j.subdir)
@@ -291,7 +292,8 @@ def mdtest_steps(fs: Workspace, name: str | None, j: MdtestJob, judged: bool,
         label = fs.unique(f"{name or 'mdtest'}_{phase}")
         out[phase] = fs.measure_engine(label, judged, "meta", {**options, "phase": phase}, run)
     os.rmdir(root)
-    return out
+    return MdtestResult(out["create"], out["stat"], out["read"], out["rename"],
+                        out.get("rename_dir"), out["remove"])
 
 
 ENGINES = {"files": Engine(FilesJob, files_step), "meta": Engine(MetaJob, meta_step),

@@ -1,0 +1,46 @@
+"""The fixture a test author gets: exactly the documented attributes, each with its docstring,
+and the reference page generated from them."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from pytest_fsperf.fixture import Fsperf
+from pytest_fsperf.runner.workspace import Workspace
+
+pytestmark = pytest.mark.unit
+
+DOCUMENTED = {"workdir", "daemon", "cache_dirs", "results", "cold", "drop_page_cache", "fio",
+              "files", "meta", "checkpoint", "mdtest", "sysbench", "scenario", "compare"}
+
+
+def _hooks() -> Any:
+    path = Path(__file__).resolve().parent.parent / "docs" / "hooks.py"
+    spec = importlib.util.spec_from_file_location("fsperf_docs_hooks", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_public_attributes_are_exactly_the_documented_ones() -> None:
+    fsperf = Fsperf(cast(Workspace, object()))
+    public = {n for n in dir(fsperf) if not n.startswith("_")}
+    assert public == DOCUMENTED
+    members = _hooks().fixture_members()
+    assert set(members) == public  # the reference page lists each one, generated
+    for name in public:
+        assert (getattr(Fsperf, name).__doc__ or "").strip(), f"fsperf.{name} has no docstring"
+        assert f"`fsperf.{name}" in members[name]
+
+
+def test_the_reference_page_is_generated_from_the_fixture() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "reference" / "fixture.md").read_text()
+    rendered = _hooks().on_page_markdown(page)
+    assert "<!-- fsperf:fixture -->" in page
+    for line in _hooks().fixture_members().values():
+        assert line in rendered
