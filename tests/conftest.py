@@ -24,13 +24,19 @@ from pytest_fsperf.infra.mountinfo import read_mounts
 from pytest_fsperf.mounts.daemon import find_daemon
 from pytest_fsperf.store.minio import INSTALL, S3Server, find_minio, start_minio
 
-# Test tiers, by what a test needs (pytest -m unit: the quick tier, no fio, no mounts):
-#   unit  pure logic; no fio, no mounts, no servers
-#   fio   runs fio or the engines through pytester on the embedded default
+# Test tiers, by what a test needs; each test is in exactly one (pytest -m unit: the quick tier):
+#   unit  pure logic: no fio, no mounts, no servers, no subprocess, no pytester run, not the
+#         machine lock, nothing of the real machine measured (held at run time, below)
+#   fio   runs fio, the engines, a pytester session or another process; or reads the machine
 #   fuse  real FUSE mounts (bindfs, rclone over a local dir), as root
 #   s3    MinIO with s3fs or rclone over it
+# A tier marker on the test wins; else the higher of its module's TIER and what its fixtures
+# imply. Nothing that needs more than pure logic may call itself unit.
+TIERS = ("unit", "fio", "fuse", "s3")
+ALIASES = {"integration": "fuse"}
 S3_FIXTURES = {"minio", "fsperf_s3"}
 FUSE_FIXTURES = {"bindfs", "bindfs_mount"}
+NOT_UNIT_FIXTURES = {"pytester", "testdir"}
 
 
 # modules the test files import at their top (the [test] extra): without them a run of the
@@ -45,19 +51,65 @@ def pytest_configure(config: pytest.Config) -> None:
                                 "missing): pip install -e '.[test]'")
 
 
+def implied_tier(fixtures: set[str]) -> str:
+    """The tier a test's fixtures put it in."""
+    if fixtures & S3_FIXTURES:
+        return "s3"
+    if fixtures & FUSE_FIXTURES:
+        return "fuse"
+    if fixtures & NOT_UNIT_FIXTURES:
+        return "fio"
+    return "unit"
+
+
+def tier_of(fixtures: set[str], marks: set[str], module: str, where: str) -> str:
+    """The one tier of a test: its explicit marker, else the higher of its module's TIER and
+    what its fixtures imply."""
+    given = {ALIASES.get(m, m) for m in marks if ALIASES.get(m, m) in TIERS}
+    implied = implied_tier(fixtures)
+    if len(given) > 1:
+        raise pytest.UsageError(f"{where}: in two test tiers ({', '.join(sorted(given))}): keep one")
+    tier = given.pop() if given else max(module, implied, key=TIERS.index)
+    if tier == "unit" and implied != "unit":
+        raise pytest.UsageError(f"{where}: in the unit tier but its fixtures need the {implied} tier")
+    return tier
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    wrong = []
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         marks = {m.name for m in item.iter_markers()}
-        if fixtures & S3_FIXTURES or "s3" in marks:
-            tier = "s3"
-        elif fixtures & FUSE_FIXTURES or marks & {"integration", "fuse"}:
-            tier = "fuse"
-        elif "pytester" in fixtures or "fio" in marks:
-            tier = "fio"
-        else:
-            tier = "unit"
-        item.add_marker(getattr(pytest.mark, tier))
+        try:
+            module = getattr(getattr(item, "module", None), "TIER", "unit")
+            tier = tier_of(fixtures, marks, module, item.nodeid)
+        except pytest.UsageError as exc:
+            wrong.append(str(exc))
+            continue
+        if tier not in marks:
+            item.add_marker(getattr(pytest.mark, tier))
+    if wrong:
+        raise pytest.UsageError("\n".join(wrong))
+
+
+@pytest.fixture(autouse=True)
+def _unit_tier_is_pure(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A unit test that starts a process or takes the machine lock fails, naming what it did."""
+    if request.node.get_closest_marker("unit") is None:
+        return
+    from pytest_fsperf.infra import lock
+
+    def no_process(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"a unit test started a process ({args[1:2]}): mark it fio")
+
+    take = lock._take
+
+    def no_machine_lock(fd: int, path: str, *args: Any) -> None:
+        assert path != lock.LOCK_PATH, "a unit test took the machine lock: mark it fio"
+        take(fd, path, *args)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", no_process)
+    monkeypatch.setattr(lock, "_take", no_machine_lock)
 
 
 PACKAGES = {"perf": "linux-perf", "fusermount3": "fuse3"}  # Debian's package where its name differs

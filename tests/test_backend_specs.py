@@ -188,6 +188,7 @@ def test_unknown_backend_lists_the_known_ones():
         Registry().get("nfs", "--fsperf-backend=nfs (command line)")
 
 
+@pytest.mark.fio
 def test_private_files_are_mode_0600_and_a_failed_mount_shows_the_daemons_words():
     b = Backend(name="t", binary="sh", install="-", files={"k": "{secret_key}"},
                 command=("sh", "-c", "stat -c 'mode %a' {files[k]}; cat {files[k]}; exit 3"))

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import interrupt_pytest, need, ours
 
-pytestmark = pytest.mark.integration
+TIER = "fuse"  # every test here, unless one says otherwise (conftest.py)
 
 
 @pytest.fixture

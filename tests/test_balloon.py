@@ -7,8 +7,6 @@ import pytest
 from pytest_fsperf.measure import balloon
 from pytest_fsperf.measure.balloon import Settle
 
-pytestmark = pytest.mark.unit
-
 LINES = """           CPU0       CPU1
  31:          0       5317 PCI-MSIX-0000:00:01.0   3-edge      virtio0-stats
  32:       {n}          7 PCI-MSIX-0000:00:01.0   4-edge      virtio0-reporting_vq

@@ -12,7 +12,7 @@ import pytest
 from pytest_fsperf import units
 from tests.conftest import interrupt_pytest
 
-pytestmark = pytest.mark.integration
+TIER = "fuse"  # every test here, unless one says otherwise (conftest.py)
 MB = 2**20
 
 

@@ -21,7 +21,7 @@ from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.session.state import FsperfSession
 from tests.conftest import need
 
-pytestmark = pytest.mark.integration
+TIER = "fuse"  # every test here, unless one says otherwise (conftest.py)
 
 MIB = 1 << 20
 

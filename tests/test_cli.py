@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import need, ours
 
-pytestmark = pytest.mark.integration
+TIER = "fuse"  # every test here, unless one says otherwise (conftest.py)
 
 
 def fsperf(cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -133,7 +133,7 @@ def _run(rounds: list[float], canary: float = 1.0) -> dict[str, object]:
                          "fingerprint": fingerprint, "canary": [canary] * 3}]}
 
 
-@pytest.mark.unit
+@pytest.mark.fio
 @pytest.mark.parametrize(("new", "code", "outcome"), [
     ([80e6, 81e6, 79e6, 80e6, 82e6], 1, "regression"),
     ([100e6, 101e6, 99e6, 100e6, 102e6], 0, "pass"),
@@ -151,7 +151,7 @@ def test_compare_runs_judges_every_workload_and_exits_for_ci(tmp_path, new, code
     assert by_path.returncode == code
 
 
-@pytest.mark.unit
+@pytest.mark.fio
 def test_compare_runs_says_when_the_machine_changed(tmp_path):
     (tmp_path / "a.json").write_text(json.dumps(_run([100e6] * 5, canary=1.0)))
     (tmp_path / "b.json").write_text(json.dumps(_run([80e6] * 5, canary=0.8)))
@@ -162,7 +162,7 @@ def test_compare_runs_says_when_the_machine_changed(tmp_path):
     assert warn.returncode == 0
 
 
-@pytest.mark.unit
+@pytest.mark.fio
 def test_baselines_lists_the_shipped_ones_and_shows_one(tmp_path):
     r = fsperf(tmp_path, "baselines")
     assert r.returncode == 0
@@ -197,7 +197,7 @@ def test_pytest_help_renders_every_fsperf_option(pytester):
     assert all(opt.flag in out for opt in OPTIONS)
 
 
-@pytest.mark.unit
+@pytest.mark.fio
 def test_a_single_round_compare_decides_nothing(tmp_path):
     """As found: one round against one run said `pass 1.012x` with no interval, while the
     README says a single round can never show significance."""
@@ -212,7 +212,7 @@ def test_a_single_round_compare_decides_nothing(tmp_path):
                   "--inconclusive=warn").returncode == 0
 
 
-@pytest.mark.unit
+@pytest.mark.fio
 def test_baselines_lists_saved_ones_too(tmp_path):
     saved = tmp_path / ".fsperf" / "baselines"
     saved.mkdir(parents=True)
@@ -245,7 +245,7 @@ def test_a_non_editable_install_runs_without_an_assertion_rewrite_warning(tmp_pa
     assert "PytestAssertRewriteWarning" not in r.stdout + r.stderr
 
 
-@pytest.mark.unit
+@pytest.mark.fio
 @pytest.mark.parametrize("autoload", ["", "1"])
 def test_python_m_pytest_help_from_the_repository_works(autoload):
     """The first thing a new user types, from the checkout, with its conftest and config. As

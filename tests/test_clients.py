@@ -13,7 +13,7 @@ import pytest
 from pytest_fsperf.mounts.spec import free_port
 from tests.conftest import need, ours, run_json
 
-pytestmark = pytest.mark.integration
+TIER = "fuse"  # every test here, unless one says otherwise (conftest.py)
 
 
 def servers_left() -> list[str]:
@@ -178,7 +178,6 @@ def test_servers_the_user_started(pytester, tmp_path):
             p.wait()
 
 
-@pytest.mark.unit
 def test_bad_client_settings_are_one_line_errors(pytester):
     pytester.makepyfile("""
         def test_zero(fsperf):

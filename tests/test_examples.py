@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from pytest_fsperf.store.minio import find_minio
+from tests.conftest import need
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
-pytestmark = pytest.mark.fio
+TIER = "fio"  # every test here, unless one says otherwise (conftest.py)
 
 
 @pytest.fixture
@@ -28,8 +29,7 @@ def cpu_hog():
 
 
 def test_example_suite_passes_on_the_embedded_default(tmp_path, cpu_hog):
-    if shutil.which("fio") is None:
-        pytest.skip("fio is not installed (apt-get install fio)")
+    need("fio")
     out = subprocess.run(
         # the A/B's outcome is checked here; its settling and profiled pair are tested elsewhere
         [sys.executable, "-m", "pytest", str(EXAMPLES), "--fsperf-scale=0.001", "-p",

@@ -16,7 +16,7 @@ from pytest_fsperf.engine import fio_clients
 from pytest_fsperf.errors import MeasurementError
 from tests.conftest import need
 
-pytestmark = pytest.mark.fio
+TIER = "fio"  # every test here, unless one says otherwise (conftest.py)
 
 
 def servers_left() -> list[str]:

@@ -65,7 +65,7 @@ def test_time_based_runtime_shrinks_to_no_less_than_5_s(runtime, scale, expected
 
 def test_unflushed_writes_on_a_fuse_mount_are_noted():
     from pytest_fsperf.mounts.daemon import Daemon, Lookup
-    from pytest_fsperf.runner.workspace import _unflushed
+    from pytest_fsperf.runner.fio_run import _unflushed
 
     fuse = Lookup(Daemon(1, 1, ("s3fs",), "fdinfo"), "found")
     assert _unflushed({"rw": "write"}, fuse)[0].startswith("writes not flushed")

@@ -172,6 +172,7 @@ def test_a_relay_passes_what_the_controller_sends_and_cuts_a_refused_frame(tmp_p
     assert not os.path.exists(relay.path)
 
 
+@pytest.mark.fio
 def test_a_server_another_user_put_on_the_port_after_the_check_is_refused_on_connect(tmp_path):
     """The worst of the loopback case: nobody binds the port after the check before the run
     (the user's own server not up yet, or restarting). The relay asks, for each connection,

@@ -7,12 +7,10 @@ import importlib.util
 from pathlib import Path
 from typing import Any, cast
 
-import pytest
-
 from pytest_fsperf.fixture import Fsperf
 from pytest_fsperf.runner.workspace import Workspace
 
-pytestmark = pytest.mark.unit
+TIER = "unit"  # every test here (conftest.py)
 
 DOCUMENTED = {"workdir", "daemon", "cache_dirs", "results", "cold", "drop_page_cache", "fio",
               "files", "meta", "checkpoint", "mdtest", "sysbench", "scenario", "compare"}

@@ -18,7 +18,7 @@ from pytest_fsperf.mounts.daemon import find_daemon
 from tests.conftest import need, run_json
 from tests.forkfs import SUPERVISOR_CPU, WORKER_MB
 
-pytestmark = pytest.mark.integration
+TIER = "fuse"  # every test here, unless one says otherwise (conftest.py)
 HERE = Path(__file__).parent
 
 

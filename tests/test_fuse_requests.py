@@ -14,7 +14,7 @@ from pytest_fsperf.infra.mountinfo import find_mount, read_mounts
 from pytest_fsperf.measure import fusetrace
 from tests.conftest import need
 
-pytestmark = pytest.mark.integration
+TIER = "fuse"  # every test here, unless one says otherwise (conftest.py)
 MiB = 2**20
 
 

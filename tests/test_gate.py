@@ -21,7 +21,7 @@ from pytest_fsperf.measure import balloon, placement
 from pytest_fsperf.saved import runs as saved
 from tests.conftest import need, ours
 
-pytestmark = pytest.mark.integration
+TIER = "fuse"  # every test here, unless one says otherwise (conftest.py)
 
 READ = """
     def test_read(fsperf):

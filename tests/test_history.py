@@ -19,8 +19,8 @@ from pytest_fsperf.judge import history
 from pytest_fsperf.judge.history import Cause
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.saved.runs import Run
+from tests.conftest import need
 
-pytestmark = pytest.mark.unit
 otava = pytest.importorskip("otava.analysis")  # the [history] extra; CI installs it
 
 FP = {"workload": "read", "scale": 0.01, "fs": "bindfs", "kernel": "6.1", "machine": "m x2"}
@@ -326,6 +326,7 @@ def test_bad_input_is_one_line(tmp_path, capsys, args, said):
     assert rc == 4 and said in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.fio
 def test_without_otava_one_line_says_how_to_install(tmp_path):
     write(tmp_path, stepped(n=3))
     code = ("import sys; sys.modules['otava'] = None; from pytest_fsperf.cli import main; "
@@ -344,10 +345,8 @@ def test_the_history_gate_fails_the_test_whose_newest_runs_start_a_worse_level(p
     """Saved runs of the same workload at 1000x today's bandwidth, then three at today's: the
     run that joins them fails its test naming the first run and build of the new level;
     --fsperf-history prints every series after the session."""
-    import shutil
 
-    if shutil.which("fio") is None:
-        pytest.skip("fio is not installed")
+    need("fio")
     pytester.makepyfile("""
         def test_w(fsperf):
             fsperf.fio(name="w", rw="write", bs="1M", size="4M", direct=1)

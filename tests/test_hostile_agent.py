@@ -40,6 +40,7 @@ def hostile():
     group.terminate(timeout=5)
 
 
+@pytest.mark.fio
 @pytest.mark.parametrize("op, say, said", [
     ("hello", "hello", "its reply was refused: hello has no daemon, fstype"),
     ("stop", "big", "its reply was refused: its stop reply is larger than 1048576 characters"),
@@ -55,6 +56,7 @@ def test_a_reply_of_the_wrong_shape_or_size_is_refused_naming_the_host(hostile, 
     assert len(text) < 1000 and "\n" not in text
 
 
+@pytest.mark.fio
 def test_control_characters_in_a_note_never_reach_a_terminal(hostile):
     hostile.send("stop", say="note")
     got = hostile.receive("stop")

@@ -19,6 +19,7 @@ def _fifo(path):
     return path
 
 
+@pytest.mark.fio
 @pytest.mark.parametrize("option", ["--fsperf-hosts=@{path}", "--fsperf-backend-config={path}"])
 def test_a_fifo_given_as_a_file_is_refused_not_waited_on(tmp_path, option):
     fifo = _fifo(tmp_path / "pipe")
@@ -52,6 +53,7 @@ def test_a_scale_past_any_machine_is_a_usage_error(pytester, value):
     result.stderr.fnmatch_lines([f"*fsperf_scale = {value} (ini file *): must be*"])
 
 
+@pytest.mark.fio
 def test_fsperf_bench_obeys_no_config_or_conftest_of_the_current_directory(tmp_path):
     """As found: a conftest.py, or a pytest.ini with pythonpath/addopts, in root's working
     directory (or a parent another user can write) was imported as uid 0 by fsperf bench."""

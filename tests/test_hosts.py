@@ -82,7 +82,6 @@ def test_hosts_from_a_hosts_file_or_the_ini_file(tmp_path):
         convert(Raw("@bad", "fsperf_hosts (ini file)", tmp_path))
 
 
-@pytest.mark.unit
 def test_bad_host_settings_are_one_line_errors(pytester):
     pytester.makepyfile("def test_x(fsperf):\n    pass\n")
     result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-hosts=root@h1")

@@ -9,7 +9,9 @@ import subprocess
 
 import pytest
 
-pytestmark = pytest.mark.integration
+from tests.conftest import need
+
+TIER = "fuse"  # every test here, unless one says otherwise (conftest.py)
 
 
 def browser() -> str:
@@ -50,9 +52,8 @@ def test_the_report_is_the_record_of_a_decision(pytester, tmp_path):
     own column or section; A/B runs out of the workloads table. Drawn at desktop and phone
     widths (the screenshots are kept in the test's directory to look at)."""
     chrome = browser()
-    need_bindfs = shutil.which("bindfs")
-    if need_bindfs is None or shutil.which("fio") is None:
-        pytest.skip("needs bindfs and fio")
+    need("bindfs")
+    need("fio")
     pytester.makepyfile("""
         from pytest_fsperf import fsperf
 
@@ -115,8 +116,8 @@ def test_timelines_are_drawn_a_and_b_overlaid(pytester, tmp_path):
     """A run of 6 s has a timeline: bandwidth and daemon RSS per second, drawn; an A/B draws
     its first A and first B on one axis. The terminal table has a sparkline per workload."""
     chrome = browser()
-    if shutil.which("bindfs") is None or shutil.which("fio") is None:
-        pytest.skip("needs bindfs and fio")
+    need("bindfs")
+    need("fio")
     pytester.makepyfile("""
         def test_long(fsperf):
             fsperf.fio(rw="write", bs="128k", size="64M", direct=1, time_based=1, runtime=6,

@@ -87,6 +87,7 @@ def test_a_job_file_runs_each_section_in_the_work_dir(pytester, tmp_path):
                in n for n in rows["seq-write"]["notes"])
 
 
+@pytest.mark.fio
 def test_fsperf_bench_runs_a_job_file(tmp_path):
     from tests.test_cli import fsperf
 

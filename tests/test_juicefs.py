@@ -11,7 +11,7 @@ import pytest
 from pytest_fsperf.store.juicefs import StatsMeter
 from tests.conftest import run_json
 
-pytestmark = pytest.mark.integration
+TIER = "fuse"  # every test here, unless one says otherwise (conftest.py)
 
 
 run = run_json

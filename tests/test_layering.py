@@ -6,9 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.unit
+TIER = "unit"  # every test here (conftest.py)
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_fsperf"
 

@@ -26,7 +26,7 @@ from pytest_fsperf.infra.procs import Proc, kill_tree
 from pytest_fsperf.store.minio import find_minio
 from tests.conftest import need
 
-pytestmark = pytest.mark.integration
+TIER = "fuse"  # every test here, unless one says otherwise (conftest.py)
 
 SUITE = """
 import os

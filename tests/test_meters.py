@@ -62,6 +62,7 @@ def _cpu(pid):
     return times.user + times.system
 
 
+@pytest.mark.fio
 def test_exact_peak_survives_freeing_and_cpu_is_counted(child):
     before = _cpu(child.pid)  # the child waits on stdin: idle until the meter starts
     stats = _run(child, meters.DaemonMeter(describe(child.pid, "test").daemon))
@@ -74,6 +75,7 @@ def test_exact_peak_survives_freeing_and_cpu_is_counted(child):
     assert stats.cpu_percent == pytest.approx(100 * stats.cpu_seconds / stats.wall_seconds)
 
 
+@pytest.mark.fio
 def test_sampled_fallback_when_reset_is_refused(child, monkeypatch):
     monkeypatch.setattr(meters, "reset_peak_rss", lambda pid, proc="/proc": False)
     stats = _run(child, meters.DaemonMeter(describe(child.pid, "test").daemon, interval=0.05))
@@ -81,6 +83,7 @@ def test_sampled_fallback_when_reset_is_refused(child, monkeypatch):
     assert stats.peak_rss_bytes >= 200 * 2**20
 
 
+@pytest.mark.fio
 def test_exit_during_window_is_reported(child):
     called = []
     meter = meters.DaemonMeter(describe(child.pid, "test").daemon,
@@ -108,6 +111,7 @@ def test_io_window_is_none_when_nothing_moved():
     assert meters.io_window([(0.0, 0, 0), (1.0, 5, 9)]) is None
 
 
+@pytest.mark.fio
 def test_a_byte_counter_that_missed_the_bytes_does_not_set_the_window(child):
     """Many clients on libaio: the fio servers' job processes move nothing through read()
     or write(), and the window their counter gave was 'I/O ran 0.051 s'. Where it saw under

@@ -613,6 +613,7 @@ def test_the_rest_limit_is_symmetric_covers_steal_and_spares_a_missing_reading()
                                  "changed within the pair")
 
 
+@pytest.mark.fio
 def test_the_rest_of_the_machine_is_what_others_used_not_ours(tmp_path):
     """measure/rest.py against real processes: our own busy child counts as ours (about
     nothing left), a busy process of no one we know counts as the rest (about a core),

@@ -16,7 +16,6 @@ from pytest_fsperf.judge.comparison import placed
 from pytest_fsperf.measure import placement
 from pytest_fsperf.measure.placement import CpuMode, Placement
 
-pytestmark = pytest.mark.unit
 TWO = len(os.sched_getaffinity(0)) >= 2
 
 
@@ -74,6 +73,7 @@ time.sleep(30)
 """
 
 
+@pytest.mark.fio
 @pytest.mark.skipif(not TWO, reason="needs two CPUs")
 def test_pinned_moves_every_thread_of_the_daemon_and_the_caller_then_puts_them_back():
     child = subprocess.Popen([sys.executable, "-c", THREADS], stdout=subprocess.PIPE, text=True)
@@ -99,6 +99,7 @@ def test_pinned_moves_every_thread_of_the_daemon_and_the_caller_then_puts_them_b
         child.wait()
 
 
+@pytest.mark.fio
 def test_pinned_survives_a_daemon_that_is_gone():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()

@@ -7,7 +7,6 @@ import os
 import pty
 import re
 import select
-import shutil
 import subprocess
 import sys
 import termios
@@ -15,6 +14,7 @@ import termios
 import pytest
 
 from pytest_fsperf.measure.progress import tree_io
+from tests.conftest import need
 
 TEST = """
 def test_long(fsperf):
@@ -82,8 +82,7 @@ def screen(out: str) -> list[str]:
 
 @pytest.mark.parametrize("verbosity", [[], ["-q"], ["-v"]])
 def test_live_line_on_a_terminal_is_erased(pytester, verbosity):
-    if shutil.which("fio") is None:
-        pytest.skip("fio is not installed")
+    need("fio")
     pytester.makepyfile(TEST)
     out = run_on_a_terminal(pytester.path, *verbosity)
     assert "  fsperf long: " in out and " MB/s" in out
@@ -101,14 +100,14 @@ def test_live_line_on_a_terminal_is_erased(pytester, verbosity):
 
 
 def test_no_live_line_when_not_a_terminal(pytester):
-    if shutil.which("fio") is None:
-        pytest.skip("fio is not installed")
+    need("fio")
     pytester.makepyfile(TEST)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
     result.assert_outcomes(passed=1)
     assert "fsperf long:" not in result.stdout.str() + result.stderr.str()
 
 
+@pytest.mark.fio
 def test_tree_io_counts_children_in_other_sessions():
     code = ("import os, sys, time\nif os.fork() == 0:\n    os.setsid()\n"
             "    os.write(1, b'x' * 3000000)\n    time.sleep(3)\n    os._exit(0)\ntime.sleep(3)\n")
@@ -122,6 +121,7 @@ def test_tree_io_counts_children_in_other_sessions():
         proc.wait()
 
 
+@pytest.mark.fio
 def test_a_reaped_child_is_not_counted_twice():
     """The kernel adds a reaped child's bytes to its parent: fio's main process jumps by the
     whole run when it reaps its job process. TreeIo counts the job's bytes once."""

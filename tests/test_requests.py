@@ -9,7 +9,7 @@ import pytest
 from pytest_fsperf.store.requests import KINDS, difference, parse, probe
 from tests.conftest import need, run_json
 
-pytestmark = pytest.mark.integration
+TIER = "fuse"  # every test here, unless one says otherwise (conftest.py)
 
 V3 = """# HELP minio_api_requests_total Total number of requests
 # TYPE minio_api_requests_total counter

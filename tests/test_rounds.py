@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from pytest_fsperf.judge import judge
 from pytest_fsperf.plan.marker import build_plan
 from pytest_fsperf.result.workload import IoStats, WorkloadResult
 from pytest_fsperf.vocab import Outcome
+from tests.conftest import need
 
 FAIL, INCONCLUSIVE, PASS = Outcome.FAIL, Outcome.INCONCLUSIVE, Outcome.PASS
 
@@ -78,8 +78,7 @@ def test_inconclusive_fails_or_warns(pytester, mode):
 
 
 def test_rounds_and_warmup_on_a_real_run(pytester):
-    if shutil.which("fio") is None:
-        pytest.skip("fio is not installed")
+    need("fio")
     pytester.makepyfile("""
         import json
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import math
 import random
-import shutil
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_fsperf.judge import runs
+from tests.conftest import need
 
 
 def res(values, **fp):
@@ -79,8 +79,7 @@ def test_one_round_says_what_it_cannot_show_and_what_would():
 
 
 def test_latest_is_the_newest_run_whose_fingerprint_matches(pytester):
-    if shutil.which("fio") is None:
-        pytest.skip("fio is not installed")
+    need("fio")
     pytester.makepyfile("""
         def test_w(fsperf):
             fsperf.fio(name="w", rw="write", bs="64k", size="1M")
@@ -100,8 +99,7 @@ def test_latest_is_the_newest_run_whose_fingerprint_matches(pytester):
 
 
 def test_save_then_compare(pytester):
-    if shutil.which("fio") is None:
-        pytest.skip("fio is not installed")
+    need("fio")
     pytester.makepyfile("""
         def test_w(fsperf):
             fsperf.fio(name="w", rw="write", bs="1M", size="4M", direct=1)
@@ -137,8 +135,7 @@ def test_save_then_compare(pytester):
 
 
 def test_markdown_summary_and_benchmark_action_files(pytester):
-    if shutil.which("fio") is None:
-        pytest.skip("fio is not installed")
+    need("fio")
     pytester.makepyfile("""
         from pytest_fsperf import fsperf
 
@@ -166,8 +163,7 @@ def test_markdown_summary_and_benchmark_action_files(pytester):
 
 def test_pytest_benchmark_json_and_its_compare(pytester):
     pytest.importorskip("pytest_benchmark")
-    if shutil.which("fio") is None:
-        pytest.skip("fio is not installed")
+    need("fio")
     pytester.makepyfile("""
         def test_w(fsperf):
             fsperf.fio(name="w", rw="write", bs="1M", size="4M", direct=1)
@@ -271,8 +267,7 @@ def test_a_canary_moved_past_the_whole_tolerance_is_a_changed_machine_however_no
 def test_a_changed_machine_fails_or_warns_as_asked(pytester):
     """As found: saved-run compares on a busy box mostly ended `machine changed`, exit 1,
     with no way to let that warn while a real inconclusive still fails."""
-    if shutil.which("fio") is None:
-        pytest.skip("fio is not installed")
+    need("fio")
     pytester.makepyfile("""
         def test_w(fsperf):
             fsperf.fio(name="w", rw="write", bs="64k", size="1M")

@@ -233,6 +233,7 @@ def sticky_dir():
     shutil.rmtree(path)
 
 
+@pytest.mark.fio
 def test_a_link_planted_by_another_user_at_a_temporary_name_is_not_followed(tmp_path, sticky_dir):
     """Root writes a report into a sticky, world-writable directory where nobody planted
     a link at the name the old writer used (PATH.tmp)."""
@@ -300,6 +301,7 @@ def test_a_full_disk_fails_the_session_with_one_line_and_leaves_no_temp_file(pyt
 
 # -- 6. the machine lock ------------------------------------------------------------------
 
+@pytest.mark.fio
 def test_the_lock_root_made_can_be_taken_by_any_user(sticky_dir):
     path = sticky_dir / "pytest-fsperf.lock"
     with machine_lock(str(path)):
@@ -316,6 +318,7 @@ print("locked")
 """).strip() == "locked"
 
 
+@pytest.mark.fio
 def test_a_link_planted_at_the_lock_is_not_followed(tmp_path, sticky_dir):
     victim = tmp_path / "victim"
     victim.write_text("precious\n")
@@ -670,6 +673,7 @@ def test_an_in_process_engine_stuck_on_an_owned_mount_is_freed_by_the_abort(pyte
     assert ours()[0] == []
 
 
+@pytest.mark.fio
 @pytest.mark.parametrize("where", ["note_process", "wait4"])
 def test_an_interrupt_while_fio_starts_leaves_no_fio(tmp_path, monkeypatch, where):
     """Ctrl-C can land between fio's start and the wait that would stop it (seen once on a
@@ -883,6 +887,7 @@ def test_good_sizes_still_pass(size):
 
 # 22.2 the watchdog and every helper interpreter run isolated, from "/"
 
+@pytest.mark.fio
 def test_a_package_planted_in_the_working_directory_never_runs_in_the_watchdog(
         tmp_path, sticky_dir, monkeypatch):
     """As found: pytest ran from a world-writable directory where nobody planted
@@ -910,6 +915,7 @@ with open({str(sticky_dir / 'pytest_fsperf' / '__init__.py')!r}, "w") as f:
     assert watchdog.args[1] == "-I"
 
 
+@pytest.mark.fio
 def test_helper_interpreters_run_isolated_from_root_dir(monkeypatch, tmp_path):
     """Every `python` the plugin starts gets -I and cwd "/" (the watchdog, the removal and
     the mount probe helpers)."""
@@ -991,6 +997,7 @@ def test_a_lock_another_user_holds_fails_at_once_naming_the_holder(sticky_dir, m
         holder.wait()
 
 
+@pytest.mark.fio
 def test_a_lock_this_user_holds_is_waited_for_until_the_deadline(sticky_dir):
     if not os.access(SYSTEM_PYTHON, os.X_OK):
         pytest.skip(f"needs {SYSTEM_PYTHON}")
@@ -1017,6 +1024,7 @@ def test_a_lock_this_user_holds_is_waited_for_until_the_deadline(sticky_dir):
         assert len(said) == 1
 
 
+@pytest.mark.fio
 def test_a_lock_whose_holder_cannot_be_named_fails_at_once_and_is_waited_for_once(sticky_dir):
     """As found: nobody took the lock, passed the descriptor into an unread unix socket and
     exited; every test waited the full --fsperf-lock-timeout, the holder shown as 'user ?'."""
@@ -1043,6 +1051,7 @@ def test_a_lock_whose_holder_cannot_be_named_fails_at_once_and_is_waited_for_onc
         pass
 
 
+@pytest.mark.fio
 def test_a_session_waits_out_the_lock_once_not_once_per_test(sticky_dir):
     if not os.access(SYSTEM_PYTHON, os.X_OK):
         pytest.skip(f"needs {SYSTEM_PYTHON}")

@@ -21,8 +21,7 @@ pytestmark = pytest.mark.usefixtures("need_fio")
 
 @pytest.fixture
 def need_fio():
-    if shutil.which("fio") is None:
-        pytest.skip("fio is not installed (apt-get install fio)")
+    need("fio")
 
 
 def test_small_file_engine_writes_and_reads_every_byte(tmp_path):

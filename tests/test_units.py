@@ -105,6 +105,7 @@ def test_format_memory_and_cpu():
     assert units.format_duration(20e6) == "20.0 ms"
 
 
+@pytest.mark.fio
 def test_the_measuring_core_imports_no_pytest():
     """Benchmarks drive the core directly: importing it must not import pytest."""
     import subprocess
