@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -303,3 +304,32 @@ def pause(pid: int, after: float, seconds: float,
     thread = threading.Thread(target=stop, daemon=True)
     thread.start()
     return thread
+
+
+# -- for the safety tests (test_safety_*.py) --
+
+@pytest.fixture
+def sticky_dir():
+    """A sticky, world-writable directory like /tmp, reachable by other users."""
+    path = Path(tempfile.mkdtemp(prefix="fsperf-sticky-", dir="/tmp"))
+    path.chmod(0o1777)
+    yield path
+    shutil.rmtree(path)
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 1 MiB tmpfs, filled up."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    point = tmp_path / "full"
+    point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(point)], check=True)
+    try:
+        with open(point / "filler", "wb") as f, contextlib.suppress(OSError):
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        yield point
+    finally:
+        subprocess.run(["umount", str(point)], check=True)

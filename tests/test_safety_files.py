@@ -1,0 +1,236 @@
+"""Files root writes: reports into what the user named and nothing else, no link followed, a full disk or a swapped path one line; a cache dir never emptied past the daemon's own part."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.infra import outfile
+from pytest_fsperf.mounts.mounter import MountedFs, MountPlan
+from pytest_fsperf.mounts.registry import Registry
+from pytest_fsperf.mounts.spec import Backend
+from tests.conftest import need
+from tests.hostile import (
+    NOBODY,
+    SECRETS,
+    SYSTEM_PYTHON,
+    as_nobody,
+    current_umask,
+    plant,
+    unchanged,
+)
+
+
+@pytest.mark.integration
+def test_cold_never_empties_a_cache_dir_the_user_named(pytester, tmp_path):
+    """rclone --cache-dir DIR (as juicefs --cache-dir, which /var/jfsCache shares between
+    volumes): cold() keeps DIR, says so, and labels the read not cold."""
+    need("rclone")
+    need("fio")
+    shared = tmp_path / "shared-cache"
+    made = plant(shared, ("notes.txt", "vfs/other-remote/file", "vfsMeta/other-remote/file"))
+    pytester.makepyfile(f"""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("rclone", options=["--cache-dir", {str(shared)!r}])
+        def test_kept(fsperf):
+            fsperf.fio(name="write", rw="write", bs="1M", size="4M", judged=False)
+            fsperf.cold()
+            r = fsperf.fio(name="read", rw="read", bs="1M", size="4M")
+            assert r.daemon_cache.startswith("not cold: remounted, but its disk cache was kept")
+            assert any(s.startswith("kept " + {str(shared)!r}) for s in r.cold_steps), r.cold_steps
+
+        @fsperf_mount("rclone")
+        def test_private_cache_is_wiped(fsperf):
+            fsperf.fio(name="write", rw="write", bs="1M", size="4M", judged=False)
+            fsperf.cold()
+            r = fsperf.fio(name="read", rw="read", bs="1M", size="4M")
+            assert r.daemon_cache == "cold: remounted, disk cache wiped", r.cold_steps
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_kept*not cold: daemon disk cache kept*"])
+    assert unchanged(shared, made)
+
+
+def test_only_the_daemons_own_part_of_a_shared_cache_is_wiped(tmp_path, monkeypatch):
+    """s3fs use_cache=DIR: only DIR/BUCKET (s3fs's layout) is emptied; a cache dir given
+    through a symlink or of a backend without such a layout is kept."""
+    monkeypatch.setattr("shutil.which", lambda name: "/bin/true")
+    cache = tmp_path / "cache"
+    made = plant(cache, ("notes.txt", "other-bucket/obj"))
+    mine = plant(cache / "b", ("obj1", "dir/obj2"))
+    cfg = dict(SECRETS)
+    s3fs = MountedFs(MountPlan(Registry([]).get("s3fs", "test"), ("-o", f"use_cache={cache}"), cfg))
+    try:
+        steps = s3fs.wipe_cache()
+        assert f"wiped {cache}/b" in steps and not s3fs.kept_caches
+        assert unchanged(cache, made) and not any((cache / "b" / n).exists() for n in mine)
+    finally:
+        s3fs.close()
+    link = tmp_path / "link"
+    link.symlink_to(cache)
+    plant(cache / "b", ("obj1",))
+    via_link = MountedFs(MountPlan(Registry([]).get("s3fs", "test"), ("-o", f"use_cache={link}"), cfg))
+    juicefs = MountedFs(MountPlan(Registry([]).get("juicefs", "test"), ("--cache-dir", str(cache)), cfg))
+    try:
+        assert via_link.wipe_cache() == [f"kept {link}/b (not a plain absolute path: it is relative "
+                                         "or passes through a symlink)"] + [
+            f"kept {link}/.b.{x} (not a plain absolute path: it is relative or passes through a symlink)"
+            for x in ("stat", "mirror")]
+        assert juicefs.wipe_cache() == [f"kept {cache} (a directory you named: the plugin deletes "
+                                        "only what it created)"]
+        assert unchanged(cache, made) and (cache / "b" / "obj1").exists()
+    finally:
+        via_link.close()
+        juicefs.close()
+
+
+def test_output_into_a_fifo_is_written_into_it_not_replaced(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    outfile.write(fifo, "{}\n")
+    reader.join(10)
+    assert got == [b"{}\n"] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_output_into_a_character_device_leaves_the_device(tmp_path):
+    outfile.write(Path("/dev/null"), "x" * 100)
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+    link = tmp_path / "out"
+    link.symlink_to("/dev/null")  # like /dev/stdout -> /proc/self/fd/1
+    outfile.write(link, "x")
+    assert link.is_symlink()
+
+
+def test_a_symlink_to_a_file_or_a_directory_is_refused_with_one_line(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    link = tmp_path / "report.json"
+    link.symlink_to(victim)
+    with pytest.raises(outfile.OutputError, match=r"report.json is a symlink; name the file it points to"):
+        outfile.write(link, "{}")
+    with pytest.raises(outfile.OutputError, match="is a directory"):
+        outfile.write(tmp_path, "{}")
+    assert victim.read_text() == "precious\n" and link.is_symlink()
+
+
+@pytest.mark.fio
+def test_a_link_planted_by_another_user_at_a_temporary_name_is_not_followed(tmp_path, sticky_dir):
+    """Root writes a report into a sticky, world-writable directory where nobody planted
+    a link at the name the old writer used (PATH.tmp)."""
+    shared = sticky_dir
+    victim = tmp_path / "root-only"
+    victim.write_text("root's\n")
+    victim.chmod(0o600)
+    as_nobody(f"import os; os.symlink({str(victim)!r}, {str(shared / 'report.json.tmp')!r})")
+    outfile.write(shared / "report.json", '{"a": 1}\n')
+    assert victim.read_text() == "root's\n"
+    assert (shared / "report.json").read_text() == '{"a": 1}\n'
+    assert oct(stat.S_IMODE(os.stat(shared / "report.json").st_mode)) == oct(0o666 & ~current_umask())
+
+
+def test_bad_output_targets_are_usage_errors_naming_the_flag(pytester, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (tmp_path / "link.json").symlink_to(victim)
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-json={tmp_path / 'link.json'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--fsperf-json*link.json is a symlink; name the file it points to"])
+    assert "Traceback" not in result.stderr.str() and victim.read_text() == "precious\n"
+
+
+def test_a_full_disk_fails_the_session_with_one_line_and_leaves_no_temp_file(pytester, full_disk):
+    pytester.makepyfile("""
+        def test_measured(fsperf):
+            fsperf.fio(rw="read", bs="64k", size="1M")
+    """)
+    need("fio")
+    out = full_disk / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-json={out}",
+                                f"--fsperf-markdown={full_disk / 'r.md'}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([f"pytest-fsperf: cannot write {out}: No space left on device",
+                                 f"pytest-fsperf: cannot write {full_disk / 'r.md'}: No space left on device"])
+    assert "INTERNALERROR" not in result.stdout.str()
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
+
+
+def test_a_config_error_leaves_no_private_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    mine = Backend(name="myfs", binary="sh", install="", command=("myfs", "{nothing}"))
+    with pytest.raises(UsageError, match="needs 'nothing'"):
+        MountedFs(MountPlan(mine))
+    assert list(tmp_path.iterdir()) == []
+
+
+SWAP_SUITE = """
+import os, subprocess
+def test_it(fsperf):
+    fsperf.fio(rw="write", bs="4k", size="64k")
+    subprocess.run([{python!r}, "-c", {code!r}], user={nobody}, group={nobody}, extra_groups=[],
+                   check=True, cwd="/")
+"""
+
+
+@pytest.mark.parametrize("swap", ["fifo", "symlink"])
+def test_an_output_swapped_mid_run_is_one_red_line(pytester, sticky_dir, swap):
+    """As found (fs.protected_fifos=0, protected_symlinks=0): nobody made a FIFO at the
+    not-yet-existing --fsperf-json path mid-run and pytest hung at the final write, then
+    printed a traceback; a symlink rep.json -> /dev/null planted mid-run was followed and
+    the report silently lost, rc 0."""
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    need("fio")
+    target = sticky_dir / "rep.json"
+    code = (f"import os; os.mkfifo({str(target)!r}, 0o666)" if swap == "fifo" else
+            f"import os; os.symlink('/dev/null', {str(target)!r})")
+    pytester.makepyfile(SWAP_SUITE.format(python=SYSTEM_PYTHON, code=code, nobody=NOBODY))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--fsperf-json={target}",
+                                           timeout=60)
+    result.assert_outcomes(passed=1)
+    kind = "a device or FIFO" + (" behind a symlink" if swap == "symlink" else "")
+    result.stdout.fnmatch_lines([f"pytest-fsperf: {target} changed since pytest started (it was "
+                                 f"absent, now {kind}); not written"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert os.path.islink(target) if swap == "symlink" else stat.S_ISFIFO(os.lstat(target).st_mode)
+
+
+def test_a_fifo_no_one_reads_fails_in_one_line_not_a_hang(tmp_path, monkeypatch):
+    monkeypatch.setattr(outfile, "READER_WAIT", 0.5)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    began = time.monotonic()
+    with pytest.raises(outfile.OutputError, match=r"no process reads this FIFO \(waited 0.5 s\)"):
+        outfile.write(fifo, "{}\n")
+    assert time.monotonic() - began < 5
+
+
+def test_a_saved_run_is_never_written_into_a_device_or_fifo(pytester):
+    """A saved run's name is the plugin's own: a link to /dev/null planted there is one red
+    line, not a report silently lost."""
+    need("fio")
+    runs = pytester.path / ".fsperf" / "runs"
+    runs.mkdir(parents=True)
+    (runs / "mine.json").symlink_to("/dev/null")
+    pytester.makepyfile("""
+        def test_it(fsperf):
+            fsperf.fio(rw="write", bs="4k", size="64k")
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fsperf-save=mine",
+                                           timeout=60)
+    result.stdout.fnmatch_lines([f"pytest-fsperf: {runs / 'mine.json'} is a device or FIFO behind "
+                                 "a symlink, not a file; not written"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert (runs / "mine.json").is_symlink()

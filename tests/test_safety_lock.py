@@ -1,0 +1,164 @@
+"""The machine lock: any user can take it, no link is followed, a holder is named, a deadline ends the wait, another user's lock fails at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import time
+
+import pytest
+
+from pytest_fsperf.errors import MeasurementError
+from pytest_fsperf.infra.lock import machine_lock
+from tests.hostile import (
+    NOBODY,
+    SYSTEM_PYTHON,
+    as_nobody,
+    fails_at_once,
+    hold_lock,
+)
+
+# -- 3. report writers --------------------------------------------------------------------
+
+
+# -- 6. the machine lock ------------------------------------------------------------------
+
+
+@pytest.mark.fio
+def test_the_lock_root_made_can_be_taken_by_any_user(sticky_dir):
+    path = sticky_dir / "pytest-fsperf.lock"
+    with machine_lock(str(path)):
+        pass
+    path.chmod(0o600)  # as an older version left it
+    with machine_lock(str(path)):
+        pass
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert as_nobody(f"""
+import fcntl, os
+fd = os.open({str(path)!r}, os.O_RDONLY | os.O_NOFOLLOW)
+fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+print("locked")
+""").strip() == "locked"
+
+
+@pytest.mark.fio
+def test_a_link_planted_at_the_lock_is_not_followed(tmp_path, sticky_dir):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    victim.chmod(0o600)
+    path = sticky_dir / "pytest-fsperf.lock"
+    as_nobody(f"import os; os.symlink({str(victim)!r}, {str(path)!r})")
+    with pytest.raises(MeasurementError, match=r"^cannot open the machine lock .*: it is a symlink \(remove it"), \
+            machine_lock(str(path)):
+        pass
+    assert victim.read_text() == "precious\n" and stat.S_IMODE(victim.stat().st_mode) == 0o600
+
+
+def test_a_lock_another_user_holds_fails_at_once_naming_the_holder(sticky_dir, monkeypatch,
+                                                                     pytester):
+    """As found: `flock $TMPDIR/pytest-fsperf.lock sleep 40` as nobody blocked root's pytest
+    with no message until killed."""
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    path = sticky_dir / "pytest-fsperf.lock"
+    with machine_lock(str(path)):
+        pass
+    holder = hold_lock(path, NOBODY)
+    try:
+        fails_at_once(path, rf"held by another user: PID {holder.pid} "
+                            r"\(user nobody, .*python3.*running since")
+        # a whole session: the test fails in one line, the session ends, nothing hangs
+        monkeypatch.setenv("TMPDIR", str(sticky_dir))
+        pytester.makepyfile("""
+            def test_one(fsperf):
+                fsperf.fio(rw="write", bs="4k", size="64k")
+
+            def test_two(fsperf):
+                fsperf.fio(rw="write", bs="4k", size="64k")
+        """)
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
+        result.assert_outcomes(errors=2)
+        result.stdout.fnmatch_lines([f"*the machine lock {path} is held by another user: "
+                                     f"PID {holder.pid} (user nobody*"])
+        assert "Traceback" not in result.stdout.str()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.fio
+def test_a_lock_this_user_holds_is_waited_for_until_the_deadline(sticky_dir):
+    if not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs {SYSTEM_PYTHON}")
+    path = sticky_dir / "pytest-fsperf.lock"
+    with machine_lock(str(path)):
+        pass
+    holder = hold_lock(path, None)
+    said: list[str] = []
+    try:
+        began = time.monotonic()
+        with pytest.raises(MeasurementError, match=rf"gave up after 1.5 s waiting for the machine "
+                                                   rf"lock {path}, held by PID {holder.pid} "
+                                                   r"\(user root.*\(--fsperf-lock-timeout\)"), \
+                machine_lock(str(path), timeout=1.5, say=said.append):
+            pass
+        assert 1.5 <= time.monotonic() - began < 5
+        assert len(said) == 1 and said[0].startswith(
+            f"pytest-fsperf: waiting for the machine lock {path}, held by PID {holder.pid} "
+            "(user root, ")
+    finally:
+        holder.kill()
+        holder.wait()
+    with machine_lock(str(path), timeout=1.5, say=said.append):  # free again: taken at once
+        assert len(said) == 1
+
+
+@pytest.mark.fio
+def test_a_lock_whose_holder_cannot_be_named_fails_at_once_and_is_waited_for_once(sticky_dir):
+    """As found: nobody took the lock, passed the descriptor into an unread unix socket and
+    exited; every test waited the full --fsperf-lock-timeout, the holder shown as 'user ?'."""
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    path = sticky_dir / "pytest-fsperf.lock"
+    with machine_lock(str(path)):
+        pass
+    code = (f"import fcntl, os, socket, sys, time\nfd = os.open({str(path)!r}, os.O_RDONLY)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\na, b = socket.socketpair()\n"
+            "if os.fork() == 0:\n    a.close()\n    print(os.getpid(), flush=True)\n"
+            "    time.sleep(60)\n    os._exit(0)\n"
+            "socket.send_fds(a, [b'x'], [fd])\nos._exit(0)\n")  # the locker is gone; its fd lives on
+    keeper = subprocess.Popen([SYSTEM_PYTHON, "-c", code], stdout=subprocess.PIPE, text=True,
+                              cwd="/", user=NOBODY, group=NOBODY, extra_groups=[])
+    assert keeper.stdout is not None
+    child = int(keeper.stdout.readline())
+    keeper.wait()
+    try:
+        fails_at_once(path, r"held by a process that cannot be named \(PID \d+, which is gone")
+    finally:
+        os.kill(child, signal.SIGKILL)
+    with machine_lock(str(path), timeout=1):  # let go with its keeper: taken at once
+        pass
+
+
+@pytest.mark.fio
+def test_a_session_waits_out_the_lock_once_not_once_per_test(sticky_dir):
+    if not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs {SYSTEM_PYTHON}")
+    path = sticky_dir / "pytest-fsperf.lock"
+    with machine_lock(str(path)):
+        pass
+    holder = hold_lock(path, None)
+    try:
+        with pytest.raises(MeasurementError, match="gave up after 1 s"), \
+                machine_lock(str(path), timeout=1):
+            pass
+        began = time.monotonic()
+        with pytest.raises(MeasurementError, match="already waited its --fsperf-lock-timeout once"), \
+                machine_lock(str(path), timeout=600):
+            pass
+        assert time.monotonic() - began < 1
+    finally:
+        holder.kill()
+        holder.wait()
