@@ -58,7 +58,7 @@ from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.scenarios import steps
 from pytest_fsperf.session.state import FsperfSession
 from pytest_fsperf.stats import median
-from pytest_fsperf.vocab import Difference
+from pytest_fsperf.vocab import Difference, RunOutcome
 
 TOLERANCE = 0.05
 CGROUP = Path("/sys/fs/cgroup/cpu")
@@ -302,12 +302,12 @@ def summary(args: argparse.Namespace, found: dict[str, list[tuple[object, ...]]]
         print(f"time to a decision: median {median(times):.0f} s wall, {median(measured):.0f} s "
               f"measuring; pairs: median {median([float(r[1]) for r in slow + aa]):.0f}")  # type: ignore[arg-type]
     else:
-        caught = sum(r[0] == runs.REGRESSION for r in slow)
-        flagged = sum(r[0] in (runs.REGRESSION, runs.IMPROVEMENT) for r in aa)
-        machine = sum(r[0] == runs.MACHINE_CHANGED for r in aa)
-        passed = sum(r[0] == runs.PASS for r in aa)
+        caught = sum(r[0] == RunOutcome.REGRESSION for r in slow)
+        flagged = sum(r[0] in (RunOutcome.REGRESSION, RunOutcome.IMPROVEMENT) for r in aa)
+        machine = sum(r[0] == RunOutcome.MACHINE_CHANGED for r in aa)
+        passed = sum(r[0] == RunOutcome.PASS for r in aa)
         print(f"saved run, 10% slower caught: {caught}/{len(slow)}; 'machine changed' instead: "
-              f"{sum(r[0] == runs.MACHINE_CHANGED for r in slow)}")
+              f"{sum(r[0] == RunOutcome.MACHINE_CHANGED for r in slow)}")
         print(f"saved run, A/A passed: {passed}/{len(aa)}")
         print(f"saved run, A/A flagged: {flagged}/{len(aa)} (target <= 5% under injected load); "
               f"'machine changed' instead: {machine}")

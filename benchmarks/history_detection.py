@@ -50,7 +50,7 @@ from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.scenarios import steps
 from pytest_fsperf.session.state import FsperfSession
 from pytest_fsperf.stats import median
-from pytest_fsperf.vocab import CompareKind
+from pytest_fsperf.vocab import CompareKind, RunOutcome
 
 FILES = steps.FilesJob(mode="read", count=2000, size="128KiB", threads=8, subdir="files")
 FINGERPRINT = {"scale": 1.0, "fs": "bindfs"}
@@ -153,8 +153,8 @@ def run_vs_run(found: list[saved.Run], step: int | None) -> tuple[bool | None, i
         c = runs.compare(before[0][0], results[i]["name"], before[0][1], results[i], TOLERANCE,
                          before)
         judged_runs += 1
-        machine += c.outcome == runs.MACHINE_CHANGED
-        flagged = c.outcome == runs.REGRESSION
+        machine += c.outcome == RunOutcome.MACHINE_CHANGED
+        flagged = c.outcome == RunOutcome.REGRESSION
         if step is not None and i == step:
             caught = flagged
         elif flagged:

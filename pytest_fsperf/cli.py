@@ -30,6 +30,7 @@ from pytest_fsperf.options.config import OPTIONS
 from pytest_fsperf.options.parse import MAX_SCALE
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.scenarios.library import SCENARIOS
+from pytest_fsperf.vocab import RunOutcome, Unsure
 
 SUITES = ("ossfs2", "ossfs1", "fluid", "juicefs_bench", "jobfile")
 DEFAULT_SCALE = 0.01
@@ -300,15 +301,15 @@ def compare_runs(a: argparse.Namespace) -> int:
                 else "-")
         rows.append((key, _shown(fig, c.old), _shown(fig, c.new),
                      f"{c.ratio:.3f}x" if c.ratio is not None else "-", band, c.outcome))
-        failing += c.outcome == runs.REGRESSION
-        unsure += c.outcome in (runs.INCONCLUSIVE, runs.INCOMPARABLE, runs.MACHINE_CHANGED)
-        if c.outcome not in (runs.PASS, runs.IMPROVEMENT):
+        failing += c.outcome == RunOutcome.REGRESSION
+        unsure += c.outcome.unsure
+        if c.outcome not in (RunOutcome.PASS, RunOutcome.IMPROVEMENT):
             print(c.message(tolerance), file=sys.stderr)
     head = ("workload", base_name, new_name, "ratio", "95% interval", "outcome")
     _table([head, *rows])
     print(f"{len(rows)} workload{'' if len(rows) == 1 else 's'}: {failing} regressed, {unsure} undecided "
           f"(tolerance {100 * tolerance:g}%)")
-    if failing or (unsure and a.inconclusive == "fail"):
+    if failing or (unsure and Unsure(a.inconclusive) is Unsure.FAIL):
         return 1
     return 0
 

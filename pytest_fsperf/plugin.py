@@ -38,7 +38,7 @@ from pytest_fsperf.session.reporter import Reporter, live_line
 from pytest_fsperf.session.state import FsperfSession
 from pytest_fsperf.store.minio import INSTALL as MINIO_INSTALL
 from pytest_fsperf.store.minio import S3Server, find_minio, start_minio
-from pytest_fsperf.vocab import Outcome
+from pytest_fsperf.vocab import Gate, Outcome, Unsure
 
 MARKER_HELP = ("fsperf(**thresholds): performance thresholds for the test's measured workloads: "
                + ", ".join(KEYWORDS))
@@ -384,13 +384,13 @@ def _judge(item: pytest.Item) -> list[str]:
     expected = [c.expectation for c in record.comparisons if c.expectation is not None]
     past = (Past(state.history_runs(), state.env, s.save or "", tolerance)
             if s.history_gate else None)
-    j = judge_item(plan, record.results, baseline, s.gate == "baseline", earlier, tolerance, builds,
+    j = judge_item(plan, record.results, baseline, s.gate is Gate.BASELINE, earlier, tolerance, builds,
                    s.scale, s.baseline_any_scale, expected, past)
     record.judgement = j
     failures = list(j.failures)
     path, line, _ = item.location
     for lines, how in ((j.unsure, s.inconclusive), (j.machine, s.machine_changed or s.inconclusive)):
-        if how == "fail":
+        if how is Unsure.FAIL:
             failures += lines
             continue
         for text in lines:

@@ -10,6 +10,8 @@ import random
 import statistics
 from collections.abc import Sequence
 
+from pytest_fsperf.vocab import Direction
+
 RESAMPLES = 2000
 LEVEL = 0.95
 
@@ -52,7 +54,7 @@ def ratio_ci(new: Sequence[float], old: Sequence[float], level: float = LEVEL,
 
 
 def shift(new: Sequence[float], old: Sequence[float], tolerance: float,
-          ) -> tuple[float, float | None, float | None, str]:
+          ) -> tuple[float, float | None, float | None, Direction]:
     """median(new) / median(old), its 95% interval (None unless both sides have 2+ values),
     and the direction: "up" or "down" when the ratio is past the tolerance AND the interval
     excludes 1; "same" when the interval (or, without one, the ratio) lies within the
@@ -62,14 +64,15 @@ def shift(new: Sequence[float], old: Sequence[float], tolerance: float,
     return ratio, lo, hi, direction(ratio, lo, hi, tolerance)
 
 
-def direction(ratio: float, lo: float | None, hi: float | None, tolerance: float) -> str:
-    """The tolerance rule on a ratio and its interval (see shift)."""
+def direction(ratio: float, lo: float | None, hi: float | None, tolerance: float) -> Direction:
+    """The tolerance rule on a ratio and its interval (see shift); the one rule, also for
+    interleaved pairs (judge/paired.py)."""
     if lo is not None and hi is not None:
         if ratio > 1 + tolerance and lo > 1:
-            return "up"
+            return Direction.UP
         if ratio < 1 - tolerance and hi < 1:
-            return "down"
+            return Direction.DOWN
     low, high = (lo, hi) if lo is not None and hi is not None else (ratio, ratio)
     if low >= 1 - tolerance and high <= 1 + tolerance:
-        return "same"
-    return "unclear"
+        return Direction.SAME
+    return Direction.UNCLEAR

@@ -67,6 +67,68 @@ class Difference(Text):
     INCONCLUSIVE = "inconclusive"
 
 
+class Direction(Text):
+    """Where a ratio lies against 1 and the tolerance, as far as its interval can tell: the
+    one tolerance rule (stats.direction) every comparison uses."""
+
+    UP = "up"  # bigger, past the tolerance
+    DOWN = "down"
+    SAME = "same"  # within the tolerance both ways
+    UNCLEAR = "unclear"
+
+
+class RunOutcome(Text):
+    """A workload against saved runs (--fsperf-compare, fsperf compare-runs)."""
+
+    PASS = "pass"
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    INCONCLUSIVE = "inconclusive"
+    INCOMPARABLE = "incomparable"  # the runs measured something else
+    MACHINE_CHANGED = "machine changed"  # the canary moved
+
+    @property
+    def verdict(self) -> Outcome:
+        """The verdict it gives the workload (a pass or an improvement: none of its own)."""
+        return {RunOutcome.REGRESSION: Outcome.REGRESSION, RunOutcome.INCONCLUSIVE: Outcome.INCONCLUSIVE,
+                RunOutcome.INCOMPARABLE: Outcome.INCOMPARABLE,
+                RunOutcome.MACHINE_CHANGED: Outcome.MACHINE_CHANGED}.get(self, Outcome.NOT_JUDGED)
+
+    @property
+    def unsure(self) -> bool:
+        return self in (RunOutcome.INCONCLUSIVE, RunOutcome.INCOMPARABLE, RunOutcome.MACHINE_CHANGED)
+
+
+class Unsure(Text):
+    """What an undecided verdict does to its test (--fsperf-inconclusive, --fsperf-machine-changed)."""
+
+    FAIL = "fail"
+    WARN = "warn"
+
+
+class Gate(Text):
+    """What --fsperf-gate judges besides the thresholds."""
+
+    NONE = "none"
+    BASELINE = "baseline"  # a shipped baseline's figures pass or fail the test
+
+
+class EngineKind(Text):
+    """Which load generator measured a workload."""
+
+    FIO = "fio"
+    FILES = "files"  # the small-file engine
+    META = "meta"  # the metadata engine (and mdtest's phases)
+    SYSBENCH = "sysbench"
+
+
+class FilesOp(Text):
+    """What the small-file engine did (OpStats.operation of its results)."""
+
+    READ = "read files"
+    WRITE = "write files"
+
+
 class CompareKind(Text):
     """What an interleaved A/B compared."""
 

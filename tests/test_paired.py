@@ -14,7 +14,6 @@ from pytest_fsperf.judge.comparison import judge_metric
 from pytest_fsperf.judge.paired import (
     ALPHA,
     Budget,
-    Direction,
     log_ratios,
     order,
     paired,
@@ -23,7 +22,7 @@ from pytest_fsperf.judge.paired import (
     t_quantile,
 )
 from pytest_fsperf.result.workload import WorkloadResult
-from pytest_fsperf.vocab import Difference
+from pytest_fsperf.vocab import Difference, Direction
 
 
 @pytest.mark.parametrize(("df", "q975"), [(1, 12.706), (2, 4.303), (3, 3.182), (5, 2.571),

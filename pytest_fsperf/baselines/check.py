@@ -8,6 +8,7 @@ from typing import Any
 from pytest_fsperf import units
 from pytest_fsperf.baselines import METRICS, Baseline
 from pytest_fsperf.result.workload import WorkloadResult
+from pytest_fsperf.vocab import EngineKind
 
 LABELS = {"bw": "bandwidth", "cpu": "daemon CPU", "rss": "daemon peak memory"}
 SHOW = {"bw": units.format_rate, "cpu": units.format_percent, "rss": units.format_mb}
@@ -104,7 +105,7 @@ def conditions_differ(result: WorkloadResult, baseline: Baseline) -> list[str]:
     conditions = baseline.data.get("conditions") or {}
     said = []
     documented = conditions.get("ioengine")
-    if result.kind == "fio" and isinstance(documented, str):
+    if result.kind == EngineKind.FIO and isinstance(documented, str):
         used = result.options.get("ioengine", "psync")  # fio's default on Linux
         if used != documented:
             said.append(f"measured with {used}, documented with {documented}")

@@ -12,6 +12,7 @@ from pytest_fsperf.result.ceiling import Ceiling, Path, missing
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner.target import Session, Target
 from pytest_fsperf.runner.workspace import Workspace
+from pytest_fsperf.vocab import EngineKind, FilesOp
 
 FIO_ONLY = "measured for fio jobs only (the same job is run on tmpfs and through bindfs)"
 
@@ -82,13 +83,13 @@ class Ceilings:
             return r
         store = store_config(target)
         wrote = ((r.write is not None and r.write.io_bytes > 0)
-                 or (r.ops is not None and r.ops.operation == "write files"))
+                 or (r.ops is not None and r.ops.operation == FilesOp.WRITE))
         if store is not None and wrote:  # the store's ceiling must not share the store with
             target.settle_uploads()  # the daemon's upload backlog (rclone)
-        if r.kind == "fio":
+        if r.kind == EngineKind.FIO:
             return dataclasses.replace(r, ceilings=self.for_job(r.options, store))
-        if r.kind == "files":
+        if r.kind == EngineKind.FILES:
             return dataclasses.replace(r, ceilings=self.for_files(r.options, store))
-        if r.kind == "meta":
+        if r.kind == EngineKind.META:
             return dataclasses.replace(r, ceilings=self.for_listing(int(r.options["entries"]), store))
         return r

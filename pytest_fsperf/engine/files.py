@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.result.workload import LatencyStats, OpStats
+from pytest_fsperf.vocab import FilesOp
 
 CHUNK = 1024 * 1024  # the seed program's buffer
 PHASES = ("open", "first_byte", "full", "close")
@@ -135,7 +136,7 @@ def run_files(files: Sequence[tuple[str, int]], *, write: bool, threads: int,
     total = sum(w.done_bytes for w in workers)
     times = {p: [v for w in workers for v in w.times[p]] for p in PHASES}
     return OpStats(
-        operation="write files" if write else "read files", count=len(paths), io_bytes=total,
+        operation=FilesOp.WRITE if write else FilesOp.READ, count=len(paths), io_bytes=total,
         seconds=seconds, per_second=len(paths) / seconds if seconds > 0 else 0.0,
         bw_bytes=total / seconds if seconds > 0 else 0.0, threads=threads,
         phases={p: latency_stats(v) for p, v in times.items()})

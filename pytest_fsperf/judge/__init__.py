@@ -25,10 +25,6 @@ from pytest_fsperf.vocab import Difference, Outcome
 __all__ = ["Earlier", "Judgement", "Past", "Verdict", "judge", "judge_item"]
 
 BUILD_OUTCOMES = {Difference.B_WORSE: Outcome.REGRESSION, Difference.INCONCLUSIVE: Outcome.INCONCLUSIVE}
-RUN_OUTCOMES = {runs.REGRESSION: Outcome.REGRESSION, runs.INCONCLUSIVE: Outcome.INCONCLUSIVE,
-                runs.INCOMPARABLE: Outcome.INCOMPARABLE, runs.MACHINE_CHANGED: Outcome.MACHINE_CHANGED}
-
-
 @dataclass(frozen=True)
 class Earlier:
     """Saved runs to compare with (--fsperf-compare): by TEST::WORKLOAD, each run's result,
@@ -113,8 +109,8 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
             cmp = runs.compare(history[0][0], f"{r.test}::{r.name}", history[0][1], new, tolerance,
                                history)
             j.earlier[r.name] = cmp
-            outcome = RUN_OUTCOMES.get(cmp.outcome)
-            if outcome is None:
+            outcome = cmp.outcome.verdict
+            if outcome is Outcome.NOT_JUDGED:
                 continue
             said = (j.failures if outcome.failing else j.machine
                     if outcome == Outcome.MACHINE_CHANGED else j.unsure)

@@ -13,11 +13,11 @@ from typing import Any
 from pytest_fsperf.baselines.relative import Expectation
 from pytest_fsperf.errors import NotCompared
 from pytest_fsperf.judge import where as fuse_where
-from pytest_fsperf.judge.paired import Budget, Direction, Paired, log_ratios, paired, pairs_needed, spread_of
+from pytest_fsperf.judge.paired import Budget, Paired, log_ratios, paired, pairs_needed, spread_of
 from pytest_fsperf.measure.figures import SHORT_WINDOW
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.vocab import METRICS as FIGURES
-from pytest_fsperf.vocab import CompareKind, Difference, Text
+from pytest_fsperf.vocab import CompareKind, Difference, Direction, EngineKind, Text
 
 # The figures an A/B compares. Daemon CPU is compared per GB moved: a throttled side uses
 # less CPU per second only because it moves less, and must not look "better" for it.
@@ -260,7 +260,7 @@ def short_runs(runs: Sequence[WorkloadResult]) -> str:
     walls = [r.wall_seconds for r in runs if r.wall_seconds]
     if not walls or statistics.median(walls) >= SHORT_RUN:
         return ""
-    how = ("a larger size or count (size=, count=, entries=)" if runs[0].kind != "fio" or
+    how = ("a larger size or count (size=, count=, entries=)" if runs[0].kind != EngineKind.FIO or
            "time_based" not in runs[0].options else "a longer runtime")
     return (f"runs of {statistics.median(walls):.2g} s at the median, under the {SHORT_RUN:g} s a "
             f"precise reading needs: give the workload {how}")

@@ -44,7 +44,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_fsperf.vocab import Text
+from pytest_fsperf.stats import direction
+from pytest_fsperf.vocab import Direction
 
 ALPHA = 0.02  # at most this share of A/A comparisons flags a difference, over all looks
 SAME_LEVEL = 0.90  # one look: the plain interval that passes
@@ -93,15 +94,6 @@ def t_quantile(p: float, df: int) -> float:
         if hi - lo < 1e-10 * max(1.0, hi):
             break
     return (lo + hi) / 2
-
-
-class Direction(Text):
-    """Where B lies against A, as far as the pairs can tell."""
-
-    UP = "up"  # bigger, past the tolerance
-    DOWN = "down"
-    SAME = "same"  # within the tolerance both ways
-    UNCLEAR = "unclear"
 
 
 @dataclass(frozen=True)
@@ -182,18 +174,18 @@ def paired(a: Sequence[float | None], b: Sequence[float | None], tolerance: floa
     flag_level = 1 - ALPHA
     lo, hi = bounds(radius(n, ALPHA, FLAG_MIXTURE) if anytime
                     else t_quantile(1 - ALPHA / 2, n - 1))
-    if ratio > 1 + tolerance and lo > 1:
-        return Paired(n, ratio, lo, hi, flag_level, Direction.UP, anytime=anytime)
-    if ratio < 1 - tolerance and hi < 1:
-        return Paired(n, ratio, lo, hi, flag_level, Direction.DOWN, anytime=anytime)
+    flagged = direction(ratio, lo, hi, tolerance)  # the flag interval: past the tolerance?
+    if flagged in (Direction.UP, Direction.DOWN):
+        return Paired(n, ratio, lo, hi, flag_level, flagged, anytime=anytime)
     level = 1 - PASS_ALPHA if anytime else SAME_LEVEL
     lo, hi = bounds(radius(n, PASS_ALPHA, PASS_MIXTURE) if anytime
                     else t_quantile((1 + SAME_LEVEL) / 2, n - 1))
     not_down, not_up = lo >= 1 - tolerance, hi <= 1 + tolerance
-    direction = Direction.SAME if not_down and not_up else Direction.UNCLEAR
+    same = direction(ratio, lo, hi, tolerance) is Direction.SAME  # the pass interval: within it?
+    found = Direction.SAME if same else Direction.UNCLEAR
     if not (math.isfinite(hi) and lo > 0):  # not bounded yet: no interval to show
-        return Paired(n, ratio, None, None, level, direction, anytime=anytime)
-    return Paired(n, ratio, lo, hi, level, direction, not_down, not_up, anytime)
+        return Paired(n, ratio, None, None, level, found, anytime=anytime)
+    return Paired(n, ratio, lo, hi, level, found, not_down, not_up, anytime)
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,8 @@ from typing import Any
 from pytest_fsperf.judge.paired import t_quantile
 from pytest_fsperf.measure import canary
 from pytest_fsperf.stats import direction, mad, shift
+from pytest_fsperf.vocab import Direction, RunOutcome
 
-PASS, REGRESSION, IMPROVEMENT, INCONCLUSIVE, INCOMPARABLE, MACHINE_CHANGED = (
-    "pass", "regression", "improvement", "inconclusive", "incomparable", "machine changed")
 Z_975, Z_80 = 1.96, 0.8416  # a two-sided 5% test with 80% power
 
 
@@ -53,7 +52,7 @@ class RunComparison:
     run: str  # the saved run's name (the newest, against several)
     key: str  # TEST::WORKLOAD
     metric: str  # bw or ops; req_total where the requests grew
-    outcome: str
+    outcome: RunOutcome
     old: list[float]  # its rounds; against several runs, each run's median
     new: list[float]
     ratio: float | None  # median(new) / median(old)
@@ -69,10 +68,10 @@ class RunComparison:
         who = who or self.key
         against = (f"run {self.run!r}" if len(self.runs) <= 1
                    else f"the last {len(self.runs)} matching runs ({', '.join(self.runs)})")
-        if self.outcome == INCOMPARABLE:
+        if self.outcome == RunOutcome.INCOMPARABLE:
             return (f"{who}: not compared with run {self.run!r}: the "
                     f"{', '.join(self.differs)} differ")
-        if self.outcome == MACHINE_CHANGED:
+        if self.outcome == RunOutcome.MACHINE_CHANGED:
             return (f"{who}: the machine changed since {against}: its canary ran "
                     f"{self.canary:.3f}x as fast (more than half the tolerance, "
                     f"{50 * tolerance:g}%); not judged against the filesystem")
@@ -118,7 +117,7 @@ def _more_requests(run: str, key: str, old: dict[str, Any], new: dict[str, Any],
     ratio = (now + 0.5) / (then + 0.5) if then == 0 else now / then
     low = (min(b) + 0.5) / (max(a) + 0.5) if max(a) == 0 else min(b) / max(a)
     high = (max(b) + 0.5) / (min(a) + 0.5) if min(a) == 0 else max(b) / min(a)
-    return RunComparison(run, key, metric, REGRESSION, a, b, ratio, low, high, [],
+    return RunComparison(run, key, metric, RunOutcome.REGRESSION, a, b, ratio, low, high, [],
                          [n for n, _r in history],
                          note=f"object-store requests {then:.0f} -> {now:.0f}, more in every "
                               "round (the range shown is min/max, not an interval)")
@@ -147,7 +146,7 @@ def _one_round_note(a: list[float], b: list[float], tolerance: float) -> str:
 
 
 def predicted(new: list[float], medians: list[float], tolerance: float,
-              ) -> tuple[float, float | None, float | None, str]:
+              ) -> tuple[float, float | None, float | None, Direction]:
     """This run against the medians of the last k runs (k >= 2): where would a run of the
     same filesystem on the same machine fall? The 95% prediction interval of one more run's
     median (log scale, t with k-1 degrees of freedom, sd(runs) * sqrt(1 + 1/k)), so that how
@@ -183,20 +182,21 @@ def compare(run: str, key: str, old: dict[str, Any], new: dict[str, Any], tolera
         a = values(old, metric)
     b = values(new, metric)
     if differs or not a or not b:
-        return RunComparison(run, key, metric, INCOMPARABLE, a, b, None, None, None,
+        return RunComparison(run, key, metric, RunOutcome.INCOMPARABLE, a, b, None, None, None,
                              differs or ["figures"], names)
     now, then = new.get("canary") or [], [x for _n, r in history for x in r.get("canary") or []]
     machine = canary.moved(now, then)
     if canary.changed(now, then, tolerance):
-        return RunComparison(run, key, metric, MACHINE_CHANGED, a, b, None, None, None, [], names,
+        return RunComparison(run, key, metric, RunOutcome.MACHINE_CHANGED, a, b, None, None, None, [], names,
                              machine)
     ratio, lo, hi, direction = shift(b, a, tolerance) if len(history) < 2 else predicted(b, a, tolerance)
-    outcome = {"up": IMPROVEMENT, "down": REGRESSION, "same": PASS}.get(direction, INCONCLUSIVE)
-    if outcome == INCONCLUSIVE and lo is not None and lo >= 1 - tolerance:
-        outcome = PASS  # no slowdown beyond tolerance is possible; a speed-up is not proven
-    if outcome != REGRESSION and (more := _more_requests(run, key, old, new, history, tolerance)):
+    outcome = {Direction.UP: RunOutcome.IMPROVEMENT, Direction.DOWN: RunOutcome.REGRESSION,
+               Direction.SAME: RunOutcome.PASS}.get(direction, RunOutcome.INCONCLUSIVE)
+    if outcome == RunOutcome.INCONCLUSIVE and lo is not None and lo >= 1 - tolerance:
+        outcome = RunOutcome.PASS  # no slowdown beyond tolerance is possible; a speed-up is not proven
+    if outcome != RunOutcome.REGRESSION and (more := _more_requests(run, key, old, new, history, tolerance)):
         return more
     note = _one_round_note(a, b, tolerance) if min(len(a), len(b)) < 2 else ""
     if note and len(history) < 2:  # one round against one run: no spread, nothing decided
-        outcome, lo, hi = INCONCLUSIVE, None, None
+        outcome, lo, hi = RunOutcome.INCONCLUSIVE, None, None
     return RunComparison(run, key, metric, outcome, a, b, ratio, lo, hi, [], names, machine, note)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pytest_fsperf.stats import shift
+from pytest_fsperf.vocab import Direction
 
 HASH_BYTES = 24 << 20  # per core
 COPY_BYTES = 64 << 20
@@ -111,4 +112,4 @@ def changed(now: Sequence[float], then: Sequence[float], tolerance: float) -> bo
         return False
     if len(now) < 2 or len(then) < 2 or abs(ratio - 1) > tolerance:
         return abs(ratio - 1) > tolerance / 2
-    return shift(list(now), list(then), tolerance / 2)[3] in ("up", "down")
+    return shift(list(now), list(then), tolerance / 2)[3] in (Direction.UP, Direction.DOWN)

@@ -27,6 +27,7 @@ from pytest_fsperf.options import parse
 from pytest_fsperf.options.parse import RULE, Chosen, Raw, Source, choose
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.store import cost
+from pytest_fsperf.vocab import Gate, Unsure
 
 if TYPE_CHECKING:  # the settings are read from pytest's config; the core needs no pytest
     import pytest
@@ -85,7 +86,7 @@ OPTIONS = (
            "fails naming the holder (default 900; a lock another user holds fails at once)"),
     Option("fsperf_baseline", "baseline", parse.name, None, "NAME", "compare each scenario with this "
            "baseline (shipped, e.g. ossfs-2.0.4, or saved with --fsperf-save-baseline)"),
-    Option("fsperf_gate", "gate", parse.choice("none", "baseline"), "none", "WHAT",
+    Option("fsperf_gate", "gate", parse.member(Gate), Gate.NONE, "WHAT",
            "'baseline': fail a scenario that misses its baseline by more than the tolerance; "
            "default 'none': only report measured / documented"),
     Option("fsperf_baseline_any_scale", "baseline_any_scale", parse.flag, False, "0|1",
@@ -96,9 +97,9 @@ OPTIONS = (
            "run every workload N times and judge the medians (default 1)"),
     Option("fsperf_warmup", "warmup", parse.flag, False, "0|1",
            "1: run one unjudged, discarded warm-up round before the rounds"),
-    Option("fsperf_inconclusive", "inconclusive", parse.choice("fail", "warn"), "fail", "fail|warn",
+    Option("fsperf_inconclusive", "inconclusive", parse.member(Unsure), Unsure.FAIL, "fail|warn",
            "when the rounds' spread is too wide to decide a threshold: 'fail' (default) or 'warn'"),
-    Option("fsperf_machine_changed", "machine_changed", parse.choice("fail", "warn"), None, "fail|warn",
+    Option("fsperf_machine_changed", "machine_changed", parse.member(Unsure), None, "fail|warn",
            "when a saved-run comparison finds the machine canary moved (the machine, not the "
            "filesystem, changed): 'fail' or 'warn' (default: as --fsperf-inconclusive)"),
     Option("fsperf_save", "save", parse.name, None, "NAME",
@@ -228,13 +229,13 @@ class Settings:
     workload_timeout: float | None = None  # None: derived from each workload
     lock_timeout: float = 900.0
     baseline: str | None = None
-    gate: str = "none"
+    gate: Gate = Gate.NONE
     baseline_any_scale: bool = False
     save_baseline: str | None = None
     rounds: int = 1
     warmup: bool = False
-    inconclusive: str = "fail"
-    machine_changed: str | None = None  # None: as inconclusive
+    inconclusive: Unsure = Unsure.FAIL
+    machine_changed: Unsure | None = None  # None: as inconclusive
     jobfile: Path | None = None
     backend_store: str | None = None  # "minio": --fsperf-backend over the plugin's MinIO
     save: str | None = None

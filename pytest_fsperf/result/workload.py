@@ -19,6 +19,7 @@ from pytest_fsperf.result.ceiling import Path as CeilingPath
 from pytest_fsperf.stats import mad, median_ci
 from pytest_fsperf.store.cost import Cost
 from pytest_fsperf.store.requests import Requests
+from pytest_fsperf.vocab import EngineKind, FilesOp
 
 
 def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -103,7 +104,7 @@ SHARES = {"efficiency": CeilingPath.STORE, "efficiency:fuse": CeilingPath.FUSE,
 class WorkloadResult:
     test: str
     name: str
-    kind: str  # "fio", "files" (small-file engine) or "meta" (metadata engine)
+    kind: EngineKind
     options: dict[str, str]  # effective options after scaling
     cache: PageCache  # a str: "cold: drop_caches", "cold: fadvise", ..., "warm"
     daemon_cache: DaemonCache  # a str, e.g. "cold: remounted, disk cache wiped"
@@ -207,13 +208,13 @@ class WorkloadResult:
     @property
     def _rate(self) -> str:
         """The figure a ceiling bounds: bandwidth, or entries per second for a listing."""
-        return "bw" if self.io_bytes or self.kind != "meta" else "ops"
+        return "bw" if self.io_bytes or self.kind != EngineKind.META else "ops"
 
     def _shares(self, bw: float | None) -> dict[str, float | None]:
         """efficiency (of the store's ceiling), efficiency:fuse and :tmpfs: the bandwidth as a
         percentage of each ceiling measured for a fio job or the small-file engine (None:
         not measured, see ceiling_note); the other engines have no ceilings."""
-        if self.kind not in ("fio", "files", "meta"):
+        if self.kind not in (EngineKind.FIO, EngineKind.FILES, EngineKind.META):
             return {}
         out: dict[str, float | None] = {}
         for key, path in SHARES.items():
@@ -285,7 +286,7 @@ class WorkloadResult:
         their nrfiles."""
         if self.ops is not None:
             return self.ops.count
-        if self.kind != "fio":
+        if self.kind != EngineKind.FIO:
             return 0
         try:
             return int(self.options.get("numjobs", "1")) * int(self.options.get("nrfiles", "1"))
@@ -318,7 +319,7 @@ class WorkloadResult:
     def read_only_bytes(self) -> int:
         """Bytes read by a workload that only reads (0 for one that also writes)."""
         if self.ops is not None:
-            return self.ops.io_bytes if self.ops.operation == "read files" else 0
+            return self.ops.io_bytes if self.ops.operation == FilesOp.READ else 0
         if self.write is not None and self.write.total_ios > 0:
             return 0
         return self.read.io_bytes if self.read is not None else 0

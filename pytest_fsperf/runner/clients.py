@@ -26,6 +26,7 @@ from pytest_fsperf.measure.figures import DaemonStats, ProcessStats
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.result.workload import ClientStats, WorkloadResult, check_cold
 from pytest_fsperf.runner.workspace import Workspace
+from pytest_fsperf.vocab import EngineKind
 
 MAX_CLIENTS = 64
 
@@ -183,6 +184,6 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
     if len(measured) < n:
         notes.append(f"daemon figures of {n - len(measured)} of {n} clients missing: "
                      + "; ".join(sorted({lk.note for d, lk in daemons if d is None})))
-    return ws.record(w, cold=_cold(w.cache, rows), name=label, kind="fio", options=job,
+    return ws.record(w, cold=_cold(w.cache, rows), name=label, kind=EngineKind.FIO, options=job,
                      read=total.read, write=total.write, tool_cpu_percent=tool, judged=judged,
                      output_file=out + ".json", notes=tuple(notes), clients=rows)

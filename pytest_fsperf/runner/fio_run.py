@@ -18,6 +18,7 @@ from pytest_fsperf.measure import progress
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.result.workload import JobStats, WorkloadResult
 from pytest_fsperf.runner import window
+from pytest_fsperf.vocab import EngineKind
 
 if TYPE_CHECKING:
     from pytest_fsperf.runner.workspace import Workspace
@@ -132,7 +133,7 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], layout
             edges = [w.started + x for x in w.timeline.t]
             w.timeline = dataclasses.replace(w.timeline, moved=fio_status.per_interval(
                 status.series(*w.io_span, total), edges))
-    return window.record(ws, w, name=label, kind="fio", options=job, read=read, write=write,
+    return window.record(ws, w, name=label, kind=EngineKind.FIO, options=job, read=read, write=write,
                        tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
                        judged=judged, raw=raw, output_file=out + ".json",
                        notes=_unflushed(job, w.lookup) + _per_job(jobs), jobs=jobs,

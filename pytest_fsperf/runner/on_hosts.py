@@ -24,6 +24,7 @@ from pytest_fsperf.result.workload import ClientStats, WorkloadResult, check_col
 from pytest_fsperf.runner.clients import Client, client_dirs, job_files, summed
 from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.store.requests import Requests, combined
+from pytest_fsperf.vocab import EngineKind
 
 
 def _clients(ws: Workspace, n: int, where: str) -> list[tuple[str, str]]:
@@ -118,6 +119,6 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
         notes.append(f"daemon figures of {n - len(measured)} of {n} hosts missing: "
                      + "; ".join(c.daemon_note for c in rows if c.daemon is None))
     tool = 100.0 * sum(c.cpu_seconds for c in each) / w.wall if w.wall > 0 else 0.0
-    return ws.record(w, cold=_cold(rows), name=label, kind="fio", options=job,
+    return ws.record(w, cold=_cold(rows), name=label, kind=EngineKind.FIO, options=job,
                      read=total.read, write=total.write, tool_cpu_percent=tool, judged=judged,
                      output_file=out + ".json", notes=tuple(notes), clients=tuple(rows))

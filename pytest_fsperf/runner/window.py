@@ -32,6 +32,7 @@ from pytest_fsperf.runner.target import safe_name
 from pytest_fsperf.store import juicefs
 from pytest_fsperf.store.cost import Cost
 from pytest_fsperf.store.requests import Requests
+from pytest_fsperf.vocab import EngineKind
 
 if TYPE_CHECKING:
     from pytest_fsperf.runner.workspace import Workspace
@@ -77,7 +78,7 @@ class Window:
     started: float = 0.0  # monotonic s of the timeline's t = 0
 
 
-def measure_engine(ws: Workspace, label: str, judged: bool, kind: str, options: dict[str, str],
+def measure_engine(ws: Workspace, label: str, judged: bool, kind: EngineKind, options: dict[str, str],
             run: Callable[[], OpStats]) -> WorkloadResult:
     """Measure an in-process engine with the daemon meter, as fio is measured. Past the
     workload deadline (--fsperf-workload-timeout, else an hour) the hang is handled as for

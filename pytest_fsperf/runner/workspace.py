@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -21,6 +22,14 @@ from pytest_fsperf.options.config import Settings
 from pytest_fsperf.result.workload import OpStats, WorkloadResult, median_round
 from pytest_fsperf.runner import ab, fio_run, window
 from pytest_fsperf.runner.target import Session, Target, safe_name
+from pytest_fsperf.vocab import EngineKind
+
+
+class Pending(enum.Enum):
+    """What the pending cold state was made by, and is made again by before each round."""
+
+    COLD_START = "cold()"  # remount (wiping the daemon's cache where owned), drop the page cache
+    PAGE_DROP = "drop_page_cache()"  # the page cache only
 
 
 class Workspace:
@@ -41,7 +50,7 @@ class Workspace:
         self._cold: PageCache | None = None  # page cache state for the next workload
         self._daemon_cold: DaemonCache | None = None
         self._cold_steps: tuple[str, ...] = ()
-        self._cold_kind = "cold"  # or "drop": what a pending cold start re-applies
+        self._cold_kind = Pending.COLD_START  # what a pending cold state re-applies each round
         #: Directories whose peak disk use is sampled during each workload: the daemon's disk
         #: cache of a mount the plugin owns; add your daemon's (e.g. ossfs's use_cache) here.
         self.cache_dirs: list[str] = []
@@ -113,7 +122,7 @@ class Workspace:
                 peer.owned.remount(options, wipe=True, build=build)
         self._cold = cache.make_cold(str(self.workdir), self._fuse, store=self.settings.store_cache)
         self._cold_steps = (*steps, self._cold.method, *self._settled())
-        self._cold_kind = "cold"
+        self._cold_kind = Pending.COLD_START
         return self._cold
 
     @contextlib.contextmanager
@@ -198,9 +207,9 @@ class Workspace:
         total = self.rounds + (1 if self.warmup else 0)
         try:
             for i in range(total):
-                if i and kind == "cold":
+                if i and kind is Pending.COLD_START:
                     self.cold_start()
-                elif i and kind == "drop":
+                elif i and kind is Pending.PAGE_DROP:
                     self.drop_pages()
                 warm = self.warmup and i == 0
                 if self.state.canary_wanted and not warm:
@@ -266,7 +275,7 @@ class Workspace:
     def layout(self, job: dict[str, str], out: str) -> None:
         fio_run.lay_out(self, job, out)
 
-    def measure_engine(self, label: str, judged: bool, kind: str, options: dict[str, str],
+    def measure_engine(self, label: str, judged: bool, kind: EngineKind, options: dict[str, str],
                        run: Callable[[], OpStats]) -> WorkloadResult:
         return window.measure_engine(self, label, judged, kind, options, run)
 
@@ -332,7 +341,7 @@ class Workspace:
         self._cold = cache.make_cold(str(self.workdir), self._fuse, store=self.settings.store_cache)
         self._daemon_cold = DaemonCache.PAGE_ONLY
         self._cold_steps = (*after, self._cold.method, *self._settled())
-        self._cold_kind = "drop"
+        self._cold_kind = Pending.PAGE_DROP
         return self._cold
 
     @property
@@ -345,7 +354,7 @@ class Workspace:
         if self._cold is None:
             return
         after = (*self._cold_steps, "layout")
-        if self._cold_kind == "drop":
+        if self._cold_kind is Pending.PAGE_DROP:
             self.drop_pages(after)
         else:
             self.cold_start(after=after)

@@ -22,6 +22,7 @@ from pytest_fsperf.engine.fio_options import control
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.result.phases import MdtestResult
 from pytest_fsperf.result.workload import WorkloadResult
+from pytest_fsperf.vocab import EngineKind
 
 if TYPE_CHECKING:
     from pytest_fsperf.runner.workspace import Workspace
@@ -164,7 +165,7 @@ def files_step(fs: Workspace, name: str | None, j: FilesJob, judged: bool, where
     label = fs.unique(name or f"files_{mode}")
     if mode == "write":
         fresh = not os.path.exists(paths[0])  # else it rewrites what an earlier run left
-    found = fs.measure_engine(label, judged, "files", options, lambda: files_engine.run_files(
+    found = fs.measure_engine(label, judged, EngineKind.FILES, options, lambda: files_engine.run_files(
         todo, write=mode == "write", threads=threads, first=first))
     return dataclasses.replace(found, fresh_files=fresh)
 
@@ -184,7 +185,7 @@ def meta_step(fs: Workspace, name: str | None, j: MetaJob, judged: bool, where: 
     paths = meta_engine.tree_paths(root, n, per_dir) if op == "stat" else None
     options = {"op": op, "entries": str(n), "per_dir": str(per_dir)}
     label = fs.unique(name or f"meta_{op}")
-    found = fs.measure_engine(label, judged, "meta", options,
+    found = fs.measure_engine(label, judged, EngineKind.META, options,
                               lambda: meta_engine.run_meta(op, root, paths,
                                                            meta_engine.expected_entries(op, n, per_dir)))
     return dataclasses.replace(found, fresh_files=fresh)
@@ -228,7 +229,7 @@ def sysbench_step(fs: Workspace, name: str | None, j: SysbenchJob, judged: bool,
     options = {"mode": mode, "files": str(files), "block": str(block_b), "total": str(total_b),
                "threads": str(threads), "seconds": f"{secs:g}"}
     label = fs.unique(name or f"sysbench_{mode}")
-    return fs.measure_engine(label, judged, "sysbench", options,
+    return fs.measure_engine(label, judged, EngineKind.SYSBENCH, options,
                         lambda: sysbench_engine.run(cwd, base, mode, threads, deadline, fs.on_hang))
 
 
@@ -260,13 +261,13 @@ def checkpoint_step(fs: Workspace, name: str | None, j: CheckpointJob, judged: b
                "threads": str(j.threads)}
     label = fs.unique(name or f"checkpoint_{j.mode}")
     if j.mode == "save":
-        return fs.measure_engine(label, judged, "files", options,
+        return fs.measure_engine(label, judged, EngineKind.FILES, options,
                                  lambda: checkpoint_engine.save(directory, j.shards, size, j.threads))
     names = checkpoint_engine.shard_names(directory, j.shards)
     if not all(os.path.isfile(n) and os.path.getsize(n) == size for n in names):
         checkpoint_engine.save(directory, j.shards, size, j.threads)
         fs.recold()
-    return fs.measure_engine(label, judged, "files", options, lambda: files_engine.run_files(
+    return fs.measure_engine(label, judged, EngineKind.FILES, options, lambda: files_engine.run_files(
         [(n, size) for n in names], write=False, threads=j.threads))
 
 
@@ -290,7 +291,7 @@ def mdtest_steps(fs: Workspace, name: str | None, j: MdtestJob, judged: bool,
     for phase in mdtest_engine.phases(j.per_dir):
         run = mdtest_engine.phase_run(phase, root, n, j.per_dir, size, j.threads)
         label = fs.unique(f"{name or 'mdtest'}_{phase}")
-        out[phase] = fs.measure_engine(label, judged, "meta", {**options, "phase": phase}, run)
+        out[phase] = fs.measure_engine(label, judged, EngineKind.META, {**options, "phase": phase}, run)
     os.rmdir(root)
     return MdtestResult(out["create"], out["stat"], out["read"], out["rename"],
                         out.get("rename_dir"), out["remove"])

@@ -16,6 +16,7 @@ from pytest_fsperf.report import benchmark_json, html, jsonout, markdown, termin
 from pytest_fsperf.report.model import View
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.session.state import FsperfSession
+from pytest_fsperf.vocab import Gate, Unsure
 
 
 def live_line(config: pytest.Config) -> tuple[Callable[[str], None], Callable[[], int]] | None:
@@ -153,7 +154,7 @@ class Reporter:
     def view(self, env: dict[str, Any] | None = None) -> View:
         state = self.state
         return view.build(env or {}, state.results, state.comparisons,
-                          state.settings.gate == "baseline", state.settings.inconclusive == "fail",
+                          state.settings.gate is Gate.BASELINE, state.settings.inconclusive is Unsure.FAIL,
                           state.failed_tests)
 
     def _history_lines(self) -> list[str]:
