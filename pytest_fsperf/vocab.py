@@ -57,6 +57,21 @@ class Outcome(Text):
             return cls.NOT_JUDGED
 
 
+class Decision(Text):
+    """The session's decision, first in every report."""
+
+    PASS = "PASS"
+    PARTIAL = "PARTIAL"  # passed all it could judge; some figure could not be
+    NOTHING_JUDGED = "NOTHING JUDGED"  # no threshold, baseline or comparison decided anything
+    WARNINGS = "PASS with warnings"  # undecided verdicts, let pass (--fsperf-inconclusive=warn)
+    FAIL = "FAIL"
+
+    @property
+    def tone(self) -> str:
+        """How a page colours it: good, bad, or unsure."""
+        return {Decision.PASS: "good", Decision.FAIL: "bad"}.get(self, "unsure")
+
+
 class Difference(Text):
     """What an A/B found for one figure, B against A."""
 

@@ -184,9 +184,8 @@ def document(view: View) -> str:
     bw, cpu, mem = view.charts or (None, None, None)
     facts = "".join(f"<tr><th>{_esc(what)}</th><td>{_esc(value)}</td></tr>"
                     for what, value in view.header)
-    decision = view.summary[0].split(":", 1)[0] if view.summary else "PASS"
     summary = "".join(f"<li>{_esc(line)}</li>" for line in view.summary[1:])
-    tone = {"PASS": "good", "FAIL": "bad"}.get(decision, "unsure")
+    tone = view.decision.tone
     body = ['<h1>pytest-fsperf</h1>',
             f'<section class="summary {tone}">'
             f"<p><b>{_esc(view.summary[0] if view.summary else 'no workloads')}</b></p>"

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_fsperf.vocab import METRICS, Metric, Outcome
+from pytest_fsperf.vocab import METRICS, Decision, Metric, Outcome
 
 HEADER = ("test", "workload", "bandwidth", "per second", "IOPS or ops", "p99 lat", "daemon CPU",
           "daemon peak mem", "cache", "verdict")
@@ -86,6 +86,7 @@ class View:
     sections: tuple[Section, ...] = field(default_factory=tuple)
     summary: tuple[str, ...] = ()  # the decision, then each failing or undecided line
     timelines: tuple[TimeChart, ...] = ()  # per workload; A and B overlaid for an A/B
+    decision: Decision = Decision.PASS  # the summary's first line says it, with its counts
 
     @property
     def failing(self) -> int:

@@ -31,7 +31,7 @@ from pytest_fsperf.report.tables import (
     requests_table,
     run_comparisons,
 )
-from pytest_fsperf.vocab import CompareKind, Difference, Outcome
+from pytest_fsperf.vocab import CompareKind, Decision, Difference, Outcome
 
 
 def in_comparisons(results: list[Row], comparisons: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
@@ -51,7 +51,7 @@ def unexplained(results: list[Row], failed_tests: Iterable[Mapping[str, Any]]) -
 
 def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
             inconclusive_fails: bool,
-            failed_tests: Iterable[Mapping[str, Any]] = ()) -> tuple[str, ...]:
+            failed_tests: Iterable[Mapping[str, Any]] = ()) -> tuple[Decision, tuple[str, ...]]:
     """The decision first: what failed and why, what could not be decided, every A/B, and
     every test that failed for a reason no workload shows (the decision is never greener
     than pytest)."""
@@ -65,21 +65,23 @@ def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
                if v == Outcome.PARTIAL for n in r.get("not_judged") or ()]
     decided_ab = [c for c in comparisons if _decided(c)]
     if failing or errors or (unsure and inconclusive_fails):
-        decision = "FAIL"
+        decision = Decision.FAIL
     elif unsure:
-        decision = "PASS with warnings"
+        decision = Decision.WARNINGS
     elif not passed and not decided_ab:
-        decision = "NOTHING JUDGED"  # no threshold, baseline or comparison decided anything
+        decision = Decision.NOTHING_JUDGED
     elif partial:
-        decision = f"PARTIAL ({'; '.join(sorted(set(partial)))})"
+        decision = Decision.PARTIAL
     else:
-        decision = "PASS"
+        decision = Decision.PASS
+    said = (f"{decision} ({'; '.join(sorted(set(partial)))})" if decision is Decision.PARTIAL
+            else str(decision))
     how = ""
     if unsure:
         how = (" (these fail their tests: --fsperf-inconclusive=fail)" if inconclusive_fails
                else " (warnings: --fsperf-inconclusive=warn)")
     count = f"{len(results)} workload{'' if len(results) == 1 else 's'}"
-    lines = [f"{decision}: {count}: {failing} failing, {unsure} inconclusive"
+    lines = [f"{said}: {count}: {failing} failing, {unsure} inconclusive"
              f"{how}, {passed} passed, {len(results) - failing - unsure - passed} not judged"
              + (f"; {len(decided_ab)} of {len(comparisons)} comparisons decided"
                 if comparisons else "")
@@ -100,7 +102,7 @@ def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
         lines.append(f"{'release gate' if kind.is_gate else 'A/B'} {short_test(c)} {c['name']}: "
                      f"{metric_name(m['metric'])} B/A {m['ratio']:.3f}{band}: {m.get('outcome')} "
                      f"({c['rounds']} pairs)")
-    return tuple(lines)
+    return decision, tuple(lines)
 
 
 def _decided(c: Mapping[str, Any]) -> bool:
@@ -269,11 +271,11 @@ def build(env: Mapping[str, Any], results: list[Row], comparisons: Iterable[Mapp
     head = HEADER + (("vs saved run",) if saved else ())
     extra = ([f"{len(results) - len(shown)} runs of A/B comparisons: in their sections below"]
              if len(shown) < len(results) else [])
+    decision, said = summary(shown, comparisons, inconclusive_fails, failed_tests)
     return View(header(env), Table(head, tuple(row(r, saved) for r in shown), frozenset(range(2, 8))),
                 tuple(Outcome.of(r.get("verdict")) for r in results),
                 tuple(notes(shown) + extra) if results else (), bar_charts(shown), tuple(sections),
-                summary(shown, comparisons, inconclusive_fails, failed_tests),
-                timelines(results, comparisons, behind))
+                said, timelines(results, comparisons, behind), decision)
 
 
 def processes_line(r: Row) -> str:
