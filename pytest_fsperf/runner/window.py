@@ -6,30 +6,33 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import psutil
-
 from pytest_fsperf.errors import MeasurementError, WorkloadHung
-from pytest_fsperf.measure import fusetrace, profile, progress, timeline
+from pytest_fsperf.measure import progress, timeline
 from pytest_fsperf.measure.cache import ColdRead, DaemonCache, PageCache
 from pytest_fsperf.measure.diskmeter import DiskMeter
 from pytest_fsperf.measure.figures import DaemonStats
-from pytest_fsperf.measure.fusetrace import FuseRequests, Trace, Tracing
+from pytest_fsperf.measure.fusetrace import FuseRequests
 from pytest_fsperf.measure.meters import DaemonExited, DaemonMeter
 from pytest_fsperf.measure.placement import Placement, pinned
-from pytest_fsperf.measure.profile import Profile, Profiler
-from pytest_fsperf.measure.rest import Rest, RestMeter, own_cpu
+from pytest_fsperf.measure.profile import Profile
+from pytest_fsperf.measure.rest import Rest, own_cpu
 from pytest_fsperf.measure.timeline import Timeline
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.result.workload import OpStats, WorkloadResult, check_cold
-from pytest_fsperf.runner.target import safe_name
-from pytest_fsperf.store import juicefs
+from pytest_fsperf.runner.instruments import (
+    DaemonProfile,
+    Daemons,
+    FuseTrace,
+    Instrument,
+    MachineRest,
+    StoreRequests,
+)
 from pytest_fsperf.store.cost import Cost
 from pytest_fsperf.store.requests import Requests
 from pytest_fsperf.vocab import EngineKind
@@ -37,7 +40,6 @@ from pytest_fsperf.vocab import EngineKind
 if TYPE_CHECKING:
     from pytest_fsperf.runner.workspace import Workspace
 
-NOT_HERE = "not counted here: this machine's JuiceFS client did not run the workload"
 
 
 def _daemon_cache(lookup: Lookup, page: PageCache | None,
@@ -76,6 +78,7 @@ class Window:
     io_span: tuple[float, float] | None = None  # when the I/O ran (monotonic s), if known
     expected: int | None = None  # the bytes the load generator says it moved, if known
     started: float = 0.0  # monotonic s of the timeline's t = 0
+    began: float = 0.0  # monotonic s the workload began (after the pinning)
 
 
 def measure_engine(ws: Workspace, label: str, judged: bool, kind: EngineKind, options: dict[str, str],
@@ -133,147 +136,75 @@ def measured(ws: Workspace, label: str, counter: Callable[[], int],
     w = Window(lookup, page or PageCache.WARM, _daemon_cache(lookup, page, daemon_cold),
                steps if page else ())
     moved = counter if timed_io else None
-    meter = (DaemonMeter(lookup.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
-             if lookup.daemon else None)
     others = [p.lookup_daemon() for p in ws.peers[:peers]]
     w.peers = [(o, DaemonMeter(o.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
                 if o.daemon else None) for o in others]
+    daemons = Daemons(label, DaemonMeter(lookup.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
+                      if lookup.daemon else None, w.peers)
     pids = [m.pid for o in (lookup, *others) if o.daemon for m in o.daemon.members]
-    disk = _disk_meter(ws, )
-    store, w.requests_note = ws.target.request_meter()
-    if not here and isinstance(store, juicefs.StatsMeter):
-        store, w.requests_note = None, NOT_HERE
-    if store is not None:
-        try:
-            store.start()
-        except (OSError, ValueError) as exc:
-            store, w.requests_note = None, f"the store's metrics failed: {exc}"
-    # JuiceFS's own counters: from the request meter's reads when .stats is that already
-    stats_root = (None if isinstance(store, juicefs.StatsMeter) or not here
-                  else ws.target.juicefs_stats())
-    own = juicefs.OwnMeter(stats_root) if stats_root is not None else None
-    if own is not None:
-        try:
-            own.start()
-        except (OSError, ValueError):
-            own = None
-    trace, w.fuse_note = _trace(ws, lookup)
-    profiler = None
-    if ws.profiled and pids:
-        why = profile.refused(pids)
-        if why:
-            w.profile_note = f"not profiled: {why}"
-        else:
-            profiler = Profiler(pids, os.path.join(ws.local_dir(),
-                                                   f"{safe_name(label)}.perf.data"))
+    disk = _disk_meter(ws)
+    store = StoreRequests(ws, w, here)
+    store.start()  # read around the whole window
+    trace = FuseTrace.armed(ws, lookup, w)
+    # started pinned, just before the workload; stopped in the reverse order after it
+    inner: list[Instrument] = [i for i in (DaemonProfile.wanted(ws, pids, label, w), trace,
+                                           MachineRest(pids)) if i is not None]
     limit = ws.state.settings.stall_limit
-    sampler = timeline.Sampler(counter, pids,
-                               (lambda: disk.last) if disk else None,
+    sampler = timeline.Sampler(counter, pids, (lambda: disk.last) if disk else None,
                                stall_limit=limit if on_exit is not None else None,
                                on_stall=on_exit)
     sampler.start()
     w.started = sampler.started
     shown = _progress(ws, label, counter, sampler)
-    try:
-        for m in (meter, *(m for _o, m in w.peers)):
-            if m is not None:
-                m.start()
-        w.placement = ws.settings.cpus.placement(ws.paired)
-        try:
-            with pinned(w.placement, pids):
-                if profiler is not None:
-                    profiler.start()
-                if trace is not None:
-                    trace.start()
-                cached = psutil.virtual_memory().cached
-                rest = RestMeter(pids)
-                rest.start()
-                t0 = time.monotonic()  # after the pinning: its cost is not the workload's
-                yield w
-        except (DaemonExited, WorkloadHung):  # the cause is named already
-            raise
-        except MeasurementError:
-            # did the workload fail because a daemon died? Then say that.
-            for m in (meter, *(m for _o, m in w.peers)):
-                if m is not None:
-                    m.stop(label)  # raises DaemonExited if it is gone
-            if sampler.stalled is not None:  # stopped by the stall limit: say that
-                raise MeasurementError(_stalled(label, sampler.stalled, limit)) from None
-            raise
-        w.wall = time.monotonic() - t0
-        w.rest = rest.stop()
-        w.cache_filled = max(0, psutil.virtual_memory().cached - cached)
-        if trace is not None:
-            trace.stop()
-        if profiler is not None:
-            try:
-                w.profile = profiler.stop()
-            except (OSError, subprocess.SubprocessError) as exc:
-                w.profile_note = f"the profile failed: {exc}"
-        if sampler.stalled is not None:
-            raise MeasurementError(_stalled(label, sampler.stalled, limit))
-        w.daemon = meter.stop(label, w.io_span, w.expected) if meter else None
-        w.peer_stats = [m.stop(label, w.io_span, w.expected) if m else None
-                        for _o, m in w.peers]
-        if store is not None:
-            try:
-                w.requests = store.stop()
-            except (OSError, ValueError) as exc:
-                w.requests_note = f"the store's metrics failed: {exc}"
-        if own is not None:
-            with contextlib.suppress(OSError, ValueError):
-                w.daemon_counters = own.stop()
-        elif isinstance(store, juicefs.StatsMeter) and w.requests is not None:
-            w.daemon_counters = store.counters
-    except DaemonExited as exc:  # the target's own daemon: what its log said last
-        owned = ws.target.owned
-        mine = meter is not None and exc.pid == meter.daemon.pid
-        said = owned.last_words() if owned is not None and mine else ""
-        if not said:
-            raise
-        raise DaemonExited(f"{exc}; its log ends: {said}", exc.pid) from None
-    finally:
-        w.timeline = sampler.stop()
-        if trace is not None:
-            if w.wall:
-                with contextlib.suppress(OSError, ValueError):
-                    w.fuse = trace.summary(t0, t0 + w.wall)
-                if w.timeline is not None and w.fuse is not None:
-                    edges = [sampler.started + x for x in w.timeline.t[1:]]
-                    w.timeline = dataclasses.replace(w.timeline, fuse_ops=trace.per_interval(
-                        sampler.started, edges[-1], edges))
-            trace.close()
-        if profiler is not None:
-            profiler.close()
+    with contextlib.ExitStack() as release:  # however the window ends, last first:
+        release.callback(_disk_peak, w, disk)
+        release.callback(daemons.abort)
         if shown:
-            shown.stop()
-        for m in (meter, *(m for _o, m in w.peers)):
-            if m is not None:
-                m.abort()
-        w.disk_peak = disk.stop() if disk else None
+            release.callback(shown.stop)
+        for each in inner:
+            release.callback(each.abort)
+        release.callback(_timeline, w, sampler, trace)
+        try:
+            daemons.start()
+            w.placement = ws.settings.cpus.placement(ws.paired)
+            try:
+                with pinned(w.placement, pids):
+                    for each in inner:
+                        each.start()
+                    w.began = time.monotonic()  # after the pinning: its cost is not the workload's
+                    yield w
+            except (DaemonExited, WorkloadHung):  # the cause is named already
+                raise
+            except MeasurementError:
+                daemons.check()  # did the workload fail because a daemon died? Then say that.
+                if sampler.stalled is not None:  # stopped by the stall limit: say that
+                    raise MeasurementError(_stalled(label, sampler.stalled, limit)) from None
+                raise
+            w.wall = time.monotonic() - w.began
+            for each in reversed(inner):
+                each.stop(w)
+            if sampler.stalled is not None:
+                raise MeasurementError(_stalled(label, sampler.stalled, limit))
+            daemons.stop(w)
+            store.stop(w)
+        except DaemonExited as exc:  # the target's own daemon: what its log said last
+            owned = ws.target.owned
+            mine = daemons.meter is not None and exc.pid == daemons.meter.daemon.pid
+            said = owned.last_words() if owned is not None and mine else ""
+            if not said:
+                raise
+            raise DaemonExited(f"{exc}; its log ends: {said}", exc.pid) from None
 
 
-def _trace(ws: Workspace, lookup: Lookup) -> tuple[Trace | None, str]:
-    """The FUSE request trace of the window (armed, not started), or why there is none."""
-    setting = ws.settings.fuse_trace
-    if not lookup.fuse:
-        return None, ""
-    if setting == Tracing.OFF:
-        return None, "not traced (--fsperf-fuse-trace=off)"
-    why = fusetrace.unavailable()
-    if why:
-        return None, f"not available: {why}"
-    try:
-        mount = ws.target.mount()
-    except (OSError, LookupError) as exc:
-        return None, f"not available: the mount could not be read ({exc})"
-    trace = Trace(fusetrace.connection_id(mount.major, mount.minor))
-    try:
-        trace.open()
-    except OSError as exc:
-        trace.close()
-        return None, f"not available: tracefs refused the trace ({exc.strerror or exc})"
-    return trace, ""
+def _timeline(w: Window, sampler: timeline.Sampler, trace: FuseTrace | None) -> None:
+    """The window's timeline; with the FUSE requests of a workload that ended well."""
+    w.timeline = sampler.stop()
+    if trace is not None and w.wall:
+        trace.finish(w, sampler)
+
+
+def _disk_peak(w: Window, disk: DiskMeter | None) -> None:
+    w.disk_peak = disk.stop() if disk else None
 
 
 def _cost(ws: Workspace, q: Requests | None) -> Cost | None:
