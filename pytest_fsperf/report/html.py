@@ -11,6 +11,8 @@ from pytest_fsperf.report.flame import svg as flame_graph
 from pytest_fsperf.report.model import Chart, Section, Table, TimeChart, View
 
 W, BAR_H, GAP, LABEL_W = 720, 16, 6, 260
+LIMIT_H = 12  # a threshold's label, above its bar
+CHAR_W = 7  # px per character of a 12 px label, for the room it needs
 
 STYLE = """
 body{font:14px system-ui,sans-serif;margin:2em;color:#222}
@@ -20,6 +22,8 @@ td:first-child,td:nth-child(2),th{text-align:left}.bad{color:#b00;font-weight:bo
 .summary{border-left:6px solid #070;padding:.2em 1em;background:#f4faf4}
 .summary.bad{border-color:#b00;background:#fdf3f3}.summary.unsure{border-color:#a60;background:#fdf8ef}
 .summary li{margin:.2em 0}.wide{overflow-x:auto;max-width:100%}.facts td{text-align:left;word-break:break-all}
+table.results td:last-child,table.results th:last-child{position:sticky;right:0;background:#fff;
+box-shadow:-3px 0 3px -2px #bbb}
 svg{max-width:100%;height:auto}svg text{font:12px system-ui,sans-serif}h2{margin-top:1.6em}
 @media (max-width:700px){body{margin:.6em;font-size:13px}td,th{padding:2px 4px}}
 """
@@ -55,14 +59,16 @@ def bar_chart(chart: Chart | None) -> str:
     top = max([b.value for b in chart.bars] + [b.limit or 0.0 for b in chart.bars]) or 1.0
     label_w = min(420, max(120, 7 * max(len(b.label) for b in chart.bars) + 10))
     width_all = label_w + 470
-    height = len(chart.bars) * (BAR_H + GAP) + 24
+    limits = any(b.limit is not None for b in chart.bars)
+    row_h = BAR_H + GAP + (LIMIT_H if limits else 0)  # room above each bar for its limit's label
+    height = len(chart.bars) * row_h + 24
     parts = [f'<svg class="chart" width="{width_all}" height="{height}" '
              f'viewBox="0 0 {width_all} {height}" role="img" aria-label="{_esc(title)}">',
              f'<text x="0" y="14" font-weight="bold">{_esc(title)}</text>']
     span = width_all - label_w - 90
     for i, bar in enumerate(chart.bars):
         colour = FAILING if bar.failing else FIGURE_COLOURS.get(chart.metric.key, COLOURS[bar.side])
-        y = 24 + i * (BAR_H + GAP)
+        y = 24 + i * row_h + (LIMIT_H if limits else 0)
         width = max(1.0, span * bar.value / top)
         shown = bar.label if len(bar.label) <= 58 else bar.label[:57] + "\u2026"
         outline = ' stroke="#000" stroke-width="1.5"' if bar.failing else ""
@@ -76,7 +82,10 @@ def bar_chart(chart: Chart | None) -> str:
             x = label_w + span * bar.limit / top
             parts.append(f'<line class="limit" x1="{x:.1f}" y1="{y - 2}" x2="{x:.1f}" '
                          f'y2="{y + BAR_H + 2}" stroke="#000" stroke-width="2">'
-                         f'<title>{_esc(bar.limit_text)}</title></line>')
+                         f'<title>{_esc(bar.limit_text)}</title></line>'
+                         f'<text class="limit-label" x="{x:.1f}" y="{y - 4}" font-size="10" '
+                         f'text-anchor="{"end" if x > label_w + span / 2 else "start"}">'
+                         f'{_esc(bar.limit_text)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -92,36 +101,42 @@ TH, TPAD = 150, 48  # one panel's height; the left margin for the axis labels
 TRACE_COLOURS = {"": "#3a7bd5", "A": "#3a7bd5", "B": "#d53a3a"}
 
 
+def _ticks(top: float) -> list[str]:
+    """The y axis labels of a panel: 0, 1/4 ... the top, in plain digits."""
+    return [plain(top * k / 4) for k in range(5)]
+
+
 def _panel(traces: list[tuple[str, list[tuple[float, float]]]], top: float, y0: int, t_end: float,
-           label: str, dashed: bool = False) -> list[str]:
-    """One panel: each trace a polyline of (s, value) on the shared time axis."""
-    parts = [f'<text x="{TPAD}" y="{y0 + 12}">{_esc(label)}</text>',
-             f'<line x1="{TPAD}" y1="{y0 + TH}" x2="{W}" y2="{y0 + TH}" stroke="#999"/>']
-    for k in range(5):  # ticks at 0, 1/4 ... the top, in plain digits, with faint grid lines
-        v, y = top * k / 4, y0 + TH - (TH - 20) * k / 4
-        parts.append(f'<text class="tick" x="{TPAD - 4}" y="{y + 4:.1f}" '
-                     f'text-anchor="end">{plain(v)}</text>')
+           label: str, dashed: bool = False, pad: int = TPAD) -> list[str]:
+    """One panel: each trace a polyline of (s, value) on the shared time axis; `pad` px on
+    the left for the axis labels."""
+    parts = [f'<text x="{pad}" y="{y0 + 12}">{_esc(label)}</text>',
+             f'<line x1="{pad}" y1="{y0 + TH}" x2="{W}" y2="{y0 + TH}" stroke="#999"/>']
+    for k, text in enumerate(_ticks(top)):  # with faint grid lines
+        y = y0 + TH - (TH - 20) * k / 4
+        parts.append(f'<text class="tick" x="{pad - 4}" y="{y + 4:.1f}" '
+                     f'text-anchor="end">{text}</text>')
         if k:
-            parts.append(f'<line x1="{TPAD}" y1="{y:.1f}" x2="{W}" y2="{y:.1f}" stroke="#eee"/>')
+            parts.append(f'<line x1="{pad}" y1="{y:.1f}" x2="{W}" y2="{y:.1f}" stroke="#eee"/>')
     for name, points in traces:
         if not points:
             continue
-        xy = " ".join(f"{TPAD + (W - TPAD - 10) * t / t_end:.1f},{y0 + TH - (TH - 20) * v / top:.1f}"
+        xy = " ".join(f"{pad + (W - pad - 10) * t / t_end:.1f},{y0 + TH - (TH - 20) * v / top:.1f}"
                       for t, v in points)
         dash = ' stroke-dasharray="5 3"' if dashed else ""
         parts.append(f'<polyline class="trace" points="{xy}" fill="none" stroke-width="2" '
                      f'stroke="{TRACE_COLOURS.get(name, "#3a7bd5")}"{dash}>'
                      f"<title>{_esc(name or 'run')}: {_esc(label)}</title></polyline>")
         for t, v in points:  # a mark per interval, for a test to count what the browser drew
-            x, y = TPAD + (W - TPAD - 10) * t / t_end, y0 + TH - (TH - 20) * v / top
+            x, y = pad + (W - pad - 10) * t / t_end, y0 + TH - (TH - 20) * v / top
             parts.append(f'<rect class="mark" x="{x - 1.5:.1f}" y="{y - 1.5:.1f}" width="3" '
                          f'height="3" fill="{TRACE_COLOURS.get(name, "#3a7bd5")}"/>')
     return parts
 
 
 def time_chart(chart: TimeChart) -> str:
-    """Bandwidth per second above, the daemon's RSS below, on one time axis; A and B in
-    their colours."""
+    """Bandwidth per second above, the daemon's RSS below (where a daemon was measured), on
+    one time axis; A and B in their colours. The left margin fits the longest axis label."""
     t_end = max((tr.t[-1] for tr in chart.traces if tr.t), default=1.0) or 1.0
     bw = [(tr.name, list(zip(tr.t, tr.bw, strict=True))) for tr in chart.traces]
     rss = [(tr.name, [(t, v) for t, v in zip(tr.t, tr.rss, strict=True) if v is not None])
@@ -130,26 +145,28 @@ def time_chart(chart: TimeChart) -> str:
     top_rss = max((v for _n, pts in rss for _t, v in pts), default=0.0) or 1.0
     lat = [(tr.name, list(tr.clat)) for tr in chart.traces if tr.clat]
     fuse = [(tr.name, list(zip(tr.t, tr.fuse, strict=False))) for tr in chart.traces if tr.fuse]
-    panels = 2 + bool(lat) + bool(fuse)
-    height = panels * (TH + 16) + 40
+    has_rss = any(pts for _n, pts in rss)
+    top_lat = max((v for _n, pts in lat for _t, v in pts), default=0.0) or 1.0
+    top_fuse = max((v for _n, pts in fuse for _t, v in pts), default=0.0) or 1.0
+    panels = [(bw, top_bw, "MB/s", False)]
+    if has_rss:
+        panels.append((rss, top_rss, "daemon RSS, MB", True))
+    if lat:
+        panels.append((lat, top_lat, "fio mean completion latency, ms (fio's clock)", False))
+    if fuse:
+        panels.append((fuse, top_fuse, "FUSE requests/s, all opcodes (kernel tracepoints)", False))
+    pad = max(TPAD, CHAR_W * max(len(text) for _p, top, _l, _d in panels for text in _ticks(top)) + 8)
+    height = len(panels) * (TH + 16) + 40
     names = ", ".join(f"{tr.name} {'blue' if tr.name == 'A' else 'red'}" for tr in chart.traces
                       if tr.name)
     parts = [f'<svg class="chart timeline" width="{W}" height="{height}" '
              f'viewBox="0 0 {W} {height}" role="img" aria-label="{_esc(chart.title)}">',
              f'<text x="0" y="14" font-weight="bold">{_esc(chart.title)}'
              f'{_esc(" (" + names + ")") if names else ""}</text>']
-    parts += _panel(bw, top_bw, 20, t_end, "MB/s")
-    parts += _panel(rss, top_rss, 20 + TH + 16, t_end, "daemon RSS, MB", dashed=True)
-    if lat:
-        top_lat = max(v for _n, pts in lat for _t, v in pts) or 1.0
-        parts += _panel(lat, top_lat, 20 + 2 * (TH + 16), t_end,
-                        "fio mean completion latency, ms (fio's clock)")
-    if fuse:
-        top_fuse = max(v for _n, pts in fuse for _t, v in pts) or 1.0
-        parts += _panel(fuse, top_fuse, 20 + (2 + bool(lat)) * (TH + 16), t_end,
-                        "FUSE requests/s, all opcodes (kernel tracepoints)")
+    for i, (traces, top, label, dashed) in enumerate(panels):
+        parts += _panel(traces, top, 20 + i * (TH + 16), t_end, label, dashed, pad)
     parts.append(f'<text x="{W - 10}" y="{height - 4}" text-anchor="end">{t_end:.0f} s</text>'
-                 f'<text x="{TPAD}" y="{height - 4}">0 s</text></svg>')
+                 f'<text x="{pad}" y="{height - 4}">0 s</text></svg>')
     return "".join(parts)
 
 
@@ -165,10 +182,11 @@ def _cell(text: str) -> str:
     return f'<td class="{kind}">{_esc(text)}</td>' if kind else f"<td>{_esc(text)}</td>"
 
 
-def _table(t: Table) -> str:
+def _table(t: Table, cls: str = "") -> str:
     head = "".join(f"<th>{_esc(h)}</th>" for h in t.header)
     rows = "".join(f"<tr>{''.join(_cell(c) for c in cells)}</tr>" for cells in t.rows)
-    return f'<div class="wide"><table><tr>{head}</tr>{rows}</table></div>'
+    shown = f' class="{cls}"' if cls else ""
+    return f'<div class="wide"><table{shown}><tr>{head}</tr>{rows}</table></div>'
 
 
 def _section(s: Section) -> str:
@@ -191,7 +209,7 @@ def document(view: View) -> str:
             f"<p><b>{_esc(view.summary[0] if view.summary else 'no workloads')}</b></p>"
             + (f"<ul>{summary}</ul>" if summary else "") + "</section>",
             f'<h2>What was measured</h2><div class="wide"><table class="facts">{facts}</table></div>',
-            "<h2>Workloads</h2>" + _table(view.results),
+            "<h2>Workloads</h2>" + _table(view.results, "results"),
             "<h2>Bandwidth</h2>" + bar_chart(bw)]
     if (cpu and cpu.bars) or (mem and mem.bars):
         body.append("<h2>FUSE daemon</h2>" + bar_chart(cpu) + bar_chart(mem))
