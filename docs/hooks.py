@@ -4,11 +4,15 @@ they cannot go stale."""
 
 from __future__ import annotations
 
+import enum
 import inspect
+import re
 from typing import Any
 
 from pytest_fsperf.fixture import Fsperf
-from pytest_fsperf.options.config import OPTIONS
+from pytest_fsperf.measure.placement import CpuSetting
+from pytest_fsperf.mounts.registry import BackendConfig
+from pytest_fsperf.options.config import OPTIONS, Option
 from pytest_fsperf.plan.marker import BASELINE_KEYS, KEYWORDS
 
 
@@ -16,12 +20,35 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+BY_KEY = {o.name.removeprefix("fsperf_"): o for o in OPTIONS}
+
+
+def as_written(o: Option) -> str:
+    """An option's default as a user writes it on the command line ("" for none)."""
+    value = o.default
+    if isinstance(value, bool):
+        return ("on" if value else "off") if o.metavar == "on|off" else ("1" if value else "0")
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, CpuSetting):
+        return str(value.given) if value.given is not None else str(value.mode.value)
+    if isinstance(value, BackendConfig):
+        return "" if not (value.values or value.backends) else str(value.where)
+    if isinstance(value, float):
+        return f"{100 * value:g}%" if o.metavar == "PERCENT" else f"{value:g}"
+    return "" if value in (None, (), "") else str(value)
+
+
 def options_table() -> str:
     rows = ["| flag | ini key | default | what it does |", "|---|---|---|---|"]
     for o in OPTIONS:
-        default = "-" if o.default in (None, (), "") else f"`{o.default}`"
+        shown = as_written(o)
+        default = f"`{shown}`" if shown else "-"
         rows.append(f"| `{o.flag}={o.metavar}` | `{o.name}` | {_cell(default)} | {_cell(o.help)} |")
     return "\n".join(rows)
+
+
+DEFAULT = re.compile(r"<!-- fsperf:default (\w+) -->")
 
 
 def markers_table() -> str:
@@ -55,6 +82,7 @@ def fixture_methods() -> str:
 
 
 def on_page_markdown(markdown: str, **_kwargs: Any) -> str:
+    markdown = DEFAULT.sub(lambda m: as_written(BY_KEY[m.group(1)]), markdown)
     for mark, make in (("<!-- fsperf:options -->", options_table),
                        ("<!-- fsperf:markers -->", markers_table),
                        ("<!-- fsperf:fixture -->", fixture_methods)):

@@ -42,3 +42,29 @@ def test_the_reference_page_is_generated_from_the_fixture() -> None:
     assert "<!-- fsperf:fixture -->" in page
     for line in _hooks().fixture_members().values():
         assert line in rendered
+
+
+def test_the_options_reference_shows_defaults_as_a_user_writes_them() -> None:
+    from pytest_fsperf.options.config import OPTIONS, Settings
+
+    hooks = _hooks()
+    for o in OPTIONS:
+        shown = hooks.as_written(o)
+        assert not any(c in shown for c in "(<="), f"{o.name}: {shown}"  # no code repr
+    assert hooks.as_written(hooks.BY_KEY["tolerance"]) == "10%"
+    assert hooks.as_written(hooks.BY_KEY["cpus"]) == "auto"
+    # a number written on a hand-made page comes from the code, not from a copy
+    page = "up to <!-- fsperf:default ab_max_rounds --> pairs"
+    assert hooks.on_page_markdown(page) == f"up to {Settings().ab_max_rounds} pairs"
+
+
+def test_no_page_writes_a_default_the_code_does_not_have() -> None:
+    import re
+
+    from pytest_fsperf.options.config import Settings
+
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    text = "\n".join(p.read_text() for p in docs.rglob("*.md"))
+    written = re.findall(r"--fsperf-ab-max-rounds`?[= (]+(\d+)", text)
+    assert all(int(value) == Settings().ab_max_rounds for value in written), written
+    assert re.findall(r"--fsperf-ab-max-rounds`?[= (]+(\d+)", "`--fsperf-ab-max-rounds` (16)") == ["16"]
