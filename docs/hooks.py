@@ -1,5 +1,5 @@
 """MkDocs hook: the reference tables are generated from the code at build time (the option
-table in pytest_fsperf/options/config.py, the marker keywords in plan.py, the fixture's methods), so
+table in pytest_fsperf/options/config.py, the marker keywords in plan/marker.py, the fixture's methods), so
 they cannot go stale."""
 
 from __future__ import annotations

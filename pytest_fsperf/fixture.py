@@ -82,10 +82,10 @@ class Fsperf:
         clients=N: on N mounts of the backend at once (the test's own and N-1 more of the same
         bucket), each with its own daemon and `fio --server`, driven by fio's controller; or on
         the first N of --fsperf-fio-servers. The result is fio's "All clients" with each
-        client's figures and daemon in `clients` (measure/clients.py).
+        client's figures and daemon in `clients` (runner/clients.py).
 
         With --fsperf-hosts: on every host at once (clients=N: the first N), each host's
-        daemon measured there (measure/on_hosts.py)."""
+        daemon measured there (runner/on_hosts.py)."""
         where = f"{self._runner.test}: fsperf.fio()"
         if jobfile is not None:
             if name is not None:

@@ -1,2 +1,2 @@
-"""The first stage: options read and checked (config.py), the marker read into a frozen plan
-(plan.py)."""
+"""Settings from the command line and ini files, each value checked by its parser (parse.py)
+and frozen (config.py), every error naming where the value came from."""

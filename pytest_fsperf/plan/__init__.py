@@ -1,1 +1,1 @@
-"""plan."""
+"""The frozen plan a test states with the fsperf marker (thresholds, rounds, tolerance)."""

@@ -1,1 +1,1 @@
-"""result."""
+"""What a workload produced: plain frozen data, serialisable to JSON."""

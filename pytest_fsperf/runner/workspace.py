@@ -34,7 +34,7 @@ class Pending(enum.Enum):
 
 class Workspace:
     """One test's measuring state on one target: its work dir, the pending cold start, the
-    measured window and rounds, and the results. The engines (engine/steps.py), scenarios
+    measured window and rounds, and the results. The engines (scenarios/steps.py), scenarios
     and A/B runner work through this public API; `Fsperf` is the test-facing face of it."""
 
     def __init__(self, state: Session, target: Target, test: str, workdir: str,
@@ -56,7 +56,7 @@ class Workspace:
         self.cache_dirs: list[str] = []
         self._fuse = True
         #: Other mounts of the same backend, one per extra client of a many-client run
-        #: (measure/clients.py): a cold start covers them too; closed with close_peers().
+        #: (runner/clients.py): a cold start covers them too; closed with close_peers().
         self.peers: list[Target] = []
         #: In an interleaved A/B (inside pairing()): --fsperf-cpus "auto" pins each run.
         self.paired = False

@@ -1,1 +1,1 @@
-"""Saved runs: read and named in one place."""
+"""Saved runs on disk: where they are kept, reading them (each checked), naming new ones."""
