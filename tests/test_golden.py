@@ -71,3 +71,16 @@ def test_benchmark_files(doc):
     for bench in pb["benchmarks"]:
         bench.pop("fullname", None)
     golden("pytest-benchmark.json", json.dumps(pb["benchmarks"], indent=1, sort_keys=True) + "\n")
+
+
+def test_the_report_rows_are_the_schemas_results(doc):
+    """The report reads typed rows, made once from the JSON form: each field is a property
+    of the schema's result, and every canned result makes a row, its words as enums."""
+    from pytest_fsperf.report.rows import FIELDS, ResultRow
+    from pytest_fsperf.vocab import Outcome
+
+    props = jsonout.schema()["$defs"]["result"]["properties"]
+    assert FIELDS <= set(props), sorted(FIELDS - set(props))
+    rows = [ResultRow.of(r) for r in doc["results"]]
+    assert [r.verdict for r in rows] == [Outcome.of(r["verdict"]) for r in doc["results"]]
+    assert all(isinstance(r.verdict, Outcome) for r in rows)

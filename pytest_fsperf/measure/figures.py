@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,13 +29,13 @@ def short_cpu_note(seconds: float) -> str:
             "time counted in 10 ms ticks needs")
 
 
-def countable_cpu_of(daemon: dict[str, Any]) -> float | None:
+def countable_cpu_of(daemon: Mapping[str, Any]) -> float | None:
     """countable_cpu of a daemon row (its window, CPU%, and whether read in ns)."""
     return countable_cpu(cpu_seconds_of(daemon), float(daemon.get("cpu_percent") or 0.0),
                          bool(daemon.get("cpu_exact")))
 
 
-def cpu_seconds_of(daemon: dict[str, Any]) -> float:
+def cpu_seconds_of(daemon: Mapping[str, Any]) -> float:
     """The window a daemon row's CPU% is over (rows from before it was kept: the whole run)."""
     return float(daemon.get("cpu_window_seconds") or daemon["wall_seconds"])
 

@@ -16,7 +16,7 @@ from pytest_fsperf.vocab import METRICS
 
 def figures(r: Row) -> tuple[Figure, ...]:
     """The figures a result has, in registry terms (daemon CPU only over a countable window)."""
-    total, d = r["total"], r.get("daemon")
+    total, d = r.total, r.daemon
     out = []
     if total.get("io_bytes"):
         out.append(Figure(METRICS["bw"], total["bw_bytes"]))
@@ -33,9 +33,9 @@ def figures(r: Row) -> tuple[Figure, ...]:
 
 
 def daemon_cells(r: Row) -> tuple[str, str]:
-    d = r.get("daemon")
+    d = r.daemon
     if not d:
-        short = ("no daemon" if DaemonCache.of(r.get("daemon_cache")) == DaemonCache.NO_DAEMON
+        short = ("no daemon" if DaemonCache.of(r.daemon_cache) == DaemonCache.NO_DAEMON
                  else "not found")
         return short, short
     cpu = countable_cpu_of(d)
@@ -49,9 +49,9 @@ def daemon_cells(r: Row) -> tuple[str, str]:
 
 def cache_cell(r: Row) -> str:
     """'cold: drop_caches', or with a remount: 'cold: remount+wipe+drop_caches'."""
-    page = str(r["cache"])
-    daemon = DaemonCache.of(r.get("daemon_cache"))
-    if r.get("cold_read") == ColdRead.NOT_COLD:
+    page = str(r.cache)
+    daemon = DaemonCache.of(r.daemon_cache)
+    if r.cold_read == ColdRead.NOT_COLD:
         return "NOT cold: page cache served it"
     if daemon == DaemonCache.KEPT:
         return "not cold: daemon disk cache kept"
@@ -64,8 +64,8 @@ def cache_cell(r: Row) -> str:
 def _spread(r: Row, key: str) -> str:
     """' [159-189]' over several rounds: the 95% interval of the median, the spread the
     threshold verdict uses, in the figure's own units."""
-    st = r.get("stats", {}).get(key)
-    if not r.get("rounds") or not st or st.get("ci_low") is None:
+    st = r.stats.get(key)
+    if not r.rounds or not st or st.get("ci_low") is None:
         return ""
     low, high = (METRICS[key].show(st[k]).partition(" ") for k in ("ci_low", "ci_high"))
     if low[2] == high[2]:  # one unit for both: "159-189 MB/s"
@@ -74,33 +74,33 @@ def _spread(r: Row, key: str) -> str:
 
 
 def rate_cells(r: Row) -> tuple[str, str]:
-    total = r["total"]
+    total = r.total
     per_s = total.get("ops_per_second")
     if per_s is None:
         return (units.format_rate(total["bw_bytes"]) + _spread(r, "bw"),
                 units.format_count(total["iops"]))
     bw = units.format_rate(total["bw_bytes"]) if total["io_bytes"] else "-"
-    return bw, (units.format_count(per_s) + (" files/s" if r["kind"] == "files" else " ops/s")
+    return bw, (units.format_count(per_s) + (" files/s" if r.kind == "files" else " ops/s")
                 + _spread(r, "ops"))
 
 
 def row(r: Row, saved: bool = False) -> tuple[str, ...]:
     """saved: add the column of the comparison with a saved run (its own verdict)."""
-    p99 = r["total"].get("lat_p99_ns")
+    p99 = r.total.get("lat_p99_ns")
     cpu, mem = daemon_cells(r)
     bw, rate = rate_cells(r)
     lat = units.format_duration(p99) if p99 is not None else "-"
     # a workload the test does not judge (a layout step, a gate's reference) reads as secondary
-    name = r["name"] if r.get("judged", True) else f"{r['name']} (not judged)"
+    name = r.name if r.judged else f"{r.name} (not judged)"
     cells: tuple[str, ...] = (short_test(r), name, bw, spark(r) or "-", rate, lat, cpu, mem,
                               cache_cell(r),
-                              str(r.get("verdict_own", r.get("verdict", "-"))))
+                              str(r.verdict_own))
     if saved:
-        c = r.get("run_comparison")
+        c = r.run_comparison
         cells += (str(c["outcome"]) if c else "-",)
     return cells
 
 
 def spark(r: Row) -> str:
-    t = r.get("timeline")
+    t = r.timeline
     return sparkline(t["bw"]) if t else ""

@@ -15,24 +15,24 @@ from pytest_fsperf.report.model import (
     label,
     short_test,
 )
-from pytest_fsperf.vocab import METRICS, Outcome
+from pytest_fsperf.vocab import METRICS
 
 
 def _bar(r: Row, text: str, value: float, metric: str) -> Bar:
     """A bar of a workload's figure, with the test's threshold on it and whether it failed."""
-    limit = (r.get("limits") or {}).get(metric)
+    limit = (r.limits or {}).get(metric)
     return Bar(text, value, limit=limit["limit"] if limit else None,
                limit_text=limit["text"] if limit else "",
-               failing=r.get("verdict") in (Outcome.FAIL.value, Outcome.REGRESSION.value))
+               failing=r.verdict.failing)
 
 
 def bar_charts(results: list[Row]) -> tuple[Chart, ...]:
-    judged = [r for r in results if r.get("judged", True)]
+    judged = [r for r in results if r.judged]
     results = judged or results  # layout steps only where nothing else was measured
     per_round = [_bar(r, f"{label(r)} #{i + 1}", rnd["bw"], "bw") for r in results
-                 for i, rnd in enumerate(r.get("rounds") or []) if rnd.get("bw")]
-    single = [_bar(r, label(r), r["total"]["bw_bytes"], "bw") for r in results
-              if not r.get("rounds") and r["total"].get("io_bytes")]
+                 for i, rnd in enumerate(r.rounds or []) if rnd.get("bw")]
+    single = [_bar(r, label(r), r.total["bw_bytes"], "bw") for r in results
+              if not r.rounds and r.total.get("io_bytes")]
     by_metric: dict[str, list[Bar]] = {"daemon_cpu": [], "daemon_rss": []}
     for r in results:
         for f in figures(r):
@@ -44,7 +44,7 @@ def bar_charts(results: list[Row]) -> tuple[Chart, ...]:
 
 
 def trace(name: str, r: Row) -> Trace | None:
-    t = r.get("timeline")
+    t = r.timeline
     if not t:
         return None
     ops = t.get("fuse_ops") or {}
@@ -59,9 +59,9 @@ def trace(name: str, r: Row) -> Trace | None:
 def timelines(results: list[Row], comparisons: list[Mapping[str, Any]],
               behind: set[tuple[str, str]]) -> tuple[TimeChart, ...]:
     """A chart per workload with a timeline; for an A/B, its first A and first B overlaid."""
-    by = {(str(r["test"]), str(r["name"])): r for r in results}
+    by = {(str(r.test), str(r.name)): r for r in results}
     charts = [TimeChart(label(r), (tr,)) for r in results
-              if (str(r["test"]), str(r["name"])) not in behind and (tr := trace("", r))]
+              if (str(r.test), str(r.name)) not in behind and (tr := trace("", r))]
     for c in comparisons:
         pair = [trace(side, by[key]) for side, names in (("A", c.get("a_results", ())),
                                                           ("B", c.get("b_results", ())))

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_fsperf import units
+from pytest_fsperf.report.rows import ResultRow
 
-Row = dict[str, Any]
+Row = ResultRow
 SHOWN_OPS = 6  # opcodes per row; the rest are counted together
 
 
@@ -45,12 +46,12 @@ def _ratio(value: Any) -> str:
 def table_rows(results: list[Row]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for r in results:
-        f = r.get("fuse")
+        f = r.fuse
         if not f:
             continue
-        m = {k: v["median"] for k, v in (r.get("stats") or {}).items()}
+        m = {k: v["median"] for k, v in (r.stats or {}).items()}
         lost = f" ({f['lost']} events lost: lower bounds)" if f.get("lost") else ""
-        rows.append((str(r["test"]).rpartition("::")[2], str(r["name"]), f"{f['total']}{lost}",
+        rows.append((str(r.test).rpartition("::")[2], str(r.name), f"{f['total']}{lost}",
                      _ratio(m.get("fuse_per_file")), _ratio(m.get("fuse_per_mib")), mix(f)))
     return rows
 
@@ -64,6 +65,6 @@ EXPLAINED = ("FUSE requests: sent by the kernel to the daemon during the measure
 
 def unavailable(results: list[Row]) -> list[str]:
     """Why FUSE requests were not counted, once per reason (a FUSE mount that was not traced)."""
-    seen = {str(r.get("fuse_note")) for r in results if not r.get("fuse") and r.get("fuse_note")}
+    seen = {str(r.fuse_note) for r in results if not r.fuse and r.fuse_note}
     return [f"FUSE requests {note}" if note.startswith("not ") else f"FUSE requests: {note}"
             for note in sorted(seen)]

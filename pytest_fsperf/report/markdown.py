@@ -9,6 +9,7 @@ from typing import Any
 from pytest_fsperf.report import terminal
 from pytest_fsperf.report.cells import figures
 from pytest_fsperf.report.model import View
+from pytest_fsperf.report.rows import ResultRow
 
 
 def _text(text: object) -> str:
@@ -50,7 +51,7 @@ def benchmark_action(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]
     for r in results:
         if not r.get("judged", True):
             continue
-        for f in figures(r):
+        for f in figures(ResultRow.of(r)):
             m = f.metric
             into = bigger if m.bigger_is_better else smaller
             into.append({"name": f"{r['test']}::{r['name']} {m.series}", "unit": m.unit,

@@ -6,13 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_fsperf.report.rows import ResultRow
 from pytest_fsperf.vocab import METRICS, Decision, Metric, Outcome
 
 HEADER = ("test", "workload", "bandwidth", "per second", "IOPS or ops", "p99 lat", "daemon CPU",
           "daemon peak mem", "cache", "verdict")
 
 
-Row = dict[str, Any]  # one result as the JSON document holds it
+Row = ResultRow  # one workload's result, as every report shows it (rows.py)
 
 
 @dataclass(frozen=True)
@@ -97,13 +98,14 @@ class View:
         return sum(v.unsure for v in self.verdicts)
 
 
-def short_test(r: Mapping[str, Any]) -> str:
+def short_test(r: ResultRow | Mapping[str, Any]) -> str:
     """The test's name without its file: 'test_seq_read[4k]'."""
-    return str(r["test"]).rsplit("::", 1)[-1]
+    test = r.test if isinstance(r, ResultRow) else r["test"]
+    return str(test).rsplit("::", 1)[-1]
 
 
 def label(r: Row) -> str:
-    return f"{short_test(r)} {r['name']}"
+    return f"{short_test(r)} {r.name}"
 
 
 def metric_cell(metric: str, figures: Mapping[str, Any]) -> str:

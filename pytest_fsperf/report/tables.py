@@ -27,7 +27,7 @@ from pytest_fsperf.report.model import (
 )
 from pytest_fsperf.scenarios.library import SCENARIOS
 from pytest_fsperf.stats import median
-from pytest_fsperf.vocab import METRICS, CompareKind, Outcome
+from pytest_fsperf.vocab import METRICS, CompareKind
 
 SHOWN_RUNS = 6  # an A/B of 90 short pairs would print 90 figures per cell
 
@@ -42,23 +42,24 @@ def _runs(metric: str, values: list[float | None]) -> str:
 
 def requests_table(results: list[Row], price: Mapping[str, Any] | None) -> Section | None:
     """Requests by kind, amplification and cost of every workload the store counted for."""
-    counted = [r for r in results if r.get("requests")]
+    counted = [r for r in results if r.requests]
     if not counted:
         return None
-    currency = next((r["cost"]["currency"] for r in counted if r.get("cost")), "")
+    currency = next((r.cost["currency"] for r in counted if r.cost), "")
     head = ("test", "workload", "requests", "GET", "HEAD", "LIST", "PUT", "other",
             "per file", "per MiB", f"cost {currency}".strip(), "per TB moved")
     rows = []
     for r in counted:
-        q = r["requests"]
-        m = {k: v["median"] for k, v in (r.get("stats") or {}).items()}
+        q = r.requests
+        assert q is not None  # counted: those with requests
+        m = {k: v["median"] for k, v in (r.stats or {}).items()}
         kinds = q["by_kind"]
         other = q["total"] - sum(kinds[k] for k in ("GET", "HEAD", "LIST", "PUT"))
-        rows.append((short_test(r), r["name"], str(q["total"]),
+        rows.append((short_test(r), r.name, str(q["total"]),
                      *(str(kinds[k]) for k in ("GET", "HEAD", "LIST", "PUT")), str(other),
                      metric_cell("req_per_file", m), metric_cell("req_per_mib", m), metric_cell("cost", m),
                      metric_cell("cost_per_tb", m)))
-    sources = sorted({r["requests"].get("source", "?") for r in counted})
+    sources = sorted({(r.requests or {}).get("source", "?") for r in counted})
     lines = [f"counted by {' and '.join(sources)} around each measured window (not layout or "
              "remounts); 'other' includes multipart, COPY and DELETE"]
     if price:
@@ -86,15 +87,15 @@ OLD_NAMES = {"bindfs over tmpfs": "FUSE passthrough"}  # in runs saved before 20
 def ceilings_table(results: list[Row]) -> Section | None:
     """Each workload as a fraction of what the store, FUSE with nothing behind it and tmpfs
     moved for the same job (--fsperf-ceilings); how each ceiling was measured, once."""
-    found = [r for r in results if r.get("ceilings")]
+    found = [r for r in results if r.ceilings]
     if not found:
         return None
     rows: list[tuple[str, ...]] = []
     bars: list[Bar] = []  # each workload's share of each ceiling; the tick at 100% is the ceiling
     said: dict[str, str] = {}
     for r in found:
-        by_path = {c["path"]: c for c in r["ceilings"]}
-        bw = float(r.get("total", {}).get("bw_bytes") or 0.0)
+        by_path = {c["path"]: c for c in r.ceilings}
+        bw = float(r.total.get("bw_bytes") or 0.0)
         cells = []
         for path in CEILING_PATHS:
             c = by_path.get(path) or by_path.get(OLD_NAMES.get(path, ""))
@@ -103,15 +104,15 @@ def ceilings_table(results: list[Row]) -> Section | None:
             else:
                 ceiling = units.format_rate(c["bw_bytes"])
                 cells.append(f"{100 * bw / c['bw_bytes']:.0f}% of {ceiling}")
-                bars.append(Bar(f"{short_test(r)} {r['name']}: of the {path}",
+                bars.append(Bar(f"{short_test(r)} {r.name}: of the {path}",
                                 100 * bw / c["bw_bytes"], limit=100.0,
                                 limit_text=f"the {path} ceiling, {ceiling}",
-                                failing=Outcome.of(r.get("verdict")).failing))
+                                failing=r.verdict.failing))
             if c is not None:
                 said.setdefault(c["how"] or c["unavailable"], (
                     f"{path}: {c['how']} ({c['seconds']:.0f} s to measure)" if not c["unavailable"]
                     else f"{path}: not measured: {c['unavailable']}"))
-        rows.append((short_test(r), str(r["name"]), units.format_rate(bw), *cells))
+        rows.append((short_test(r), str(r.name), units.format_rate(bw), *cells))
     return Section("Ceilings: the same job straight to the store, through FUSE with nothing "
                    "behind it, and on tmpfs (--fsperf-ceilings or min_efficiency)", tuple(said.values()),
                    Table(("test", "workload", "bandwidth", *CEILING_PATHS), tuple(rows),
@@ -137,12 +138,12 @@ def _client_cells(c: Mapping[str, Any], whole: float) -> tuple[str, ...]:
 
 def clients_table(results: list[Row]) -> Section | None:
     """A many-client run: the aggregate, each client under it, and how even they were."""
-    many = [r for r in results if r.get("clients")]
+    many = [r for r in results if r.clients]
     if not many:
         return None
     head: tuple[str, ...] = ("test", "workload", "client", "mount", "bandwidth", "IOPS", "share",
                              "daemon CPU", "daemon peak mem")
-    counted = any(c.get("requests") for r in many for c in r["clients"])
+    counted = any(c.get("requests") for r in many for c in r.clients)
     if counted:
         head += ("requests",)
     rows: list[tuple[str, ...]] = []
@@ -150,13 +151,13 @@ def clients_table(results: list[Row]) -> Section | None:
              "reported for it; share: of the clients' summed bandwidth; the aggregate row is "
              "fio's 'All clients' (its bytes over the longest client's time) and the daemons' sum"]
     for r in many:
-        clients = r["clients"]
+        clients = r.clients
         bws = [_client_bw(c) for c in clients]
         summed = sum(bws)
         cpu, mem = daemon_cells(r)
         bw, rate = rate_cells(r)
-        q = r.get("requests")
-        rows.append((short_test(r), r["name"], f"all {len(clients)}", "", bw, rate, "", cpu, mem,
+        q = r.requests
+        rows.append((short_test(r), r.name, f"all {len(clients)}", "", bw, rate, "", cpu, mem,
                      *([str(q["total"]) if q else "-"] if counted else [])))
         rows += [("", "", c["server"], c["directory"].split(f"{os.sep}fsperf-work-")[0],
                   *_client_cells(c, summed),
@@ -242,24 +243,24 @@ def comparison(c: Mapping[str, Any]) -> Section:
 def baseline_checks(results: list[Row], gated: bool, env: Mapping[str, Any]) -> Section | None:
     """Measured / documented per scenario and figure, for every baseline a test named; the
     workloads it has no figure for; where the figures came from."""
-    named = [r for r in results if r.get("baseline") or r.get("baseline_checks")]
+    named = [r for r in results if r.baseline or r.baseline_checks]
     if not named:
         return None
     infos = {info["name"]: info for r in named for info in _infos(r)}
     how = "gated (--fsperf-gate=baseline)" if gated else "shown, not gated (--fsperf-gate=baseline gates)"
     used = " ".join([*((env.get("daemon") or {}).get("cmdline") or ()),
-                     *(o for r in named for o in ((r.get("mount") or {}).get("options") or ()))])
+                     *(o for r in named for o in ((r.mount or {}).get("options") or ()))])
     lines = [_origin(info, env) + _options_differ(info, used) for info in infos.values()]
-    missing = sorted({f"{r.get('baseline_key')} ({r['baseline']['name']})" for r in named
-                      if r.get("baseline") and not r.get("baseline_checks")})
+    missing = sorted({f"{r.baseline_key} ({r.baseline['name']})" for r in named
+                      if r.baseline and not r.baseline_checks})
     if missing:
         lines.append(f"no documented figure, not compared: {', '.join(missing)}")
-    checked = sorted({c["key"] for r in named for c in r.get("baseline_checks", [])})
+    checked = sorted({c["key"] for r in named for c in r.baseline_checks})
     lines += [f"{key} {SCENARIOS[key].fidelity}" for key in checked
               if key in SCENARIOS and SCENARIOS[key].differs]
     rows = []
     for r in named:
-        for c in r.get("baseline_checks", []):
+        for c in r.baseline_checks:
             check = Check(**c)  # shown as the failure message shows it
             ratio = f"{c['ratio']:.2f}" if c["ratio"] is not None else "-"
             mark = {True: "ok", False: "below" if c["metric"] == "bw" else "above",
@@ -274,10 +275,10 @@ def baseline_checks(results: list[Row], gated: bool, env: Mapping[str, Any]) -> 
     return Section(f"baseline {', '.join(infos)}: measured / {column}, {how}", tuple(lines), table)
 
 
-def _infos(r: Row) -> list[dict[str, Any]]:
-    if r.get("baseline"):
-        return [r["baseline"]]
-    return [{"name": c["baseline"]} for c in r.get("baseline_checks", [])]
+def _infos(r: Row) -> list[Mapping[str, Any]]:
+    if r.baseline:
+        return [r.baseline]
+    return [{"name": c["baseline"]} for c in r.baseline_checks]
 
 
 def _machine_differs(info: Mapping[str, Any], env: Mapping[str, Any]) -> str:
@@ -319,7 +320,7 @@ def _origin(info: Mapping[str, Any], env: Mapping[str, Any]) -> str:
 
 def run_comparisons(results: list[Row]) -> Section | None:
     """This run against a saved one, per workload: the outcome and the ratio behind it."""
-    found = [(r, r["run_comparison"]) for r in results if r.get("run_comparison")]
+    found = [(r, r.run_comparison) for r in results if r.run_comparison]
     if not found:
         return None
     rows, bars = [], []
@@ -327,7 +328,7 @@ def run_comparisons(results: list[Row]) -> Section | None:
         ratio = f"{c['ratio']:.3f}" if c["ratio"] is not None else "-"
         band = (f"{c['ci_low']:.3f}-{c['ci_high']:.3f}" if c["ci_low"] is not None else "-")
         outcome = c["outcome"] + (f" ({', '.join(c['differs'])} differ)" if c["differs"] else "")
-        rows.append((short_test(r), r["name"], c["metric"], ratio, band,
+        rows.append((short_test(r), r.name, c["metric"], ratio, band,
                      f"{len(c['new'])} vs {len(c['old'])}", outcome))
         if c["ratio"] is not None:
             bars += [Bar(f"{label(r)} saved", median(c["old"]), "saved"),

@@ -4,7 +4,7 @@ terminal, Markdown and HTML renderers only lay this out."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_fsperf import units
@@ -22,6 +22,7 @@ from pytest_fsperf.report.model import (
     metric_name,
     short_test,
 )
+from pytest_fsperf.report.rows import ResultRow, rows
 from pytest_fsperf.report.tables import (
     baseline_checks,
     ceilings_table,
@@ -44,8 +45,8 @@ def unexplained(results: list[Row], failed_tests: Iterable[Mapping[str, Any]]) -
     """Failed tests whose failure no failing workload row explains: an error in setup or
     teardown, or a test that failed without a failing or undecided workload (no space left,
     a crashed daemon, the user's own assertion)."""
-    explained = {str(r["test"]) for r in results
-                 if (v := Outcome.of(r.get("verdict"))).failing or v.unsure}
+    explained = {str(r.test) for r in results
+                 if (v := r.verdict).failing or v.unsure}
     return [t for t in failed_tests if t.get("when") != "call" or str(t["test"]) not in explained]
 
 
@@ -56,13 +57,13 @@ def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
     every test that failed for a reason no workload shows (the decision is never greener
     than pytest)."""
     errors = unexplained(results, failed_tests)
-    verdicts = [Outcome.of(r.get("verdict")) for r in results]
+    verdicts = [r.verdict for r in results]
     comparisons = list(comparisons)
     failing = sum(v.failing for v in verdicts)
     unsure = sum(v.unsure for v in verdicts)
     passed = sum(v in (Outcome.PASS, Outcome.PARTIAL) for v in verdicts)
     partial = [n for r, v in zip(results, verdicts, strict=True)
-               if v == Outcome.PARTIAL for n in r.get("not_judged") or ()]
+               if v == Outcome.PARTIAL for n in r.not_judged or ()]
     decided_ab = [c for c in comparisons if _decided(c)]
     if failing or errors or (unsure and inconclusive_fails):
         decision = Decision.FAIL
@@ -90,7 +91,7 @@ def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
     lines += [f"FAIL: {_test_id(t)} ({t.get('when')}): {t.get('message')}" for t in errors]
     for r, v in zip(results, verdicts, strict=True):
         if v.failing or v.unsure:
-            lines += [f"{v}: {short_test(r)} {line}" for line in r.get("failures") or [r["name"]]]
+            lines += [f"{v}: {short_test(r)} {line}" for line in r.failures or [r.name]]
     for c in comparisons:
         m = c["metrics"].get(c.get("decided_by") or "bw")
         if not m or m.get("ratio") is None:
@@ -115,7 +116,7 @@ def _decided(c: Mapping[str, Any]) -> bool:
 
 def latency_notes(results: list[Row]) -> list[str]:
     """Which latency fio's p99 is: total unless the test asked for completion latency."""
-    kinds = {(label(r), d["lat_kind"]) for r in results for d in (r.get("read"), r.get("write"))
+    kinds = {(label(r), d["lat_kind"]) for r in results for d in (r.read, r.write)
              if isinstance(d, dict) and d.get("lat_kind")}
     out = []
     if any(k == "lat" for _l, k in kinds):
@@ -129,27 +130,27 @@ def latency_notes(results: list[Row]) -> list[str]:
 
 def notes(results: list[Row]) -> list[str]:
     out = []
-    if any(not r.get("daemon") for r in results):
-        seen = sorted({r.get("daemon_note", "") for r in results if not r.get("daemon")})
+    if any(not r.daemon for r in results):
+        seen = sorted({r.daemon_note for r in results if not r.daemon})
         out += [f"daemon figures missing: {n}" for n in seen]
-    if any(r.get("daemon") and r["daemon"]["peak_rss_method"] != "VmHWM" for r in results):
+    if any(r.daemon and r.daemon["peak_rss_method"] != "VmHWM" for r in results):
         out.append("(sampled): the kernel refused to reset VmHWM; peak memory is the highest "
                    "RSS sampled every 0.25 s and may miss short peaks")
-    if any(r.get("daemon") and countable_cpu_of({**r["daemon"], "cpu_percent": 0.0}) is None
+    if any(r.daemon and countable_cpu_of({**r.daemon, "cpu_percent": 0.0}) is None
            for r in results):
         out.append(f"daemon CPU '-': I/O ran under {SHORT_WINDOW:g} s, too short for CPU "
                    "time counted in 10 ms ticks")
-    if any(r.get("daemon", {}) and r["daemon"].get("cpu_window") == "I/O" for r in results):
+    if any((r.daemon or {}).get("cpu_window") == "I/O" for r in results):
         out.append("daemon CPU: over the time I/O ran, not the tool's start-up and teardown")
     out += latency_notes(results)
-    out += _folded([(label(r), n) for r in results for n in r.get("notes", [])])
+    out += _folded([(label(r), n) for r in results for n in r.notes])
     out += [f"{label(r)}: {line}" for r in results if (line := processes_line(r))]
     out += [f"{label(r)}: {line}" for r in results if (line := own_counters_line(r))]
     out += [f"{label(r)}: {line}" for r in results if (line := requests_line(r))]
     out += fuseview.unavailable(results)
-    out += [f"{label(r)}: daemon cache disk peak {units.format_mb(r['cache_disk_peak_bytes'])}"
-            for r in results if r.get("cache_disk_peak_bytes")]  # 0: no cache disk was used
-    rounds = sorted({len(r["rounds"]) for r in results if r.get("rounds")})
+    out += [f"{label(r)}: daemon cache disk peak {units.format_mb(r.cache_disk_peak_bytes)}"
+            for r in results if r.cache_disk_peak_bytes]  # 0: no cache disk was used
+    rounds = sorted({len(r.rounds) for r in results if r.rounds})
     if rounds:
         out.append(f"over {', '.join(map(str, rounds))} rounds: figures are medians; [low-high]: "
                    "the 95% interval of the median, which threshold verdicts use")
@@ -176,10 +177,10 @@ def _folded(said: list[tuple[str, str]]) -> list[str]:
 def requests_line(r: Row) -> str:
     """What the object store served the workload beyond the requests table: errors, bytes,
     the mean GET, the server's TTFB, egress; or why there are no figures."""
-    q = r.get("requests")
+    q = r.requests
     if not q:
-        note = r.get("requests_note", "")
-        return f"object-store requests not available: {note}" if r.get("mount") and note else ""
+        note = r.requests_note
+        return f"object-store requests not available: {note}" if r.mount and note else ""
         # (an existing mount's note stays in the JSON: its store is not the plugin's to know)
     parts = []
     errors = q["errors_4xx"] + q["errors_5xx"]
@@ -197,7 +198,7 @@ def requests_line(r: Row) -> str:
     if ttfb:
         parts.append("server TTFB " + ", ".join(
             f"{k} <= {units.format_duration(v * 1e9)}" for k, v in ttfb.items()))
-    cost = r.get("cost")
+    cost = r.cost
     if cost and cost.get("egress"):
         parts.append(f"egress {units.format_money(cost['egress'])} {cost['currency']} "
                      "were it served to the internet")
@@ -256,31 +257,34 @@ def _test_id(t: Mapping[str, Any]) -> str:
     return str(t["test"]).rsplit("/", 1)[-1]
 
 
-def build(env: Mapping[str, Any], results: list[Row], comparisons: Iterable[Mapping[str, Any]],
-          gated: bool, inconclusive_fails: bool = True,
+def build(env: Mapping[str, Any], given: Sequence[Mapping[str, Any] | ResultRow],
+          comparisons: Iterable[Mapping[str, Any]], gated: bool, inconclusive_fails: bool = True,
           failed_tests: Iterable[Mapping[str, Any]] = ()) -> View:
+    """The view of a session: its results (their JSON form, made into rows here, once), its
+    A/B comparisons, and the tests that failed."""
+    results = rows(given)
     comparisons = list(comparisons)
     sections = [comparison(c) for c in comparisons]
     behind = in_comparisons(results, comparisons)
-    shown = [r for r in results if (str(r["test"]), str(r["name"])) not in behind]
+    shown = [r for r in results if (str(r.test), str(r.name)) not in behind]
     sections += [s for s in (clients_table(shown), requests_table(shown, env.get("price")),
                              fuse_table(shown), ceilings_table(shown),
                              baseline_checks(results, gated, env),
                              run_comparisons(results)) if s]
-    saved = any(r.get("run_comparison") for r in shown)
+    saved = any(r.run_comparison for r in shown)
     head = HEADER + (("vs saved run",) if saved else ())
     extra = ([f"{len(results) - len(shown)} runs of A/B comparisons: in their sections below"]
              if len(shown) < len(results) else [])
     decision, said = summary(shown, comparisons, inconclusive_fails, failed_tests)
     return View(header(env), Table(head, tuple(row(r, saved) for r in shown), frozenset(range(2, 8))),
-                tuple(Outcome.of(r.get("verdict")) for r in results),
+                tuple(r.verdict for r in results),
                 tuple(notes(shown) + extra) if results else (), bar_charts(shown), tuple(sections),
                 said, timelines(results, comparisons, behind), decision)
 
 
 def processes_line(r: Row) -> str:
     """A daemon of several processes: each one, and that the figures are their sums."""
-    procs = (r.get("daemon") or {}).get("processes") or []
+    procs = (r.daemon or {}).get("processes") or []
     if not procs:
         return ""
     each = "; ".join(
@@ -292,7 +296,7 @@ def processes_line(r: Row) -> str:
 
 def own_counters_line(r: Row) -> str:
     """What the daemon says of itself over the window (JuiceFS's .stats)."""
-    c = r.get("daemon_counters")
+    c = r.daemon_counters
     if not c:
         return ""
     parts = [f"{c.get('fuse_ops', 0):,.0f} FUSE ops", f"{c.get('meta_transactions', 0):,.0f} "
