@@ -7,6 +7,7 @@ import signal
 import stat
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -88,14 +89,20 @@ def test_a_lock_another_user_holds_fails_at_once_naming_the_holder(sticky_dir, m
         holder.wait()
 
 
-@pytest.mark.fio
-def test_a_lock_this_user_holds_is_waited_for_until_the_deadline(sticky_dir):
+def held_by_me(sticky_dir: Path) -> tuple[Path, subprocess.Popen[str]]:
+    """A lock file in a sticky directory, made as the plugin makes it, and a process of this
+    user holding it."""
     if not os.access(SYSTEM_PYTHON, os.X_OK):
         pytest.skip(f"needs {SYSTEM_PYTHON}")
     path = sticky_dir / "pytest-fsperf.lock"
     with machine_lock(str(path)):
         pass
-    holder = hold_lock(path, None)
+    return path, hold_lock(path, None)
+
+
+@pytest.mark.fio
+def test_a_lock_this_user_holds_is_waited_for_until_the_deadline(sticky_dir):
+    path, holder = held_by_me(sticky_dir)
     said: list[str] = []
     try:
         began = time.monotonic()
@@ -144,12 +151,7 @@ def test_a_lock_whose_holder_cannot_be_named_fails_at_once_and_is_waited_for_onc
 
 @pytest.mark.fio
 def test_a_session_waits_out_the_lock_once_not_once_per_test(sticky_dir):
-    if not os.access(SYSTEM_PYTHON, os.X_OK):
-        pytest.skip(f"needs {SYSTEM_PYTHON}")
-    path = sticky_dir / "pytest-fsperf.lock"
-    with machine_lock(str(path)):
-        pass
-    holder = hold_lock(path, None)
+    path, holder = held_by_me(sticky_dir)
     try:
         with pytest.raises(MeasurementError, match="gave up after 1 s"), \
                 machine_lock(str(path), timeout=1):

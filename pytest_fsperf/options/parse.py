@@ -176,11 +176,15 @@ def timeout(raw: Raw) -> float:
     return value
 
 
+def _matching(raw: Raw, pattern: str, what: str) -> str:
+    text = raw.text.strip()
+    if not re.fullmatch(pattern, text):
+        raise UsageError(f"{raw.where}: {what}")
+    return text
+
+
 def name(raw: Raw) -> str:
-    name = raw.text.strip()
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", name):
-        raise UsageError(f"{raw.where}: a name of letters, digits, '.', '_', '+', '-'")
-    return name
+    return _matching(raw, r"[A-Za-z0-9][A-Za-z0-9_.+-]*", "a name of letters, digits, '.', '_', '+', '-'")
 
 
 def rounds(raw: Raw) -> int:
@@ -324,10 +328,8 @@ def host_python(raw: Raw) -> str:
 
 
 def build_id(raw: Raw) -> str:
-    text = raw.text.strip()
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+:/@-]{0,127}", text):
-        raise UsageError(f"{raw.where}: up to 128 letters, digits and . _ + : / @ -")
-    return text
+    return _matching(raw, r"[A-Za-z0-9][A-Za-z0-9_.+:/@-]{0,127}",
+                     "up to 128 letters, digits and . _ + : / @ -")
 
 
 def text(raw: Raw) -> str:
