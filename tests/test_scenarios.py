@@ -24,12 +24,18 @@ def need_fio():
     need("fio")
 
 
-def test_small_file_engine_writes_and_reads_every_byte(tmp_path):
+# the compiled worker (a process: the fio tier) and threads of this process (pure logic)
+GENERATORS = [pytest.param(True, marks=pytest.mark.fio, id="native"), pytest.param(False, id="python")]
+
+
+@pytest.mark.parametrize("compiled", GENERATORS)
+def test_small_file_engine_writes_and_reads_every_byte(tmp_path, compiled):
     paths = file_names(str(tmp_path), 50)
-    w = run_files([(p, 200_000) for p in paths], write=True, threads=8)
+    w = run_files([(p, 200_000) for p in paths], write=True, threads=8, compiled=compiled)
     assert w.count == 50 and w.io_bytes == 50 * 200_000
+    assert w.generator == ("native" if compiled else "python")
     assert all(os.path.getsize(p) == 200_000 for p in paths)
-    r = run_files(sized(list_files(str(tmp_path))), write=False, threads=8)
+    r = run_files(sized(list_files(str(tmp_path))), write=False, threads=8, compiled=compiled)
     assert r.io_bytes == 50 * 200_000 and r.operation == "read files"
     assert r.bw_bytes == pytest.approx(r.io_bytes / r.seconds)
     ph = r.phases
@@ -38,11 +44,45 @@ def test_small_file_engine_writes_and_reads_every_byte(tmp_path):
     assert ph["full"].max_ns >= ph["full"].p99_ns >= ph["full"].p50_ns > 0
 
 
-def test_small_file_engine_reports_the_first_failure(tmp_path):
+@pytest.mark.parametrize("compiled", GENERATORS)
+def test_small_file_engine_reports_the_first_failure(tmp_path, compiled):
     from pytest_fsperf.errors import MeasurementError
 
     with pytest.raises(MeasurementError, match=r"small-file read failed: .*/missing: No such file"):
-        run_files([(str(tmp_path / "missing"), 10)], write=False, threads=2)
+        run_files([(str(tmp_path / "missing"), 10)], write=False, threads=2, compiled=compiled)
+
+
+@pytest.mark.fio
+def test_the_compiled_worker_moves_what_it_lists_and_times_each_file(tmp_path):
+    """Short files (read to their end, not past it), the first call's size, a file per
+    thread and more threads than files; the worker is built once into a private directory."""
+    from pytest_fsperf.engine import native
+    from pytest_fsperf.infra import leftovers
+
+    path, why = native.worker()
+    assert path is not None, why
+    assert not leftovers.untrusted(path) and os.stat(native.CACHE).st_mode & 0o077 == 0
+    sizes = [0, 1, 4095, 1 << 20, (1 << 20) + 1, 3 << 20]
+    files = [(str(tmp_path / f"{i}.dat"), n) for i, n in enumerate(sizes)]
+    seconds, moved, times = native.run(files, True, 16, 1 << 20)
+    assert moved == sum(sizes) and [os.path.getsize(p) for p, _n in files] == sizes
+    assert len(times) == len(files) and all(t[0] <= t[2] and t[1] <= t[2] for t in times)
+    listed = [(p, n + 100) for p, n in files]  # listed longer than they are: read to the end
+    seen: list[int] = []
+    seconds, moved, times = native.run(listed, False, 3, 1, seen.append)
+    assert moved == sum(sizes) and seen and seconds > 0
+
+
+def test_without_the_compiled_worker_the_result_says_why(tmp_path, monkeypatch):
+    from pytest_fsperf.engine import native
+
+    native.worker.cache_clear()
+    monkeypatch.setenv("FSPERF_NATIVE", "0")
+    try:
+        r = run_files([(str(tmp_path / "a"), 10)], write=True, threads=1)
+    finally:
+        native.worker.cache_clear()
+    assert r.generator == "python (the compiled worker is off (FSPERF_NATIVE=0))"
 
 
 def test_metadata_engine_counts_entries(tmp_path):

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from pytest_fsperf.engine import native
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.result.workload import LatencyStats, OpStats
 from pytest_fsperf.vocab import FilesOp
@@ -102,11 +103,34 @@ def latency_stats(values: list[int]) -> LatencyStats:
 
 
 def run_files(files: Sequence[tuple[str, int]], *, write: bool, threads: int,
-              first: int = CHUNK) -> OpStats:
+              first: int = CHUNK, compiled: bool = True,
+              started: Callable[[int], None] = lambda pid: None) -> OpStats:
     """Read (or write) each (path, size) whole with `threads` threads; the first call of each
-    file moves `first` bytes (the phase first_byte ends when it returns)."""
+    file moves `first` bytes (the phase first_byte ends when it returns). compiled: by the
+    compiled worker (native.py; its pid told to `started`) where it can be built, else by
+    threads of this process."""
     if threads < 1:
         raise ValueError("threads must be at least 1")
+    path, why = native.worker() if compiled else (None, "")
+    if path is not None:
+        seconds, total, times = native.run(files, write, threads, first, started)
+        per_phase = {p: [t[i] for t in times] for i, p in enumerate(PHASES)}
+        return _stats(write, len(files), total, seconds, threads, per_phase, "native")
+    return _in_process(files, write, threads, first, f"python ({why})" if why else "python")
+
+
+def _stats(write: bool, count: int, total: int, seconds: float, threads: int,
+           times: dict[str, list[int]], generator: str) -> OpStats:
+    return OpStats(
+        operation=FilesOp.WRITE if write else FilesOp.READ, count=count, io_bytes=total,
+        seconds=seconds, per_second=count / seconds if seconds > 0 else 0.0,
+        bw_bytes=total / seconds if seconds > 0 else 0.0, threads=threads,
+        phases={p: latency_stats(v) for p, v in times.items()}, generator=generator)
+
+
+def _in_process(files: Sequence[tuple[str, int]], write: bool, threads: int, first: int,
+                generator: str) -> OpStats:
+    """run_files by threads of this process."""
     tasks: queue.SimpleQueue[tuple[str, int] | None] = queue.SimpleQueue()
     for item in files:
         tasks.put(item)
@@ -135,8 +159,4 @@ def run_files(files: Sequence[tuple[str, int]], *, write: bool, threads: int,
         raise MeasurementError(f"small-file {'write' if write else 'read'} failed: {errors[0]}")
     total = sum(w.done_bytes for w in workers)
     times = {p: [v for w in workers for v in w.times[p]] for p in PHASES}
-    return OpStats(
-        operation=FilesOp.WRITE if write else FilesOp.READ, count=len(paths), io_bytes=total,
-        seconds=seconds, per_second=len(paths) / seconds if seconds > 0 else 0.0,
-        bw_bytes=total / seconds if seconds > 0 else 0.0, threads=threads,
-        phases={p: latency_stats(v) for p, v in times.items()})
+    return _stats(write, len(paths), total, seconds, threads, times, generator)

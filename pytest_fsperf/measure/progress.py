@@ -73,6 +73,22 @@ def own_io() -> int:
     return sum(io_counters(os.getpid()) or (0, 0))
 
 
+class WithChild:
+    """own_io, with a child's bytes while it runs (the kernel adds them to ours only when
+    it is reaped): an engine's compiled worker. Made just before the window."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self._base = own_io()
+        self._tree = TreeIo(lambda: self.pid)
+
+    def started(self, pid: int) -> None:
+        self.pid = pid
+
+    def __call__(self) -> int:
+        return max(own_io(), self._base + self._tree())
+
+
 class Progress:
     """Drawn on its own line below pytest's current one; when done, the line is cleared and
     the cursor goes back up to where pytest left it (`column`), so pytest writes on as if

@@ -92,6 +92,9 @@ class OpStats:
     bw_bytes: float  # io_bytes / seconds, as the seed program computes MB/s
     threads: int
     phases: dict[str, LatencyStats]  # per file: open, first_byte, full, close; per op: op
+    # what moved the files: "native" (the compiled worker), or "python" (threads in this
+    # process), with why the worker did not run where it was wanted
+    generator: str = "python"
 
 
 SHAPE = ("stall_s", "decay", "bw_swing", "rss_growth")  # from the timeline

@@ -81,8 +81,9 @@ class Window:
     began: float = 0.0  # monotonic s the workload began (after the pinning)
 
 
-def measure_engine(ws: Workspace, label: str, judged: bool, kind: EngineKind, options: dict[str, str],
-            run: Callable[[], OpStats]) -> WorkloadResult:
+def measure_engine(ws: Workspace, label: str, judged: bool, kind: EngineKind,
+                   options: dict[str, str], run: Callable[[], OpStats],
+                   counter: Callable[[], int] | None = None) -> WorkloadResult:
     """Measure an in-process engine with the daemon meter, as fio is measured. Past the
     workload deadline (--fsperf-workload-timeout, else an hour) the hang is handled as for
     fio: on a mount the plugin owns, the aborted connection ends the engine's waits."""
@@ -96,7 +97,7 @@ def measure_engine(ws: Workspace, label: str, judged: bool, kind: EngineKind, op
 
     timer = threading.Timer(timeout, hang)
     timer.daemon = True
-    with measured(ws, label, progress.own_io) as w:
+    with measured(ws, label, counter or progress.own_io) as w:
         cpu0 = own_cpu()
         timer.start()
         try:

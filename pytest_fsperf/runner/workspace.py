@@ -276,8 +276,10 @@ class Workspace:
         fio_run.lay_out(self, job, out)
 
     def measure_engine(self, label: str, judged: bool, kind: EngineKind, options: dict[str, str],
-                       run: Callable[[], OpStats]) -> WorkloadResult:
-        return window.measure_engine(self, label, judged, kind, options, run)
+                       run: Callable[[], OpStats],
+                       counter: Callable[[], int] | None = None) -> WorkloadResult:
+        """counter: the bytes the engine moved so far (default: this process's)."""
+        return window.measure_engine(self, label, judged, kind, options, run, counter)
 
     def measured(self, label: str, counter: Callable[[], int],
                  on_exit: Callable[[], None] | None = None, timed_io: bool = False,

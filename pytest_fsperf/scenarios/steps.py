@@ -20,6 +20,7 @@ from pytest_fsperf.engine import meta as meta_engine
 from pytest_fsperf.engine import sysbench as sysbench_engine
 from pytest_fsperf.engine.fio_options import control
 from pytest_fsperf.errors import UsageError
+from pytest_fsperf.measure import progress
 from pytest_fsperf.result.phases import MdtestResult
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.vocab import EngineKind
@@ -165,8 +166,9 @@ def files_step(fs: Workspace, name: str | None, j: FilesJob, judged: bool, where
     label = fs.unique(name or f"files_{mode}")
     if mode == "write":
         fresh = not os.path.exists(paths[0])  # else it rewrites what an earlier run left
+    io = progress.WithChild()  # the compiled worker's bytes, live
     found = fs.measure_engine(label, judged, EngineKind.FILES, options, lambda: files_engine.run_files(
-        todo, write=mode == "write", threads=threads, first=first))
+        todo, write=mode == "write", threads=threads, first=first, started=io.started), io)
     return dataclasses.replace(found, fresh_files=fresh)
 
 
@@ -267,8 +269,9 @@ def checkpoint_step(fs: Workspace, name: str | None, j: CheckpointJob, judged: b
     if not all(os.path.isfile(n) and os.path.getsize(n) == size for n in names):
         checkpoint_engine.save(directory, j.shards, size, j.threads)
         fs.recold()
+    io = progress.WithChild()
     return fs.measure_engine(label, judged, EngineKind.FILES, options, lambda: files_engine.run_files(
-        [(n, size) for n in names], write=False, threads=j.threads))
+        [(n, size) for n in names], write=False, threads=j.threads, started=io.started), io)
 
 
 def mdtest_steps(fs: Workspace, name: str | None, j: MdtestJob, judged: bool,
