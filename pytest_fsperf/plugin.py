@@ -150,7 +150,10 @@ def test_id(item: pytest.Item) -> str:
     return item.nodeid
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if STATE in config.stash:  # the tests that share a session's gate budget
+        config.stash[STATE].clock.tests_left = sum(
+            "fsperf" in getattr(item, "fixturenames", ()) for item in items)
     for item in items:
         markers = [(m.args, m.kwargs) for m in item.iter_markers("fsperf")]
         mount = item.get_closest_marker(MARKER)
@@ -197,6 +200,10 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
         return (yield)
     except FAULTS as exc:
         text = _fault(item, exc)
+    finally:
+        if STATE in item.config.stash and "fsperf" in getattr(item, "fixturenames", ()):
+            clock = item.config.stash[STATE].clock
+            clock.tests_left = max(0, clock.tests_left - 1)
     fail(text)
 
 

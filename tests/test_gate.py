@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -274,3 +275,51 @@ def test_a_gate_that_keeps_the_stores_cache_says_so_in_every_run(pytester, tmp_p
         assert r["cold_steps"] == ["unmount", "mount", "fadvise (the store's cache kept)"], r["cold_steps"]
         assert set(r["round_cold"]) == {"verified"}, r["round_cold"]
     assert ours() == ([], [])
+
+
+def test_a_session_budget_is_shared_by_the_tests_still_to_run(monkeypatch):
+    """--fsperf-gate-seconds: each gated workload gets what is left over the tests still to
+    run, at most its own cap; time one did not use goes to those after it."""
+    from pytest_fsperf.runner import budget
+
+    now = [100.0]
+    monkeypatch.setattr(budget.time, "monotonic", lambda: now[0])
+    clock = budget.SessionClock(600.0, tests_left=5)
+    assert clock.share(300.0) == 120.0
+    now[0] += 60  # the first decided in 60 s: the other four share the 540 s left
+    clock.tests_left = 4
+    assert clock.share(300.0) == 135.0
+    clock.tests_left = 1
+    assert clock.share(300.0) == 300.0  # never past --fsperf-ab-seconds
+    now[0] += 10_000
+    assert clock.share(300.0) == 0.0 and clock.left() == 0.0
+    assert budget.SessionClock(None, tests_left=3).share(300.0) == 300.0  # no session budget
+
+
+def test_the_report_says_how_a_gated_sessions_time_went():
+    from pytest_fsperf.report.view import time_spent
+
+    gates = [{"test": "t.py::test_x", "name": n, "kind": "gate", "seconds": s, "rounds": p, "decided_by": "bw",
+              "metrics": {"bw": {"outcome": o}}}
+             for n, s, p, o in (("seq_read", 80.4, 12, "B worse"), ("seq_write", 41.0, 5, "same"))]
+    assert time_spent([{"kind": "options"}], 600.0, 700.0) == []  # an A/B is not a gate
+    (line,) = time_spent(gates, 600.0, 130.2)
+    assert line == ("time: 2 gated workloads took 121 s of the session's 130 s (budget 600 s, "
+                    "--fsperf-gate-seconds): test_x seq_read 80 s, 12 pairs, B worse; "
+                    "test_x seq_write 41 s, 5 pairs, same")
+
+
+def test_a_gated_session_shares_its_budget_and_says_how_the_time_went(pytester, bindfs):
+    need("fio")
+    reference, candidate = bindfs(name="reference"), bindfs(name="candidate")
+    pytester.makepyfile(READ + READ.replace("test_read", "test_read_again"))
+    result, doc = mount_gate(pytester, candidate.point, reference.point, "--fsperf-tolerance=30%",
+                             "--fsperf-inconclusive=warn", "--fsperf-gate-seconds=80")
+    result.assert_outcomes(passed=2)
+    first, second = doc["comparisons"]
+    # the first had at most half of the 80 s (two tests to run); the second what was left
+    assert first["seconds"] <= 40 + 1 and first["seconds"] + second["seconds"] <= 80 + 2
+    given = re.search(r" s of (\d+) s", first["stopped"])
+    assert given and int(given.group(1)) <= 40, first["stopped"]
+    result.stdout.fnmatch_lines(["*time: 2 gated workloads took * s of the session's * s "
+                                 "(budget 80 s, --fsperf-gate-seconds): test_read read *"])

@@ -153,6 +153,11 @@ OPTIONS = (
            "an interleaved A/B adds pairs until decisive or until this many seconds of wall "
            "time are spent, layout and cold starts included; a pair that would not fit is not "
            "started (default 300)"),
+    Option("fsperf_gate_seconds", "gate_seconds", parse.session_seconds, None, "SECONDS",
+           "one time budget for all the gated workloads of the session (--fsperf-reference, "
+           "--fsperf-reference-mount): each gets what is left over the tests still to run, at "
+           "most --fsperf-ab-seconds, so time one decided early goes to those after it; the "
+           "report says how the time went (default: none, each has --fsperf-ab-seconds)"),
     Option("fsperf_cpus", "cpus", lambda raw: placement.parse(raw.text, raw.where),
            placement.AUTO, "auto|split|off|D/L",
            "pin the daemon's threads and the load to CPUs for every run: split (the daemon on "
@@ -256,6 +261,7 @@ class Settings:
     tolerance: float = 0.10
     ab_max_rounds: int = 100
     ab_seconds: float = 300.0
+    gate_seconds: float | None = None  # one budget the session's gated workloads share
     stall_limit: float | None = None
     cpus: placement.CpuSetting = placement.AUTO
     settle: balloon.Settle = balloon.Settle.AUTO

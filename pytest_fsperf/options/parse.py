@@ -169,6 +169,13 @@ def backend_config(raw: Raw) -> BackendConfig:
     return load_config(str(raw.path.resolve()), raw.where)
 
 
+def session_seconds(raw: Raw) -> float:
+    value = positive(raw)
+    if value > 86400:
+        raise UsageError(f"{raw.where}: at most 86400 seconds (a day)")
+    return value
+
+
 def timeout(raw: Raw) -> float:
     value = positive(raw)
     if value > 3600:

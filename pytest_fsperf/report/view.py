@@ -106,6 +106,24 @@ def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
     return decision, tuple(lines)
 
 
+def time_spent(comparisons: Iterable[Mapping[str, Any]], budget: float | None,
+               elapsed: float | None) -> list[str]:
+    """How a gated session's time went: each gated workload's seconds, pairs and outcome,
+    against the session's budget (--fsperf-gate-seconds) where it has one."""
+    gates = [c for c in comparisons if CompareKind(c.get("kind") or "options").is_gate]
+    if not gates:
+        return []
+    spent = sum(float(c.get("seconds") or 0.0) for c in gates)
+    each = "; ".join(
+        f"{short_test(c)} {c['name']} {float(c.get('seconds') or 0.0):.0f} s, {c['rounds']} pairs, "
+        f"{(c['metrics'].get(c.get('decided_by') or 'bw') or {}).get('outcome', '-')}"
+        for c in gates)
+    whole = f" of the session's {elapsed:.0f} s" if elapsed is not None else ""
+    cap = f" (budget {budget:.0f} s, --fsperf-gate-seconds)" if budget is not None else ""
+    return [f"time: {len(gates)} gated workload{'' if len(gates) == 1 else 's'} took "
+            f"{spent:.0f} s{whole}{cap}: {each}"]
+
+
 def _decided(c: Mapping[str, Any]) -> bool:
     """An A/B or gate that reached an outcome on its deciding figure (and is not unstable)."""
     m = c["metrics"].get(c.get("decided_by") or "bw")
@@ -259,7 +277,8 @@ def _test_id(t: Mapping[str, Any]) -> str:
 
 def build(env: Mapping[str, Any], given: Sequence[Mapping[str, Any] | ResultRow],
           comparisons: Iterable[Mapping[str, Any]], gated: bool, inconclusive_fails: bool = True,
-          failed_tests: Iterable[Mapping[str, Any]] = ()) -> View:
+          failed_tests: Iterable[Mapping[str, Any]] = (),
+          clock: tuple[float | None, float | None] = (None, None)) -> View:
     """The view of a session: its results (their JSON form, made into rows here, once), its
     A/B comparisons, and the tests that failed."""
     results = rows(given)
@@ -276,6 +295,7 @@ def build(env: Mapping[str, Any], given: Sequence[Mapping[str, Any] | ResultRow]
     extra = ([f"{len(results) - len(shown)} runs of A/B comparisons: in their sections below"]
              if len(shown) < len(results) else [])
     decision, said = summary(shown, comparisons, inconclusive_fails, failed_tests)
+    extra += time_spent(comparisons, *clock)
     return View(header(env), Table(head, tuple(row(r, saved) for r in shown), frozenset(range(2, 8))),
                 tuple(r.verdict for r in results),
                 tuple(notes(shown) + extra) if results else (), bar_charts(shown), tuple(sections),

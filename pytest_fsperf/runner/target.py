@@ -19,6 +19,7 @@ from pytest_fsperf.infra.probe import NoAnswer, probe
 from pytest_fsperf.mounts.daemon import Lookup, describe, find_daemon
 from pytest_fsperf.mounts.mounter import MountedFs, MountPlan
 from pytest_fsperf.options.config import Settings
+from pytest_fsperf.runner.budget import SessionClock
 from pytest_fsperf.store import juicefs
 from pytest_fsperf.store import requests as store_requests
 from pytest_fsperf.store.requests import Meter
@@ -242,6 +243,7 @@ class Session(Protocol):
 
     settings: Settings
     leftovers: list[str]
+    clock: SessionClock
     progress_write: tuple[Callable[[str], None], Callable[[], int]] | None
 
     @property

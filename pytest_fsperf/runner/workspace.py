@@ -180,8 +180,9 @@ class Workspace:
                 self.remount(None, wipe=False, build=self.release.candidate)
             return self.keep((tag or (lambda r: r))(run(name)))
         label = self.unique(name)
-        comparison, mine, theirs = ab.gate(self, label, run, self.release, self.budget(),
-                                           self.tolerance)
+        budget = self.budget()  # its share of the session's, where the session has one
+        budget = dataclasses.replace(budget, seconds=self.state.clock.share(budget.seconds))
+        comparison, mine, theirs = ab.gate(self, label, run, self.release, budget, self.tolerance)
         self.comparisons.append(comparison)
         self.keep(theirs)
         return self.keep((tag or (lambda r: r))(mine))

@@ -155,7 +155,7 @@ class Reporter:
         state = self.state
         return view.build(env or {}, state.results, state.comparisons,
                           state.settings.gate is Gate.BASELINE, state.settings.inconclusive is Unsure.FAIL,
-                          state.failed_tests)
+                          state.failed_tests, (state.settings.gate_seconds, state.clock.elapsed()))
 
     def _history_lines(self) -> list[str]:
         """--fsperf-history: the change points over the saved runs, this one included."""

@@ -17,6 +17,7 @@ from pytest_fsperf.mounts.mounter import MountedFs, MountPlan
 from pytest_fsperf.options.config import Settings
 from pytest_fsperf.report import jsonout
 from pytest_fsperf.report.environment import environment
+from pytest_fsperf.runner.budget import SessionClock
 from pytest_fsperf.runner.target import Target
 from pytest_fsperf.saved import runs as saved
 
@@ -24,6 +25,7 @@ from pytest_fsperf.saved import runs as saved
 class FsperfSession:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.clock = SessionClock(settings.gate_seconds)  # the gated workloads' shared budget
         self.results: list[dict[str, Any]] = []  # every measured workload, as reported
         self.comparisons: list[dict[str, Any]] = []  # every A/B comparison, as reported
         self.leftovers: list[str] = []  # work dirs or mounts that could not be removed
