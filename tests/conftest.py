@@ -113,7 +113,7 @@ def _unit_tier_is_pure(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
     monkeypatch.setattr(lock, "_take", no_machine_lock)
 
 
-PACKAGES = {"perf": "linux-perf", "fusermount3": "fuse3"}  # Debian's package where its name differs
+PACKAGES = {"perf": "linux-perf", "fusermount3": "fuse3", "cc": "gcc libc6-dev"}  # Debian's package where its name differs
 
 
 def need(binary: str) -> str:

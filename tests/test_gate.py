@@ -314,12 +314,12 @@ def test_a_gated_session_shares_its_budget_and_says_how_the_time_went(pytester, 
     reference, candidate = bindfs(name="reference"), bindfs(name="candidate")
     pytester.makepyfile(READ + READ.replace("test_read", "test_read_again"))
     result, doc = mount_gate(pytester, candidate.point, reference.point, "--fsperf-tolerance=30%",
-                             "--fsperf-inconclusive=warn", "--fsperf-gate-seconds=80")
+                             "--fsperf-inconclusive=warn", "--fsperf-gate-seconds=40")
     result.assert_outcomes(passed=2)
     first, second = doc["comparisons"]
-    # the first had at most half of the 80 s (two tests to run); the second what was left
-    assert first["seconds"] <= 40 + 1 and first["seconds"] + second["seconds"] <= 80 + 2
+    # the first had at most half of the 40 s (two tests to run); the second what was left
+    assert first["seconds"] <= 20 + 1 and first["seconds"] + second["seconds"] <= 40 + 2
     given = re.search(r" s of (\d+) s", first["stopped"])
-    assert given and int(given.group(1)) <= 40, first["stopped"]
+    assert given and int(given.group(1)) <= 20, first["stopped"]
     result.stdout.fnmatch_lines(["*time: 2 gated workloads took * s of the session's * s "
-                                 "(budget 80 s, --fsperf-gate-seconds): test_read read *"])
+                                 "(budget 40 s, --fsperf-gate-seconds): test_read read *"])

@@ -30,6 +30,8 @@ GENERATORS = [pytest.param(True, marks=pytest.mark.fio, id="native"), pytest.par
 
 @pytest.mark.parametrize("compiled", GENERATORS)
 def test_small_file_engine_writes_and_reads_every_byte(tmp_path, compiled):
+    if compiled:
+        need("cc")
     paths = file_names(str(tmp_path), 50)
     w = run_files([(p, 200_000) for p in paths], write=True, threads=8, compiled=compiled)
     assert w.count == 50 and w.io_bytes == 50 * 200_000
@@ -59,6 +61,7 @@ def test_the_compiled_worker_moves_what_it_lists_and_times_each_file(tmp_path):
     from pytest_fsperf.engine import native
     from pytest_fsperf.infra import leftovers
 
+    need("cc")
     path, why = native.worker()
     assert path is not None, why
     assert not leftovers.untrusted(path) and os.stat(native.CACHE).st_mode & 0o077 == 0
