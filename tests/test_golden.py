@@ -84,3 +84,18 @@ def test_the_report_rows_are_the_schemas_results(doc):
     rows = [ResultRow.of(r) for r in doc["results"]]
     assert [r.verdict for r in rows] == [Outcome.of(r["verdict"]) for r in doc["results"]]
     assert all(isinstance(r.verdict, Outcome) for r in rows)
+
+
+def test_the_load_generators_cost_and_engine_are_said():
+    from pytest_fsperf.report.rows import ResultRow
+    from pytest_fsperf.report.view import load_generator_lines
+
+    base = {"test": "t.py::test_f", "kind": "files", "verdict": "pass"}
+    rows = [ResultRow.of({**base, "name": "files_read", "tool_cpu_percent": 35.2,
+                          "ops": {"generator": "python (no C compiler (cc) to build the compiled worker)"}}),
+            ResultRow.of({**base, "name": "layout", "judged": False, "tool_cpu_percent": 80.0}),
+            ResultRow.of({**base, "name": "meta", "tool_cpu_percent": None})]
+    assert load_generator_lines(rows) == [
+        "load generator CPU (fio, or the engine; not the daemon's): test_f files_read 35%",
+        "small files moved by Python threads, not the compiled worker: no C compiler (cc) to "
+        "build the compiled worker"]

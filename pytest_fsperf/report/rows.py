@@ -41,6 +41,8 @@ class ResultRow:
     daemon_cache: str | None = None  # a DaemonCache
     cold_read: str | None = None  # a ColdRead
     wall_seconds: float = 0.0
+    tool_cpu_percent: float | None = None  # the load generator's own CPU over the window
+    ops: Mapping[str, Any] | None = None  # the small-file or metadata engine's run
     total: Mapping[str, Any] = field(default_factory=dict)  # the headline figures (medians)
     read: Mapping[str, Any] | None = None
     write: Mapping[str, Any] | None = None

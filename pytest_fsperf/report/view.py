@@ -172,8 +172,22 @@ def notes(results: list[Row]) -> list[str]:
     if rounds:
         out.append(f"over {', '.join(map(str, rounds))} rounds: figures are medians; [low-high]: "
                    "the 95% interval of the median, which threshold verdicts use")
+    out += load_generator_lines(results)
     out.append("CPU: 100% = one fully busy core; bandwidth and memory in powers of 1000")
     return list(dict.fromkeys(out))  # each note once
+
+
+def load_generator_lines(results: list[Row]) -> list[str]:
+    """The load generator's own CPU beside the daemon's: what it cost to drive the load (fio's
+    processes, the small-file worker, the engines' threads), and which engine moved small files."""
+    each = [f"{label(r)} {units.format_percent(r.tool_cpu_percent)}" for r in results
+            if r.tool_cpu_percent is not None and r.judged]
+    out = [f"load generator CPU (fio, or the engine; not the daemon's): {', '.join(each)}"] if each else []
+    python = sorted({str(r.ops["generator"]) for r in results
+                     if r.ops and str(r.ops.get("generator", "")).startswith("python (")})
+    out += [f"small files moved by Python threads, not the compiled worker: {g[len('python ('):-1]}"
+            for g in python]
+    return out
 
 
 def _folded(said: list[tuple[str, str]]) -> list[str]:
