@@ -52,7 +52,8 @@ from pytest_fsperf.mounts.mounter import MountPlan
 from pytest_fsperf.mounts.registry import Registry
 from pytest_fsperf.options.config import Settings
 from pytest_fsperf.result.workload import WorkloadResult
-from pytest_fsperf.runner.ab import Release, gate
+from pytest_fsperf.runner.ab import gate
+from pytest_fsperf.runner.space import Release
 from pytest_fsperf.runner.target import Target
 from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.scenarios import steps

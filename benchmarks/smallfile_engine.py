@@ -8,8 +8,11 @@ thread count: the engine (as the plugin runs it: the compiled worker where it ca
 and the Go program alternate (engine first, then Go first, ...); each prints MB/s = bytes /
 1e6 / seconds, as the seed does. Prints each side's median with its range and the median of
 the per-alternation ratios engine / Go; before each bindfs read the page cache is dropped (as
-root), so both read cold through FUSE. Needs root (mounts) and the Go program: --go, or
-$FSPERF_RW_BENCH, or `rw-bench` on PATH, or ../shared/tools/device/rw-bench.
+root), so both read cold through FUSE; tmpfs reads are from memory for both. The engine's
+figure is the one the plugin reports: its clock starts once its threads wait at a barrier and
+does not count starting the worker or handing it the list; the Go program's starts before its
+goroutines exist and after its directory walk. Needs root (mounts) and the Go program: --go,
+or $FSPERF_RW_BENCH, or `rw-bench` on PATH, or ../shared/tools/device/rw-bench.
 """
 
 from __future__ import annotations

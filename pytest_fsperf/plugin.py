@@ -31,7 +31,7 @@ from pytest_fsperf.options.parse import RULE
 from pytest_fsperf.plan.marker import KEYWORDS, Plan, build_plan
 from pytest_fsperf.report import benchmark_json
 from pytest_fsperf.result.workload import WorkloadResult
-from pytest_fsperf.runner.ab import Release
+from pytest_fsperf.runner.space import Release
 from pytest_fsperf.runner.target import Target
 from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.session.reporter import Reporter, live_line
@@ -150,10 +150,7 @@ def test_id(item: pytest.Item) -> str:
     return item.nodeid
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if STATE in config.stash:  # the tests that share a session's gate budget
-        config.stash[STATE].clock.tests_left = sum(
-            "fsperf" in getattr(item, "fixturenames", ()) for item in items)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         markers = [(m.args, m.kwargs) for m in item.iter_markers("fsperf")]
         mount = item.get_closest_marker(MARKER)
@@ -164,6 +161,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.stash[MOUNT] = from_marker(mount.args, mount.kwargs, f"{test_id(item)}: {MARKER}")
         except UsageError as exc:
             item.stash[PLAN_ERROR] = str(exc)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The tests that share a session's gate budget: those selected (after -k and -m), with
+    the fixture."""
+    if STATE in session.config.stash:
+        session.config.stash[STATE].clock.tests_left = sum(
+            "fsperf" in getattr(item, "fixturenames", ()) for item in session.items)
 
 
 FAULTS = (UsageError, MeasurementError)

@@ -96,6 +96,7 @@ def test_the_load_generators_cost_and_engine_are_said():
             ResultRow.of({**base, "name": "layout", "judged": False, "tool_cpu_percent": 80.0}),
             ResultRow.of({**base, "name": "meta", "tool_cpu_percent": None})]
     assert load_generator_lines(rows) == [
-        "load generator CPU (fio, or the engine; not the daemon's): test_f files_read 35%",
+        "load generator CPU (fio's processes; for the engines the plugin's process and its "
+        "worker): test_f files_read 35%",
         "small files moved by Python threads, not the compiled worker: no C compiler (cc) to "
         "build the compiled worker"]

@@ -234,3 +234,37 @@ def test_a_saved_run_is_never_written_into_a_device_or_fifo(pytester):
                                  "a symlink, not a file; not written"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert (runs / "mine.json").is_symlink()
+
+
+@pytest.mark.fio
+@pytest.mark.parametrize("how", ["owned by nobody", "a link to nobody's"])
+def test_a_worker_another_user_could_plant_is_never_run_as_root(sticky_dir, tmp_path, monkeypatch, how):
+    """The small-file engine runs its compiled worker as root from a cache directory. A cache
+    another user owns (or a link to one), with a binary planted under the worker's own name,
+    is refused: nothing there runs, and the engine moves the files itself, saying why."""
+    import hashlib
+
+    from pytest_fsperf.engine import native
+    from pytest_fsperf.engine.files import run_files
+
+    theirs = sticky_dir / "cache"
+    theirs.mkdir(mode=0o755)
+    os.chown(theirs, NOBODY, NOBODY)
+    marker = tmp_path / "ran-as-root"
+    planted = theirs / f"{native.NAME}-{hashlib.sha256(native.source()).hexdigest()[:16]}"
+    planted.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    planted.chmod(0o755)
+    os.chown(planted, NOBODY, NOBODY)
+    cache = theirs
+    if how == "a link to nobody's":
+        cache = tmp_path / "cache"
+        cache.symlink_to(theirs)
+    monkeypatch.setattr(native, "CACHE", str(cache))
+    native.worker.cache_clear()
+    try:
+        r = run_files([(str(tmp_path / "f"), 10)], write=True, threads=1)
+    finally:
+        native.worker.cache_clear()
+    assert not marker.exists()
+    assert r.generator.startswith("python (the worker's cache is not private: "), r.generator
+    assert (tmp_path / "f").stat().st_size == 10

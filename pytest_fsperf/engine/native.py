@@ -96,6 +96,9 @@ def run(files: Sequence[tuple[str, int]], write: bool, threads: int, first: int,
         said = err.decode(errors="replace").strip().splitlines()
         raise MeasurementError(f"small-file {'write' if write else 'read'} failed: "
                                f"{said[-1] if said else f'exit status {proc.returncode}'}")
-    seconds_ns, moved, count = HEAD.unpack_from(out)
-    times = [PER_FILE.unpack_from(out, HEAD.size + i * PER_FILE.size) for i in range(count)]
+    if len(out) != HEAD.size + len(files) * PER_FILE.size:
+        raise MeasurementError(f"the small-file worker's report is {len(out)} bytes, not the "
+                               f"{HEAD.size + len(files) * PER_FILE.size} of {len(files)} files")
+    seconds_ns, moved, _count = HEAD.unpack_from(out)
+    times = list(PER_FILE.iter_unpack(out[HEAD.size:]))
     return seconds_ns / 1e9, moved, times

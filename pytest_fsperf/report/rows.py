@@ -5,25 +5,21 @@ schema (report/schema.json)."""
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from typing import Any
 
 from pytest_fsperf.measure.cache import ColdRead, DaemonCache, PageCache
-from pytest_fsperf.vocab import EngineKind, Outcome
-
-E = TypeVar("E", bound=enum.Enum)
+from pytest_fsperf.vocab import EngineKind, Outcome, Text
 
 
-def _word(kind: type[E], value: object) -> str:
-    """A word of the vocabulary as its enum; a word this version does not know (a saved run
-    of another) as it was written."""
+def _word(kind: type[Text], value: object) -> str:
+    """A word of the vocabulary as its enum (a str); a word this version does not know (a
+    saved run of another) as it was written."""
     try:
-        member = kind(value)
+        return kind(value)
     except ValueError:
         return str(value) if value is not None else ""
-    return str(member.value) if not isinstance(member, str) else member
 
 
 @dataclass(frozen=True)

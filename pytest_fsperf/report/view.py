@@ -178,11 +178,13 @@ def notes(results: list[Row]) -> list[str]:
 
 
 def load_generator_lines(results: list[Row]) -> list[str]:
-    """The load generator's own CPU beside the daemon's: what it cost to drive the load (fio's
-    processes, the small-file worker, the engines' threads), and which engine moved small files."""
+    """The load generator's own CPU beside the daemon's, over the window: fio's processes for
+    fio; for the engines the plugin's whole process (its meters too) and the compiled worker.
+    And where small files were moved by Python threads, why."""
     each = [f"{label(r)} {units.format_percent(r.tool_cpu_percent)}" for r in results
             if r.tool_cpu_percent is not None and r.judged]
-    out = [f"load generator CPU (fio, or the engine; not the daemon's): {', '.join(each)}"] if each else []
+    out = ([f"load generator CPU (fio's processes; for the engines the plugin's process and its "
+            f"worker): {', '.join(each)}"] if each else [])
     python = sorted({str(r.ops["generator"]) for r in results
                      if r.ops and str(r.ops.get("generator", "")).startswith("python (")})
     out += [f"small files moved by Python threads, not the compiled worker: {g[len('python ('):-1]}"

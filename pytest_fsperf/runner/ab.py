@@ -10,7 +10,6 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pytest_fsperf.engine import fio as fio_engine
 from pytest_fsperf.errors import MeasurementError, UsageError
@@ -22,13 +21,11 @@ from pytest_fsperf.measure.meters import DaemonExited
 from pytest_fsperf.measure.profile import Profile, Profiling
 from pytest_fsperf.mounts.request import parse_options
 from pytest_fsperf.result.workload import WorkloadResult, median_round
-from pytest_fsperf.runner.target import Target
+from pytest_fsperf.runner import fio_run
+from pytest_fsperf.runner.space import Release, Space
 from pytest_fsperf.vocab import CompareKind, Difference
 
-if TYPE_CHECKING:
-    from pytest_fsperf.runner.workspace import Workspace
-
-Workload = Mapping[str, object] | Callable[["Workspace"], WorkloadResult]
+Workload = Mapping[str, object] | Callable[[Space], WorkloadResult]
 
 __all__ = ["Comparison", "Release", "Workload", "check_build", "gate", "interleave", "run_compare"]
 
@@ -231,7 +228,7 @@ def _rounds(rounds: int, max_rounds: int | None, seconds: float | None, settings
     return Budget(rounds, most, seconds if seconds is not None else settings_budget.seconds)
 
 
-def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Sequence[str] | str,
+def run_compare(fs: Space, workload: Workload, a: Sequence[str] | str, b: Sequence[str] | str,
                 rounds: int, name: str | None, where: str, tolerance: float = 0.10,
                 max_rounds: int | None = None, seconds: float | None = None,
                 a_build: str | None = None, b_build: str | None = None) -> Comparison:
@@ -254,7 +251,7 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
             raise UsageError(f"{where}: {why}")
     job: dict[str, str] | None = None
     if isinstance(workload, Mapping):
-        base, job = fs.job(name, workload, where)
+        base, job = fio_run.job(fs, name, workload, where)
     elif callable(workload):
         base = name or str(getattr(workload, "__name__", "workload"))
     else:
@@ -262,7 +259,8 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
 
     def run(side: str, pair: int) -> WorkloadResult:
         if job is not None:
-            return fs.keep(fs.measure(fs.unique(f"{base}[{side}{pair}]"), False, job, layout=False))
+            return fs.keep(fio_run.measure(fs, fs.unique(f"{base}[{side}{pair}]"), False, job,
+                                           layout=False))
         assert callable(workload)
         return workload(fs)
 
@@ -274,7 +272,7 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
 
     def probe(name: str) -> WorkloadResult:
         if job is not None:  # not kept: the profiled runs are not the comparison's
-            return fs.measure(fs.unique(f"{base}[{name}.profiled]"), False, job, layout=False)
+            return fio_run.measure(fs, fs.unique(f"{base}[{name}.profiled]"), False, job, layout=False)
         return run(name, len(pairs.a) + 1)
 
     started = time.monotonic()  # the layout and every cold start count in the budget
@@ -282,7 +280,7 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
         with fs.pairing():
             if job is not None and fio_engine.is_reading(job):
                 fs.remount(options["A"], wipe=False, build=builds["A"])
-                fs.layout(job, fs.output(base))
+                fio_run.lay_out(fs, job, fs.output(base))
             pairs = interleave((side("A"), side("B")), run, budget, tolerance, started=started,
                                steady=fs.settle_from_now)
         c = compare(fs.test, base, owned.backend.name, side("A").shown, side("B").shown,
@@ -295,7 +293,7 @@ def run_compare(fs: Workspace, workload: Workload, a: Sequence[str] | str, b: Se
             fs.remount(original, wipe=False, build=original_build)
 
 
-def profiled(fs: Workspace, c: Comparison, sides: tuple[Side, Side],
+def profiled(fs: Space, c: Comparison, sides: tuple[Side, Side],
              run: Callable[[str], WorkloadResult]) -> Comparison:
     """One more pair, A then B, each after its cold start, with the daemon profiled
     (--fsperf-profile: auto when B is worse, on always): which functions' share of its
@@ -334,19 +332,7 @@ def check_build(path: str | None, where: str) -> str | None:
     return os.path.realpath(path)
 
 
-@dataclass(frozen=True)
-class Release:
-    """A release gate: reference (A) against candidate (B). Two builds of the owned mount's
-    daemon (`reference_place` None: each run after a cold remount with its build), or two
-    existing mounts of the same bucket (A measured at `reference_place`: its target and a
-    work dir of this test's own there; each run after a page-cache drop)."""
-
-    reference: str  # as shown: the build's binary or the mount point
-    candidate: str
-    reference_place: tuple[Target, str] | None = None
-
-
-def gate(fs: Workspace, label: str, run: Callable[[str], WorkloadResult], release: Release,
+def gate(fs: Space, label: str, run: Callable[[str], WorkloadResult], release: Release,
          budget: Budget, tolerance: float) -> tuple[Comparison, WorkloadResult, WorkloadResult]:
     """One workload of a release gate, in pairs ABBA..., each run after a cold start on its
     side. Returns the comparison and the median run of each side (B's carries every pair's

@@ -21,7 +21,7 @@ from pytest_fsperf.runner import window
 from pytest_fsperf.vocab import EngineKind
 
 if TYPE_CHECKING:
-    from pytest_fsperf.runner.workspace import Workspace
+    from pytest_fsperf.runner.space import Space
 
 WRITES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trimwrite"})
 FLUSHES = ("end_fsync", "fsync_on_close", "fsync", "fdatasync", "sync", "write_barrier")
@@ -38,7 +38,7 @@ def _unflushed(job: dict[str, str], lookup: Lookup) -> tuple[str, ...]:
             "end_fsync=1 times it",)
 
 
-def job(ws: Workspace, name: str | None, options: Mapping[str, object], where: str,
+def job(ws: Space, name: str | None, options: Mapping[str, object], where: str,
          scaled: bool = False) -> tuple[str, dict[str, str]]:
     """scaled: the options are already shrunk by --fsperf-scale (do not shrink again)."""
     if name is not None and not fio_engine.valid_name(name):
@@ -52,7 +52,7 @@ def job(ws: Workspace, name: str | None, options: Mapping[str, object], where: s
     return name or job.get("rw", "read"), job
 
 
-def run(ws: Workspace, name: str | None, judged: bool, options: Mapping[str, object], where: str,
+def run(ws: Space, name: str | None, judged: bool, options: Mapping[str, object], where: str,
          layout: bool = True, scaled: bool = False, per_job: bool = False) -> WorkloadResult:
     """per_job: each of fio's jobs reported apart (fsperf.fio(per_job=True))."""
     if not isinstance(per_job, bool):
@@ -61,7 +61,7 @@ def run(ws: Workspace, name: str | None, judged: bool, options: Mapping[str, obj
     return measure(ws, ws.unique(base), judged, spec, layout, grouped=not per_job)
 
 
-def lay_out(ws: Workspace, job: dict[str, str], out: str) -> None:
+def lay_out(ws: Space, job: dict[str, str], out: str) -> None:
     """Create the files a read job needs, unmeasured; keep a pending cold() cold."""
     spec = {**job, "create_only": "1"}
     fio_engine.run_fio(fio_engine.command(spec, "fsperf", str(ws.workdir), out + ".layout.json"),
@@ -69,7 +69,7 @@ def lay_out(ws: Workspace, job: dict[str, str], out: str) -> None:
     ws.recold()
 
 
-def check_space(ws: Workspace, job: dict[str, str], before: dict[str, tuple[int, int]],
+def check_space(ws: Space, job: dict[str, str], before: dict[str, tuple[int, int]],
                 where: str) -> None:
     """Refuse a job whose files cannot fit the filesystem's free space (beside the files
     already in the work dir), in one line, rather than fill the disk."""
@@ -88,7 +88,7 @@ def check_space(ws: Workspace, job: dict[str, str], before: dict[str, tuple[int,
                          "size or pass --fsperf-scale")
 
 
-def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], layout: bool,
+def measure(ws: Space, label: str, judged: bool, job: dict[str, str], layout: bool,
             grouped: bool = True) -> WorkloadResult:
     out = ws.output(label)
     # One fio job name per test ("fsperf"): a read finds the files a write left.

@@ -8,23 +8,58 @@ import contextlib
 import dataclasses
 import os
 import subprocess
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import psutil
 
 from pytest_fsperf.measure import fusetrace, profile
-from pytest_fsperf.measure.fusetrace import Trace, Tracing
+from pytest_fsperf.measure.cache import DaemonCache, PageCache
+from pytest_fsperf.measure.figures import DaemonStats
+from pytest_fsperf.measure.fusetrace import FuseRequests, Trace, Tracing
 from pytest_fsperf.measure.meters import DaemonMeter
-from pytest_fsperf.measure.profile import Profiler
-from pytest_fsperf.measure.rest import RestMeter
-from pytest_fsperf.measure.timeline import Sampler
+from pytest_fsperf.measure.placement import Placement
+from pytest_fsperf.measure.profile import Profile, Profiler
+from pytest_fsperf.measure.rest import Rest, RestMeter
+from pytest_fsperf.measure.timeline import Sampler, Timeline
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.runner.target import safe_name
 from pytest_fsperf.store import juicefs
+from pytest_fsperf.store.requests import Requests
 
 if TYPE_CHECKING:
-    from pytest_fsperf.runner.window import Window
-    from pytest_fsperf.runner.workspace import Workspace
+    from pytest_fsperf.runner.space import Space
+
+
+@dataclass
+class Window:
+    """What a measured window saw around the workload: cache state, daemon, cache disk."""
+
+    lookup: Lookup
+    cache: PageCache
+    daemon_cache: DaemonCache
+    cold_steps: tuple[str, ...]
+    wall: float = 0.0
+    daemon: DaemonStats | None = None
+    disk_peak: int | None = None
+    requests: Requests | None = None
+    requests_note: str = ""
+    timeline: Timeline | None = None
+    daemon_counters: dict[str, float] | None = None
+    placement: Placement | None = None
+    fuse: FuseRequests | None = None  # the kernel's FUSE requests in the window
+    fuse_note: str = ""  # why there is no trace, when there is none
+    profile: Profile | None = None  # the daemon's CPU profile, inside profiling()
+    profile_note: str = ""  # why a profile asked for was not taken
+    peers: list[tuple[Lookup, DaemonMeter | None]] = dataclasses.field(default_factory=list)
+    peer_stats: list[DaemonStats | None] = dataclasses.field(default_factory=list)
+    cache_filled: int | None = None  # how much the machine's page cache grew in the window, bytes
+    rest: Rest | None = None  # what the rest of the machine used in the window
+    io_span: tuple[float, float] | None = None  # when the I/O ran (monotonic s), if known
+    expected: int | None = None  # the bytes the load generator says it moved, if known
+    started: float = 0.0  # monotonic s of the timeline's t = 0
+    began: float = 0.0  # monotonic s the workload began (after the pinning)
+
 
 NOT_HERE = "not counted here: this machine's JuiceFS client did not run the workload"
 
@@ -75,7 +110,7 @@ class StoreRequests:
     around the whole window. here=False: the workload ran elsewhere: this machine's JuiceFS
     client's own counts are not taken for it (a store's counters are: they count every client)."""
 
-    def __init__(self, ws: Workspace, w: Window, here: bool) -> None:
+    def __init__(self, ws: Space, w: Window, here: bool) -> None:
         self.store, w.requests_note = ws.target.request_meter()
         if not here and isinstance(self.store, juicefs.StatsMeter):
             self.store, w.requests_note = None, NOT_HERE
@@ -122,7 +157,7 @@ class FuseTrace:
         self.trace = trace
 
     @classmethod
-    def armed(cls, ws: Workspace, lookup: Lookup, w: Window) -> FuseTrace | None:
+    def armed(cls, ws: Space, lookup: Lookup, w: Window) -> FuseTrace | None:
         """The trace of the window, or None with why in w.fuse_note."""
         if not lookup.fuse:
             return None
@@ -174,7 +209,7 @@ class DaemonProfile:
         self.profiler = profiler
 
     @classmethod
-    def wanted(cls, ws: Workspace, pids: list[int], label: str, w: Window) -> DaemonProfile | None:
+    def wanted(cls, ws: Space, pids: list[int], label: str, w: Window) -> DaemonProfile | None:
         if not (ws.profiled and pids):
             return None
         why = profile.refused(pids)

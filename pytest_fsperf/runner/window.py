@@ -9,20 +9,15 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_fsperf.errors import MeasurementError, WorkloadHung
 from pytest_fsperf.measure import progress, timeline
 from pytest_fsperf.measure.cache import ColdRead, DaemonCache, PageCache
 from pytest_fsperf.measure.diskmeter import DiskMeter
-from pytest_fsperf.measure.figures import DaemonStats
-from pytest_fsperf.measure.fusetrace import FuseRequests
 from pytest_fsperf.measure.meters import DaemonExited, DaemonMeter
-from pytest_fsperf.measure.placement import Placement, pinned
-from pytest_fsperf.measure.profile import Profile
-from pytest_fsperf.measure.rest import Rest, own_cpu
-from pytest_fsperf.measure.timeline import Timeline
+from pytest_fsperf.measure.placement import pinned
+from pytest_fsperf.measure.rest import own_cpu
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.result.workload import OpStats, WorkloadResult, check_cold
 from pytest_fsperf.runner.instruments import (
@@ -32,14 +27,12 @@ from pytest_fsperf.runner.instruments import (
     Instrument,
     MachineRest,
     StoreRequests,
+    Window,
 )
+from pytest_fsperf.runner.space import Space
 from pytest_fsperf.store.cost import Cost
 from pytest_fsperf.store.requests import Requests
 from pytest_fsperf.vocab import EngineKind
-
-if TYPE_CHECKING:
-    from pytest_fsperf.runner.workspace import Workspace
-
 
 
 def _daemon_cache(lookup: Lookup, page: PageCache | None,
@@ -51,37 +44,7 @@ def _daemon_cache(lookup: Lookup, page: PageCache | None,
     return daemon_cold or DaemonCache.UNKNOWN
 
 
-@dataclass
-class Window:
-    """What a measured window saw around the workload: cache state, daemon, cache disk."""
-
-    lookup: Lookup
-    cache: PageCache
-    daemon_cache: DaemonCache
-    cold_steps: tuple[str, ...]
-    wall: float = 0.0
-    daemon: DaemonStats | None = None
-    disk_peak: int | None = None
-    requests: Requests | None = None
-    requests_note: str = ""
-    timeline: Timeline | None = None
-    daemon_counters: dict[str, float] | None = None
-    placement: Placement | None = None
-    fuse: FuseRequests | None = None  # the kernel's FUSE requests in the window
-    fuse_note: str = ""  # why there is no trace, when there is none
-    profile: Profile | None = None  # the daemon's CPU profile, inside profiling()
-    profile_note: str = ""  # why a profile asked for was not taken
-    peers: list[tuple[Lookup, DaemonMeter | None]] = dataclasses.field(default_factory=list)
-    peer_stats: list[DaemonStats | None] = dataclasses.field(default_factory=list)
-    cache_filled: int | None = None  # how much the machine's page cache grew in the window, bytes
-    rest: Rest | None = None  # what the rest of the machine used in the window
-    io_span: tuple[float, float] | None = None  # when the I/O ran (monotonic s), if known
-    expected: int | None = None  # the bytes the load generator says it moved, if known
-    started: float = 0.0  # monotonic s of the timeline's t = 0
-    began: float = 0.0  # monotonic s the workload began (after the pinning)
-
-
-def measure_engine(ws: Workspace, label: str, judged: bool, kind: EngineKind,
+def measure_engine(ws: Space, label: str, judged: bool, kind: EngineKind,
                    options: dict[str, str], run: Callable[[], OpStats],
                    counter: Callable[[], int] | None = None) -> WorkloadResult:
     """Measure an in-process engine with the daemon meter, as fio is measured. Past the
@@ -118,7 +81,7 @@ def measure_engine(ws: Workspace, label: str, judged: bool, kind: EngineKind,
 
 
 @contextlib.contextmanager
-def measured(ws: Workspace, label: str, counter: Callable[[], int],
+def measured(ws: Space, label: str, counter: Callable[[], int],
              on_exit: Callable[[], None] | None = None,
              timed_io: bool = False, peers: int = 0,
              here: bool = True, spanned: bool = False) -> Iterator[Window]:
@@ -208,12 +171,12 @@ def _disk_peak(w: Window, disk: DiskMeter | None) -> None:
     w.disk_peak = disk.stop() if disk else None
 
 
-def _cost(ws: Workspace, q: Requests | None) -> Cost | None:
+def _cost(ws: Space, q: Requests | None) -> Cost | None:
     price = ws.state.settings.price_list
     return price.cost(q) if q is not None and price is not None else None
 
 
-def record(ws: Workspace, w: Window, cold: tuple[ColdRead, str] | None = None,
+def record(ws: Space, w: Window, cold: tuple[ColdRead, str] | None = None,
            **fields: Any) -> WorkloadResult:
     """The result of a measured window; cold: the cold-read check, where the caller made
     it (many clients: each client's daemon against its own bytes)."""
@@ -229,7 +192,7 @@ def record(ws: Workspace, w: Window, cold: tuple[ColdRead, str] | None = None,
     return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)
 
 
-def _progress(ws: Workspace, label: str, counter: Callable[[], int],
+def _progress(ws: Space, label: str, counter: Callable[[], int],
               sampler: timeline.Sampler) -> progress.Progress | None:
     terminal = ws.state.progress_write
     if terminal is None:
@@ -244,7 +207,7 @@ def _progress(ws: Workspace, label: str, counter: Callable[[], int],
     return line
 
 
-def _disk_meter(ws: Workspace) -> DiskMeter | None:
+def _disk_meter(ws: Space) -> DiskMeter | None:
     paths = [p for p in ws.cache_dirs if os.path.isdir(p)]
     if not paths:
         return None
