@@ -102,7 +102,7 @@ class Plugin:
 
 def run(binary: str, a: argparse.Namespace) -> None:
     base = tempfile.mkdtemp(prefix="fsperf-bench-")
-    need = a.files * a.size_kb * 1024 + a.shards * a.shard_mb * 2**20 + 2**30
+    need = a.files * a.size_kb * 1024 + 2 * a.shards * a.shard_mb * 2**20 + 2**30  # both ways' shards
     point, undo = mounted("bindfs", base, int(need * 1.3 / 1e6))
     try:
         pid = next(p for p in _bindfs_pids() if point in _cmdline(p))

@@ -5,7 +5,8 @@
  * THREADS threads take files from the list in order; each file is opened, read or written
  * whole in calls of up to 1 MiB into (or from) a buffer of the thread's own, and closed, as
  * the seed's Go program does. The first call of a file moves FIRST bytes (time to the first
- * byte). The threads exist before the clock starts and wait on a barrier.
+ * byte). The threads and their buffers exist before the clock starts (they wait on a
+ * barrier), and the clock stops when the last file is done, before any thread exits.
  *
  * Output (stdout, binary, little-endian): int64 seconds_ns, int64 bytes, int64 files, then
  * per file in list order 4 x int64 ns: open, first byte, whole transfer, close.
@@ -30,7 +31,7 @@ static int64_t nfiles;
 static int64_t next_file;  /* taken with an atomic add */
 static int writing;
 static int64_t first_call;
-static pthread_barrier_t start;
+static pthread_barrier_t start, finish;
 static char failed[4096];
 static pthread_mutex_t failed_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *pattern;  /* what a write writes: one random MiB, shared read-only */
@@ -92,13 +93,10 @@ static int one(struct file *f, char *buf) {
     return 0;
 }
 
-static void *worker(void *unused) {
-    (void)unused;
-    char *buf = writing ? NULL : malloc(CHUNK);
-    if (!writing && !buf)
-        fail("buffer", ENOMEM);
+static void *worker(void *arg) {
+    char *buf = arg;  /* this thread's MiB, touched before the clock starts */
     pthread_barrier_wait(&start);
-    int stopped = !writing && !buf;
+    int stopped = 0;
     for (;;) {
         int64_t i = __atomic_fetch_add(&next_file, 1, __ATOMIC_RELAXED);
         if (i >= nfiles)
@@ -106,7 +104,7 @@ static void *worker(void *unused) {
         if (!stopped && one(&files[i], buf) != 0)
             stopped = 1; /* as the Python engine: this thread takes no more files */
     }
-    free(buf);
+    pthread_barrier_wait(&finish);  /* no thread exits (unmapping its stack) inside the window */
     return NULL;
 }
 
@@ -172,17 +170,35 @@ int main(int argc, char **argv) {
         fclose(r);
     }
     pthread_t *pool = calloc((size_t)threads, sizeof *pool);
+    int64_t largest = 1;  /* no call moves more than min(CHUNK, the largest file listed) */
+    for (int64_t i = 0; i < nfiles; i++)
+        if (files[i].size > largest)
+            largest = files[i].size;
+    size_t each = (size_t)((largest < CHUNK ? largest : CHUNK) + 4095) / 4096 * 4096;
+    char *buffers = writing ? NULL : malloc((size_t)threads * each);
+    if (!pool || (!writing && !buffers)) {
+        fprintf(stderr, "fsperf-files: no memory for %ld threads' buffers\n", threads);
+        return 2;
+    }
+    if (buffers)
+        memset(buffers, 0, (size_t)threads * each);  /* faulted in now, not in the window */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
     pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+    pthread_barrier_init(&finish, NULL, (unsigned)threads + 1);
     for (long i = 0; i < threads; i++)
-        if (pthread_create(&pool[i], NULL, worker, NULL) != 0) {
+        if (pthread_create(&pool[i], &attr, worker, buffers ? buffers + (size_t)i * each : NULL) != 0) {
             fprintf(stderr, "fsperf-files: cannot start thread %ld of %ld\n", i + 1, threads);
             _exit(2);
         }
     int64_t began = now();
     pthread_barrier_wait(&start);
+    pthread_barrier_wait(&finish);
+    int64_t ended = now();
     for (long i = 0; i < threads; i++)
         pthread_join(pool[i], NULL);
-    int64_t seconds_ns = now() - began, moved = 0;
+    int64_t seconds_ns = ended - began, moved = 0;
     for (int64_t i = 0; i < nfiles; i++)
         moved += files[i].moved;
     if (failed[0]) {
