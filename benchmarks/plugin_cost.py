@@ -1,7 +1,7 @@
 """What the plugin itself costs to drive and watch a load, against a standalone run of it.
 
     python3 -m benchmarks.plugin_cost [--files 10000] [--size-kb 128] [--threads N]
-        [--entries 20000] [--shards 16] [--shard-mb 64] [--alternations 3] [--go PATH]
+        [--entries 20000] [--shards 16] [--shard-mb 64] [--alternations 3] [--loads a,b] [--go PATH]
 
 On bindfs over a private tmpfs (the fastest FUSE path: the most requests per second), each
 load runs the plugin's way and a standalone compiled way, alternating (plugin first, then
@@ -32,8 +32,10 @@ import json
 import os
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -110,6 +112,8 @@ def run(binary: str, a: argparse.Namespace) -> None:
         if plugin.conn is None:
             print(f"no FUSE trace: {plugin.why}; requests not counted", flush=True)
         for name, ours, theirs, unit in loads(point, binary, a):
+            if a.loads and not any(w in name for w in a.loads.split(",")):
+                continue
             _compare(name, ours, theirs, unit, plugin, a.alternations)
     finally:
         for cmd in undo:
@@ -241,7 +245,9 @@ def main() -> None:
     ap.add_argument("--shards", type=int, default=16)
     ap.add_argument("--shard-mb", type=int, default=64)
     ap.add_argument("--alternations", type=int, default=3)
+    ap.add_argument("--loads", help="only the loads whose names contain one of these (comma-separated)")
     ap.add_argument("--go")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still unmounts
     a = ap.parse_args()
     binary = go_program(a.go)
     print("CPU ms per GB or per 1,000 operations; per 1,000 FUSE requests: in the window + "
