@@ -2,7 +2,8 @@
 file. `bench` runs a shipped suite through pytest with this plugin (the same tests, flags and
 reports as `pytest --pyargs pytest_fsperf.suites.NAME`, which it prints); `compare-runs`
 judges one saved run against another; `history` finds change points over many saved runs;
-`baselines` lists the documented figures shipped.
+`baselines` lists the documented figures shipped; `comment` writes a pull request's comment
+from a session's JSON and exits with its decision; `ci` prints a CI recipe.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from pytest_fsperf.errors import UsageError
 from pytest_fsperf.judge import history, runs
 from pytest_fsperf.options.config import OPTIONS
 from pytest_fsperf.options.parse import MAX_SCALE
+from pytest_fsperf.report import comment
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.scenarios.library import SCENARIOS
-from pytest_fsperf.vocab import RunOutcome, Unsure
+from pytest_fsperf.vocab import ExitCode, RunOutcome, Unsure
 
 SUITES = ("ossfs2", "ossfs1", "fluid", "juicefs_bench", "jobfile")
 DEFAULT_SCALE = 0.01
@@ -176,7 +178,59 @@ def parser() -> Parser:
                            "runs (default 5)")
     base = sub.add_parser("baselines", help="list the documented baselines shipped, or one's figures")
     base.add_argument("name", nargs="?", metavar="NAME", help="show this baseline's figures")
+    note = sub.add_parser(
+        "comment", formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="a pull request's comment from a session's JSON; exits with its decision",
+        description="Prints one Markdown comment from RESULTS (--fsperf-json's file): the "
+                    "decision first, a line per compared workload (B/A, interval, outcome, "
+                    "pairs, time, where B's time went when it is worse), what else failed, the "
+                    "cost, a link; at most --limit characters whatever the number of workloads. "
+                    "Its first line is a marker a CI step finds to update the comment in place.",
+        epilog="exit codes (the decision, for CI):\n" + "\n".join(comment.describe_codes()))
+    note.add_argument("results", metavar="RESULTS", help="the session's JSON (--fsperf-json)")
+    note.add_argument("--inconclusive", choices=("fail", "warn"), default="fail",
+                      help="whether an undecided gate fails (exit 8; default) or passes, said")
+    note.add_argument("--machine-changed", choices=("fail", "warn"),
+                      help="whether a changed machine fails (exit 9; default: as --inconclusive)")
+    note.add_argument("--link", metavar="URL", help="where the artifacts are (the CI run's page)")
+    note.add_argument("--limit", type=int, default=comment.LIMIT, metavar="CHARS",
+                      help="the most characters (default %(default)s, GitHub's limit)")
+    ci = sub.add_parser("ci", help="print a CI recipe: the release gate on each pull request, "
+                                   "its comment, and main's history",
+                        description="Prints a GitHub Actions workflow or a GitLab CI job to copy "
+                                    "into a filesystem's repository (docs/how-to/ci.md).")
+    ci.add_argument("kind", choices=tuple(RECIPES), help="which CI")
     return top
+
+
+RECIPES = {"github": "github.yml", "gitlab": "gitlab-ci.yml"}
+
+
+def show_comment(a: argparse.Namespace) -> int:
+    where = "fsperf comment"
+    path = Path(a.results)
+    if not path.is_file():
+        raise UsageError(f"{where}: no results file {a.results!r} (the session's --fsperf-json)")
+    if a.limit < 1000:
+        raise UsageError(f"{where}: --limit={a.limit} is too small (at least 1000 characters)")
+    doc = saved.load(path.parent, path.stem, where)[0][1] if path.suffix == ".json" else None
+    if doc is None:
+        raise UsageError(f"{where}: {a.results!r} is not a .json file")
+    fails = a.inconclusive == "fail"
+    changed = None if a.machine_changed is None else a.machine_changed == "fail"
+    try:
+        text, code = comment.render(doc, fails, a.link, a.limit), comment.exit_code(doc, fails, changed)
+    except Exception as exc:  # a file the schema allows that the renderer trips over: ours
+        print(f"{where}: internal error on {path}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return int(ExitCode.INTERNAL)
+    sys.stdout.write(text)
+    return int(code)
+
+
+def show_recipe(a: argparse.Namespace) -> int:
+    from importlib import resources
+    sys.stdout.write(resources.files("pytest_fsperf").joinpath(f"ci/{RECIPES[a.kind]}").read_text("utf-8"))
+    return 0
 
 
 def bench_args(a: argparse.Namespace) -> list[str]:
@@ -433,7 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a.pytest_args = extra
     try:
         return {"bench": bench, "compare-runs": compare_runs, "baselines": baselines,
-                "history": show_history}[a.command](a)
+                "history": show_history, "comment": show_comment, "ci": show_recipe}[a.command](a)
     except UsageError as exc:
         print(f"fsperf: error: {exc}", file=sys.stderr)
         return USAGE_ERROR

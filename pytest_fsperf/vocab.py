@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, IntEnum
 
 from pytest_fsperf import units
 
@@ -70,6 +70,32 @@ class Decision(Text):
     def tone(self) -> str:
         """How a page colours it: good, bad, or unsure."""
         return {Decision.PASS: "good", Decision.FAIL: "bad"}.get(self, "unsure")
+
+
+class ExitCode(IntEnum):
+    """`fsperf comment`'s exit status: the session's decision as a CI branches on it."""
+
+    PASS = 0
+    FAILED = 1  # a regression, a missed threshold, a crashed build, a test that failed or errored
+    INTERNAL = 3  # the plugin's own error
+    USAGE = 4  # a wrong flag or file (one line on stderr says which)
+    NOTHING_JUDGED = 5  # no threshold, baseline or comparison decided anything
+    INCONCLUSIVE = 8  # undecided (inconclusive, unstable, incomparable), with --inconclusive=fail
+    MACHINE_CHANGED = 9  # the machine canary moved, with --machine-changed=fail
+
+    @property
+    def meaning(self) -> str:
+        return {
+            ExitCode.PASS: "pass (undecided workloads too, with --inconclusive=warn: the text says them)",
+            ExitCode.FAILED: "a regression or a failure: B worse, a threshold missed, a build that "
+                             "crashed, a test that failed or errored",
+            ExitCode.INTERNAL: "an internal error of the plugin",
+            ExitCode.USAGE: "a usage error: a flag or file was wrong (one line on stderr says which)",
+            ExitCode.NOTHING_JUDGED: "nothing was judged (no threshold, baseline or comparison)",
+            ExitCode.INCONCLUSIVE: "inconclusive: a gate or threshold could not decide "
+                                   "(--inconclusive=fail, the default)",
+            ExitCode.MACHINE_CHANGED: "the machine changed (its canary moved), not the filesystem",
+        }[self]
 
 
 class Difference(Text):

@@ -1,0 +1,164 @@
+"""One pull-request comment from a session's JSON: the decision first, a line per compared
+workload (B/A, interval, outcome, pairs, time, where B's time went when it is worse), what
+else failed, the cost, a link to the artifacts. It fits GitHub's 65,536 characters whatever
+the number of workloads; the same text serves as the job summary. `fsperf comment` prints it
+and exits with the code of the decision (vocab.ExitCode)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_fsperf.judge.comparison import interval_name
+from pytest_fsperf.report.model import metric_name, short_test
+from pytest_fsperf.report.rows import rows
+from pytest_fsperf.report.view import build, unexplained
+from pytest_fsperf.vocab import CompareKind, Decision, Difference, ExitCode, Outcome
+
+MARKER = "<!-- pytest-fsperf -->"  # how the CI step finds its own comment to update it
+LIMIT = 65536  # GitHub's largest comment, in characters
+WHERE = 160  # characters of "where the time went" per workload
+
+
+def _cell(text: object) -> str:
+    """Text safe in a Markdown table cell (no pipe, no new line, no HTML)."""
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("|", "\\|").replace("\n", " ").replace("\r", " "))
+
+
+def _deciding(c: Mapping[str, Any]) -> Mapping[str, Any]:
+    metrics = c.get("metrics") or {}
+    return metrics.get(c.get("decided_by") or "bw") or {}
+
+
+def _outcome(c: Mapping[str, Any]) -> str:
+    if c.get("crashed"):
+        return "crashed"
+    if c.get("unstable"):
+        return "unstable"
+    return str(_deciding(c).get("outcome") or "-")
+
+
+def _rank(c: Mapping[str, Any]) -> int:
+    """B worse (or crashed) first, then the undecided, then the rest."""
+    said = _outcome(c)
+    if said in ("crashed", str(Difference.B_WORSE)):
+        return 0
+    if said in ("unstable", str(Difference.INCONCLUSIVE), "-"):
+        return 1
+    return 2
+
+
+def _line(c: Mapping[str, Any]) -> str:
+    m = _deciding(c)
+    ratio = f"{m['ratio']:.3f}" if isinstance(m.get("ratio"), int | float) else "-"
+    band = "-"
+    if isinstance(m.get("ci_low"), int | float) and isinstance(m.get("ci_high"), int | float):
+        named = interval_name(float(m.get("level") or 0.0), bool(m.get("anytime")))
+        band = f"{m['ci_low']:.3f}-{m['ci_high']:.3f}" + (f" ({named})" if named != "interval" else "")
+    where = ""
+    if _outcome(c) in ("crashed", str(Difference.B_WORSE)):
+        said = [str(c["crashed"])] if c.get("crashed") else []
+        said += [str(w) for w in (c.get("where") or [])[:2]]
+        said += [str(p).removeprefix("daemon samples: ") for p in (c.get("profile") or [])[:1]]
+        where = "; ".join(said)
+        where = where if len(where) <= WHERE else where[: WHERE - 1] + "…"
+    outcome = _outcome(c)
+    shown = f"**{outcome}**" if _rank(c) < 2 else outcome
+    name = f"{short_test(c)} {c.get('name', '')}"
+    return (f"| {_cell(name)} | {_cell(metric_name(str(m.get('metric') or 'bw')))} | {ratio} | "
+            f"{_cell(band)} | {shown} | {int(c.get('rounds') or 0)} | "
+            f"{float(c.get('seconds') or 0.0):.0f} s | {_cell(where) or '-'} |")
+
+
+HEAD = ("| workload | figure | B/A | interval | outcome | pairs | time | where B's time went |",
+        "|---|---|---|---|---|---|---|---|")
+
+
+def render(doc: Mapping[str, Any], inconclusive_fails: bool, link: str | None = None,
+           limit: int = LIMIT) -> str:
+    """The comment's Markdown, at most `limit` characters, the decision always first."""
+    comparisons = [c for c in doc.get("comparisons") or [] if isinstance(c, Mapping)]
+    failed = [t for t in doc.get("failed_tests") or [] if isinstance(t, Mapping)]
+    view = build(doc.get("environment") or {}, doc.get("results") or [], comparisons,
+                 gated=False, inconclusive_fails=inconclusive_fails, failed_tests=failed)
+    decision, *rest = view.summary or (str(view.decision),)
+    gates = sorted(comparisons, key=lambda c: (_rank(c), short_test(c), str(c.get("name"))))
+    seconds = sum(float(c.get("seconds") or 0.0) for c in gates)
+    pairs = sum(int(c.get("rounds") or 0) for c in gates)
+    head = [MARKER, f"### pytest-fsperf: {_cell(decision)}", ""]
+    if gates:
+        kinds = {CompareKind(c.get("kind") or "options").is_gate for c in gates}
+        what = "release gate" if kinds == {True} else "comparisons"
+        roles = "; B = this change, A = the reference" if what == "release gate" else ""
+        head.append(f"{what}: {len(gates)} workload{'s' * (len(gates) != 1)} compared, "
+                    f"{pairs} pairs, {seconds:.0f} s{roles}")
+        head.append("")
+    others = [f"- {_cell(line)}" for line in rest
+              if not line.startswith(("release gate ", "A/B "))]
+    tail = [""]
+    if link:
+        tail.append(f"[The report, the JSON and every figure]({link})")
+    tail.append("<sub>pytest-fsperf: interleaved pairs, each after a cold start; B/A is the "
+                "geometric mean of the pairs' ratios</sub>")
+    return _fit(head, [*HEAD, *map(_line, gates)] if gates else [], others, tail, limit)
+
+
+def _fit(head: list[str], table: list[str], others: list[str], tail: list[str], limit: int) -> str:
+    """Whole lines while they fit, the table's first (it is ranked), then the other lines;
+    what is left out is counted."""
+    budget = limit - len("\n".join(head + tail)) - 200  # room for the two 'more' lines
+    kept_table: list[str] = []
+    for line in table:
+        if len(line) + 1 > budget:
+            break
+        kept_table.append(line)
+        budget -= len(line) + 1
+    if 0 < len(kept_table) <= len(HEAD):  # no row fits: no header either
+        budget += sum(len(x) + 1 for x in kept_table)
+        kept_table = []
+    kept_others: list[str] = []
+    for line in others:
+        if len(line) + 1 > budget:
+            break
+        kept_others.append(line)
+        budget -= len(line) + 1
+    body = list(head) + kept_table
+    left = len(table) - len(kept_table) - (len(HEAD) if table and not kept_table else 0)
+    if left:
+        body.append(f"\n… and {left} more workloads: in the artifacts")
+    if kept_others:
+        body += ["", *kept_others]
+    if len(others) > len(kept_others):
+        body.append(f"- … and {len(others) - len(kept_others)} more lines: in the artifacts")
+    return "\n".join(body + tail) + "\n"
+
+
+def exit_code(doc: Mapping[str, Any], inconclusive_fails: bool,
+              machine_changed_fails: bool | None = None) -> ExitCode:
+    """The decision as a CI branches on it: a failure or regression first, then a changed
+    machine, then anything undecided; `warn` makes the undecided pass (the comment still
+    says them)."""
+    comparisons = [c for c in doc.get("comparisons") or [] if isinstance(c, Mapping)]
+    results = rows(doc.get("results") or [])
+    failed = [t for t in doc.get("failed_tests") or [] if isinstance(t, Mapping)]
+    verdicts = {r.verdict for r in results}
+    if (any(v.failing for v in verdicts) or unexplained(results, failed)
+            or any(_rank(c) == 0 for c in comparisons)):
+        return ExitCode.FAILED
+    changed_fails = inconclusive_fails if machine_changed_fails is None else machine_changed_fails
+    if Outcome.MACHINE_CHANGED in verdicts and changed_fails:
+        return ExitCode.MACHINE_CHANGED
+    undecided = any(v.unsure and v is not Outcome.MACHINE_CHANGED for v in verdicts) or any(
+        _rank(c) == 1 for c in comparisons)
+    if undecided and inconclusive_fails:
+        return ExitCode.INCONCLUSIVE
+    view = build({}, doc.get("results") or [], comparisons, gated=False,
+                 inconclusive_fails=inconclusive_fails, failed_tests=failed)
+    if view.decision is Decision.NOTHING_JUDGED and not undecided:
+        return ExitCode.NOTHING_JUDGED
+    return ExitCode.PASS
+
+
+def describe_codes() -> Sequence[str]:
+    return [f"  {int(c):<3} {c.meaning}" for c in ExitCode]

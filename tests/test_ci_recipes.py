@@ -1,0 +1,178 @@
+"""The CI recipes (`fsperf ci github|gitlab`): they pass the checkers, and the GitHub gate
+job's own shell steps, run here against two rclone builds of a small repository (the pull
+request's slower), fail the job and write a comment that names the regression."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pytest_fsperf.report import comment
+from tests.conftest import need, ours
+
+TIER = "fio"
+
+RECIPES = resources.files("pytest_fsperf").joinpath("ci")
+
+
+def recipe(name: str) -> Path:
+    return Path(str(RECIPES.joinpath(name)))
+
+
+def tool(name: str) -> str:
+    """A checker on PATH, or where .ci/run installs it (~/.cache/fsperf-bin)."""
+    found = shutil.which(name) or shutil.which(name, path=os.path.expanduser("~/.cache/fsperf-bin"))
+    if not found:
+        pytest.skip(f"{name} is not installed (.ci/run installs it)")
+    return found
+
+
+def test_the_github_workflow_passes_actionlint() -> None:
+    done = subprocess.run([tool("actionlint"), "-no-color", str(recipe("github.yml"))],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("name, schema", [("github.yml", "vendor.github-workflows"),
+                                          ("gitlab-ci.yml", "vendor.gitlab-ci")])
+def test_the_recipes_pass_their_schemas(name, schema) -> None:
+    done = subprocess.run([tool("check-jsonschema"), "--builtin-schema", schema, str(recipe(name))],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_no_expression_is_pasted_into_a_script() -> None:
+    """${{ }} inside a run: script is a script injection (a branch name, a title); the
+    recipes pass every expression through env: instead."""
+    workflow = yaml.safe_load(recipe("github.yml").read_text())
+    for job in workflow["jobs"].values():
+        for step in job["steps"]:
+            assert "${{" not in step.get("run", ""), step.get("name")
+
+
+BUILD = """#!/bin/sh
+# the 'filesystem': a build of rclone, held to a bandwidth limit where slow.txt says one
+set -eu
+mkdir -p out
+limit=$(cat slow.txt 2>/dev/null || true)
+printf '#!/bin/sh\\nexec %s "$@" %s\\n' "$(command -v rclone)" "${limit:+--bwlimit $limit}" > out/rclone
+chmod 755 out/rclone
+"""
+
+READ = """
+def test_read(fsperf):
+    fsperf.fio(rw="read", bs="1M", size="24M", direct=1)
+"""
+
+FAKE_GH = """#!/bin/sh
+# gh, as the comment step calls it: lists no earlier comment, records every call
+echo "$*" >> "$FSPERF_GH_LOG"
+"""
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                           *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def a_filesystem(where: Path) -> tuple[Path, str]:
+    """A repository whose base commit builds a plain rclone and whose head a slower one."""
+    repo = where / "fs"
+    (repo / "perf").mkdir(parents=True)
+    (repo / "build.sh").write_text(BUILD)
+    (repo / "perf" / "test_read.py").write_text(READ)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "slow.txt").write_text("8M\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "the pull request: slower")
+    return repo, base
+
+
+EXPR = re.compile(r"\$\{\{\s*(.+?)\s*\}\}")
+
+
+def run_steps(job: dict[str, Any], workflow_env: dict[str, str], context: dict[str, str],
+              repo: Path, temp: Path) -> list[tuple[str, int]]:
+    """Each `run:` step of the job as the runner runs it (bash -e, in the checkout), its
+    ${{ }} expressions from `context` and the steps' outputs; (name, exit status) each."""
+    outputs: dict[str, dict[str, str]] = {}
+    done = []
+    for step in job["steps"]:
+        if "run" not in step:
+            continue  # actions/checkout (the repository is checked out), upload-artifact
+        out_file = temp / f"output-{len(done)}"
+        out_file.write_text("")
+
+        def value(m: re.Match[str]) -> str:
+            expr = m.group(1)
+            if expr.startswith("steps."):
+                _, sid, _, key = expr.split(".")
+                return outputs.get(sid, {}).get(key, "")
+            return context[expr]  # an expression this test does not know fails it: add it
+
+        env = {**os.environ, **workflow_env, "GITHUB_OUTPUT": str(out_file),
+               **{k: EXPR.sub(value, str(v)) for k, v in (step.get("env") or {}).items()}}
+        status = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=repo, env=env,
+                                check=False).returncode
+        if "id" in step:
+            outputs[step["id"]] = dict(line.split("=", 1) for line in out_file.read_text().splitlines())
+        done.append((step["name"], status))
+    return done
+
+
+@pytest.mark.fuse
+def test_the_gate_jobs_steps_fail_a_slower_pull_request_and_comment_on_it(tmp_path) -> None:
+    need("rclone")
+    need("fio")
+    repo, base = a_filesystem(tmp_path)
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(FAKE_GH)
+    (bin_dir / "gh").chmod(0o755)
+    gh_log = tmp_path / "gh.log"
+    summary = tmp_path / "summary.md"
+    workflow = yaml.safe_load(recipe("github.yml").read_text())
+    env = {**{k: str(v) for k, v in workflow["env"].items()},
+           "FSPERF_INSTALL": "true",  # installed here already
+           "FSPERF_BUILD": "sh build.sh", "FSPERF_BINARY": "out/rclone", "FSPERF_BACKEND": "rclone",
+           "FSPERF_TESTS": "perf/test_read.py -p no:cacheprovider",
+           "FSPERF_ARGS": "--fsperf-ab-max-rounds=6 --fsperf-settle=off --fsperf-profile=off",
+           "FSPERF_INCONCLUSIVE": "fail",
+           "RUNNER_TEMP": str(temp), "GITHUB_STEP_SUMMARY": str(summary),
+           "GITHUB_REPOSITORY": "acme/fs", "FSPERF_GH_LOG": str(gh_log),
+           "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    context = {"github.event.pull_request.base.sha || github.event.repository.default_branch": base,
+               "github.server_url": "https://github.example", "github.repository": "acme/fs",
+               "github.run_id": "7", "github.token": "not-a-real-token",
+               "github.event.pull_request.number": "12"}
+    steps = dict(run_steps(workflow["jobs"]["gate"], env, context, repo, temp))
+
+    assert steps["Fail on the decision"] != 0, steps  # the job fails
+    assert steps["Write the decision"] == 0 and steps["Comment on the pull request (one comment, updated in place)"] == 0
+    body = (repo / "fsperf-out" / "comment.md").read_text()
+    assert body.startswith(comment.MARKER)
+    assert body.splitlines()[1].startswith("### pytest-fsperf: FAIL"), body
+    row = next(line for line in body.splitlines() if line.startswith("| test_read read |"))
+    assert "**B worse**" in row, body
+    assert "https://github.example/acme/fs/actions/runs/7" in body
+    assert summary.read_text() == body  # the job summary says the same
+    calls = gh_log.read_text()  # the list (its --jq spans lines), then a new comment
+    assert calls.startswith("api --paginate repos/acme/fs/issues/12/comments")
+    assert calls.endswith("\napi repos/acme/fs/issues/12/comments -F body=@fsperf-out/comment.md\n")
+    assert "PATCH" not in calls
+    assert not (temp / "fsperf-base").exists()  # the base's worktree is removed
+    assert "not-a-real-token" not in (repo / "fsperf-out" / "results.json").read_text()
+    assert ours() == ([], [])

@@ -1,0 +1,181 @@
+"""`fsperf comment`: one pull-request comment from a session's JSON, the decision first, under
+GitHub's size limit whatever the number of workloads, and the exit code of the decision."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_fsperf import cli
+from pytest_fsperf.report import comment
+from pytest_fsperf.vocab import ExitCode
+
+TIER = "unit"
+
+GOLDEN = Path(__file__).parent / "data" / "golden"
+UPDATE = os.environ.get("FSPERF_UPDATE_GOLDEN") == "1"
+
+
+def result(name: str, verdict: str = "-", test: str = "perf/test_read.py::test_read") -> dict[str, Any]:
+    return {"test": test, "name": name, "verdict": verdict, "judged": verdict != "-",
+            "total": {"bw_bytes": 1e9, "ops_per_second": 0.0, "io_bytes": 1e9}, "rounds": []}
+
+
+def gate(name: str, ratio: float, low: float, high: float, outcome: str, pairs: int,
+         seconds: float, where: list[str] | None = None, test: str = "perf/test_read.py::test_read",
+         ) -> dict[str, Any]:
+    return {"test": test, "name": name, "kind": "gate", "backend": "rclone", "rounds": pairs,
+            "order": "AB" * pairs, "seconds": seconds, "decided_by": "bw",
+            "a_options": ["/opt/base/rclone"], "b_options": ["/work/pr/rclone"],
+            "a_results": [f"{name}[reference]"], "b_results": [],
+            "where": where or [],
+            "metrics": {"bw": {"metric": "bw", "ratio": ratio, "ci_low": low, "ci_high": high,
+                               "level": 0.98, "anytime": True, "outcome": outcome,
+                               "a": [], "b": [], "a_median": 1e9, "b_median": ratio * 1e9}}}
+
+
+def doc(results: list[dict[str, Any]], comparisons: list[dict[str, Any]],
+        failed: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"schema": "x", "created": "2026-11-26T12:00:00+0000", "environment": {},
+            "results": results, "comparisons": comparisons, "failed_tests": failed or []}
+
+
+PASSING = doc([result("seq_read", "pass"), result("seq_write", "pass")],
+              [gate("seq_read", 0.998, 0.97, 1.03, "not worse", 6, 41.0),
+               gate("seq_write", 1.012, 0.99, 1.04, "not worse", 4, 30.0)])
+REGRESSION = doc(
+    [result("seq_read", "REGRESSION"), result("seq_write", "pass")],
+    [gate("seq_write", 1.0, 0.97, 1.04, "not worse", 4, 30.0),
+     gate("seq_read", 0.871, 0.84, 0.90, "B worse", 12, 80.0,
+          ["READ: p50 service 412 us -> 498 us (+21%), 61% of the time",
+           "GETATTR: count 10 -> 55 (+450%)"])],
+    [{"test": "perf/test_read.py::test_read", "when": "call",
+      "message": "seq_read: regression against the reference build"}])
+UNDECIDED = doc([result("seq_read", "INCONCLUSIVE")],
+                [gate("seq_read", 0.926, 0.893, 0.96, "inconclusive", 18, 300.0)])
+
+
+@pytest.mark.parametrize("name, data, fails, code", [
+    ("pass", PASSING, True, ExitCode.PASS),
+    ("regression", REGRESSION, True, ExitCode.FAILED),
+    ("inconclusive", UNDECIDED, True, ExitCode.INCONCLUSIVE),
+])
+def test_comment_matches_its_golden_and_exits_with_its_decision(name, data, fails, code) -> None:
+    text = comment.render(data, fails, "https://ci.example/run/7")
+    path = GOLDEN / f"comment-{name}.md"
+    if UPDATE:
+        path.write_text(text)
+    assert text == path.read_text()
+    assert text.startswith(comment.MARKER + "\n### pytest-fsperf: ")
+    assert comment.exit_code(data, fails) is code
+
+
+def test_the_regression_is_named_first_with_where_its_time_went() -> None:
+    text = comment.render(REGRESSION, True)
+    decision = text.splitlines()[1]
+    assert decision.startswith("### pytest-fsperf: FAIL"), decision
+    table = [line for line in text.splitlines() if line.startswith("| perf/") or line.startswith("| test_")]
+    assert table[0].startswith("| test_read seq_read | bandwidth | 0.871 |"), table
+    assert "**B worse**" in table[0] and "READ: p50 service" in table[0]
+    assert "not worse" in table[1] and "READ" not in table[1]
+
+
+def test_an_undecided_gate_warns_or_fails_as_the_user_chose() -> None:
+    assert comment.exit_code(UNDECIDED, inconclusive_fails=False) is ExitCode.PASS
+    warned = comment.render(UNDECIDED, inconclusive_fails=False)
+    assert "PASS with warnings" in warned.splitlines()[1]
+    assert "**inconclusive**" in warned
+
+
+def test_a_test_that_errored_is_never_green() -> None:
+    """A session whose every comparison passed but a test errored in setup: FAIL, exit 1."""
+    errored = {**PASSING, "failed_tests": [{"test": "perf/test_x.py::test_x", "when": "setup",
+                                            "message": "mount failed: no such device"}]}
+    assert comment.exit_code(errored, True) is ExitCode.FAILED
+    text = comment.render(errored, True)
+    assert text.splitlines()[1].startswith("### pytest-fsperf: FAIL")
+    assert "mount failed: no such device" in text
+
+
+def test_nothing_judged_has_its_own_code() -> None:
+    assert comment.exit_code(doc([result("seq_read")], []), True) is ExitCode.NOTHING_JUDGED
+
+
+def test_200_workloads_fit_with_the_decision_first_and_the_rest_counted() -> None:
+    many = [gate(f"w{i:03d}", 0.99, 0.95, 1.03, "not worse", 8, 60.0,
+                 test=f"perf/test_x.py::test_{'x' * 300}_{i}") for i in range(200)]
+    many.append(gate("slow", 0.8, 0.75, 0.85, "B worse", 6, 45.0, ["READ: " + "y" * 500],
+                     test="perf/test_z.py::test_z"))
+    data = doc([result("slow", "REGRESSION", "perf/test_z.py::test_z")], many)
+    for limit in (comment.LIMIT, 5000):
+        text = comment.render(data, True, "https://ci.example/run/7", limit=limit)
+        assert len(text) <= limit
+        assert text.splitlines()[1].startswith("### pytest-fsperf: FAIL")
+        rows = [line for line in text.splitlines() if line.startswith("| test_")]
+        assert rows[0].startswith("| test_z slow |"), rows[0]  # the regression first
+        assert len(rows[0]) < 600  # its 'where' is cut short
+        shown = len(rows)
+        assert f"… and {201 - shown} more workloads: in the artifacts" in text
+        assert text.rstrip().splitlines()[-2].startswith("[The report")
+
+
+def test_table_cells_cannot_break_out() -> None:
+    """A test id or a daemon's message with a pipe, HTML or a new line stays in its cell."""
+    odd = gate("r|<script>x</script>\n# head", 0.8, 0.7, 0.9, "B worse", 3, 9.0,
+               ["a | b <img src=x>"])
+    text = comment.render(doc([], [odd]), True)
+    row = next(line for line in text.splitlines() if "B worse" in line)
+    assert "<script>" not in text and "<img" not in text and "\n# head" not in text
+    assert row.count(" | ") == 7, row  # 8 cells, the pipes inside escaped
+
+
+def test_cli_prints_the_comment_and_exits_with_the_decision(tmp_path, capsys) -> None:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(REGRESSION))
+    assert cli.main(["comment", str(path), "--link", "https://ci.example/run/7"]) == 1
+    assert capsys.readouterr().out == comment.render(REGRESSION, True, "https://ci.example/run/7")
+    path.write_text(json.dumps(UNDECIDED))
+    assert cli.main(["comment", str(path)]) == 8
+    assert cli.main(["comment", str(path), "--inconclusive=warn"]) == 0
+
+
+@pytest.mark.parametrize("given, said", [
+    ("missing.json", "no results file"),
+    ("bad.json", "is not a saved run"),
+    ("notes.txt", "is not a .json file"),
+])
+def test_cli_bad_input_is_one_line_and_exit_4(tmp_path, capsys, given, said) -> None:
+    (tmp_path / "bad.json").write_text('{"results": 3}')
+    (tmp_path / "notes.txt").write_text("{}")
+    assert cli.main(["comment", str(tmp_path / given)]) == 4
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_help_lists_every_exit_code() -> None:
+    text = cli.parser()._subparsers._group_actions[0].choices["comment"].format_help()  # type: ignore[union-attr]
+    for code in ExitCode:
+        assert f"  {int(code):<3} " in text
+
+
+@pytest.mark.parametrize("kind", ["github", "gitlab"])
+def test_the_recipes_print(kind, capsys) -> None:
+    assert cli.main(["ci", kind]) == 0
+    text = capsys.readouterr().out
+    assert "fsperf comment" in text and "FSPERF_BUILD" in text and "fsperf history" in text
+
+
+@pytest.mark.fio  # starts a process
+def test_python_dash_m_works_too(tmp_path) -> None:
+    """The recipes call `fsperf`; the module form is the same program."""
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(PASSING))
+    done = subprocess.run([sys.executable, "-m", "pytest_fsperf", "comment", str(path)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.startswith(comment.MARKER)
