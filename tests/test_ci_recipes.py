@@ -176,3 +176,35 @@ def test_the_gate_jobs_steps_fail_a_slower_pull_request_and_comment_on_it(tmp_pa
     assert not (temp / "fsperf-base").exists()  # the base's worktree is removed
     assert "not-a-real-token" not in (repo / "fsperf-out" / "results.json").read_text()
     assert ours() == ([], [])
+
+
+@pytest.mark.fuse
+def test_the_history_jobs_steps_keep_mains_run_on_a_branch(tmp_path) -> None:
+    """A push to main: main measured alone (its build first on PATH), the run saved with its
+    commit on the branch fsperf-runs of the origin, change points over the runs kept."""
+    need("rclone")
+    need("fio")
+    need("git")
+    repo, _ = a_filesystem(tmp_path)
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(origin)], check=True)
+    git(repo, "remote", "add", "origin", str(origin))
+    git(repo, "push", "-q", "origin", "main")
+    (repo / "slow.txt").unlink()  # main's build: plain rclone, quick
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    summary = tmp_path / "summary.md"
+    sha = git(repo, "rev-parse", "HEAD")
+    workflow = yaml.safe_load(recipe("github.yml").read_text())
+    env = {**{k: str(v) for k, v in workflow["env"].items()},
+           "FSPERF_INSTALL": "true", "FSPERF_BUILD": "sh build.sh", "FSPERF_BINARY": "out/rclone",
+           "FSPERF_BACKEND": "rclone", "FSPERF_TESTS": "perf/test_read.py -p no:cacheprovider",
+           "FSPERF_ARGS": "--fsperf-settle=off", "RUNNER_TEMP": str(temp),
+           "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_SHA": sha}
+    steps = dict(run_steps(workflow["jobs"]["history"], env, {}, repo, temp))
+    assert set(steps.values()) == {0}, steps
+    saved = git(origin, "ls-tree", "-r", "--name-only", "fsperf-runs")
+    assert saved == f"runs/main-{sha}.json", saved
+    assert (repo / "fsperf-out" / "history.txt").read_text() in summary.read_text()
+    assert not (temp / "fsperf-runs").exists()  # its worktree removed
+    assert ours() == ([], [])
