@@ -181,6 +181,11 @@ def note_trace(path: str) -> Entry:
     return _note("trace", path=path)
 
 
+def note_cgroup(path: str) -> Entry:
+    """A daemon's memory cgroup (infra/cgroup.py)."""
+    return _note("cgroup", path=path)
+
+
 def done(entry: Entry) -> None:
     if entry is not None:
         entry[0].done(entry[1])
@@ -270,6 +275,7 @@ _OURS = re.compile(r"^(pytest-fsperf-[A-Za-z0-9_.+-]+-[0-9a-f]{12}|fsperf-work-[
 
 
 _TRACE = re.compile(r"^/sys/kernel/tracing/instances/fsperf-[0-9a-f]{12}$")
+_CGROUP = re.compile(r"^/sys/fs/cgroup/(memory/)?([^/.][^/]*/)*fsperf-mem-[0-9a-f]{12}$")  # after its daemon
 
 
 def _ours(path: str) -> bool:
@@ -320,21 +326,23 @@ def _clean_one(e: dict[str, Any], mounts: dict[str, int]) -> str | None:
         return f"stopped process {e['pid']}" + (f" and {len(pids) - 1} more" if len(pids) > 1 else "")
     if e["kind"] == "dir":
         return _remove_dir(e["path"])
-    if e["kind"] == "trace":
-        return _remove_trace(e["path"])
+    if e["kind"] in ("trace", "cgroup"):
+        return _remove_made(e["path"], e["kind"])
     return None
 
 
-def _remove_trace(path: str) -> str | None:
-    """A tracefs instance the plugin made (by its name): rmdir stops its tracing and frees
-    its buffers; tracefs refuses it while a reader holds it open."""
-    if not _TRACE.fullmatch(path):
-        return f"kept {path} (not a tracefs instance the plugin makes)"
+def _remove_made(path: str, kind: str) -> str | None:
+    """A tracefs instance or a memory cgroup the plugin made (by its name): rmdir stops the
+    tracing and frees its buffers, or drops the (by now empty: its daemon was stopped)
+    cgroup; the kernel refuses it while in use."""
+    made, what = ((_TRACE, "trace instance") if kind == "trace" else (_CGROUP, "memory cgroup"))
+    if not made.fullmatch(path):
+        return f"kept {path} (not a {what} the plugin makes)"
     try:
         os.rmdir(path)
     except FileNotFoundError:
         return None
-    return f"removed the trace instance {path}"
+    return f"removed the {what} {path}"
 
 
 @contextlib.contextmanager

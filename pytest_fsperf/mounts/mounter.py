@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_fsperf.errors import MountError
-from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra import cgroup, leftovers
 from pytest_fsperf.infra.mountinfo import Mount, read_mounts
 from pytest_fsperf.infra.probe import abort_connection
 from pytest_fsperf.infra.procs import Proc, kill, kill_tree, tree
@@ -49,6 +49,7 @@ class MountPlan:
     config: Mapping[str, str] = field(default_factory=dict)
     timeout: float = MOUNT_TIMEOUT
     origin: str = ""  # where the request came from, for messages
+    memory_limit: int | None = None  # bytes: every process of the daemon in a cgroup this big
 
 
 def fusermount() -> list[str]:
@@ -115,6 +116,7 @@ class MountedFs:
         self.wiped_caches: tuple[str, ...] = ()  # cache dirs the last cold start emptied
         self.kept_caches: tuple[str, ...] = ()  # those it did not wipe, with the reason
         self._prepared = False  # the backend's prepare step (a volume formatted) is done
+        self.cage: cgroup.MemoryCage | None = None  # the daemon's memory limit, while it runs
 
     def _render(self, options: tuple[str, ...]) -> Rendered:
         rendered = render(self.backend, self.plan.config, options,
@@ -170,14 +172,24 @@ class MountedFs:
         if self.backend.prepare is not None and not self._prepared:
             self.backend.prepare(r, env)  # raises MountError, its output redacted by the caller
             self._prepared = True
+        if self.plan.memory_limit is not None:
+            try:
+                self.cage = cgroup.MemoryCage(self.plan.memory_limit)
+            except OSError as exc:
+                raise MountError(f"{self.backend.name}: no memory limit for its daemon: "
+                                 f"{exc.strerror or exc}") from None
         with open(self.log, "ab") as log:
             try:
-                self.proc = subprocess.Popen(list(r.argv), stdin=subprocess.DEVNULL, stdout=log,
+                self.proc = subprocess.Popen(cgroup.launcher(self.cage, list(r.argv)),
+                                             stdin=subprocess.DEVNULL, stdout=log,
                                              stderr=log, env=env, start_new_session=True)
                 self.started = Proc.of(self.proc.pid)
                 self._run_entries = [leftovers.note_process(self.started),
                                      leftovers.note_mount(self.mountpoint)]
             except OSError as exc:
+                if self.cage is not None:
+                    self.cage.close(0.0)
+                    self.cage = None
                 raise MountError(f"{self.backend.name}: cannot start {r.argv[0]}: "
                                  f"{exc.strerror or exc}") from None
         try:
@@ -236,6 +248,13 @@ class MountedFs:
                     steps.append(note)
             self._unmount(steps)
         self._reap(steps, 10.0 if was_mounted else 0.0)
+        if self.cage is not None:  # what is still in it is the daemon's: it forked away
+            strays = [h for p in map(Proc.of, self.cage.pids()) if p and (h := p.handle())]
+            if strays:
+                steps.append(f"stopped what was left in its cgroup: {', '.join(map(str, kill(strays)))}")
+            left = self.cage.close()
+            steps += [left] if left else []
+            self.cage = None
         if not _mounted(self.mountpoint):
             for entry in self._run_entries:
                 leftovers.done(entry)

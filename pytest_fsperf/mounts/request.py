@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_fsperf import units
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra.redact import redact_args
 from pytest_fsperf.mounts.mounter import MountPlan, require_binary
@@ -14,8 +15,10 @@ from pytest_fsperf.mounts.registry import BackendConfig, Registry
 from pytest_fsperf.mounts.spec import FIELD
 
 MARKER = "fsperf_mount"
-MARKER_HELP = (f"{MARKER}(backend, options=[...], config=None): mount this backend for the test "
-               "(config: a dict, or the name of a fixture giving one, e.g. 'fsperf_s3')")
+MARKER_HELP = (f"{MARKER}(backend, options=[...], config=None, memory_limit=None): mount this "
+               "backend for the test (config: a dict, or the name of a fixture giving one, e.g. "
+               "'fsperf_s3'; memory_limit: '512M', every process of the daemon in a cgroup "
+               "with that limit)")
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,7 @@ class MountRequest:
     config: Mapping[str, str] | str | None = None  # values, or the name of a fixture
     where: str = ""
     extra: Mapping[str, str] = field(default_factory=dict)
+    memory_limit: int | None = None  # bytes: the daemon's cgroup limit
 
 
 def parse_options(value: object, where: str) -> tuple[str, ...]:
@@ -52,12 +56,32 @@ def _config(value: object, where: str) -> Mapping[str, str] | str | None:
 def from_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: str) -> MountRequest:
     if len(args) != 1 or not isinstance(args[0], str) or not args[0]:
         raise UsageError(f"{where}: {MARKER} takes the backend name as its one positional argument")
-    unknown = set(kwargs) - {"options", "config"}
+    unknown = set(kwargs) - {"options", "config", "memory_limit"}
     if unknown:
         raise UsageError(f"{where}: {MARKER}: unknown keyword {sorted(unknown)[0]!r} "
-                         "(known: options, config)")
+                         "(known: options, config, memory_limit)")
     return MountRequest(args[0], parse_options(kwargs.get("options", ()), where),
-                        _config(kwargs.get("config"), where), where)
+                        _config(kwargs.get("config"), where), where,
+                        memory_limit=_limit(kwargs.get("memory_limit"), where))
+
+
+def _limit(value: object, where: str) -> int | None:
+    """A size: '512M' as cgroups and containers write it (K, M, G, T: powers of 1024), or
+    the plugin's units ('512MB', '1GiB')."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    try:
+        if text[-1:] in ("K", "M", "G", "T") and text[:-1].replace(".", "", 1).isdigit():
+            limit = float(text[:-1]) * 1024 ** (" KMGT".index(text[-1]))
+        else:
+            limit = units.parse_bytes(value)
+    except ValueError as exc:
+        raise UsageError(f"{where}: memory_limit={value!r}: {exc}") from None
+    if limit < 1 << 20:
+        raise UsageError(f"{where}: memory_limit={value!r} must be a size of at least 1 MiB, "
+                         "e.g. '512M'")
+    return int(limit)
 
 
 def option_id(options: Sequence[str]) -> str:
@@ -108,4 +132,4 @@ def resolve(req: MountRequest, registry: Registry, file_config: BackendConfig,
     elif (backend.store == "s3" and not values.get("endpoint")
           and not (backend.own_store and values.get(backend.own_store))):
         values.update(fixture("fsperf_s3").config())
-    return MountPlan(backend, req.options, values, timeout, req.where)
+    return MountPlan(backend, req.options, values, timeout, req.where, req.memory_limit)

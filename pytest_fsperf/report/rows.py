@@ -47,6 +47,7 @@ class ResultRow:
     daemon: Mapping[str, Any] | None = None
     daemon_note: str = ""
     daemon_counters: Mapping[str, float] | None = None
+    memory: Mapping[str, Any] | None = None  # the daemon's cgroup: limit, peak, oom_kills
     cache_disk_peak_bytes: int | None = None
     requests: Mapping[str, Any] | None = None
     requests_note: str = ""

@@ -173,6 +173,7 @@ def notes(results: list[Row]) -> list[str]:
         out.append(f"over {', '.join(map(str, rounds))} rounds: figures are medians; [low-high]: "
                    "the 95% interval of the median, which threshold verdicts use")
     out += load_generator_lines(results)
+    out += memory_lines(results)
     out.append("CPU: 100% = one fully busy core; bandwidth and memory in powers of 1000")
     return list(dict.fromkeys(out))  # each note once
 
@@ -190,6 +191,20 @@ def load_generator_lines(results: list[Row]) -> list[str]:
     out += [f"small files moved by Python threads, not the compiled worker: {g[len('python ('):-1]}"
             for g in python]
     return out
+
+
+def memory_lines(results: list[Row]) -> list[str]:
+    """A daemon run under a memory limit: its cgroup's peak against the limit, OOM kills."""
+    each = []
+    for r in results:
+        m = r.memory
+        if not m or not m.get("limit"):
+            continue
+        peak = f"peak {units.format_mb(m['peak'])} of " if m.get("peak") is not None else ""
+        kills = f", {m['oom_kills']} OOM kills" if m.get("oom_kills") else ""
+        each.append(f"{label(r)} {peak}{units.format_mb(m['limit'])}{kills}")
+    return ([f"daemon memory limit (its cgroup's own counters, page cache it owns included): "
+             f"{', '.join(each)}"] if each else [])
 
 
 def _folded(said: list[tuple[str, str]]) -> list[str]:

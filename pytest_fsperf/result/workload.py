@@ -7,6 +7,7 @@ from enum import Enum
 from statistics import median
 from typing import Any
 
+from pytest_fsperf.infra.cgroup import Reading
 from pytest_fsperf.measure.cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
 from pytest_fsperf.measure.figures import DaemonStats, short_cpu_note
 from pytest_fsperf.measure.fusetrace import FuseRequests
@@ -149,6 +150,7 @@ class WorkloadResult:
     cost: Cost | None = None  # those requests at the chosen price list's prices
     timeline: Timeline | None = None  # per interval, when the run lasted a few of them
     daemon_counters: dict[str, float] | None = None  # the daemon's own (JuiceFS .stats)
+    memory: Reading | None = None  # the daemon's cgroup: its memory limit, peak, OOM kills
     # many clients (fsperf.fio(clients=N)): each one; read/write above are fio's "All clients"
     clients: tuple[ClientStats, ...] = ()
     # fio's jobs reported apart (per_job=True): each one; read/write above are their sum

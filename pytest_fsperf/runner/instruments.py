@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import psutil
 
+from pytest_fsperf.infra.cgroup import Reading
 from pytest_fsperf.measure import fusetrace, profile
 from pytest_fsperf.measure.cache import DaemonCache, PageCache
 from pytest_fsperf.measure.figures import DaemonStats
@@ -55,6 +56,7 @@ class Window:
     peer_stats: list[DaemonStats | None] = dataclasses.field(default_factory=list)
     cache_filled: int | None = None  # how much the machine's page cache grew in the window, bytes
     rest: Rest | None = None  # what the rest of the machine used in the window
+    memory: Reading | None = None  # the daemon's cgroup, where it has a memory limit
     io_span: tuple[float, float] | None = None  # when the I/O ran (monotonic s), if known
     expected: int | None = None  # the bytes the load generator says it moved, if known
     started: float = 0.0  # monotonic s of the timeline's t = 0

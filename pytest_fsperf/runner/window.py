@@ -11,7 +11,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from pytest_fsperf import units
 from pytest_fsperf.errors import MeasurementError, WorkloadHung
+from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import progress, timeline
 from pytest_fsperf.measure.cache import ColdRead, DaemonCache, PageCache
 from pytest_fsperf.measure.diskmeter import DiskMeter
@@ -106,6 +108,10 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
     daemons = Daemons(label, DaemonMeter(lookup.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
                       if lookup.daemon else None, w.peers)
     pids = [m.pid for o in (lookup, *others) if o.daemon for m in o.daemon.members]
+    cage = ws.target.owned.cage if ws.target.owned is not None else None
+    killed = cage.read().oom_kills if cage is not None else 0
+    if cage is not None:
+        cage.reset_peak()
     disk = _disk_meter(ws)
     store = StoreRequests(ws, w, here)
     store.start()  # read around the whole window
@@ -151,13 +157,29 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
                 raise MeasurementError(_stalled(label, sampler.stalled, limit))
             daemons.stop(w)
             store.stop(w)
+            w.memory = cage.read() if cage is not None else None
         except DaemonExited as exc:  # the target's own daemon: what its log said last
             owned = ws.target.owned
             mine = daemons.meter is not None and exc.pid == daemons.meter.daemon.pid
             said = owned.last_words() if owned is not None and mine else ""
-            if not said:
+            oom = _oom(cage, killed) if mine else ""
+            if not said and not oom:
                 raise
-            raise DaemonExited(f"{exc}; its log ends: {said}", exc.pid) from None
+            raise DaemonExited(f"{oom}{exc}" + (f"; its log ends: {said}" if said else ""),
+                               exc.pid) from None
+
+
+def _oom(cage: cgroup.MemoryCage | None, before: int) -> str:
+    """Where the daemon's cgroup counted an OOM kill in the window: that is why it died."""
+    if cage is None:
+        return ""
+    now = cage.read()
+    if now.oom_kills <= before:
+        return ""
+    peak = f", peak {units.format_mb(now.peak)}" if now.peak else ""
+    return (f"the daemon was killed for memory: its cgroup's limit {units.format_mb(now.limit)}"
+            f"{peak}, {now.oom_kills - before} OOM kill{'s' * (now.oom_kills - before > 1)} "
+            f"(cgroup v{now.cgroup}'s own count); ")
 
 
 def _timeline(w: Window, sampler: timeline.Sampler, trace: FuseTrace | None) -> None:
@@ -187,7 +209,7 @@ def record(ws: Space, w: Window, cold: tuple[ColdRead, str] | None = None,
         requests_note=w.requests_note, cost=_cost(ws, w.requests), timeline=w.timeline,
         daemon_counters=w.daemon_counters, placement=w.placement, fuse=w.fuse,
         fuse_note=w.fuse_note, profile=w.profile, profile_note=w.profile_note,
-        cache_filled=w.cache_filled, rest=w.rest, **fields)
+        cache_filled=w.cache_filled, rest=w.rest, memory=w.memory, **fields)
     found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes, w.fuse)
     return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)
 
