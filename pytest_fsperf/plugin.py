@@ -310,6 +310,9 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
             tolerance = for_item(s, "tolerance", plan and plan.tolerance,
                                  f"fsperf marker tolerance={plan and plan.tolerance}")
             handle.tolerance = tolerance.value
+            wants = plan is not None and plan.wants_rss_after
+            handle.rss_settle = s.rss_settle if s.rss_settle is not None else 2.0 if wants else 0.0
+            handle.page_cache = s.page_cache
             if s.ceilings or (plan is not None and plan.wants_ceilings):
                 handle.beside = request.config.stash.setdefault(CEILINGS, Ceilings(state)).beside(handle)
             handle.notes = tuple(f"{c.describe(n)} ({RULE})" for n, c in

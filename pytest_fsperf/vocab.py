@@ -222,6 +222,15 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
     Metric("daemon_cpu", "daemon CPU", units.parse_percent, units.format_percent, False, "%"),
     Metric("daemon_cpu_per_gb", "daemon CPU-s/GB", _number, _cpu_s, False, "CPU-s/GB"),
     Metric("daemon_rss", "daemon peak memory", units.parse_bytes, units.format_mb, False, "MB", 1e6),
+    # The daemon's RSS a while after the window (--fsperf-rss-settle): what it gave back.
+    Metric("daemon_rss_after", "daemon memory after settling", units.parse_bytes, units.format_mb,
+           False, "MB", 1e6),
+    # The slope of daemon_rss_after over a test's rounds: a leak grows round after round.
+    Metric("daemon_rss_round_growth", "daemon memory growth per round", units.parse_bytes,
+           units.format_mb, False, "MB", 1e6),
+    # The page cache the workload's files hold at the window's end (mincore of each).
+    Metric("page_cache", "page cache of its files", units.parse_bytes, units.format_mb, False,
+           "MB", 1e6),
     Metric("lat_p99", "p99 latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6),
     Metric("lat_p50", "p50 latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6),
     Metric("lat_mean", "mean latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6),

@@ -26,9 +26,10 @@ class Reading:
     """What the cgroup counted: its limit, its peak, its OOM kills."""
 
     cgroup: int  # its version: 1 or 2
-    limit: int  # bytes
+    limit: int | None  # bytes; None: none (a cgroup that only counts)
     peak: int | None  # bytes: the most the cgroup's processes held (page cache they own too)
     oom_kills: int  # processes the kernel killed for this cgroup's limit
+    page_cache: int | None = None  # bytes of page cache charged to it now
 
 
 def _own(controller: str, proc: str = "/proc/self/cgroup") -> str:
@@ -56,9 +57,10 @@ def unavailable(root: str = ROOT) -> str | None:
 
 
 class MemoryCage:
-    """One cgroup with a memory limit; enter(pid) before the daemon runs, read(), close()."""
+    """One cgroup with a memory limit (or none: it only counts); its processes enter it
+    before they run (launcher()); read(), close()."""
 
-    def __init__(self, limit: int, root: str = ROOT) -> None:
+    def __init__(self, limit: int | None, root: str = ROOT) -> None:
         why = unavailable(root)
         if why:
             raise OSError(why)
@@ -80,7 +82,9 @@ class MemoryCage:
         else:
             raise FileExistsError(f"no free cgroup name under {base}")
         try:
-            if self.version == 2:
+            if limit is None:
+                pass
+            elif self.version == 2:
                 self._write("memory.max", str(limit))
                 self._try("memory.swap.max", "0")
             else:
@@ -141,7 +145,14 @@ class MemoryCage:
             if key == "oom_kill":
                 kills = int(value)
         peak = int(peak_text) if peak_text and peak_text.strip().isdigit() else None
-        return Reading(self.version, self.limit, peak, kills)
+        stat = dict(line.split(" ", 1) for line in (self._read("memory.stat") or "").splitlines()
+                    if " " in line)
+        # page cache: files' pages, without shared memory (fio's own segments count there)
+        cache, shmem = (("file", "shmem") if self.version == 2 else
+                        ("total_cache", "total_shmem") if "total_cache" in stat else ("cache", "shmem"))
+        pages = (int(stat[cache]) - int(stat.get(shmem, "0"))
+                 if stat.get(cache, "").strip().isdigit() else None)
+        return Reading(self.version, self.limit, peak, kills, pages)
 
     def close(self, wait: float = 5.0) -> str:
         """Remove the cgroup once its processes are gone (the mount reaped them); '' or why

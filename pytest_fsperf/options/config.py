@@ -21,7 +21,7 @@ from pytest_fsperf.errors import UsageError
 from pytest_fsperf.hosts import spec as hosts_spec
 from pytest_fsperf.infra import inputs
 from pytest_fsperf.judge import history
-from pytest_fsperf.measure import balloon, cache, fusetrace, placement, profile
+from pytest_fsperf.measure import balloon, cache, fusetrace, pagecache, placement, profile
 from pytest_fsperf.mounts.registry import BackendConfig
 from pytest_fsperf.options import parse
 from pytest_fsperf.options.parse import RULE, Chosen, Raw, Source, choose
@@ -177,6 +177,11 @@ OPTIONS = (
            "(default: drop_caches, the whole machine's) or keep (only the FUSE files' pages, "
            "the daemon remounted where the plugin mounts it: a local store's files stay in "
            "memory, so that every run of a gate meets one state of them)"),
+    Option("fsperf_page_cache", "page_cache", parse.member(pagecache.Counting),
+           pagecache.Counting.AUTO, "auto|on|off",
+           "count the page cache a fio workload takes (its processes in a memory cgroup of "
+           "their own: what is charged to it at the window's end): auto (default, as root), "
+           "or off"),
     Option("fsperf_fuse_trace", "fuse_trace", parse.tracing, fusetrace.Tracing.AUTO, "auto|on|off",
            "count the FUSE requests of every workload by opcode, with their service times, from "
            "the kernel's fuse tracepoints: auto (default) where they exist and the session is "
@@ -190,6 +195,10 @@ OPTIONS = (
            "auto|on|off",
            "profile the daemon (perf record -g) over one more pair of an A/B and say which "
            "functions' share of its CPU moved: auto (default) when B is worse, on: every A/B"),
+    Option("fsperf_rss_settle", "rss_settle", parse.timeout, None, "SECONDS",
+           "after each workload, wait this long and read the daemon's RSS again: the memory "
+           "it gave back (daemon_rss_after; default: 2 s where a test names max_rss_after, "
+           "else not measured)"),
     Option("fsperf_stall_limit", "stall_limit", parse.timeout, None, "SECONDS",
            "stop a fio workload that moved nothing for this many seconds, and fail it "
            "(default: only --fsperf-workload-timeout stops a workload)"),
@@ -263,10 +272,12 @@ class Settings:
     ab_seconds: float = 300.0
     gate_seconds: float | None = None  # one budget the session's gated workloads share
     stall_limit: float | None = None
+    rss_settle: float | None = None
     cpus: placement.CpuSetting = placement.AUTO
     settle: balloon.Settle = balloon.Settle.AUTO
     store_cache: cache.StoreCache = cache.StoreCache.DROP
     fuse_trace: fusetrace.Tracing = fusetrace.Tracing.AUTO
+    page_cache: pagecache.Counting = pagecache.Counting.AUTO
     ceilings: bool = False
     profiling: profile.Profiling = profile.Profiling.AUTO
     fio_servers: tuple[fio_clients.Server, ...] = ()

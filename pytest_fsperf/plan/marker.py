@@ -75,6 +75,9 @@ KEYWORDS: dict[str, Keyword] = {
     "max_decay": Keyword(METRICS["decay"], "max"),
     "max_swing": Keyword(METRICS["bw_swing"], "max"),
     "max_rss_growth": Keyword(METRICS["rss_growth"], "max"),
+    "max_rss_after": Keyword(METRICS["daemon_rss_after"], "max"),
+    "max_rss_round_growth": Keyword(METRICS["daemon_rss_round_growth"], "max"),
+    "max_page_cache": Keyword(METRICS["page_cache"], "max"),
     "min_efficiency": Keyword(METRICS["efficiency"], "min"),
 }
 
@@ -123,6 +126,10 @@ class Plan:
     tolerance: float | None = None  # None: --fsperf-tolerance (the marker's beats the ini's)
     rounds: int | None = None  # None: --fsperf-rounds
     warmup: bool | None = None
+
+    @property
+    def wants_rss_after(self) -> bool:
+        return any(t.keyword in ("max_rss_after", "max_rss_round_growth") for t in self.thresholds)
 
     @property
     def wants_ceilings(self) -> bool:

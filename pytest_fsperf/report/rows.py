@@ -48,6 +48,9 @@ class ResultRow:
     daemon_note: str = ""
     daemon_counters: Mapping[str, float] | None = None
     memory: Mapping[str, Any] | None = None  # the daemon's cgroup: limit, peak, oom_kills
+    rss_before: int | None = None  # the daemon's RSS before the window (with rss_after)
+    rss_after: int | None = None  # and --fsperf-rss-settle s after it: what it gave back
+    page_cache: int | None = None  # what the workload's processes took of the page cache
     cache_disk_peak_bytes: int | None = None
     requests: Mapping[str, Any] | None = None
     requests_note: str = ""

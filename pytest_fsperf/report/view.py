@@ -203,8 +203,18 @@ def memory_lines(results: list[Row]) -> list[str]:
         peak = f"peak {units.format_mb(m['peak'])} of " if m.get("peak") is not None else ""
         kills = f", {m['oom_kills']} OOM kills" if m.get("oom_kills") else ""
         each.append(f"{label(r)} {peak}{units.format_mb(m['limit'])}{kills}")
-    return ([f"daemon memory limit (its cgroup's own counters, page cache it owns included): "
-             f"{', '.join(each)}"] if each else [])
+    out = ([f"daemon memory limit (its cgroup's own counters, page cache it owns included): "
+            f"{', '.join(each)}"] if each else [])
+    back = [f"{label(r)} {units.format_mb(r.rss_before)} before, {units.format_mb(r.rss_after)} "
+            "after" for r in results if r.rss_after is not None and r.rss_before is not None]
+    if back:
+        out.append(f"daemon memory given back (RSS just before the window, and settled after "
+                   f"it): {', '.join(back)}")
+    taken = [f"{label(r)} {units.format_mb(r.page_cache)}" for r in results if r.page_cache is not None]
+    if taken:
+        out.append(f"page cache taken (charged to fio's processes, at the window's end): "
+                   f"{', '.join(taken)}")
+    return out
 
 
 def _folded(said: list[tuple[str, str]]) -> list[str]:

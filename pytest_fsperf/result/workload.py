@@ -151,6 +151,10 @@ class WorkloadResult:
     timeline: Timeline | None = None  # per interval, when the run lasted a few of them
     daemon_counters: dict[str, float] | None = None  # the daemon's own (JuiceFS .stats)
     memory: Reading | None = None  # the daemon's cgroup: its memory limit, peak, OOM kills
+    rss_after: int | None = None  # the daemon's RSS after --fsperf-rss-settle s, bytes
+    rss_before: int | None = None  # its RSS just before the window (with rss_after), bytes
+    page_cache: int | None = None  # the page cache its files held at the window's end, bytes
+    page_cache_note: str = ""  # why it was not counted
     # many clients (fsperf.fio(clients=N)): each one; read/write above are fio's "All clients"
     clients: tuple[ClientStats, ...] = ()
     # fio's jobs reported apart (per_job=True): each one; read/write above are their sum
@@ -208,6 +212,9 @@ class WorkloadResult:
         own = self.single_metrics()
         if self.rounds:
             own = {key: median(values) if (values := self.values(key)) else None for key in own}
+            after = self.values("daemon_rss_after")
+            if len(after) >= 3:  # a leak grows round after round: least-squares slope
+                own["daemon_rss_round_growth"] = slope(after)
         return {**own, **self._shares(own.get(self._rate))}
 
     @property
@@ -252,6 +259,8 @@ class WorkloadResult:
             "daemon_cpu": self.daemon.countable_cpu if self.daemon else None,
             "daemon_cpu_per_gb": self.cpu_per_gb,
             "daemon_rss": float(self.daemon.peak_rss_bytes) if self.daemon else None,
+            "daemon_rss_after": float(self.rss_after) if self.rss_after is not None else None,
+            "page_cache": float(self.page_cache) if self.page_cache is not None else None,
         }
         shape_of = shape(self.timeline)
         q = self.requests
@@ -283,7 +292,7 @@ class WorkloadResult:
         # daemon and request figures stay as None when not measured: a threshold on them
         # is then "not judged", never passed
         return {k: v for k, v in figures.items()
-                if v is not None or k.startswith(("daemon_", "req_", "cost", "fuse_")) or k in SHAPE}
+                if v is not None or k.startswith(("daemon_", "req_", "cost", "fuse_", "page_")) or k in SHAPE}
 
     @property
     def files(self) -> int:
@@ -375,6 +384,13 @@ class WorkloadResult:
                 row["cpu_percent"] = None
                 row["cpu_percent_note"] = short_cpu_note(stats.cpu_window_seconds or stats.wall_seconds)
         return data
+
+
+def slope(values: list[float]) -> float:
+    """Least-squares growth per step of a series (bytes per round)."""
+    n = len(values)
+    mx, my = (n - 1) / 2, sum(values) / n
+    return sum((i - mx) * (v - my) for i, v in enumerate(values)) / sum((i - mx) ** 2 for i in range(n))
 
 
 def pick(figures: dict[str, float | None], metric: str) -> float | None:

@@ -14,7 +14,8 @@ from pytest_fsperf import units
 from pytest_fsperf.engine import fio as fio_engine
 from pytest_fsperf.engine import fio_status, fiosize
 from pytest_fsperf.errors import UsageError, WorkloadHung
-from pytest_fsperf.measure import progress
+from pytest_fsperf.infra import cgroup
+from pytest_fsperf.measure import pagecache, progress
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.result.workload import JobStats, WorkloadResult
 from pytest_fsperf.runner import window
@@ -107,9 +108,20 @@ def measure(ws: Space, label: str, judged: bool, job: dict[str, str], layout: bo
     spec = fio_status.instrumented(job, out)
     status_args = ([f"--status-interval={fio_status.INTERVAL:g}"]
                    if fio_status.needs_status(job) else [])
-    proc = fio_engine.FioProcess(
-        [*fio_engine.command(spec, "fsperf", str(ws.workdir), out + ".json", grouped),
-         *status_args], out + ".json.log")
+    cage, uncounted = pagecache.load_cage(ws.page_cache)  # the page cache fio takes
+    try:
+        return _run(ws, label, job, out, spec, grouped, status_args, cage, uncounted, judged, fresh)
+    finally:
+        if cage is not None:
+            cage.close()
+
+
+def _run(ws: Space, label: str, job: dict[str, str], out: str, spec: dict[str, str],
+         grouped: bool, status_args: list[str], cage: cgroup.MemoryCage | None, uncounted: str,
+         judged: bool, fresh: bool) -> WorkloadResult:
+    proc = fio_engine.FioProcess(cgroup.launcher(cage, [
+        *fio_engine.command(spec, "fsperf", str(ws.workdir), out + ".json", grouped),
+        *status_args]), out + ".json.log")
     status = fio_status.Status(out + ".json")
     tree = progress.TreeIo(lambda: proc.proc.pid if proc.proc else None)
     # live: the bytes fio's processes read and wrote (exact, every sample, for engines
@@ -117,6 +129,8 @@ def measure(ws: Space, label: str, judged: bool, job: dict[str, str], layout: bo
     # (libaio, io_uring, mmap move none that way; fio reports once a second)
     with window.measured(ws, label, lambda: max(tree(), status()), on_exit=proc.stop_now,
                        spanned=True) as w:
+        if cage is not None:  # fio's own code back in memory after the cold drop, charged
+            fio_engine.fio_version()  # outside its cgroup: the cgroup counts the workload's pages
         try:
             code, fio_cpu = proc.run(ws.deadline(job), ws.on_hang)
         except WorkloadHung as exc:
@@ -125,6 +139,9 @@ def measure(ws: Space, label: str, judged: bool, job: dict[str, str], layout: bo
         read, write, raw, jobs = fio_engine.parse_output(out + ".json")
         runtime = max((d.runtime_ms for d in (read, write) if d is not None), default=0)
         w.io_span = fio_status.io_span(out, runtime, status)
+        w.page_cache = cage.read().page_cache if cage is not None else None
+        w.page_cache_note = uncounted if cage is None else "" if w.page_cache is not None else (
+            "not counted: the cgroup has no page-cache figure")
     if w.timeline is not None:
         w.timeline = dataclasses.replace(w.timeline, clat=fio_engine.read_clat_logs(out, w.started))
         total = sum(d.io_bytes for d in (read, write) if d is not None)

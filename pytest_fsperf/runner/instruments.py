@@ -57,6 +57,10 @@ class Window:
     cache_filled: int | None = None  # how much the machine's page cache grew in the window, bytes
     rest: Rest | None = None  # what the rest of the machine used in the window
     memory: Reading | None = None  # the daemon's cgroup, where it has a memory limit
+    rss_after: int | None = None  # the daemon's RSS a while after the window
+    rss_before: int | None = None  # and just before it
+    page_cache: int | None = None  # the page cache the workload's files held at its end
+    page_cache_note: str = ""  # why it was not counted
     io_span: tuple[float, float] | None = None  # when the I/O ran (monotonic s), if known
     expected: int | None = None  # the bytes the load generator says it moved, if known
     started: float = 0.0  # monotonic s of the timeline's t = 0

@@ -17,7 +17,7 @@ import psutil
 from pytest_fsperf.engine import fio as fio_engine
 from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.judge.paired import Budget
-from pytest_fsperf.measure import balloon, cache
+from pytest_fsperf.measure import balloon, cache, pagecache
 from pytest_fsperf.measure.cache import DaemonCache, PageCache
 from pytest_fsperf.options.config import Settings
 from pytest_fsperf.result.workload import WorkloadResult, median_round
@@ -71,6 +71,8 @@ class Space:
         #: "auto" waits out each cache drop from then on, until the pairing ends.
         self.unsteady = False
         self.profiled = False  # inside profiling(): each window profiles the daemon
+        self.rss_settle = 0.0  # s after each window before the daemon's RSS is read again
+        self.page_cache = pagecache.Counting.AUTO  # counting the page cache its files hold
         #: What each read job's layout left (work dir, job -> its files): found again
         #: unchanged, the layout (and the cold start it makes again) is not repeated.
         self.laid_out: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, tuple[int, int]]] = {}

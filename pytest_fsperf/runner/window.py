@@ -17,7 +17,7 @@ from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import progress, timeline
 from pytest_fsperf.measure.cache import ColdRead, DaemonCache, PageCache
 from pytest_fsperf.measure.diskmeter import DiskMeter
-from pytest_fsperf.measure.meters import DaemonExited, DaemonMeter
+from pytest_fsperf.measure.meters import DaemonExited, DaemonMeter, status_kib
 from pytest_fsperf.measure.placement import pinned
 from pytest_fsperf.measure.rest import own_cpu
 from pytest_fsperf.mounts.daemon import Lookup
@@ -108,6 +108,7 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
     daemons = Daemons(label, DaemonMeter(lookup.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
                       if lookup.daemon else None, w.peers)
     pids = [m.pid for o in (lookup, *others) if o.daemon for m in o.daemon.members]
+    rss_before = _rss(lookup) if ws.rss_settle else None
     cage = ws.target.owned.cage if ws.target.owned is not None else None
     killed = cage.read().oom_kills if cage is not None else 0
     if cage is not None:
@@ -158,6 +159,9 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
             daemons.stop(w)
             store.stop(w)
             w.memory = cage.read() if cage is not None else None
+            if ws.rss_settle and lookup.daemon is not None:  # outside the window: what it gave back
+                time.sleep(ws.rss_settle)
+                w.rss_after, w.rss_before = _rss(lookup), rss_before
         except DaemonExited as exc:  # the target's own daemon: what its log said last
             owned = ws.target.owned
             mine = daemons.meter is not None and exc.pid == daemons.meter.daemon.pid
@@ -169,12 +173,18 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
                                exc.pid) from None
 
 
+def _rss(lookup: Lookup) -> int | None:
+    """The daemon's resident memory now, all its processes."""
+    found = [status_kib(m.pid, "VmRSS") for m in lookup.daemon.members] if lookup.daemon else []
+    return 1024 * sum(k for k in found if k is not None) if found and None not in found else None
+
+
 def _oom(cage: cgroup.MemoryCage | None, before: int) -> str:
     """Where the daemon's cgroup counted an OOM kill in the window: that is why it died."""
     if cage is None:
         return ""
     now = cage.read()
-    if now.oom_kills <= before:
+    if now.oom_kills <= before or now.limit is None:
         return ""
     peak = f", peak {units.format_mb(now.peak)}" if now.peak else ""
     return (f"the daemon was killed for memory: its cgroup's limit {units.format_mb(now.limit)}"
@@ -209,7 +219,8 @@ def record(ws: Space, w: Window, cold: tuple[ColdRead, str] | None = None,
         requests_note=w.requests_note, cost=_cost(ws, w.requests), timeline=w.timeline,
         daemon_counters=w.daemon_counters, placement=w.placement, fuse=w.fuse,
         fuse_note=w.fuse_note, profile=w.profile, profile_note=w.profile_note,
-        cache_filled=w.cache_filled, rest=w.rest, memory=w.memory, **fields)
+        cache_filled=w.cache_filled, rest=w.rest, memory=w.memory, rss_after=w.rss_after,
+        rss_before=w.rss_before, page_cache=w.page_cache, page_cache_note=w.page_cache_note, **fields)
     found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes, w.fuse)
     return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)
 

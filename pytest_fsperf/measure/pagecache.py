@@ -1,0 +1,27 @@
+"""The page cache a workload takes: its load generator's processes run in a memory cgroup of
+their own (no limit), and the page cache charged to it at the window's end is what the
+workload's reads and writes brought in: its files' pages, not the machine-wide figure other
+processes move. (Counting by file with mincore is no use on FUSE: opening a file there drops
+its cached pages unless the daemon asks the kernel to keep them.)"""
+
+from __future__ import annotations
+
+from pytest_fsperf.infra import cgroup
+from pytest_fsperf.vocab import Text
+
+
+class Counting(Text):
+    """--fsperf-page-cache: whether the page cache a workload takes is counted."""
+
+    AUTO = "auto"  # fio workloads, where the plugin is root and cgroups have memory (default)
+    OFF = "off"
+
+
+def load_cage(counting: Counting) -> tuple[cgroup.MemoryCage | None, str]:
+    """A cgroup for the load generator, or None and why the page cache is not counted."""
+    if counting is Counting.OFF:
+        return None, "not counted (--fsperf-page-cache=off)"
+    try:
+        return cgroup.MemoryCage(None), ""
+    except OSError as exc:
+        return None, f"not counted: {exc.strerror or exc}"
