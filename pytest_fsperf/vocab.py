@@ -168,6 +168,7 @@ class FilesOp(Text):
 
     READ = "read files"
     WRITE = "write files"
+    HOLD = "hold files open, idle"  # mode="hold": the window is the idle time
 
 
 class CompareKind(Text):
@@ -227,6 +228,10 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
            False, "MB", 1e6),
     # The slope of daemon_rss_after over a test's rounds: a leak grows round after round.
     Metric("daemon_rss_round_growth", "daemon memory growth per round", units.parse_bytes,
+           units.format_mb, False, "MB", 1e6),
+    # fsperf.files(mode="hold"): the daemon's memory while N files are held open and idle,
+    # over its RSS before they were opened, per file.
+    Metric("daemon_rss_per_handle", "daemon memory per idle open file", units.parse_bytes,
            units.format_mb, False, "MB", 1e6),
     # The page cache the workload's files hold at the window's end (mincore of each).
     Metric("page_cache", "page cache of its files", units.parse_bytes, units.format_mb, False,

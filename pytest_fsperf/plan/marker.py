@@ -76,6 +76,7 @@ KEYWORDS: dict[str, Keyword] = {
     "max_swing": Keyword(METRICS["bw_swing"], "max"),
     "max_rss_growth": Keyword(METRICS["rss_growth"], "max"),
     "max_rss_after": Keyword(METRICS["daemon_rss_after"], "max"),
+    "max_rss_per_handle": Keyword(METRICS["daemon_rss_per_handle"], "max"),
     "max_rss_round_growth": Keyword(METRICS["daemon_rss_round_growth"], "max"),
     "max_page_cache": Keyword(METRICS["page_cache"], "max"),
     "min_efficiency": Keyword(METRICS["efficiency"], "min"),

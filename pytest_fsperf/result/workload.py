@@ -262,6 +262,10 @@ class WorkloadResult:
             "daemon_rss_after": float(self.rss_after) if self.rss_after is not None else None,
             "page_cache": float(self.page_cache) if self.page_cache is not None else None,
         }
+        if self.ops is not None and self.ops.operation == FilesOp.HOLD:  # idle open handles
+            figures["daemon_rss_per_handle"] = (
+                (self.daemon.peak_rss_bytes - self.rss_before) / max(1, self.ops.count)
+                if self.daemon is not None and self.rss_before is not None else None)
         shape_of = shape(self.timeline)
         q = self.requests
         kinds = q.by_kind if q else {}

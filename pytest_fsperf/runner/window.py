@@ -48,7 +48,8 @@ def _daemon_cache(lookup: Lookup, page: PageCache | None,
 
 def measure_engine(ws: Space, label: str, judged: bool, kind: EngineKind,
                    options: dict[str, str], run: Callable[[], OpStats],
-                   counter: Callable[[], int] | None = None) -> WorkloadResult:
+                   counter: Callable[[], int] | None = None,
+                   before: Callable[[Window], None] | None = None) -> WorkloadResult:
     """Measure an in-process engine with the daemon meter, as fio is measured. Past the
     workload deadline (--fsperf-workload-timeout, else an hour) the hang is handled as for
     fio: on a mount the plugin owns, the aborted connection ends the engine's waits."""
@@ -62,7 +63,7 @@ def measure_engine(ws: Space, label: str, judged: bool, kind: EngineKind,
 
     timer = threading.Timer(timeout, hang)
     timer.daemon = True
-    with measured(ws, label, counter or progress.own_io) as w:
+    with measured(ws, label, counter or progress.own_io, before=before) as w:
         cpu0 = own_cpu()
         timer.start()
         try:
@@ -86,7 +87,8 @@ def measure_engine(ws: Space, label: str, judged: bool, kind: EngineKind,
 def measured(ws: Space, label: str, counter: Callable[[], int],
              on_exit: Callable[[], None] | None = None,
              timed_io: bool = False, peers: int = 0,
-             here: bool = True, spanned: bool = False) -> Iterator[Window]:
+             here: bool = True, spanned: bool = False,
+             before: Callable[[Window], None] | None = None) -> Iterator[Window]:
     """Take the pending cold state, then measure the body with the daemon meter, the
     cache-disk sampler and the progress line. A failure because the daemon died is
     reported as the daemon's death. timed_io: the counter counts the workload's bytes
@@ -101,6 +103,8 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
     page, daemon_cold, steps = ws.take_cold()
     w = Window(lookup, page or PageCache.WARM, _daemon_cache(lookup, page, daemon_cold),
                steps if page else ())
+    if before is not None:  # after the cold start, before the meters: e.g. files opened
+        before(w)
     moved = counter if timed_io else None
     others = [p.lookup_daemon() for p in ws.peers[:peers]]
     w.peers = [(o, DaemonMeter(o.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
@@ -108,7 +112,7 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
     daemons = Daemons(label, DaemonMeter(lookup.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
                       if lookup.daemon else None, w.peers)
     pids = [m.pid for o in (lookup, *others) if o.daemon for m in o.daemon.members]
-    rss_before = _rss(lookup) if ws.rss_settle else None
+    rss_before = w.rss_before if w.rss_before is not None else rss_of(lookup) if ws.rss_settle else None
     cage = ws.target.owned.cage if ws.target.owned is not None else None
     killed = cage.read().oom_kills if cage is not None else 0
     if cage is not None:
@@ -161,25 +165,29 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
             w.memory = cage.read() if cage is not None else None
             if ws.rss_settle and lookup.daemon is not None:  # outside the window: what it gave back
                 time.sleep(ws.rss_settle)
-                w.rss_after, w.rss_before = _rss(lookup), rss_before
+                w.rss_after, w.rss_before = rss_of(lookup), rss_before
         except DaemonExited as exc:  # the target's own daemon: what its log said last
             owned = ws.target.owned
             mine = daemons.meter is not None and exc.pid == daemons.meter.daemon.pid
             said = owned.last_words() if owned is not None and mine else ""
-            oom = _oom(cage, killed) if mine else ""
+            oom = oom_cause(cage, killed) if mine else ""
             if not said and not oom:
                 raise
-            raise DaemonExited(f"{oom}{exc}" + (f"; its log ends: {said}" if said else ""),
-                               exc.pid) from None
+            kind = KilledForMemory if oom else DaemonExited
+            raise kind(f"{oom}{exc}" + (f"; its log ends: {said}" if said else ""), exc.pid) from None
 
 
-def _rss(lookup: Lookup) -> int | None:
+class KilledForMemory(DaemonExited):
+    """The daemon died because the kernel killed it for its cgroup's memory limit."""
+
+
+def rss_of(lookup: Lookup) -> int | None:
     """The daemon's resident memory now, all its processes."""
     found = [status_kib(m.pid, "VmRSS") for m in lookup.daemon.members] if lookup.daemon else []
     return 1024 * sum(k for k in found if k is not None) if found and None not in found else None
 
 
-def _oom(cage: cgroup.MemoryCage | None, before: int) -> str:
+def oom_cause(cage: cgroup.MemoryCage | None, before: int) -> str:
     """Where the daemon's cgroup counted an OOM kill in the window: that is why it died."""
     if cage is None:
         return ""

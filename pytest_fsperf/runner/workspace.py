@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.measure.cache import ColdRead
 from pytest_fsperf.result.workload import OpStats, WorkloadResult
 from pytest_fsperf.runner import ab, fio_run, window
@@ -26,7 +27,20 @@ class Workspace(Space):
                judged: bool = True) -> WorkloadResult:
         """Run a workload: in rounds; under a release gate (--fsperf-reference,
         --fsperf-reference-mount) every judged workload on the reference and the candidate in
-        interleaved pairs instead, an unjudged one (preparation) once, on the candidate."""
+        interleaved pairs instead, an unjudged one (preparation) once, on the candidate. A
+        daemon the kernel killed for its memory limit fails it as that, wherever it died
+        (a layout, files being opened), not as a vanished mount."""
+        try:
+            return self._repeat(name, run, tag, judged)
+        except (OSError, MeasurementError) as exc:
+            owned = self.target.owned
+            said = window.oom_cause(owned.cage if owned is not None else None, 0)
+            if not said or isinstance(exc, window.KilledForMemory):
+                raise
+            raise window.KilledForMemory(f"{said}{exc}") from None
+
+    def _repeat(self, name: str, run: Callable[[str], WorkloadResult],
+                tag: Callable[[WorkloadResult], WorkloadResult] | None, judged: bool) -> WorkloadResult:
         if self.release is None:
             if judged and self.beside is not None:  # every judged workload, scenarios too
                 first, beside = tag or (lambda r: r), self.beside
@@ -63,9 +77,11 @@ class Workspace(Space):
 
     def measure_engine(self, label: str, judged: bool, kind: EngineKind, options: dict[str, str],
                        run: Callable[[], OpStats],
-                       counter: Callable[[], int] | None = None) -> WorkloadResult:
-        """counter: the bytes the engine moved so far (default: this process's)."""
-        return window.measure_engine(self, label, judged, kind, options, run, counter)
+                       counter: Callable[[], int] | None = None,
+                       before: Callable[[Window], None] | None = None) -> WorkloadResult:
+        """counter: the bytes the engine moved so far (default: this process's); before: run
+        after the cold start, before the meters start."""
+        return window.measure_engine(self, label, judged, kind, options, run, counter, before)
 
     def measured(self, label: str, counter: Callable[[], int],
                  on_exit: Callable[[], None] | None = None, timed_io: bool = False,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -22,8 +23,10 @@ from pytest_fsperf.engine.fio_options import control
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.measure import progress
 from pytest_fsperf.result.phases import MdtestResult
-from pytest_fsperf.result.workload import WorkloadResult
-from pytest_fsperf.vocab import EngineKind
+from pytest_fsperf.result.workload import OpStats, WorkloadResult
+from pytest_fsperf.runner.instruments import Window
+from pytest_fsperf.runner.window import rss_of
+from pytest_fsperf.vocab import EngineKind, FilesOp
 
 if TYPE_CHECKING:
     from pytest_fsperf.runner.workspace import Workspace
@@ -40,6 +43,7 @@ class FilesJob:
     subdir: str = "files"
     first: object = "1MiB"  # the first read or write of each file; "1B" times the first byte
     order: str = "listed"  # or "shuffled": an epoch of a dataloader (seeded: the same each run)
+    hold: float = 10.0  # mode "hold": seconds every file is held open and idle (the window)
 
 
 @dataclass(frozen=True)
@@ -122,8 +126,8 @@ def _subdir(where: str, subdir: str) -> None:
 
 def files_step(fs: Workspace, name: str | None, j: FilesJob, judged: bool, where: str) -> WorkloadResult:
     mode, count, size, threads, subdir = j.mode, j.count, j.size, j.threads, j.subdir
-    if mode not in ("read", "write"):
-        raise UsageError(f"{where}: mode={mode!r} must be 'read' or 'write'")
+    if mode not in ("read", "write", "hold"):
+        raise UsageError(f"{where}: mode={mode!r} must be 'read', 'write' or 'hold'")
     _whole(where, count=(count, 1), threads=(threads, 1))
     _subdir(where, subdir)
     try:
@@ -141,7 +145,7 @@ def files_step(fs: Workspace, name: str | None, j: FilesJob, judged: bool, where
     os.makedirs(directory, exist_ok=True)
     paths = files_engine.file_names(directory, n)
     fresh = True  # a write makes its files; a read finds them or lays them out first
-    if mode == "read":
+    if mode != "write":
         # What the seed's reader does before its clock starts: walk the dir, stat each file.
         listed = files_engine.list_files(directory)
         fresh = listed != sorted(paths)
@@ -164,12 +168,42 @@ def files_step(fs: Workspace, name: str | None, j: FilesJob, judged: bool, where
     if first != files_engine.CHUNK:
         options["first"] = str(first)
     label = fs.unique(name or f"files_{mode}")
+    if mode == "hold":
+        if not 0 < j.hold <= 3600:
+            raise UsageError(f"{where}: hold={j.hold!r} must be from 0 to 3600 seconds")
+        options["hold"] = f"{j.hold:g}"
+        return dataclasses.replace(_hold(fs, label, judged, options, [p for p, _ in todo], first,
+                                         j.hold), fresh_files=fresh)
     if mode == "write":
         fresh = not os.path.exists(paths[0])  # else it rewrites what an earlier run left
     io = progress.WithChild()  # the compiled worker's bytes, live
     found = fs.measure_engine(label, judged, EngineKind.FILES, options, lambda: files_engine.run_files(
         todo, write=mode == "write", threads=threads, first=first, started=io.started), io)
     return dataclasses.replace(found, fresh_files=fresh)
+
+
+def _hold(fs: Workspace, label: str, judged: bool, options: dict[str, str], paths: list[str],
+          first: int, seconds: float) -> WorkloadResult:
+    """Each file opened and its first bytes read after the cold start (a dataloader that has
+    opened its shards), then all held open and idle: the window is the idle time, its daemon
+    figures what idle handles cost."""
+    fds: list[int] = []
+
+    def open_all(w: Window) -> None:
+        w.rss_before = rss_of(w.lookup)
+        for path in paths:
+            fds.append(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
+            os.pread(fds[-1], first, 0)
+
+    def idle() -> OpStats:
+        time.sleep(seconds)
+        return OpStats(str(FilesOp.HOLD), len(fds), 0, seconds, 0.0, 0.0, 1, {})
+
+    try:
+        return fs.measure_engine(label, judged, EngineKind.FILES, options, idle, before=open_all)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def meta_step(fs: Workspace, name: str | None, j: MetaJob, judged: bool, where: str) -> WorkloadResult:
