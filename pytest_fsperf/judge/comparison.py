@@ -21,9 +21,10 @@ from pytest_fsperf.vocab import CompareKind, Difference, Direction, EngineKind, 
 
 # The figures an A/B compares. Daemon CPU is compared per GB moved: a throttled side uses
 # less CPU per second only because it moves less, and must not look "better" for it.
-METRICS = ("bw", "ops", "iops", "lat_p99", "daemon_cpu_per_gb", "daemon_rss", "req_total", "req_get",
-           "req_head", "req_list", "req_put", "req_per_file", "req_per_mib", "cost",
-           "fuse_requests", "fuse_per_file", "fuse_per_mib")
+METRICS = ("bw", "ops", "iops", "lat_p99", "daemon_cpu_per_gb", "daemon_rss", "daemon_rss_after",
+           "daemon_rss_per_handle", "page_cache", "req_total", "req_get", "req_head", "req_list",
+           "req_put", "req_per_file", "req_per_mib", "cost", "fuse_requests", "fuse_per_file",
+           "fuse_per_mib")
 
 
 def median(values: Sequence[float | None]) -> float | None:
