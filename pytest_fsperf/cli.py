@@ -25,6 +25,7 @@ from pytest_fsperf.baselines import load as load_baseline
 from pytest_fsperf.baselines import saved_dir, shipped_names
 from pytest_fsperf.baselines.check import show_documented
 from pytest_fsperf.baselines.relative import entries as relative_entries
+from pytest_fsperf.bisect import cli as bisect_cli
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.judge import history, runs
 from pytest_fsperf.options.config import OPTIONS
@@ -200,6 +201,7 @@ def parser() -> Parser:
                         description="Prints a GitHub Actions workflow or a GitLab CI job to copy "
                                     "into a filesystem's repository (docs/how-to/ci.md).")
     ci.add_argument("kind", choices=tuple(RECIPES), help="which CI")
+    bisect_cli.add(sub)
     return top
 
 
@@ -487,7 +489,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     a.pytest_args = extra
     try:
         return {"bench": bench, "compare-runs": compare_runs, "baselines": baselines,
-                "history": show_history, "comment": show_comment, "ci": show_recipe}[a.command](a)
+                "history": show_history, "comment": show_comment, "ci": show_recipe,
+                "bisect": bisect_cli.main}[a.command](a)
     except UsageError as exc:
         print(f"fsperf: error: {exc}", file=sys.stderr)
         return USAGE_ERROR

@@ -1,0 +1,1 @@
+"""`fsperf bisect`: the commit that made a filesystem slower, found with the release gate."""

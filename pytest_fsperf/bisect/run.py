@@ -1,0 +1,305 @@
+"""`fsperf bisect`: from "it got slower" to "this commit". `git bisect` driven in a private
+worktree of the user's repository (its bisect state is that worktree's own: the user's
+checkout, branch and state are not touched), each step the midpoint's build gated against
+the good build in one pytest session (interleaved pairs, the release gate), builds cached by
+commit. B worse: bad; same or not worse: good; undecided: measured once more with twice the
+time, then skipped; a build that fails: skipped, and said."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.infra import leftovers
+from pytest_fsperf.vocab import Difference
+
+CACHE = os.path.join(os.path.expanduser("~"), ".cache", "pytest-fsperf", "bisect")
+EDGE = 0.02  # an interval bound this close to the tolerance's line: decided on the edge
+
+
+@dataclass(frozen=True)
+class Plan:
+    repo: str  # the user's checkout (its path)
+    good: str  # full commit ids
+    bad: str
+    build: str  # shell command run in a checkout's root
+    binary: str  # the daemon it builds, relative to the checkout
+    backend: str  # --fsperf-backend
+    test: tuple[str, ...]  # pytest arguments naming what to measure
+    step_seconds: float = 300.0  # each gate's budget (--fsperf-ab-seconds)
+    seconds: float = 3600.0  # the whole bisection's
+    tolerance: str = "10%"
+    pytest_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Step:
+    commit: str
+    subject: str
+    verdict: str  # "good", "bad" or "skip"
+    why: str
+    ratio: float | None = None
+    low: float | None = None
+    high: float | None = None
+    pairs: int = 0
+    seconds: float = 0.0
+    edge: bool = False  # decided with an interval bound at the tolerance's line
+
+
+@dataclass
+class Bisection:
+    plan: Plan
+    steps: list[Step] = field(default_factory=list)
+    first_bad: str | None = None
+    subject: str = ""
+    candidates: tuple[str, ...] = ()  # where skips left more than one
+    verdict: str = ""
+    sure: str = ""
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"repo": self.plan.repo, "good": self.plan.good, "bad": self.plan.bad,
+                "first_bad": self.first_bad, "subject": self.subject,
+                "candidates": list(self.candidates), "verdict": self.verdict, "sure": self.sure,
+                "seconds": self.seconds,
+                "steps": [s.__dict__ for s in self.steps]}
+
+
+def git(repo: str, *args: str, check: bool = True) -> str:
+    done = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True,
+                          check=False, timeout=120)
+    if check and done.returncode != 0:
+        raise UsageError(f"fsperf bisect: git {' '.join(args)}: "
+                         f"{(done.stderr or done.stdout).strip().splitlines()[-1:] or ['failed']}")
+    return done.stdout.strip()
+
+
+def resolve(repo: str, rev: str, what: str) -> str:
+    out = subprocess.run(["git", "-C", repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise UsageError(f"fsperf bisect: --{what} {rev!r} is not a commit of {repo}")
+    return out.stdout.strip()
+
+
+def check(plan: Plan) -> None:
+    """The plan makes sense before anything is built (one line each, exit 4)."""
+    if subprocess.run(["git", "-C", plan.repo, "merge-base", "--is-ancestor", plan.good, plan.bad],
+                      capture_output=True, check=False).returncode != 0:
+        raise UsageError(f"fsperf bisect: --good {plan.good[:12]} is not an ancestor of --bad "
+                         f"{plan.bad[:12]}")
+    if plan.good == plan.bad:
+        raise UsageError("fsperf bisect: --good and --bad are the same commit")
+    if os.path.isabs(plan.binary) or ".." in Path(plan.binary).parts:
+        raise UsageError(f"fsperf bisect: --binary {plan.binary!r} must be a path inside the checkout")
+
+
+class Builds:
+    """Each commit's build once, kept by commit in a private cache (root runs these)."""
+
+    def __init__(self, plan: Plan, worktree: str) -> None:
+        self.plan, self.worktree = plan, worktree
+        self.root = os.path.join(CACHE, hashlib.sha256(os.path.realpath(plan.repo).encode()).hexdigest()[:16])
+        os.makedirs(self.root, 0o700, exist_ok=True)
+        why = leftovers.untrusted(self.root)
+        if why:
+            raise UsageError(f"fsperf bisect: the build cache is not private: {why}")
+
+    def get(self, commit: str) -> tuple[str | None, str]:
+        """The commit's daemon binary, or None and why (the build failed)."""
+        kept = os.path.join(self.root, commit, os.path.basename(self.plan.binary))
+        if os.path.isfile(kept) and not leftovers.untrusted(kept):
+            return kept, "cached"
+        git(self.worktree, "checkout", "-q", "--detach", commit)
+        done = subprocess.run(["sh", "-c", self.plan.build], cwd=self.worktree, capture_output=True,
+                              text=True, check=False, timeout=3600)
+        built = os.path.join(self.worktree, self.plan.binary)
+        if done.returncode != 0 or not os.path.isfile(built):
+            said = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            return None, (f"the build failed (exit {done.returncode}): {said[0][:200]}"
+                          if done.returncode else f"the build made no {self.plan.binary}")
+        with tempfile.TemporaryDirectory(dir=self.root) as tmp:  # all or nothing
+            os.chmod(tmp, 0o700)
+            shutil.copy2(built, os.path.join(tmp, os.path.basename(kept)))
+            os.makedirs(os.path.dirname(kept), 0o700, exist_ok=True)
+            os.replace(os.path.join(tmp, os.path.basename(kept)), kept)
+        return kept, "built"
+
+
+def gate(plan: Plan, good: str, candidate: str, seconds: float, out: str) -> dict[str, Any]:
+    """One pytest session: every workload of the test on both builds, interleaved; the
+    comparisons of its JSON (the gate's own process, so a crash here is a step's)."""
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *plan.test,
+            f"--fsperf-backend={plan.backend}", f"--fsperf-reference={good}",
+            f"--fsperf-candidate={candidate}", f"--fsperf-ab-seconds={seconds:g}",
+            f"--fsperf-tolerance={plan.tolerance}", "--fsperf-inconclusive=warn",
+            f"--fsperf-json={out}", *plan.pytest_args]
+    subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+                   timeout=seconds * 4 + 600)
+    try:
+        doc: dict[str, Any] = json.loads(Path(out).read_text())
+    except (OSError, ValueError):
+        return {"comparisons": [], "failed_tests": [{"message": "the gate's session wrote no results"}]}
+    return doc
+
+
+def judge(doc: dict[str, Any], tolerance: float) -> tuple[str, str, dict[str, Any]]:
+    """good, bad or undecided, why, and the deciding figures of the worst workload."""
+    gates = [c for c in doc.get("comparisons") or [] if c.get("kind") in ("gate", "mount gate")]
+    if not gates:
+        failed = [str(t.get("message", ""))[:200] for t in doc.get("failed_tests") or []]
+        return "undecided", "nothing was gated" + (f": {failed[0]}" if failed else ""), {}
+
+    def deciding(c: dict[str, Any]) -> dict[str, Any]:
+        return dict((c.get("metrics") or {}).get(c.get("decided_by") or "bw") or {})
+
+    worst = min(gates, key=lambda c: deciding(c).get("ratio") or 1.0)
+    m = {**deciding(worst), "pairs": worst.get("rounds", 0), "seconds": worst.get("seconds", 0.0),
+         "name": worst.get("name")}
+    outcomes = [("crashed" if c.get("crashed") else "unstable" if c.get("unstable")
+                 else str(deciding(c).get("outcome"))) for c in gates]
+    if "crashed" in outcomes or str(Difference.B_WORSE) in outcomes:
+        return "bad", "regression", m
+    if all(o in (str(Difference.SAME), str(Difference.NOT_WORSE), str(Difference.B_BETTER))
+           for o in outcomes):
+        return "good", "not worse", m
+    return "undecided", ", ".join(sorted(set(outcomes))), m
+
+
+def on_edge(verdict: str, m: dict[str, Any], tolerance: float) -> bool:
+    line = 1.0 - tolerance
+    bound = m.get("ci_high") if verdict == "bad" else m.get("ci_low")
+    return isinstance(bound, int | float) and abs(bound - line) <= EDGE
+
+
+def measure_step(plan: Plan, good_bin: str, commit: str, binary: str, tolerance: float,
+                 out_dir: str, say: Callable[[str], None]) -> Step:
+    subject = git(plan.repo, "log", "-1", "--format=%s", commit)
+    seconds = plan.step_seconds
+    for attempt in (1, 2):
+        out = os.path.join(out_dir, f"{commit[:12]}-{attempt}.json")
+        t0 = time.monotonic()
+        verdict, why, m = judge(gate(plan, good_bin, binary, seconds, out), tolerance)
+        took = time.monotonic() - t0
+        if verdict != "undecided" or attempt == 2:
+            break
+        say(f"  {commit[:12]}: {why}; measuring once more with {2 * seconds:g} s")
+        seconds *= 2
+    step = Step(commit, subject, verdict if verdict != "undecided" else "skip",
+                why if verdict != "undecided" else f"undecided twice ({why})",
+                m.get("ratio"), m.get("ci_low"), m.get("ci_high"), int(m.get("pairs") or 0), took)
+    return Step(**{**step.__dict__, "edge": on_edge(verdict, m, tolerance)})
+
+
+def line(s: Step) -> str:
+    band = f" ({s.low:.3f}-{s.high:.3f})" if s.low is not None and s.high is not None else ""
+    ratio = f"B/A {s.ratio:.3f}{band}, " if s.ratio is not None else ""
+    edge = "; on the edge of the tolerance" if s.edge else ""
+    return (f"{s.commit[:12]} {s.verdict:4} {ratio}{s.pairs} pairs, {s.seconds:.0f} s: {s.why}{edge}"
+            f"  [{s.subject[:60]}]")
+
+
+def command(plan: Plan) -> str:
+    """The command that reruns this bisection (for the report)."""
+    words = ["fsperf", "bisect", "--repo", plan.repo, "--good", plan.good[:12], "--bad", plan.bad[:12],
+             "--build", plan.build, "--binary", plan.binary, "--backend", plan.backend,
+             "--test", " ".join(plan.test)]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def run(plan: Plan, say: Callable[[str], None] = print) -> Bisection:
+    """Bisect; the user's checkout is left as it was, the worktree and its bisect state removed."""
+    from pytest_fsperf.units import parse_tolerance
+    tolerance = parse_tolerance(plan.tolerance)
+    check(plan)
+    result = Bisection(plan)
+    started = time.monotonic()
+    private, entry = leftovers.private_dir("pytest-fsperf-bisect-")
+    worktree = os.path.join(private, "checkout")
+    git(plan.repo, "worktree", "add", "-q", "--detach", worktree, plan.good)
+    try:
+        builds = Builds(plan, worktree)
+        good_bin, how = builds.get(plan.good)
+        bad_bin, how_bad = builds.get(plan.bad)
+        if good_bin is None or bad_bin is None:
+            raise UsageError(f"fsperf bisect: {'good' if good_bin is None else 'bad'} commit: "
+                             f"{how if good_bin is None else how_bad}")
+        say(f"bisecting {plan.good[:12]}..{plan.bad[:12]} "
+            f"({len(git(plan.repo, 'rev-list', f'{plan.good}..{plan.bad}').split())} commits)")
+        first = measure_step(plan, good_bin, plan.bad, bad_bin, tolerance, private, say)
+        result.steps.append(first)
+        say(line(first))
+        if first.verdict != "bad":
+            result.verdict = (f"no regression between good and bad: {plan.bad[:12]} against "
+                              f"{plan.good[:12]}: {first.why}")
+            return _end(result, started)
+        _bisect(plan, result, builds, good_bin, tolerance, private, worktree, started, say)
+        return _end(result, started)
+    finally:
+        subprocess.run(["git", "-C", worktree, "bisect", "reset", "-q"], capture_output=True, check=False)
+        subprocess.run(["git", "-C", plan.repo, "worktree", "remove", "--force", worktree],
+                       capture_output=True, check=False)
+        shutil.rmtree(private, ignore_errors=True)
+        leftovers.done(entry)
+
+
+def _bisect(plan: Plan, result: Bisection, builds: Builds, good_bin: str, tolerance: float,
+            private: str, worktree: str, started: float, say: Callable[[str], None]) -> None:
+    said = git(worktree, "bisect", "start", plan.bad, plan.good)
+    while True:
+        if "is the first bad commit" in said:
+            result.first_bad = said.split()[0]
+            result.subject = git(plan.repo, "log", "-1", "--format=%s", result.first_bad)
+            return
+        if "only 'skip'ped commits left" in said:
+            result.candidates = tuple(w for w in said.split() if len(w) == 40)
+            return
+        if time.monotonic() - started > plan.seconds:
+            result.candidates = tuple(git(worktree, "rev-list", "--bisect-all", "refs/bisect/bad",
+                                          "--not", *_goods(worktree)).split()[::2])
+            result.sure = f"ran out of time ({plan.seconds:g} s)"
+            return
+        commit = git(worktree, "rev-parse", "HEAD")
+        binary, how = builds.get(commit)
+        if binary is None:
+            step = Step(commit, git(plan.repo, "log", "-1", "--format=%s", commit), "skip", how)
+        else:
+            step = measure_step(plan, good_bin, commit, binary, tolerance, private, say)
+        result.steps.append(step)
+        say(line(step))
+        said = git(worktree, "bisect", step.verdict, check=False)
+
+
+def _goods(worktree: str) -> list[str]:
+    refs = git(worktree, "for-each-ref", "--format=%(objectname)", "refs/bisect/good-*", check=False)
+    return refs.split()
+
+
+def _end(result: Bisection, started: float) -> Bisection:
+    result.seconds = time.monotonic() - started
+    skips = [s for s in result.steps if s.verdict == "skip"]
+    edges = [s for s in result.steps if s.edge]
+    if result.first_bad:
+        result.verdict = f"first bad commit: {result.first_bad[:12]} {result.subject}"
+    elif result.candidates and not result.verdict:
+        result.verdict = ("the first bad commit is one of " +
+                          ", ".join(c[:12] for c in result.candidates))
+    doubts = [f"{len(skips)} commit{'s' * (len(skips) > 1)} skipped" if skips else "",
+              f"{len(edges)} step{'s' * (len(edges) > 1)} decided on the edge of the tolerance"
+              if edges else "", result.sure]
+    said = "; ".join(d for d in doubts if d)
+    result.sure = f"less sure: {said}" if said else "sure: every step decided clear of the tolerance"
+    return result
+

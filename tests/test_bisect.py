@@ -1,0 +1,94 @@
+"""`fsperf bisect`: a repository of 16 commits of a small 'filesystem' (an rclone build, held
+to 8 MB/s by one known commit) is bisected to that commit with the release gate at each step;
+the user's checkout is left as it was; without a slow commit the answer is that there is no
+regression."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_fsperf import cli
+from pytest_fsperf.bisect import run as bisect_run
+from tests.conftest import need, ours
+from tests.test_ci_recipes import BUILD, READ, git
+
+TIER = "fuse"
+
+
+def a_history(where: Path, slow_at: int | None) -> tuple[Path, list[str]]:
+    """16 commits; from commit `slow_at` on, the build is held to 8 MB/s."""
+    repo = where / "fs"
+    (repo / "perf").mkdir(parents=True)
+    (repo / "build.sh").write_text(BUILD)
+    (repo / "perf" / "test_read.py").write_text(READ)
+    git(repo, "init", "-q", "-b", "main")
+    commits = []
+    for i in range(16):
+        (repo / "notes.txt").write_text(f"change {i}\n")
+        if i == slow_at:
+            (repo / "slow.txt").write_text("8M\n")
+        git(repo, "add", ".")
+        git(repo, "commit", "-qm", f"change {i}" + (" (reads the bucket slowly)" if i == slow_at else ""))
+        commits.append(git(repo, "rev-parse", "HEAD"))
+    return repo, commits
+
+
+ARGS = ["--build", "sh build.sh", "--binary", "out/rclone", "--backend", "rclone",
+        "--test", "perf/test_read.py", "--step-seconds", "60", "--tolerance", "30%"]
+QUICK = ["--", "--fsperf-settle=off", "--fsperf-profile=off", "--fsperf-ab-max-rounds=6"]
+
+
+@pytest.fixture
+def builds(tmp_path, monkeypatch):
+    need("rclone")
+    need("fio")
+    monkeypatch.setattr(bisect_run, "CACHE", str(tmp_path / "cache"))
+
+
+def test_bisect_names_the_slow_commit_and_leaves_the_checkout_as_it_was(tmp_path, monkeypatch, builds,
+                                                                           capsys):
+    repo, commits = a_history(tmp_path, slow_at=9)
+    git(repo, "checkout", "-q", "-b", "work")
+    (repo / "scratch.txt").write_text("uncommitted\n")  # the user's own, untouched
+    monkeypatch.chdir(repo)
+    out = tmp_path / "bisect.json"
+    code = cli.main(["bisect", "--good", commits[0], "--bad", commits[-1], *ARGS,
+                     "--json", str(out), "--html", str(tmp_path / "bisect.html"), *QUICK])
+    said = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert code == 0, said
+    assert doc["first_bad"] == commits[9], said
+    assert f"first bad commit: {commits[9][:12]} change 9 (reads the bucket slowly)" in said
+    assert len(doc["steps"]) <= 5, said  # bad against good, then 4 halvings of 15
+    assert {s["verdict"] for s in doc["steps"]} <= {"good", "bad"}
+    bad = [s for s in doc["steps"] if s["verdict"] == "bad"]
+    assert all(s["ratio"] < 0.5 and s["pairs"] >= 2 for s in bad), bad
+    assert "first bad commit" in (tmp_path / "bisect.html").read_text()
+    # the user's checkout: its branch, its file, no bisect, no worktree left
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD") == "work"
+    assert (repo / "scratch.txt").read_text() == "uncommitted\n"
+    assert not (repo / ".git" / "BISECT_LOG").exists()
+    assert len(git(repo, "worktree", "list").splitlines()) == 1
+    cached = sorted(p.parent.name for p in (tmp_path / "cache").rglob("rclone"))
+    assert commits[0] in cached and commits[9] in cached
+    assert ours() == ([], [])
+
+
+def test_no_slow_commit_is_no_regression(tmp_path, monkeypatch, builds, capsys):
+    repo, commits = a_history(tmp_path, slow_at=None)
+    monkeypatch.chdir(repo)
+    code = cli.main(["bisect", "--good", commits[0], "--bad", commits[-1], *ARGS, *QUICK])
+    said = capsys.readouterr().out
+    assert code == 1
+    assert "no regression between good and bad" in said, said
+    assert ours() == ([], [])
+
+
+@pytest.mark.unit
+def test_bad_input_is_one_usage_line(tmp_path, capsys):
+    assert cli.main(["bisect", "--repo", str(tmp_path / "nope"), "--good", "a", "--bad", "b",
+                     *ARGS]) == 4
+    assert "is not a git checkout" in capsys.readouterr().err
