@@ -491,3 +491,17 @@ def test_cpu_is_followed_per_gb_so_a_throttled_daemon_is_never_called_better():
     assert "read daemon CPU-s/GB (20 runs): no change point" in text
     assert "better" not in text, text
     assert not any(line.startswith("t.py::test_read::read daemon CPU:") for line in lines)
+
+
+def test_a_worsening_between_two_commits_prints_the_bisect_command():
+    runs = stepped()
+    commits = {r.name: f"{i:07x}abc" for i, r in enumerate(runs)}
+    runs = [Run(r.name, r.created, commits[r.name], r.doc) for r in runs]
+    _analyses, _notes, lines = history.report(runs, ("bw",))
+    (hint,) = [line for line in lines if "look inside" in line]
+    (c,) = history.analyse(history.series(runs, ("bw",))[0]).changes
+    good, bad = runs[c.index - 1].build, runs[c.index].build
+    assert hint == (f"  look inside: fsperf bisect --good {good} --bad {bad} --test t.py::test_read "
+                    "--build 'YOUR BUILD' --binary PATH/TO/DAEMON --backend NAME")
+    # builds that are not commit ids (c0, c1, ...): no command
+    assert not [line for line in history.report(stepped(), ("bw",))[2] if "look inside" in line]

@@ -18,6 +18,8 @@ from __future__ import annotations
 import enum
 import json
 import math
+import re
+import shlex
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -399,12 +401,33 @@ def report(found: Sequence[Run], figures: Sequence[str] = FIGURES,
         head = f"{s.key} {s.label} ({len(s.points)} runs)"
         if not a.changes:
             lines.append(f"{head}: no change point")
-        lines += [f"{head}: {c.said()}" for c in a.changes]
+        for c in a.changes:
+            lines.append(f"{head}: {c.said()}")
+            hint = bisect_hint(c)
+            if hint:
+                lines.append(f"  look inside: {hint}")
         if a.note:
             lines.append(f"  {a.note}")
         if normalise:
             lines.append(f"  {normalised_effect(a, max_pvalue, min_magnitude, window)}")
     return analyses, notes, lines
+
+
+COMMIT = re.compile(r"[0-9a-f]{7,40}")
+
+
+def bisect_hint(c: Change) -> str:
+    """Where a worsening the filesystem made falls between two runs whose builds are commit
+    ids: the `fsperf bisect` command that looks at the commits between them."""
+    s = c.series
+    if not c.worse or c.cause is not Cause.FILESYSTEM or c.index < 1:
+        return ""
+    good, bad = s.points[c.index - 1].build, s.points[c.index].build
+    if not (COMMIT.fullmatch(good) and COMMIT.fullmatch(bad)) or good == bad:
+        return ""
+    test = s.key.rsplit("::", 1)[0]
+    return (f"fsperf bisect --good {good} --bad {bad} --test {shlex.quote(test)} "
+            "--build 'YOUR BUILD' --binary PATH/TO/DAEMON --backend NAME")
 
 
 def normalised_effect(a: Analysis, max_pvalue: float, min_magnitude: float, window: int) -> str:
