@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 
 from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra.named import fresh_dir
 
 ROOT = "/sys/fs/cgroup"
 PREFIX = "fsperf-mem-"
@@ -68,19 +69,7 @@ class MemoryCage:
         self._peak_fd: int | None = None
         self.version = 2 if os.path.exists(os.path.join(root, "cgroup.controllers")) else 1
         base = root if self.version == 2 else os.path.join(root, "memory", _own("memory").lstrip("/"))
-        self.path = ""
-        for _ in range(20):
-            path = os.path.join(base, PREFIX + os.urandom(6).hex())
-            entry = leftovers.note_cgroup(path)
-            try:
-                os.mkdir(path)
-            except FileExistsError:
-                leftovers.done(entry)
-                continue
-            self.path, self._entry = path, entry
-            break
-        else:
-            raise FileExistsError(f"no free cgroup name under {base}")
+        self.path, self._entry = fresh_dir(base, PREFIX, leftovers.note_cgroup, "cgroup")
         try:
             if limit is None:
                 pass

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra.named import fresh_dir
 
 TRACEFS = "/sys/kernel/tracing"
 EVENTS = ("fuse_request_send", "fuse_request_end")
@@ -254,19 +255,8 @@ class Trace:
 
     def open(self) -> None:
         """Make the instance and arm its events (tracing still off)."""
-        instances = os.path.join(self._root, "instances")
-        for _ in range(20):
-            path = os.path.join(instances, PREFIX + os.urandom(6).hex())
-            entry = leftovers.note_trace(path)
-            try:
-                os.mkdir(path)
-            except FileExistsError:
-                leftovers.done(entry)
-                continue
-            self.path, self._entry = path, entry
-            break
-        else:
-            raise FileExistsError(f"no free tracefs instance name under {instances}")
+        self.path, self._entry = fresh_dir(os.path.join(self._root, "instances"), PREFIX,
+                                           leftovers.note_trace, "tracefs instance")
         self._write("tracing_on", "0")
         self._write("trace_clock", "mono")
         self._write("options/overwrite", "0")  # a full buffer drops new events, and counts them

@@ -108,21 +108,11 @@ def _fit(head: list[str], table: list[str], others: list[str], tail: list[str], 
     """Whole lines while they fit, the table's first (it is ranked), then the other lines;
     what is left out is counted."""
     budget = limit - len("\n".join(head + tail)) - 200  # room for the two 'more' lines
-    kept_table: list[str] = []
-    for line in table:
-        if len(line) + 1 > budget:
-            break
-        kept_table.append(line)
-        budget -= len(line) + 1
+    kept_table, budget = _take(table, budget)
     if 0 < len(kept_table) <= len(HEAD):  # no row fits: no header either
         budget += sum(len(x) + 1 for x in kept_table)
         kept_table = []
-    kept_others: list[str] = []
-    for line in others:
-        if len(line) + 1 > budget:
-            break
-        kept_others.append(line)
-        budget -= len(line) + 1
+    kept_others, budget = _take(others, budget)
     body = list(head) + kept_table
     left = len(table) - len(kept_table) - (len(HEAD) if table and not kept_table else 0)
     if left:
@@ -132,6 +122,17 @@ def _fit(head: list[str], table: list[str], others: list[str], tail: list[str], 
     if len(others) > len(kept_others):
         body.append(f"- … and {len(others) - len(kept_others)} more lines: in the artifacts")
     return "\n".join(body + tail) + "\n"
+
+
+def _take(lines: list[str], budget: int) -> tuple[list[str], int]:
+    """The first lines that fit in `budget` characters (each with its new line), and what is left."""
+    kept: list[str] = []
+    for line in lines:
+        if len(line) + 1 > budget:
+            break
+        kept.append(line)
+        budget -= len(line) + 1
+    return kept, budget
 
 
 def exit_code(doc: Mapping[str, Any], inconclusive_fails: bool,
