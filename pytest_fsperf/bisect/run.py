@@ -81,8 +81,8 @@ def git(repo: str, *args: str, check: bool = True) -> str:
     done = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True,
                           check=False, timeout=120)
     if check and done.returncode != 0:
-        raise UsageError(f"fsperf bisect: git {' '.join(args)}: "
-                         f"{(done.stderr or done.stdout).strip().splitlines()[-1:] or ['failed']}")
+        said = (done.stderr or done.stdout).strip().splitlines()
+        raise UsageError(f"fsperf bisect: git {' '.join(args)}: {said[-1] if said else 'failed'}")
     return done.stdout.strip()
 
 
