@@ -46,7 +46,7 @@ def _own(controller: str, proc: str = "/proc/self/cgroup") -> str:
 def unavailable(root: str = ROOT) -> str | None:
     """Why a memory limit cannot be set here, or None."""
     if os.geteuid() != 0:
-        return "a memory limit needs root (cgroups are root's)"
+        return "not root (cgroups are root's)"
     if os.path.exists(os.path.join(root, "cgroup.controllers")):
         with open(os.path.join(root, "cgroup.subtree_control"), encoding="ascii") as f:
             if "memory" not in f.read().split():
