@@ -333,3 +333,14 @@ def full_disk(tmp_path):
         yield point
     finally:
         subprocess.run(["umount", str(point)], check=True)
+
+
+@pytest.fixture
+def clean():
+    """Fails the test if it leaves a mount or a process of the plugin's behind."""
+    assert ours() == ([], []), "left over from before this test"
+    yield
+    deadline = time.monotonic() + 5
+    while ours() != ([], []) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert ours() == ([], [])

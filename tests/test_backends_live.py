@@ -11,20 +11,9 @@ import time
 
 import pytest
 
-from tests.conftest import interrupt_pytest, need, ours
+from tests.conftest import interrupt_pytest, need
 
 TIER = "fuse"  # every test here, unless one says otherwise (conftest.py)
-
-
-@pytest.fixture
-def clean():
-    """Fails the test if it leaves a mount or a process of the plugin's behind."""
-    assert ours() == ([], []), "left over from before this test"
-    yield
-    deadline = time.monotonic() + 5
-    while ours() != ([], []) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert ours() == ([], [])
 
 
 def run(pytester, *args):

@@ -10,7 +10,6 @@ import json
 import pytest
 
 from tests.conftest import need, ours
-from tests.test_backends_live import clean  # noqa: F401  (a fixture)
 
 TIER = "s3"
 

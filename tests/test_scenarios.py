@@ -282,7 +282,7 @@ def test_unknown_scenario_and_engine_arguments(pytester):
     result.stdout.fnmatch_lines([
         "*unknown scenario 'seq_wrte_1t' (known: *",
         "*usage error: *'colour' is not a fio job option pytest-fsperf passes on*",
-        "*mode='append' must be 'read' or 'write'*",
+        "*mode='append' must be 'read', 'write' or 'hold'*",
         "*fsperf.meta(): unknown parameter 'colour' (takes op, entries, per_dir)*"])
 
 

@@ -335,14 +335,15 @@ def _remove_made(path: str, kind: str) -> str | None:
     """A tracefs instance or a memory cgroup the plugin made (by its name): rmdir stops the
     tracing and frees its buffers, or drops the (by now empty: its daemon was stopped)
     cgroup; the kernel refuses it while in use."""
-    made, what = ((_TRACE, "trace instance") if kind == "trace" else (_CGROUP, "memory cgroup"))
+    made, what, gone = ((_TRACE, "tracefs instance", "trace instance") if kind == "trace"
+                        else (_CGROUP, "memory cgroup", "memory cgroup"))
     if not made.fullmatch(path):
         return f"kept {path} (not a {what} the plugin makes)"
     try:
         os.rmdir(path)
     except FileNotFoundError:
         return None
-    return f"removed the {what} {path}"
+    return f"removed the {gone} {path}"
 
 
 @contextlib.contextmanager
