@@ -135,8 +135,11 @@ class Fsperf:
     def files(self, name: str | None = None, *, judged: bool = True,
               **params: object) -> WorkloadResult:
         """The small-file engine; parameters and defaults: `scenarios.steps.FilesJob` (mode, count,
-        size, threads, subdir). Reading lays the files out first, unmeasured. `count` is
-        shrunk by --fsperf-scale; the file size is not, unless one file is left."""
+        size, threads, subdir, first, order, hold). Reading lays the files out first,
+        unmeasured. `count` is shrunk by --fsperf-scale; the file size is not, unless one file
+        is left. mode="hold": each file opened and its `first` bytes read after the cold
+        start, then all held open and idle for `hold` seconds, the window: what idle open
+        handles cost the daemon (daemon_rss_per_handle, its CPU while idle)."""
         where = f"{self._runner.test}: fsperf.files()"
         job = steps.job(steps.FilesJob, params, where, name)
         return self._runner.repeat(name or f"files_{job.mode}",
