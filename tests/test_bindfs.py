@@ -43,13 +43,13 @@ def test_daemon_found_among_two_mounts_and_measured(pytester, bindfs):
             return int(re.search(r"VmHWM:\\s+(\\d+) kB", text).group(1)) * 1024
 
         def test_read(fsperf):
-            fsperf.fio(name="write", rw="write", bs="1M", size="64M", direct=1)
-            r = fsperf.fio(name="read", rw="read", bs="1M", size="64M", direct=1)
+            fsperf.fio(name="write", rw="write", bs="1M", size="256M", direct=1)
+            r = fsperf.fio(name="read", rw="read", bs="1M", size="256M", direct=1)
             assert r.daemon.pid == {second.pid}
             assert r.daemon.cpu_seconds > 0
             assert r.daemon.peak_rss_method == "VmHWM"
             assert r.daemon.peak_rss_bytes == vm_hwm({second.pid})
-            assert r.daemon.read_bytes >= 64 * 2**20  # the daemon read the bytes from its source
+            assert r.daemon.read_bytes >= 256 * 2**20  # the daemon read the bytes from its source
             fio_own = json.load(open(r.output_file))["jobs"][0]["read"]["bw_bytes"]
             assert r.read.bw_bytes == fio_own
             print("FIO_BW", fio_own)

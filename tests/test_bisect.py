@@ -13,9 +13,14 @@ import pytest
 from pytest_fsperf import cli
 from pytest_fsperf.bisect import run as bisect_run
 from tests.conftest import need, ours
-from tests.test_ci_recipes import BUILD, READ, git
+from tests.test_ci_recipes import BUILD, git
 
 TIER = "fuse"
+
+READ = """
+def test_read(fsperf):
+    fsperf.fio(rw="read", bs="1M", size="12M", direct=1)
+"""
 
 
 def a_history(where: Path, slow_at: int | None) -> tuple[Path, list[str]]:
