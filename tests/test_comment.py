@@ -127,11 +127,12 @@ def test_200_workloads_fit_with_the_decision_first_and_the_rest_counted() -> Non
 
 def test_table_cells_cannot_break_out() -> None:
     """A test id or a daemon's message with a pipe, HTML or a new line stays in its cell."""
-    odd = gate("r|<script>x</script>\n# head", 0.8, 0.7, 0.9, "B worse", 3, 9.0,
-               ["a | b <img src=x>"])
+    odd = gate("r|<script>x</script>\n# head [click](https://evil.example)", 0.8, 0.7, 0.9,
+               "B worse", 3, 9.0, ["a | b <img src=x>"])
     text = comment.render(doc([], [odd]), True)
     row = next(line for line in text.splitlines() if "B worse" in line)
     assert "<script>" not in text and "<img" not in text and "\n# head" not in text
+    assert "[click](" not in text and "\\[click\\](https://evil.example)" in text
     assert row.count(" | ") == 7, row  # 8 cells, the pipes inside escaped
 
 

@@ -21,9 +21,11 @@ WHERE = 160  # characters of "where the time went" per workload
 
 
 def _cell(text: object) -> str:
-    """Text safe in a Markdown table cell (no pipe, no new line, no HTML)."""
-    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("|", "\\|").replace("\n", " ").replace("\r", " "))
+    """Text safe in a Markdown table cell (no pipe, no new line, no HTML, no link)."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for c in "\\|[]`":
+        text = text.replace(c, "\\" + c)
+    return text.replace("\n", " ").replace("\r", " ")
 
 
 def _deciding(c: Mapping[str, Any]) -> Mapping[str, Any]:
