@@ -1,6 +1,6 @@
 """How often `fsperf bisect` names the right commit for a 10% step.
 
-    python3 -m benchmarks.bisect_accuracy [--trials 10] [--commits 16] [--step 0.10]
+    python3 -m benchmarks.bisect_accuracy [--trials 10] [--commits 16] [--step 0.10] [--seed 7]
 
 Each trial makes a repository of --commits commits of a small 'filesystem' (an rclone build
 held to 40 MB/s), one random commit of which holds it to (1 - step) of that; `fsperf bisect`
@@ -57,8 +57,9 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--commits", type=int, default=16)
     ap.add_argument("--step", type=float, default=0.10)
+    ap.add_argument("--seed", type=int, default=7, help="which commits are made slow")
     a = ap.parse_args()
-    rng = random.Random(7)
+    rng = random.Random(a.seed)
     right = 0
     for trial in range(a.trials):
         slow_at = rng.randrange(1, a.commits)
