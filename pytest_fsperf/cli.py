@@ -17,6 +17,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import NoReturn
 
@@ -230,7 +231,6 @@ def show_comment(a: argparse.Namespace) -> int:
 
 
 def show_recipe(a: argparse.Namespace) -> int:
-    from importlib import resources
     sys.stdout.write(resources.files("pytest_fsperf").joinpath(f"ci/{RECIPES[a.kind]}").read_text("utf-8"))
     return 0
 

@@ -5,7 +5,9 @@ regression."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -97,3 +99,49 @@ def test_bad_input_is_one_usage_line(tmp_path, capsys):
     assert cli.main(["bisect", "--repo", str(tmp_path / "nope"), "--good", "a", "--bad", "b",
                      *ARGS]) == 4
     assert "is not a git checkout" in capsys.readouterr().err
+
+
+NOBODY = 65534
+
+
+def test_a_build_another_user_could_plant_in_the_cache_is_never_run(tmp_path, monkeypatch, capsys):
+    """The bisect cache reached through a directory `nobody` owns, holding a 'build' of the
+    good commit under its exact name: nothing is made in there, nothing run as root, one line."""
+    need("git")
+    repo, commits = a_history(tmp_path, slow_at=None)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, NOBODY, NOBODY)
+    monkeypatch.setattr(bisect_run, "CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache").symlink_to(theirs)
+    key = hashlib.sha256(os.path.realpath(repo).encode()).hexdigest()[:16]
+    planted = theirs / key / commits[0] / "rclone"
+    planted.parent.mkdir(parents=True)
+    ran = tmp_path / "ran"
+    planted.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    planted.chmod(0o755)
+    before = sorted(p.name for p in theirs.iterdir())
+    monkeypatch.chdir(repo)
+    assert cli.main(["bisect", "--good", commits[0], "--bad", commits[-1], *ARGS]) == 4
+    err = capsys.readouterr().err
+    assert "the build cache is not private" in err and len(err.strip().splitlines()) == 1, err
+    assert not ran.exists() and sorted(p.name for p in theirs.iterdir()) == before
+    assert len(git(repo, "worktree", "list").splitlines()) == 1 and not (repo / "out").exists()
+
+
+def test_a_repository_another_user_owns_is_not_built_as_root(tmp_path, monkeypatch, capsys, builds):
+    """A checkout `nobody` owns: its build script would run as root. git refuses it (dubious
+    ownership), and so does bisect, in one line, before anything is built."""
+    repo, commits = a_history(tmp_path, slow_at=None)
+    (repo / "build.sh").write_text(f"#!/bin/sh\ntouch {tmp_path / 'ran'}\n")
+    git(repo, "commit", "-qam", "theirs")
+    for root, dirs, files in os.walk(repo):
+        for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+            os.lchown(name, NOBODY, NOBODY)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))  # no safe.directory of ours
+    assert cli.main(["bisect", "--repo", str(repo), "--good", commits[0], "--bad", "HEAD",
+                     *ARGS]) == 4
+    err = capsys.readouterr().err
+    assert "dubious ownership" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "ran").exists()

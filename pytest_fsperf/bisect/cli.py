@@ -9,7 +9,8 @@ import os
 import shlex
 from pathlib import Path
 
-from pytest_fsperf.bisect.run import Bisection, Plan, line, resolve, run
+from pytest_fsperf import units
+from pytest_fsperf.bisect.run import Bisection, Plan, git, line, resolve, run
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra import outfile
 
@@ -59,10 +60,12 @@ def plan_of(a: argparse.Namespace, extra: list[str]) -> Plan:
             raise UsageError(f"fsperf bisect: --{name.replace('_', '-')} must be from 0 to 86400")
     try:
         test = tuple(shlex.split(a.test))
+        tolerance = units.parse_tolerance(a.tolerance)
     except ValueError as exc:
-        raise UsageError(f"fsperf bisect: --test: {exc}") from None
+        raise UsageError(f"fsperf bisect: --test or --tolerance: {exc}") from None
+    git(repo, "rev-parse", "--git-dir")  # git's own refusal (another user's checkout) said
     return Plan(repo, resolve(repo, a.good, "good"), resolve(repo, a.bad, "bad"), a.build,
-                a.binary, a.backend, test, a.step_seconds, a.seconds, a.tolerance, tuple(extra))
+                a.binary, a.backend, test, a.step_seconds, a.seconds, tolerance, tuple(extra))
 
 
 def main(a: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ time, then skipped; a build that fails: skipped, and said."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -40,7 +41,7 @@ class Plan:
     test: tuple[str, ...]  # pytest arguments naming what to measure
     step_seconds: float = 300.0  # each gate's budget (--fsperf-ab-seconds)
     seconds: float = 3600.0  # the whole bisection's
-    tolerance: str = "10%"
+    tolerance: float = 0.10
     pytest_args: tuple[str, ...] = ()
 
 
@@ -73,8 +74,7 @@ class Bisection:
         return {"repo": self.plan.repo, "good": self.plan.good, "bad": self.plan.bad,
                 "first_bad": self.first_bad, "subject": self.subject,
                 "candidates": list(self.candidates), "verdict": self.verdict, "sure": self.sure,
-                "seconds": self.seconds,
-                "steps": [s.__dict__ for s in self.steps]}
+                "seconds": self.seconds, "steps": [dataclasses.asdict(s) for s in self.steps]}
 
 
 def git(repo: str, *args: str, check: bool = True) -> str:
@@ -82,7 +82,8 @@ def git(repo: str, *args: str, check: bool = True) -> str:
                           check=False, timeout=120)
     if check and done.returncode != 0:
         said = (done.stderr or done.stdout).strip().splitlines()
-        raise UsageError(f"fsperf bisect: git {' '.join(args)}: {said[-1] if said else 'failed'}")
+        first = next((s for s in said if s.startswith(("fatal:", "error:"))), said[-1] if said else "")
+        raise UsageError(f"fsperf bisect: git {' '.join(args)}: {first or 'failed'}")
     return done.stdout.strip()
 
 
@@ -112,8 +113,14 @@ class Builds:
     def __init__(self, plan: Plan, worktree: str) -> None:
         self.plan, self.worktree = plan, worktree
         self.root = os.path.join(CACHE, hashlib.sha256(os.path.realpath(plan.repo).encode()).hexdigest()[:16])
-        os.makedirs(self.root, 0o700, exist_ok=True)
-        why = leftovers.untrusted(self.root)
+        # where it will be made checked before anything is made there, the cache itself after
+        made = self.root
+        while not os.path.lexists(made):
+            made = os.path.dirname(made)
+        why = leftovers.untrusted(made)
+        if not why:
+            os.makedirs(self.root, 0o700, exist_ok=True)
+            why = leftovers.untrusted(self.root)
         if why:
             raise UsageError(f"fsperf bisect: the build cache is not private: {why}")
 
@@ -144,7 +151,7 @@ def gate(plan: Plan, good: str, candidate: str, seconds: float, out: str) -> dic
     args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *plan.test,
             f"--fsperf-backend={plan.backend}", f"--fsperf-reference={good}",
             f"--fsperf-candidate={candidate}", f"--fsperf-ab-seconds={seconds:g}",
-            f"--fsperf-tolerance={plan.tolerance}", "--fsperf-inconclusive=warn",
+            f"--fsperf-tolerance={100 * plan.tolerance:g}%", "--fsperf-inconclusive=warn",
             f"--fsperf-json={out}", *plan.pytest_args]
     subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
                    timeout=seconds * 4 + 600)
@@ -155,7 +162,7 @@ def gate(plan: Plan, good: str, candidate: str, seconds: float, out: str) -> dic
     return doc
 
 
-def judge(doc: dict[str, Any], tolerance: float) -> tuple[str, str, dict[str, Any]]:
+def judge(doc: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     """good, bad or undecided, why, and the deciding figures of the worst workload."""
     gates = [c for c in doc.get("comparisons") or [] if c.get("kind") in ("gate", "mount gate")]
     if not gates:
@@ -184,23 +191,24 @@ def on_edge(verdict: str, m: dict[str, Any], tolerance: float) -> bool:
     return isinstance(bound, int | float) and abs(bound - line) <= EDGE
 
 
-def measure_step(plan: Plan, good_bin: str, commit: str, binary: str, tolerance: float,
-                 out_dir: str, say: Callable[[str], None]) -> Step:
+def measure_step(plan: Plan, good_bin: str, commit: str, binary: str, out_dir: str,
+                 say: Callable[[str], None]) -> Step:
     subject = git(plan.repo, "log", "-1", "--format=%s", commit)
     seconds = plan.step_seconds
     for attempt in (1, 2):
         out = os.path.join(out_dir, f"{commit[:12]}-{attempt}.json")
         t0 = time.monotonic()
-        verdict, why, m = judge(gate(plan, good_bin, binary, seconds, out), tolerance)
+        verdict, why, m = judge(gate(plan, good_bin, binary, seconds, out))
         took = time.monotonic() - t0
         if verdict != "undecided" or attempt == 2:
             break
         say(f"  {commit[:12]}: {why}; measuring once more with {2 * seconds:g} s")
         seconds *= 2
-    step = Step(commit, subject, verdict if verdict != "undecided" else "skip",
-                why if verdict != "undecided" else f"undecided twice ({why})",
-                m.get("ratio"), m.get("ci_low"), m.get("ci_high"), int(m.get("pairs") or 0), took)
-    return Step(**{**step.__dict__, "edge": on_edge(verdict, m, tolerance)})
+    decided = verdict != "undecided"
+    return Step(commit, subject, verdict if decided else "skip",
+                why if decided else f"undecided twice ({why})", m.get("ratio"), m.get("ci_low"),
+                m.get("ci_high"), int(m.get("pairs") or 0), took,
+                on_edge(verdict, m, plan.tolerance))
 
 
 def line(s: Step) -> str:
@@ -221,8 +229,6 @@ def command(plan: Plan) -> str:
 
 def run(plan: Plan, say: Callable[[str], None] = print) -> Bisection:
     """Bisect; the user's checkout is left as it was, the worktree and its bisect state removed."""
-    from pytest_fsperf.units import parse_tolerance
-    tolerance = parse_tolerance(plan.tolerance)
     check(plan)
     result = Bisection(plan)
     started = time.monotonic()
@@ -238,14 +244,14 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> Bisection:
                              f"{how if good_bin is None else how_bad}")
         say(f"bisecting {plan.good[:12]}..{plan.bad[:12]} "
             f"({len(git(plan.repo, 'rev-list', f'{plan.good}..{plan.bad}').split())} commits)")
-        first = measure_step(plan, good_bin, plan.bad, bad_bin, tolerance, private, say)
+        first = measure_step(plan, good_bin, plan.bad, bad_bin, private, say)
         result.steps.append(first)
         say(line(first))
         if first.verdict != "bad":
             result.verdict = (f"no regression between good and bad: {plan.bad[:12]} against "
                               f"{plan.good[:12]}: {first.why}")
             return _end(result, started)
-        _bisect(plan, result, builds, good_bin, tolerance, private, worktree, started, say)
+        _bisect(plan, result, builds, good_bin, private, worktree, started, say)
         return _end(result, started)
     finally:
         subprocess.run(["git", "-C", worktree, "bisect", "reset", "-q"], capture_output=True, check=False)
@@ -255,8 +261,8 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> Bisection:
         leftovers.done(entry)
 
 
-def _bisect(plan: Plan, result: Bisection, builds: Builds, good_bin: str, tolerance: float,
-            private: str, worktree: str, started: float, say: Callable[[str], None]) -> None:
+def _bisect(plan: Plan, result: Bisection, builds: Builds, good_bin: str, private: str,
+            worktree: str, started: float, say: Callable[[str], None]) -> None:
     said = git(worktree, "bisect", "start", plan.bad, plan.good)
     while True:
         if "is the first bad commit" in said:
@@ -276,7 +282,7 @@ def _bisect(plan: Plan, result: Bisection, builds: Builds, good_bin: str, tolera
         if binary is None:
             step = Step(commit, git(plan.repo, "log", "-1", "--format=%s", commit), "skip", how)
         else:
-            step = measure_step(plan, good_bin, commit, binary, tolerance, private, say)
+            step = measure_step(plan, good_bin, commit, binary, private, say)
         result.steps.append(step)
         say(line(step))
         said = git(worktree, "bisect", step.verdict, check=False)

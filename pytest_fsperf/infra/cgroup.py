@@ -70,15 +70,12 @@ class MemoryCage:
         self.version = 2 if os.path.exists(os.path.join(root, "cgroup.controllers")) else 1
         base = root if self.version == 2 else os.path.join(root, "memory", _own("memory").lstrip("/"))
         self.path, self._entry = fresh_dir(base, PREFIX, leftovers.note_cgroup, "cgroup")
+        memory, swap = (("memory.max", "memory.swap.max") if self.version == 2
+                        else ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"))
         try:
-            if limit is None:
-                pass
-            elif self.version == 2:
-                self._write("memory.max", str(limit))
-                self._try("memory.swap.max", "0")
-            else:
-                self._write("memory.limit_in_bytes", str(limit))
-                self._try("memory.memsw.limit_in_bytes", str(limit))
+            if limit is not None:
+                self._write(memory, str(limit))
+                self._try(swap, "0" if self.version == 2 else str(limit))  # v1: memory+swap
         except OSError:
             self.close()
             raise
@@ -102,9 +99,6 @@ class MemoryCage:
     def procs_file(self) -> str:
         """Where a process writes its pid to enter (the daemon's launcher does, then execs)."""
         return os.path.join(self.path, "cgroup.procs")
-
-    def enter(self, pid: int) -> None:
-        self._write("cgroup.procs", str(pid))
 
     def pids(self) -> list[int]:
         return [int(p) for p in (self._read("cgroup.procs") or "").split()]

@@ -25,3 +25,11 @@ def load_cage(counting: Counting) -> tuple[cgroup.MemoryCage | None, str]:
         return cgroup.MemoryCage(None), ""
     except OSError as exc:
         return None, f"not counted: {exc.strerror or exc}"
+
+
+def taken(cage: cgroup.MemoryCage | None, uncounted: str) -> tuple[int | None, str]:
+    """The page cache charged to the load generator's cgroup now, or None and why not."""
+    if cage is None:
+        return None, uncounted
+    pages = cage.read().page_cache
+    return pages, "" if pages is not None else "not counted: the cgroup has no page-cache figure"

@@ -208,12 +208,11 @@ def rss_growth(t: Timeline) -> float | None:
     points = [(t.t[i + 1], r) for i, r in enumerate(t.rss) if r is not None]
     if len(points) < MIN_INTERVALS:
         return None
-    xs, ys = [p[0] for p in points], [float(p[1]) for p in points]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    if sxx <= 0:
+    try:
+        fit = statistics.linear_regression([p[0] for p in points], [float(p[1]) for p in points])
+    except statistics.StatisticsError:  # every reading at one time
         return None
-    return 60.0 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    return 60.0 * fit.slope
 
 
 def shape(t: Timeline | None) -> dict[str, float | None]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
-from statistics import median
+from statistics import linear_regression, median
 from typing import Any
 
 from pytest_fsperf.infra.cgroup import Reading
@@ -214,7 +214,8 @@ class WorkloadResult:
             own = {key: median(values) if (values := self.values(key)) else None for key in own}
             after = self.values("daemon_rss_after")
             if len(after) >= 3:  # a leak grows round after round: least-squares slope
-                own["daemon_rss_round_growth"] = slope(after)
+                own["daemon_rss_round_growth"] = linear_regression(
+                    range(len(after)), after).slope  # bytes per round
         return {**own, **self._shares(own.get(self._rate))}
 
     @property
@@ -388,13 +389,6 @@ class WorkloadResult:
                 row["cpu_percent"] = None
                 row["cpu_percent_note"] = short_cpu_note(stats.cpu_window_seconds or stats.wall_seconds)
         return data
-
-
-def slope(values: list[float]) -> float:
-    """Least-squares growth per step of a series (bytes per round)."""
-    n = len(values)
-    mx, my = (n - 1) / 2, sum(values) / n
-    return sum((i - mx) * (v - my) for i, v in enumerate(values)) / sum((i - mx) ** 2 for i in range(n))
 
 
 def pick(figures: dict[str, float | None], metric: str) -> float | None:

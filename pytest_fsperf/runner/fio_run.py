@@ -109,52 +109,43 @@ def measure(ws: Space, label: str, judged: bool, job: dict[str, str], layout: bo
     status_args = ([f"--status-interval={fio_status.INTERVAL:g}"]
                    if fio_status.needs_status(job) else [])
     cage, uncounted = pagecache.load_cage(ws.page_cache)  # the page cache fio takes
-    try:
-        return _run(ws, label, job, out, spec, grouped, status_args, cage, uncounted, judged, fresh)
-    finally:
+    with contextlib.ExitStack() as stack:
         if cage is not None:
-            cage.close()
-
-
-def _run(ws: Space, label: str, job: dict[str, str], out: str, spec: dict[str, str],
-         grouped: bool, status_args: list[str], cage: cgroup.MemoryCage | None, uncounted: str,
-         judged: bool, fresh: bool) -> WorkloadResult:
-    proc = fio_engine.FioProcess(cgroup.launcher(cage, [
-        *fio_engine.command(spec, "fsperf", str(ws.workdir), out + ".json", grouped),
-        *status_args]), out + ".json.log")
-    status = fio_status.Status(out + ".json")
-    tree = progress.TreeIo(lambda: proc.proc.pid if proc.proc else None)
-    # live: the bytes fio's processes read and wrote (exact, every sample, for engines
-    # that move them through read()/write()), or fio's own count where that is more
-    # (libaio, io_uring, mmap move none that way; fio reports once a second)
-    with window.measured(ws, label, lambda: max(tree(), status()), on_exit=proc.stop_now,
-                       spanned=True) as w:
-        if cage is not None:  # fio's own code back in memory after the cold drop, charged
-            fio_engine.fio_version()  # outside its cgroup: the cgroup counts the workload's pages
-        try:
-            code, fio_cpu = proc.run(ws.deadline(job), ws.on_hang)
-        except WorkloadHung as exc:
-            raise WorkloadHung(f"{label}: {exc}") from None
-        fio_engine.check_exit(code, out + ".json")
-        read, write, raw, jobs = fio_engine.parse_output(out + ".json")
-        runtime = max((d.runtime_ms for d in (read, write) if d is not None), default=0)
-        w.io_span = fio_status.io_span(out, runtime, status)
-        w.page_cache = cage.read().page_cache if cage is not None else None
-        w.page_cache_note = uncounted if cage is None else "" if w.page_cache is not None else (
-            "not counted: the cgroup has no page-cache figure")
-    if w.timeline is not None:
-        w.timeline = dataclasses.replace(w.timeline, clat=fio_engine.read_clat_logs(out, w.started))
-        total = sum(d.io_bytes for d in (read, write) if d is not None)
-        if w.io_span is not None and abs(sum(w.timeline.moved) - total) > 0.05 * total:
-            # the samples did not see fio's bytes: its reports, placed on its clock
-            edges = [w.started + x for x in w.timeline.t]
-            w.timeline = dataclasses.replace(w.timeline, moved=fio_status.per_interval(
-                status.series(*w.io_span, total), edges))
-    return window.record(ws, w, name=label, kind=EngineKind.FIO, options=job, read=read, write=write,
-                       tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
-                       judged=judged, raw=raw, output_file=out + ".json",
-                       notes=_unflushed(job, w.lookup) + _per_job(jobs), jobs=jobs,
-                       fresh_files=fresh)
+            stack.callback(cage.close)
+        proc = fio_engine.FioProcess(cgroup.launcher(cage, [
+            *fio_engine.command(spec, "fsperf", str(ws.workdir), out + ".json", grouped),
+            *status_args]), out + ".json.log")
+        status = fio_status.Status(out + ".json")
+        tree = progress.TreeIo(lambda: proc.proc.pid if proc.proc else None)
+        # live: the bytes fio's processes read and wrote (exact, every sample, for engines
+        # that move them through read()/write()), or fio's own count where that is more
+        # (libaio, io_uring, mmap move none that way; fio reports once a second)
+        with window.measured(ws, label, lambda: max(tree(), status()), on_exit=proc.stop_now,
+                           spanned=True) as w:
+            if cage is not None and w.cache.cold:  # fio's own code back in memory after the drop,
+                fio_engine.fio_version()  # charged outside its cgroup: it counts the workload's pages
+            try:
+                code, fio_cpu = proc.run(ws.deadline(job), ws.on_hang)
+            except WorkloadHung as exc:
+                raise WorkloadHung(f"{label}: {exc}") from None
+            fio_engine.check_exit(code, out + ".json")
+            read, write, raw, jobs = fio_engine.parse_output(out + ".json")
+            runtime = max((d.runtime_ms for d in (read, write) if d is not None), default=0)
+            w.io_span = fio_status.io_span(out, runtime, status)
+            w.page_cache, w.page_cache_note = pagecache.taken(cage, uncounted)
+        if w.timeline is not None:
+            w.timeline = dataclasses.replace(w.timeline, clat=fio_engine.read_clat_logs(out, w.started))
+            total = sum(d.io_bytes for d in (read, write) if d is not None)
+            if w.io_span is not None and abs(sum(w.timeline.moved) - total) > 0.05 * total:
+                # the samples did not see fio's bytes: its reports, placed on its clock
+                edges = [w.started + x for x in w.timeline.t]
+                w.timeline = dataclasses.replace(w.timeline, moved=fio_status.per_interval(
+                    status.series(*w.io_span, total), edges))
+        return window.record(ws, w, name=label, kind=EngineKind.FIO, options=job, read=read, write=write,
+                           tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
+                           judged=judged, raw=raw, output_file=out + ".json",
+                           notes=_unflushed(job, w.lookup) + _per_job(jobs), jobs=jobs,
+                           fresh_files=fresh)
 
 
 def _files(workdir: Path) -> dict[str, tuple[int, int]]:

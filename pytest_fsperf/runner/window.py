@@ -112,7 +112,8 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
     daemons = Daemons(label, DaemonMeter(lookup.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
                       if lookup.daemon else None, w.peers)
     pids = [m.pid for o in (lookup, *others) if o.daemon for m in o.daemon.members]
-    rss_before = w.rss_before if w.rss_before is not None else rss_of(lookup) if ws.rss_settle else None
+    if ws.rss_settle and w.rss_before is None:
+        w.rss_before = rss_of(lookup)
     cage = ws.target.owned.cage if ws.target.owned is not None else None
     killed = cage.read().oom_kills if cage is not None else 0
     if cage is not None:
@@ -165,7 +166,7 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
             w.memory = cage.read() if cage is not None else None
             if ws.rss_settle and lookup.daemon is not None:  # outside the window: what it gave back
                 time.sleep(ws.rss_settle)
-                w.rss_after, w.rss_before = rss_of(lookup), rss_before
+                w.rss_after = rss_of(lookup)
         except DaemonExited as exc:  # the target's own daemon: what its log said last
             owned = ws.target.owned
             mine = daemons.meter is not None and exc.pid == daemons.meter.daemon.pid
