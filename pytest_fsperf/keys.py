@@ -13,6 +13,7 @@ from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.mounts.request import MountRequest
 from pytest_fsperf.plan.marker import Plan
 from pytest_fsperf.result.workload import WorkloadResult
+from pytest_fsperf.session.second_pass import SecondPass
 from pytest_fsperf.session.state import FsperfSession
 
 
@@ -33,3 +34,4 @@ PLAN_ERROR = pytest.StashKey[str]()
 USAGE = pytest.StashKey[bool]()  # the test failed on a usage error: the session exits 4
 MOUNT = pytest.StashKey[MountRequest]()
 RECORD = pytest.StashKey[ItemRecord]()
+PASSES = pytest.StashKey[SecondPass]()  # a gated session's second pass

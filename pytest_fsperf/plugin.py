@@ -21,7 +21,7 @@ from pytest_fsperf.fixture import Fsperf
 from pytest_fsperf.infra import leftovers, outfile
 from pytest_fsperf.infra.lock import machine_lock
 from pytest_fsperf.judge import Earlier, Judgement, Past, judge_item, runs
-from pytest_fsperf.keys import CEILINGS, MOUNT, PLAN, PLAN_ERROR, RECORD, STATE, USAGE, ItemRecord
+from pytest_fsperf.keys import CEILINGS, MOUNT, PASSES, PLAN, PLAN_ERROR, RECORD, STATE, USAGE, ItemRecord
 from pytest_fsperf.mounts.mounter import BinaryMissing, MountPlan
 from pytest_fsperf.mounts.registry import Registry
 from pytest_fsperf.mounts.request import MARKER, MountRequest, from_marker, resolve
@@ -35,6 +35,7 @@ from pytest_fsperf.runner.space import Release
 from pytest_fsperf.runner.target import Target
 from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.session.reporter import Reporter, live_line
+from pytest_fsperf.session.second_pass import HELD, SecondPass
 from pytest_fsperf.session.state import FsperfSession
 from pytest_fsperf.store.minio import INSTALL as MINIO_INSTALL
 from pytest_fsperf.store.minio import S3Server, find_minio, start_minio
@@ -82,6 +83,8 @@ def pytest_configure(config: pytest.Config) -> None:
     except UsageError as exc:
         raise pytest.UsageError(f"pytest-fsperf: {exc}") from None
     config.stash[STATE] = state
+    state.clock.second_pass = not hasattr(config, "workerinput")  # pytest-xdist's worker
+    config.stash[PASSES] = SecondPass(state.clock, test_id)
     _guard(config, state)
     config.pluginmanager.register(Reporter(state, config), "fsperf-reporter")
     if config.pluginmanager.hasplugin("benchmark"):
@@ -169,6 +172,27 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if STATE in session.config.stash:
         session.config.stash[STATE].clock.tests_left = sum(
             "fsperf" in getattr(item, "fixturenames", ()) for item in session.items)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    passes = item.config.stash.get(PASSES, None)
+    return passes.protocol(item, nextitem) if passes is not None and passes.wanted(item) else None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
+    """After every test ran: the second pass of a gated session's undecided workloads."""
+    passes = session.config.stash.get(PASSES, None)
+    try:
+        result = yield
+    except BaseException:
+        if passes is not None:
+            passes.release()
+        raise
+    if passes is not None:
+        passes.finish(session)
+    return result
 
 
 FAULTS = (UsageError, MeasurementError)
@@ -408,7 +432,12 @@ def _judge(item: pytest.Item) -> list[str]:
         if how is Unsure.FAIL:
             failures += lines
             continue
+        held = item.config.stash[PASSES].holding(item) if PASSES in item.config.stash else False
         for text in lines:
+            if held:  # said when its first reports are logged, if no second pass replaces them
+                item.stash.setdefault(HELD, []).append((f"fsperf: {text}",
+                                                        str(item.config.rootpath / path), (line or 0) + 1))
+                continue
             warnings.warn_explicit(pytest.PytestWarning(f"fsperf: {text}"), pytest.PytestWarning,
                                    str(item.config.rootpath / path), (line or 0) + 1)
     return failures + (j.notes if failures else [])

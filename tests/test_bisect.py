@@ -1,4 +1,4 @@
-"""`fsperf bisect`: a repository of 16 commits of a small 'filesystem' (an rclone build, held
+"""`fsperf bisect`: a repository of 8 commits of a small 'filesystem' (an rclone build, held
 to 8 MB/s by one known commit) is bisected to that commit with the release gate at each step;
 the user's checkout is left as it was; without a slow commit the answer is that there is no
 regression."""
@@ -26,14 +26,14 @@ def test_read(fsperf):
 
 
 def a_history(where: Path, slow_at: int | None) -> tuple[Path, list[str]]:
-    """16 commits; from commit `slow_at` on, the build is held to 8 MB/s."""
+    """8 commits; from commit `slow_at` on, the build is held to 8 MB/s."""
     repo = where / "fs"
     (repo / "perf").mkdir(parents=True)
     (repo / "build.sh").write_text(BUILD)
     (repo / "perf" / "test_read.py").write_text(READ)
     git(repo, "init", "-q", "-b", "main")
     commits = []
-    for i in range(16):
+    for i in range(8):
         (repo / "notes.txt").write_text(f"change {i}\n")
         if i == slow_at:
             (repo / "slow.txt").write_text("8M\n")
@@ -57,7 +57,7 @@ def builds(tmp_path, monkeypatch):
 
 def test_bisect_names_the_slow_commit_and_leaves_the_checkout_as_it_was(tmp_path, monkeypatch, builds,
                                                                            capsys):
-    repo, commits = a_history(tmp_path, slow_at=9)
+    repo, commits = a_history(tmp_path, slow_at=5)
     git(repo, "checkout", "-q", "-b", "work")
     (repo / "scratch.txt").write_text("uncommitted\n")  # the user's own, untouched
     monkeypatch.chdir(repo)
@@ -67,9 +67,9 @@ def test_bisect_names_the_slow_commit_and_leaves_the_checkout_as_it_was(tmp_path
     said = capsys.readouterr().out
     doc = json.loads(out.read_text())
     assert code == 0, said
-    assert doc["first_bad"] == commits[9], said
-    assert f"first bad commit: {commits[9][:12]} change 9 (reads the bucket slowly)" in said
-    assert len(doc["steps"]) <= 5, said  # bad against good, then 4 halvings of 15
+    assert doc["first_bad"] == commits[5], said
+    assert f"first bad commit: {commits[5][:12]} change 5 (reads the bucket slowly)" in said
+    assert len(doc["steps"]) <= 4, said  # bad against good, then 3 halvings of 7
     assert {s["verdict"] for s in doc["steps"]} <= {"good", "bad"}
     bad = [s for s in doc["steps"] if s["verdict"] == "bad"]
     assert all(s["ratio"] < 0.5 and s["pairs"] >= 2 for s in bad), bad
@@ -80,7 +80,7 @@ def test_bisect_names_the_slow_commit_and_leaves_the_checkout_as_it_was(tmp_path
     assert not (repo / ".git" / "BISECT_LOG").exists()
     assert len(git(repo, "worktree", "list").splitlines()) == 1
     cached = sorted(p.parent.name for p in (tmp_path / "cache").rglob("rclone"))
-    assert commits[0] in cached and commits[9] in cached
+    assert commits[0] in cached and commits[5] in cached
     assert ours() == ([], [])
 
 

@@ -112,3 +112,42 @@ def test_jobs_reported_apart_sum_as_fios_group_line(tmp_path):
     assert read.total_ios == sum(b["total_ios"] for b in blocks)
     p99s = [b["clat_ns"]["percentile"]["99.000000"] for b in blocks]
     assert min(p99s) <= read.lat_p99_ns <= max(p99s)
+
+
+@pytest.mark.fio
+@pytest.mark.parametrize("shape", [
+    {"size": "8M", "numjobs": "2"}, {"size": "8M", "nrfiles": "4", "thread": "1"},
+    {"filesize": "1M", "nrfiles": "3", "size": "3M"}, {"offset": "1M", "size": "4M"},
+    {"size": "6M", "numjobs": "2", "offset_increment": "6M", "filename": "one"}])
+def test_the_direct_layout_makes_the_files_fios_own_layout_would(tmp_path, shape):
+    """A read job's files written first as a direct write job (fio_run.lay_out): fio's own
+    create_only then finds every one in place, the same names and sizes, and rewrites none."""
+    from pytest_fsperf.runner.fio_run import layout_job
+
+    need("fio")
+    read = {"rw": "read", "bs": "4k", "ioengine": "libaio", "iodepth": "8", "time_based": "1",
+            "runtime": "5000ms", **shape}
+    fast = layout_job(read)
+    assert fast is not None and fast["direct"] == "1" and "time_based" not in fast
+    subprocess.run(command(fast, "fsperf", str(tmp_path), str(tmp_path / "w.json")), check=True,
+                   capture_output=True)
+    made = {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in tmp_path.iterdir()
+            if not p.name.endswith(".json")}
+    assert made
+    subprocess.run(command({**read, "create_only": "1"}, "fsperf", str(tmp_path),
+                           str(tmp_path / "r.json")), check=True, capture_output=True)
+    after = {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in tmp_path.iterdir()
+             if not p.name.endswith(".json")}
+    assert after == made, (made, after)
+
+
+@pytest.mark.unit
+def test_a_layout_that_direct_writes_cannot_make_is_left_to_fio():
+    from pytest_fsperf.runner.fio_run import layout_job
+
+    assert layout_job({"rw": "read", "size": "9M", "nrfiles": "2"}) is None  # 4.5 MiB files
+    assert layout_job({"rw": "read", "size": "10%"}) is None  # of the device
+    assert layout_job({"rw": "read", "filesize": "1M-2M", "size": "8M"}) is None  # a range
+    assert layout_job({"rw": "read", "size": "1000k"}) is None  # not whole MiB
+    assert layout_job({"rw": "read", "nrfiles": "2"}) is None  # no size: fio decides
+    assert layout_job({"rw": "read", "size": "2000000", "kb_base": "1000"}) is None

@@ -114,6 +114,9 @@ def test_the_same_build_passes_the_gate(pytester):
     # its cold start a second time: fio's start and a remount more per run. Only the first
     # run lays out; the kept runs find the files as it left them.
     assert "layout" not in steps, steps
+    # a gate between builds keeps the store's cache by default (--fsperf-store-cache=auto)
+    assert {r["cache"] for r in doc["results"]} == {
+        "cold: FUSE only, the store's cache kept (a gate between builds: --fsperf-store-cache=auto)"}
 
 
 @pytest.mark.slow
@@ -326,3 +329,56 @@ def test_a_gated_session_shares_its_budget_and_says_how_the_time_went(pytester, 
     assert given and 15 <= int(given.group(1)) <= 20, first["stopped"]  # a half, not a third
     result.stdout.fnmatch_lines(["*time: 2 gated workloads took * s of the session's * s "
                                  "(budget 40 s, --fsperf-gate-seconds): test_read read *"])
+
+
+@pytest.mark.parametrize("time_left", [True, False])
+def test_a_workload_undecided_in_its_share_gets_the_time_left_in_a_second_pass(pytester, time_left):
+    """A bindfs build gated against itself, two tests. The first test's first share is made
+    0.5 s (this test's conftest; the split is what is tested elsewhere): it runs out after
+    one pair, undecided, and is carried; the second test runs; then the first runs again and
+    its gate goes on from its pair with the time left. One report per test, one comparison
+    each, the warnings of the final reports only. Where one more pair would not fit
+    (time_left False), its first report and warning stand."""
+    need("fio")
+    need("bindfs")
+    pytester.makeconftest(f"""
+        from pytest_fsperf.runner import budget
+        from pytest_fsperf.session.second_pass import SecondPass
+
+        real = budget.SessionClock.share
+
+        def share(self, cap):
+            return 0.5 if not self.in_second_pass and self.tests_left > 1 else real(self, cap)
+
+        budget.SessionClock.share = share
+        if not {time_left}:
+            SecondPass._fits = lambda self, item: False
+    """)
+    pytester.makepyfile(READ + READ.replace("test_read", "test_read_again"))
+    out = pytester.path / "fsperf.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-backend=bindfs",
+                                f"--fsperf-reference={shutil.which('bindfs')}", f"--fsperf-json={out}",
+                                "--fsperf-tolerance=30%", "--fsperf-inconclusive=warn",
+                                "--fsperf-gate-seconds=40", "--fsperf-ab-max-rounds=5", "-v",
+                                *quick(()))
+    doc = json.loads(out.read_text())
+    first, _ = sorted(doc["comparisons"], key=lambda c: c["test"].endswith("test_read_again"))
+    undecided = sum(c["metrics"][c["decided_by"]]["outcome"] == "inconclusive"
+                    for c in doc["comparisons"])
+    failed = sum(c["metrics"][c["decided_by"]]["outcome"] == "B worse" for c in doc["comparisons"])
+    result.assert_outcomes(passed=2 - failed, failed=failed, warnings=undecided)
+    assert not time_left or failed == 0, result.stdout.str()  # a build against itself
+    assert [r["test"] for r in doc["results"]].count(first["test"]) == 2  # reference and candidate
+    if not time_left:
+        assert "+" not in first["order"] and "second pass" not in first["stopped"], first
+        assert first["stopped"].startswith("time budget spent after 1 pair"), first["stopped"]
+        assert first["rounds"] == 1
+        return
+    # the first test's line comes after the second's: it was held for the second pass
+    result.stdout.re_match_lines([r".*::test_read_again (PASSED|FAILED)", r".*::test_read (PASSED|FAILED)"])
+    assert first["order"].startswith("AAB+"), first["order"]  # layout rerun, 1 pair, then on
+    assert "(a second pass, after " in first["stopped"], first["stopped"]
+    assert first["rounds"] >= 3, first  # the minimum pairs, at least, in all
+    result.stdout.fnmatch_lines(["*time: 2 gated workloads took * s of the session's * s "
+                                 "(budget 40 s, --fsperf-gate-seconds)*"])
+    assert ours() == ([], [])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -714,3 +715,61 @@ def test_a_ratio_that_does_not_exist_says_what_happened():
     assert text.startswith("read: no bandwidth B/A to give: inconclusive after 0 pairs "
                            "(unstable: 3 pairs dropped)")
     assert "3 runs not used, first: pair A1/B1: the machine changed" in text
+
+
+def test_the_run_that_laid_the_files_out_is_layout_not_the_next_pairs_cost():
+    """As found (issue 41): seq_read_4t's first run laid out 4 GB (70 s) and was dropped for
+    it; its time counted as the pair's, so 'the next pair (about 84 s)' did not fit in 156 s
+    and the gate stopped after 1 pair, although pairs took about 16 s."""
+    import dataclasses
+    import time as clock
+
+    from pytest_fsperf.runner.ab import Side, interleave
+    from tests.test_rounds import result
+
+    def run(side: str, n: int):
+        first = not calls
+        calls.append(f"{side}{n}")
+        clock.sleep(1.2 if first else 0.1)  # the layout
+        return dataclasses.replace(result(100e6 if side == "A" else 101e6 + n),
+                                   name=f"read.{side}{n}", fresh_files=first)
+
+    calls: list[str] = []
+    sides = (Side("A", (), lambda: None), Side("B", (), lambda: None))
+    pairs = interleave(sides, run, Budget(min_pairs=3, max_pairs=3, seconds=2.5), 0.05)
+    assert len(pairs.a) == 3, pairs.stopped  # 1.2 s of layout, then 3 pairs of 0.2 s
+    assert re.search(r"layout 1 s, cold starts 0 s, runs [01] s", pairs.stopped), pairs.stopped
+    assert pairs.order == "AABBAAB" and not pairs.out_of_time
+
+
+@pytest.mark.unit
+def test_a_second_pass_goes_on_from_the_first_passes_pairs():
+    """Out of time undecided: the pairs are carried (where tests remain), and the second
+    pass goes on from them, the alternation and the dropped runs with them."""
+    from pytest_fsperf.runner import budget
+    from pytest_fsperf.runner.ab import Side, interleave
+    from tests.test_rounds import result
+
+    sides = (Side("A", (), lambda: None), Side("B", (), lambda: None))
+    made: list[str] = []
+
+    def run(side: str, n: int):
+        made.append(f"{side}{n}")
+        return result(100e6 if side == "A" else 100e6 * (1 + 0.03 * (-1) ** n))
+
+    first = interleave(sides, run, Budget(min_pairs=3, max_pairs=12, seconds=0.0), 0.05)
+    assert first.out_of_time and len(first.a) == 1 and first.last_pair >= 0
+    clock = budget.SessionClock(600.0, tests_left=2)
+    assert clock.carry("t.py::test_x", "read", first) and clock.deferred == {"t.py::test_x"}
+    assert budget.SessionClock(600.0, tests_left=1).carry("t", "read", first) is False  # the last
+    assert budget.SessionClock(None, tests_left=3).carry("t", "read", first) is False  # no budget
+    clock.in_second_pass = True
+    assert clock.carry("t", "other", first) is False  # no third pass
+    earlier = clock.resume("t.py::test_x", "read")
+    assert earlier is first and clock.resume("t.py::test_x", "read") is None
+    second = interleave(sides, run, Budget(min_pairs=3, max_pairs=3, seconds=60), 0.05,
+                        earlier=earlier)
+    assert len(second.a) == 3 and second.order == "AB+BAAB", second.order
+    assert made == ["A1", "B1", "B2", "A2", "A3", "B3"]
+    assert "(a second pass, after 0 s in the first" in second.stopped, second.stopped
+    assert not second.out_of_time  # the pair cap, not the time, ended it

@@ -29,28 +29,35 @@ class PageCache(Text):
     # where the plugin owns it), the machine's page cache not: what the daemon reads from (a
     # local backing directory, a local object store's disk) stays in memory, asked for
     STORE_KEPT = "cold: FUSE only, the store's cache kept (--fsperf-store-cache=keep)"
+    # the same, by default, in a release gate between two builds of the daemon: the gate
+    # compares the daemons; a local store's disk and the VM's memory are the same for both
+    STORE_KEPT_GATE = ("cold: FUSE only, the store's cache kept (a gate between builds: "
+                       "--fsperf-store-cache=auto)")
     WARM = "warm"
 
     @property
     def cold(self) -> bool:
-        return self in (PageCache.DROPPED, PageCache.FADVISED, PageCache.STORE_KEPT)
+        return self in (PageCache.DROPPED, PageCache.FADVISED, PageCache.STORE_KEPT,
+                        PageCache.STORE_KEPT_GATE)
 
     @property
     def method(self) -> str:
         """As a cold step: drop_caches, fadvise."""
         return {PageCache.DROPPED: "drop_caches", PageCache.FADVISED: "fadvise",
                 PageCache.FADVISED_FUSE: "fadvise (FUSE: not cold)",
-                PageCache.STORE_KEPT: "fadvise (the store's cache kept)"}.get(self, "warm")
+                PageCache.STORE_KEPT: "fadvise (the store's cache kept)",
+                PageCache.STORE_KEPT_GATE: "fadvise (the store's cache kept)"}.get(self, "warm")
 
 
 class StoreCache(enum.Enum):
     """--fsperf-store-cache: what a cold start does to the page cache of what the daemon
     reads from."""
 
-    DROP = "drop"  # drop_caches: the whole machine's page cache (the default)
+    DROP = "drop"  # drop_caches: the whole machine's page cache
     # only the FUSE files' pages: a local store's files stay in memory, so that every run
     # meets one state of it (a VM's virtual disk and free page reporting do not steady)
     KEEP = "keep"
+    AUTO = "auto"  # the default: keep in a release gate between builds, drop otherwise
 
 
 class ColdRead(Text):
@@ -114,11 +121,12 @@ def make_cold(workdir: str, fuse: bool, drop_path: str = DROP_CACHES,
               store: StoreCache = StoreCache.DROP) -> PageCache:
     """Sync, drop the page cache; returns which method was used, and whether it was enough.
     StoreCache.KEEP on FUSE: only the FUSE files' pages (a filesystem of the kernel's own has
-    no store behind it to keep: dropped as ever)."""
+    no store behind it to keep: dropped as ever); AUTO is KEEP, said as a gate's default
+    (the caller passes AUTO only in a release gate between builds)."""
     os.sync()
-    if store == StoreCache.KEEP and fuse:
+    if store in (StoreCache.KEEP, StoreCache.AUTO) and fuse:
         fadvise_tree(workdir)
-        return PageCache.STORE_KEPT
+        return PageCache.STORE_KEPT if store is StoreCache.KEEP else PageCache.STORE_KEPT_GATE
     if drop_caches(drop_path):
         return PageCache.DROPPED
     fadvise_tree(workdir)

@@ -171,12 +171,13 @@ OPTIONS = (
            "per cold start): auto (default) in an interleaved A/B once its runs have spread "
            "past 1.5x without it (the pairs so far are dropped; only for runs that fill page "
            "cache), on: every cold start"),
-    Option("fsperf_store_cache", "store_cache", parse.member(cache.StoreCache), cache.StoreCache.DROP,
-           "drop|keep",
+    Option("fsperf_store_cache", "store_cache", parse.member(cache.StoreCache), cache.StoreCache.AUTO,
+           "auto|drop|keep",
            "what a cold start does to the page cache of what a FUSE daemon reads from: drop "
-           "(default: drop_caches, the whole machine's) or keep (only the FUSE files' pages, "
-           "the daemon remounted where the plugin mounts it: a local store's files stay in "
-           "memory, so that every run of a gate meets one state of them)"),
+           "(drop_caches, the whole machine's), keep (only the FUSE files' pages, the daemon "
+           "remounted where the plugin mounts it: a local store's files stay in memory, so that "
+           "every run of a gate meets one state of them), or auto (default: keep in a release "
+           "gate between builds, drop otherwise)"),
     Option("fsperf_page_cache", "page_cache", parse.member(pagecache.Counting),
            pagecache.Counting.AUTO, "auto|on|off",
            "count the page cache a fio workload takes (its processes in a memory cgroup of "
@@ -275,7 +276,7 @@ class Settings:
     rss_settle: float | None = None
     cpus: placement.CpuSetting = placement.AUTO
     settle: balloon.Settle = balloon.Settle.AUTO
-    store_cache: cache.StoreCache = cache.StoreCache.DROP
+    store_cache: cache.StoreCache = cache.StoreCache.AUTO
     fuse_trace: fusetrace.Tracing = fusetrace.Tracing.AUTO
     page_cache: pagecache.Counting = pagecache.Counting.AUTO
     ceilings: bool = False

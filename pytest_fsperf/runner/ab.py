@@ -22,6 +22,7 @@ from pytest_fsperf.measure.profile import Profile, Profiling
 from pytest_fsperf.mounts.request import parse_options
 from pytest_fsperf.result.workload import WorkloadResult, median_round
 from pytest_fsperf.runner import fio_run
+from pytest_fsperf.runner.pairs import Pairs
 from pytest_fsperf.runner.space import Release, Space
 from pytest_fsperf.vocab import CompareKind, Difference
 
@@ -37,17 +38,6 @@ class Side:
     name: str  # "A" or "B"
     shown: tuple[str, ...]
     enter: Callable[[], object]
-
-
-@dataclass(frozen=True)
-class Pairs:
-    a: list[WorkloadResult]
-    b: list[WorkloadResult]
-    order: str
-    stopped: str
-    seconds: float
-    dropped: tuple[str, ...] = ()  # runs not used, each with why
-    died: tuple[str, ...] = ()  # runs whose daemon died (also in dropped), e.g. "B3"
 
 
 RERUNS = 1  # a run that is not valid is run again this often before its pair is dropped
@@ -101,7 +91,7 @@ def fills_cache(r: WorkloadResult) -> bool:
 def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResult],
                budget: Budget, tolerance: float, gate: bool = False,
                started: float | None = None,
-               steady: Callable[[], str] | None = None) -> Pairs:
+               steady: Callable[[], str] | None = None, earlier: Pairs | None = None) -> Pairs:
     """Pairs A B, B A, ... (each run after its side's enter(): a cold start) until the
     deciding figure is decisive or the budget is spent. gate: "not worse" decides too.
     started: when the comparison began (time.monotonic), so that its preparation counts.
@@ -112,16 +102,22 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
     fio reads of a tmpfs through bindfs fell in two clusters under load, settling cost 19-41
     s and changed nothing).
     A pair whose two runs met two machines (the rest of the machine's CPU, or the VM's
-    steal, over each run moved past rest.REST_LIMIT) is dropped, not rerun."""
+    steal, over each run moved past rest.REST_LIMIT) is dropped, not rerun.
+    earlier: the pairs of this comparison's first pass (a session's second pass goes on from
+    them: "+" in the order; the intervals are confidence sequences, valid at any look)."""
     by_name = {s.name: s for s in sides}
     runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
     ran = ""
+    if earlier is not None:
+        runs = {"A": list(earlier.a), "B": list(earlier.b)}
+        ran = earlier.order + "+"
     t0 = time.monotonic() if started is None else started
-    pair = 0
+    pair = len(runs["A"])
     spent_before = time.monotonic() - t0  # preparation before the first pair
     spent = Spent(spent_before)
-    dropped: list[str] = []  # every run not used, with why
-    died: list[str] = []
+    dropped = list(earlier.dropped) if earlier else []  # every run not used, with why
+    died = list(earlier.died) if earlier else []
+    before = earlier.seconds if earlier else None  # the first pass's time
     dropped_pairs = 0
     moved = 0  # of them, pairs whose two runs met two machines
     fresh_is_usual = False  # every run makes its own files (fio unlink=1): that is the state
@@ -139,13 +135,17 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
                     dropped.append(f"{name}{pair + 1}: the daemon died ({exc})")
                     continue
                 finally:
-                    spent.runs += time.monotonic() - t
+                    took = time.monotonic() - t
+                    spent.runs += took
                 if got.fresh_files and attempt == RERUNS:
                     fresh_is_usual = True  # made again on the rerun: no run finds them in place
                 why = invalid(got, fresh_is_usual)
                 if not why:
                     these[name] = got
                     break
+                if got.fresh_files and not fresh_is_usual:  # it laid the files out: once
+                    spent.laid_out(took)
+                    spent_before += took  # not a pair's cost: the next pair will not pay it
                 dropped.append(why)
             if name not in these:  # still invalid after its reruns: the pair is not used
                 break
@@ -162,8 +162,8 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
             if too_many_dropped(dropped_pairs, pair) or elapsed >= budget.seconds:
                 return Pairs(runs["A"], runs["B"], ran, f"unstable: {dropped_pairs} pairs dropped "
                              f"({why_dropped(dropped_pairs - moved, moved)}); "
-                             f"{spent.shown(elapsed, budget)}",
-                             elapsed, tuple(dropped), tuple(died))
+                             f"{spent.shown(elapsed, budget, before)}",
+                             (before or 0.0) + elapsed, tuple(dropped), tuple(died))
             continue
         runs["A"].append(these["A"])
         runs["B"].append(these["B"])
@@ -193,8 +193,10 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
             else:
                 why = (f"time budget spent after {pairs}: the next pair (about {last:.0f} s, "
                        "cold starts included) would not fit")
-            return Pairs(runs["A"], runs["B"], ran, f"{why}; {spent.shown(elapsed, budget)}",
-                         elapsed, tuple(dropped), tuple(died))
+            return Pairs(runs["A"], runs["B"], ran, f"{why}; {spent.shown(elapsed, budget, before)}",
+                         (before or 0.0) + elapsed, tuple(dropped), tuple(died),
+                         out_of_time=not (decided and pair >= budget.min_pairs) and pair < budget.max_pairs,
+                         last_pair=last)
 
 
 @dataclass
@@ -203,10 +205,17 @@ class Spent:
 
     before: float  # layout and anything else before the first pair
     cold: float = 0.0  # cold starts (remounts, cache drops)
-    runs: float = 0.0  # the measured runs, including runs not used
+    runs: float = 0.0  # the measured runs, including runs not used, less those that laid out
 
-    def shown(self, elapsed: float, budget: Budget) -> str:
-        return (f"{elapsed:.0f} s of {budget.seconds:.0f} s: layout {self.before:.0f} s, "
+    def laid_out(self, seconds: float) -> None:
+        """A run that made its files (fio's layout, a prep step): layout, not a run."""
+        self.before += seconds
+        self.runs -= seconds
+
+    def shown(self, elapsed: float, budget: Budget, first_pass: float | None = None) -> str:
+        then = (f" (a second pass, after {first_pass:.0f} s in the first: the session's time "
+                "left over, --fsperf-gate-seconds)") if first_pass is not None else ""
+        return (f"{elapsed:.0f} s of {budget.seconds:.0f} s{then}: layout {self.before:.0f} s, "
                 f"cold starts {self.cold:.0f} s, runs {self.runs:.0f} s")
 
 
@@ -333,10 +342,13 @@ def check_build(path: str | None, where: str) -> str | None:
 
 
 def gate(fs: Space, label: str, run: Callable[[str], WorkloadResult], release: Release,
-         budget: Budget, tolerance: float) -> tuple[Comparison, WorkloadResult, WorkloadResult]:
+         budget: Budget, tolerance: float, earlier: Pairs | None = None,
+         carry: Callable[[Pairs], object] | None = None,
+         ) -> tuple[Comparison, WorkloadResult, WorkloadResult]:
     """One workload of a release gate, in pairs ABBA..., each run after a cold start on its
     side. Returns the comparison and the median run of each side (B's carries every pair's
-    figures as its rounds)."""
+    figures as its rounds). earlier: the pairs it goes on from (a session's second pass);
+    carry: given the pairs where the budget ran out undecided (for a second pass)."""
     owned = fs.target.owned
     home = (fs.target, str(fs.workdir))
     builds = {"A": release.reference, "B": release.candidate}
@@ -355,7 +367,9 @@ def gate(fs: Space, label: str, run: Callable[[str], WorkloadResult], release: R
         with fs.pairing():
             pairs = interleave((side("A"), side("B")),
                                lambda s, n: run(f"{label}.{s}{n}"), budget, tolerance, gate=True,
-                               steady=fs.settle_from_now)
+                               steady=fs.settle_from_now, earlier=earlier)
+        if pairs.out_of_time and carry is not None:
+            carry(pairs)
         backend = owned.backend.name if owned is not None else (fs.target.mount().fstype or "mount")
         if not pairs.b:
             raise MeasurementError(f"{label}: release gate: no valid pair ({pairs.stopped}): "

@@ -5,17 +5,26 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from pytest_fsperf.runner.pairs import Pairs
+
 
 @dataclass
 class SessionClock:
     """The session's budget for its gated workloads: each gets what is left divided by the
     tests still to run (the test's workloads share that), at most --fsperf-ab-seconds, so
-    time a workload decided early did not use goes to those after it. None: no session
+    time a workload decided early did not use goes to those after it. A workload whose share
+    ran out undecided while tests remain is carried: its pairs are kept, and once every test
+    has run, its test runs again (the second pass) and its gate goes on from those pairs with
+    what the session has left, so that time goes to those before it too. None: no session
     budget; each workload has --fsperf-ab-seconds."""
 
     seconds: float | None = None
     started: float = field(default_factory=lambda: time.monotonic())
     tests_left: int = 0  # tests with the fsperf fixture not yet finished (set at collection)
+    second_pass: bool = True  # off under pytest-xdist (a worker's reports go out as they come)
+    in_second_pass: bool = False
+    carried: dict[tuple[str, str], Pairs] = field(default_factory=dict)  # (test, workload)
+    deferred: set[str] = field(default_factory=set)  # tests with a carried workload
 
     def left(self) -> float | None:
         if self.seconds is None:
@@ -26,6 +35,21 @@ class SessionClock:
         """What the next gated workload may spend, in seconds."""
         left = self.left()
         return cap if left is None else min(cap, left / max(1, self.tests_left))
+
+    def carry(self, test: str, workload: str, pairs: Pairs) -> bool:
+        """Keep an undecided workload's pairs for the second pass, where there is one to
+        come: a session budget, tests after this one, and not in the second pass already."""
+        if self.seconds is None or not self.second_pass or self.in_second_pass:
+            return False
+        if self.tests_left <= 1:  # the last test: it had all that was left
+            return False
+        self.carried[(test, workload)] = pairs
+        self.deferred.add(test)
+        return True
+
+    def resume(self, test: str, workload: str) -> Pairs | None:
+        """The pairs a carried workload goes on from, once (None: start afresh)."""
+        return self.carried.pop((test, workload), None)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pytest_fsperf import units
 from pytest_fsperf.engine import fio as fio_engine
 from pytest_fsperf.engine import fio_status, fiosize
-from pytest_fsperf.errors import UsageError, WorkloadHung
+from pytest_fsperf.errors import MeasurementError, UsageError, WorkloadHung
 from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import pagecache, progress
 from pytest_fsperf.mounts.daemon import Lookup
@@ -62,12 +62,50 @@ def run(ws: Space, name: str | None, judged: bool, options: Mapping[str, object]
     return measure(ws, ws.unique(base), judged, spec, layout, grouped=not per_job)
 
 
+# The options that name a read job's files and size them; a layout job keeps only these.
+SHAPE = ("size", "filesize", "nrfiles", "numjobs", "offset", "offset_increment", "filename",
+         "filename_format", "unique_filename", "thread", "kb_base", "allow_file_create")
+LAYOUT_BLOCK = 1 << 20
+
+
 def lay_out(ws: Space, job: dict[str, str], out: str) -> None:
-    """Create the files a read job needs, unmeasured; keep a pending cold() cold."""
+    """Create the files a read job needs, unmeasured; keep a pending cold() cold. First as a
+    write job of the same files in direct 1 MiB writes (fio's own layout writes through the
+    page cache, 4 GB in 70 s through bindfs against 3 s direct here), then fio's
+    create_only, which finds them in place (or lays out whatever the first did not make:
+    a filesystem that refuses O_DIRECT, a shape the write job did not match)."""
+    fast = layout_job(job)
+    if fast is not None:
+        try:
+            fio_engine.run_fio(fio_engine.command(fast, "fsperf", str(ws.workdir),
+                                                  out + ".prewrite.json"),
+                               out + ".prewrite.json", ws.deadline(job), ws.on_hang)
+        except WorkloadHung:
+            raise
+        except MeasurementError:
+            pass  # fio's own layout below does it the slow way
     spec = {**job, "create_only": "1"}
     fio_engine.run_fio(fio_engine.command(spec, "fsperf", str(ws.workdir), out + ".layout.json"),
                        out + ".layout.json", ws.deadline(job), ws.on_hang)
     ws.recold()
+
+
+def layout_job(job: dict[str, str]) -> dict[str, str] | None:
+    """The read job's files as a sequential write job in direct 1 MiB writes, or None where
+    a file's size or offset is not whole MiB (direct writes need whole blocks) or unknown."""
+    shape = {k: v for k, v in job.items() if k in SHAPE}
+    try:
+        base, files = int(shape.get("kb_base", "1024")), max(1, int(shape.get("nrfiles", "1")))
+        sizes = {key: fiosize.parse_fio_size(shape[key], base)
+                 for key in ("size", "filesize", "offset") if key in shape}
+    except ValueError:
+        return None
+    if "filesize" not in sizes and "size" in sizes:  # the job's size is split among its files
+        each, rest = divmod(sizes["size"], files)
+        sizes["size"] = 1 if rest else each
+    if not sizes.keys() & {"size", "filesize"} or any(n % LAYOUT_BLOCK for n in sizes.values()):
+        return None
+    return {**shape, "rw": "write", "bs": "1M", "direct": "1", "ioengine": "psync"}
 
 
 def check_space(ws: Space, job: dict[str, str], before: dict[str, tuple[int, int]],

@@ -114,6 +114,17 @@ class Space:
 
     # -- cold ----------------------------------------------------------------
 
+    def store_cache(self) -> cache.StoreCache:
+        """--fsperf-store-cache, with auto resolved: keep in a release gate between two
+        builds of a daemon the plugin mounts (every cold start remounts it), drop otherwise."""
+        chosen = self.settings.store_cache
+        if chosen is not cache.StoreCache.AUTO:
+            return chosen
+        owned = self.target.owned
+        gate = (self.release is not None and self.release.reference_place is None
+                and owned is not None and owned.backend.has_daemon)
+        return cache.StoreCache.AUTO if gate else cache.StoreCache.DROP
+
     def cold_start(self, options: tuple[str, ...] | None = None,
                    after: tuple[str, ...] = (), build: str | None = None) -> PageCache:
         """after: steps already taken for this cold start (a cold() before a layout pass)."""
@@ -129,7 +140,7 @@ class Space:
         for peer in self.peers:  # every client's mount is cold, not only the first
             if peer.owned is not None and peer.owned.backend.has_daemon:
                 peer.owned.remount(options, wipe=True, build=build)
-        self._cold = cache.make_cold(str(self.workdir), self._fuse, store=self.settings.store_cache)
+        self._cold = cache.make_cold(str(self.workdir), self._fuse, store=self.store_cache())
         self._cold_steps = (*steps, self._cold.method, *self._settled())
         self._cold_kind = Pending.COLD_START
         return self._cold
@@ -284,7 +295,7 @@ class Space:
     # -- scenarios ------------------------------------------------------------
 
     def drop_pages(self, after: tuple[str, ...] = ()) -> PageCache:
-        self._cold = cache.make_cold(str(self.workdir), self._fuse, store=self.settings.store_cache)
+        self._cold = cache.make_cold(str(self.workdir), self._fuse, store=self.store_cache())
         self._daemon_cold = DaemonCache.PAGE_ONLY
         self._cold_steps = (*after, self._cold.method, *self._settled())
         self._cold_kind = Pending.PAGE_DROP

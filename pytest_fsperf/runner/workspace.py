@@ -55,7 +55,11 @@ class Workspace(Space):
         label = self.unique(name)
         budget = self.budget()  # its share of the session's, where the session has one
         budget = dataclasses.replace(budget, seconds=self.state.clock.share(budget.seconds))
-        comparison, mine, theirs = ab.gate(self, label, run, self.release, budget, self.tolerance)
+        clock = self.state.clock
+        comparison, mine, theirs = ab.gate(
+            self, label, run, self.release, budget, self.tolerance,
+            earlier=clock.resume(self.test, label),
+            carry=lambda pairs: clock.carry(self.test, label, pairs))
         self.comparisons.append(comparison)
         self.keep(theirs)
         return self.keep((tag or (lambda r: r))(mine))
