@@ -32,6 +32,6 @@ def test_s3fs_cold_read_after_remount(fsperf):
 @fsperf_mount("rclone", config="fsperf_s3")
 def test_rclone_bwlimit_costs_bandwidth(fsperf):
     # time-based: a read too small to outlast rclone's burst allowance would not show the limit
-    ab = fsperf.compare(dict(rw="read", bs="1M", size="4G", direct=1, time_based=1, runtime="4s"),
+    ab = fsperf.compare(dict(rw="read", bs="1M", size="4G", direct=1, time_based=1, runtime="2s"),
                         a=[], b=["--bwlimit", "20M"], rounds=2, max_rounds=4)
     assert ab.ratio("bw") < 1.0  # B (throttled) is slower than A

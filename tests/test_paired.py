@@ -773,3 +773,26 @@ def test_a_second_pass_goes_on_from_the_first_passes_pairs():
     assert made == ["A1", "B1", "B2", "A2", "A3", "B3"]
     assert "(a second pass, after 0 s in the first" in second.stopped, second.stopped
     assert not second.out_of_time  # the pair cap, not the time, ended it
+
+
+@pytest.mark.unit
+def test_a_pair_whose_two_runs_were_both_far_off_is_the_machine_and_dropped():
+    """As found (issue 41, the ossfs2 suite's A/A): one pair of 32 ran 1.88 GB/s on A and
+    0.78 on B against 2.5-3.3 on both otherwise; the CPU the rest of the machine used did not
+    move, and that pair alone held the interval at 0.88-1.04. Both runs off their sides'
+    medians the same way: dropped as the machine. One side alone off is a finding, kept."""
+    from pytest_fsperf.runner.ab import Side, interleave
+    from tests.test_rounds import result
+
+    values = {("A", 4): 1.88e9, ("B", 4): 0.78e9, ("B", 6): 2.0e9}  # B6: B alone, kept
+
+    def run(side: str, n: int):  # the machine's slow spell: once
+        return result(values.pop((side, n), (3.1e9 if side == "A" else 3.0e9) + n * 1e6))
+
+    sides = (Side("A", (), lambda: None), Side("B", (), lambda: None))
+    pairs = interleave(sides, run, Budget(min_pairs=7, max_pairs=7, seconds=60), 0.05)
+    assert pairs.order == "ABBAABBAxBAABBAAB", pairs.order  # pair 4 dropped, then run again
+    assert len(pairs.a) == 7
+    (why,) = [d for d in pairs.dropped if "changed under" in d]
+    assert "A 0.61x, B 0.26x" in why, why
+    assert min(r.bw_bytes for r in pairs.b) == 2.0e9  # B6, off on its own: kept

@@ -151,7 +151,8 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
                 break
         first, second = (f"{n}{pair + 1}" for n in order(pair))
         if len(these) == 2 and (why := rest.moved(these[first[0]].rest, these[second[0]].rest,
-                                                  first, second)):
+                                                  first, second)
+                                or both_off(runs, these, first, second)):
             dropped.append(f"pair {first}/{second}: {why}")  # not rerun: the change is in time
             these.clear()
             moved += 1
@@ -197,6 +198,33 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
                          (before or 0.0) + elapsed, tuple(dropped), tuple(died),
                          out_of_time=not (decided and pair >= budget.min_pairs) and pair < budget.max_pairs,
                          last_pair=last)
+
+
+OFF = 0.25  # both runs of a pair this far off their sides' medians: the machine, not a side
+
+
+def both_off(runs: dict[str, list[WorkloadResult]], these: dict[str, WorkloadResult],
+             first: str, second: str) -> str:
+    """Why a pair may not stand because the machine changed under it without the rest of
+    the machine's CPU showing it: both runs more than OFF off their own side's median of
+    the pairs so far (from 3 on), the same way (as found: a 4-thread read ran 1.88 GB/s on
+    A and 0.78 on B in one pair of 32 that ran 2.5-3.3 GB/s on both; that one pair put the
+    A/A's interval at 0.88-1.04 after 32 pairs). Asked of both sides alike, so it favours
+    neither; one side alone off its median is what a comparison is for."""
+    if len(runs["A"]) < 3:
+        return ""
+    metric = primary(these["B"])
+    offs = {}
+    for side in ("A", "B"):
+        kept = sorted(v for r in runs[side] if (v := r.single_metrics().get(metric)))
+        value = these[side].single_metrics().get(metric)
+        if not kept or not value:
+            return ""
+        offs[side] = value / kept[len(kept) // 2]
+    if all(x < 1 - OFF for x in offs.values()) or all(x > 1 + OFF for x in offs.values()):
+        return (f"the machine changed under pair {first}/{second}: both runs were off their "
+                f"sides' medians the same way (A {offs['A']:.2f}x, B {offs['B']:.2f}x)")
+    return ""
 
 
 @dataclass
