@@ -151,3 +151,30 @@ def test_a_layout_that_direct_writes_cannot_make_is_left_to_fio():
     assert layout_job({"rw": "read", "size": "1000k"}) is None  # not whole MiB
     assert layout_job({"rw": "read", "nrfiles": "2"}) is None  # no size: fio decides
     assert layout_job({"rw": "read", "size": "2000000", "kb_base": "1000"}) is None
+
+
+@pytest.mark.fio
+def test_files_a_write_left_are_never_rewritten_by_the_layout(tmp_path, monkeypatch):
+    """As found: the direct layout rewrote the files an earlier write of the test had left
+    (a write, then a warm read of them): s3fs uploaded them again and served the 'warm' read
+    from the store. Only an empty work dir gets the direct pass; fio's own finds the rest."""
+    import os
+    from types import SimpleNamespace
+
+    from pytest_fsperf.runner import fio_run
+
+    need("fio")
+    (tmp_path / "fsperf.0.0").write_bytes(b"x" * (1 << 20))
+    os.utime(tmp_path / "fsperf.0.0", ns=(1, 1))
+    ran: list[list[str]] = []
+    ws = SimpleNamespace(workdir=tmp_path, deadline=lambda job: None, on_hang=lambda: "",
+                         recold=lambda: None)
+
+    def run_fio(args, output, timeout=None, on_hang=None):
+        ran.append(args)
+        subprocess.run(args, check=True, capture_output=True)
+
+    monkeypatch.setattr(fio_run.fio_engine, "run_fio", run_fio)  # fio itself still runs
+    fio_run.lay_out(ws, {"rw": "read", "size": "1M"}, str(tmp_path / "out"))  # type: ignore[arg-type]
+    assert len(ran) == 1 and "--create_only=1" in ran[0], ran  # no direct pass
+    assert os.stat(tmp_path / "fsperf.0.0").st_mtime_ns == 1  # found in place, not rewritten
