@@ -24,7 +24,6 @@ class SessionClock:
     second_pass: bool = True  # off under pytest-xdist (a worker's reports go out as they come)
     in_second_pass: bool = False
     carried: dict[tuple[str, str], Pairs] = field(default_factory=dict)  # (test, workload)
-    deferred: set[str] = field(default_factory=set)  # tests with a carried workload
 
     def left(self) -> float | None:
         if self.seconds is None:
@@ -44,8 +43,11 @@ class SessionClock:
         if self.tests_left <= 1:  # the last test: it had all that was left
             return False
         self.carried[(test, workload)] = pairs
-        self.deferred.add(test)
         return True
+
+    def carries(self, test: str) -> bool:
+        """Whether a workload of the test waits for the second pass."""
+        return any(t == test for t, _workload in self.carried)
 
     def resume(self, test: str, workload: str) -> Pairs | None:
         """The pairs a carried workload goes on from, once (None: start afresh)."""

@@ -71,7 +71,7 @@ LAYOUT_BLOCK = 1 << 20
 def lay_out(ws: Space, job: dict[str, str], out: str) -> None:
     """Create the files a read job needs, unmeasured; keep a pending cold() cold. First as a
     write job of the same files in direct 1 MiB writes (fio's own layout writes through the
-    page cache, 4 GB in 70 s through bindfs against 3 s direct here), then fio's
+    page cache: see docs/reference/fixture.md for what each took), then fio's
     create_only, which finds them in place (or lays out whatever the first did not make:
     a filesystem that refuses O_DIRECT, a shape the write job did not match). Only into an
     empty work dir: files an earlier workload of the test left (a write, then its read) are
@@ -102,10 +102,14 @@ def layout_job(job: dict[str, str]) -> dict[str, str] | None:
                  for key in ("size", "filesize", "offset") if key in shape}
     except ValueError:
         return None
-    if "filesize" not in sizes and "size" in sizes:  # the job's size is split among its files
+    if not sizes.keys() & {"size", "filesize"}:
+        return None
+    if "filesize" not in sizes:  # the job's size is split among its files
         each, rest = divmod(sizes["size"], files)
-        sizes["size"] = 1 if rest else each
-    if not sizes.keys() & {"size", "filesize"} or any(n % LAYOUT_BLOCK for n in sizes.values()):
+        if rest:
+            return None
+        sizes["size"] = each
+    if any(n % LAYOUT_BLOCK for n in sizes.values()):
         return None
     return {**shape, "rw": "write", "bs": "1M", "direct": "1", "ioengine": "psync"}
 

@@ -37,7 +37,7 @@ class SecondPass:
 
     def holding(self, item: pytest.Item) -> bool:
         """Whether the test, running now, has a workload carried to the second pass."""
-        return not self.clock.in_second_pass and self.key(item) in self.clock.deferred
+        return not self.clock.in_second_pass and self.clock.carries(self.key(item))
 
     def protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool:
         """pytest_runtest_protocol of a test in a gated session: run it; log its reports now,
@@ -45,7 +45,7 @@ class SecondPass:
         if nextitem is None and self.held:  # keep the session's mounts for the second pass
             nextitem = self.held[0].item
         reports = runtestprotocol(item, nextitem=nextitem, log=False)
-        if self.key(item) in self.clock.deferred:
+        if self.holding(item):
             self.held.append(Held(item, reports))
         else:
             _log(item, reports)
@@ -85,7 +85,6 @@ class SecondPass:
 
     def _forget(self, item: pytest.Item) -> None:
         """Drop what the first pass left on the item: its fsperf JUnit properties."""
-        self.clock.deferred.discard(self.key(item))
         item.user_properties[:] = [p for p in item.user_properties
                                    if not str(p[0]).startswith("fsperf.")]
 
