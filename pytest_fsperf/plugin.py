@@ -37,9 +37,10 @@ from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.session.reporter import Reporter, live_line
 from pytest_fsperf.session.second_pass import HELD, SecondPass
 from pytest_fsperf.session.state import FsperfSession
-from pytest_fsperf.store.minio import INSTALL as MINIO_INSTALL
-from pytest_fsperf.store.minio import S3Server, find_minio, start_minio
+from pytest_fsperf.stores import fsperf_azurite, fsperf_gcs, fsperf_oss, fsperf_s3
 from pytest_fsperf.vocab import Gate, Outcome, Unsure
+
+__all__ = ["fsperf_azurite", "fsperf_gcs", "fsperf_oss", "fsperf_s3"]  # fixtures, from stores.py
 
 MARKER_HELP = ("fsperf(**thresholds): performance thresholds for the test's measured workloads: "
                + ", ".join(KEYWORDS))
@@ -234,20 +235,6 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
             clock = item.config.stash[STATE].clock
             clock.tests_left = max(0, clock.tests_left - 1)
     fail(text)
-
-
-@pytest.fixture(scope="session")
-def fsperf_s3() -> Iterator[S3Server]:
-    """A MinIO server on 127.0.0.1 for this session: free port, fresh credentials and bucket.
-    Skips the test when MinIO is not installed."""
-    binary = find_minio()
-    if binary is None:
-        pytest.skip(f"MinIO is not installed: {MINIO_INSTALL}")
-    server = start_minio(binary)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _plan(request: pytest.FixtureRequest, req: MountRequest) -> MountPlan:

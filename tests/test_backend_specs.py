@@ -7,13 +7,13 @@ import os
 import pytest
 
 from pytest_fsperf import mount_params
-from pytest_fsperf.engine.fio import not_sequential
+from pytest_fsperf.engine.fio import needs
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.mounts.builtin import BUILTIN
 from pytest_fsperf.mounts.mounter import BinaryMissing, MountedFs, MountError, MountPlan
 from pytest_fsperf.mounts.registry import BackendConfig, Registry, load_config
 from pytest_fsperf.mounts.request import MountRequest, from_marker, option_id, resolve
-from pytest_fsperf.mounts.spec import Backend, render
+from pytest_fsperf.mounts.spec import Backend, Limits, Need, render
 
 S3 = {"endpoint": "http://127.0.0.1:9000", "bucket": "bench", "access_key": "AKIDEXAMPLE",
       "secret_key": "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"}
@@ -25,7 +25,8 @@ def backend(name: str) -> Backend:
 
 def test_every_builtin_is_registered():
     assert Registry().names() == sorted(
-        ["local", "bindfs", "rclone", "s3fs", "ossfs", "ossfs2", "goofys", "juicefs", "mountpoint-s3"])
+        ["local", "bindfs", "rclone", "s3fs", "ossfs", "ossfs2", "goofys", "juicefs", "mountpoint-s3",
+         "blobfuse2", "gcsfuse"])
     assert len({b.name for b in BUILTIN}) == len(BUILTIN)
 
 
@@ -44,22 +45,55 @@ def test_s3fs_use_cache_is_wiped_per_bucket_only():
     assert r.cache_dirs == ("/p/c/bench", "/p/c/.bench.stat", "/p/c/.bench.mirror")
 
 
-def test_ossfs1_like_the_documented_command():
+OSS_LOCAL = {**S3, "endpoint": "http://oss.invalid", "http_proxy": "http://127.0.0.1:7000",
+             "crc64": "false"}
+
+
+def test_ossfs1_like_the_documented_command_with_keys_in_the_environment():
     r = render(backend("ossfs"), S3, ("-odirect_read", "-oreaddir_optimize"), "/mnt/ossfs", "/p")
     assert r.argv == ("ossfs", "bench", "/mnt/ossfs", "-f", "-ourl=http://127.0.0.1:9000",
-                      "-opasswd_file=/p/passwd", "-odirect_read", "-oreaddir_optimize")
-    assert r.files["/p/passwd"] == "bench:AKIDEXAMPLE:wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY\n"
+                      "-odirect_read", "-oreaddir_optimize")
+    assert r.env["OSSACCESSKEYID"] == S3["access_key"]
+    assert r.env["OSSSECRETACCESSKEY"] == S3["secret_key"]
+    assert r.files == {} and "http_proxy" not in r.env  # a real endpoint: no proxy
+    local = render(backend("ossfs"), OSS_LOCAL, (), "/m", "/p")
+    assert local.env["http_proxy"] == "http://127.0.0.1:7000"  # curl's: every request to the gateway
 
 
-def test_ossfs2_options_go_into_the_generated_config_file():
+def test_ossfs2_options_go_into_the_generated_config_file_and_keys_into_the_environment():
     r = render(backend("ossfs2"), S3, ("--upload_buffer_size=33554432",), "/mnt/ossfs2", "/p")
     # in the foreground (it forks away otherwise), its log in the private dir (not /tmp/ossfs2)
     assert r.argv == ("ossfs2", "mount", "/mnt/ossfs2", "-c", "/p/ossfs2.conf", "-f")
     assert r.files["/p/ossfs2.conf"].splitlines() == [
         "--oss_endpoint=http://127.0.0.1:9000", "--oss_bucket=bench",
-        "--oss_access_key_id=AKIDEXAMPLE",
-        "--oss_access_key_secret=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY",
         "--log_dir=/p/log", "--upload_buffer_size=33554432"]
+    assert r.env["OSS_ACCESS_KEY_ID"] == S3["access_key"]
+    assert r.env["OSS_ACCESS_KEY_SECRET"] == S3["secret_key"]
+    local = render(backend("ossfs2"), OSS_LOCAL, (), "/m", "/p")
+    assert local.files["/p/ossfs2.conf"].split() == [
+        "--oss_endpoint=http://oss.invalid", "--oss_bucket=bench", "--log_dir=/p/log",
+        "--http_proxy=http://127.0.0.1:7000", "--enable_crc64=false"]
+    assert S3["secret_key"] not in local.files["/p/ossfs2.conf"]
+
+
+def test_blobfuse2_and_gcsfuse_stay_on_loopback_and_keep_keys_off_the_command_line():
+    az = {"endpoint": "http://127.0.0.1:10000/acct", "bucket": "c", "account": "acct",
+          "account_key": "c2VjcmV0c2VjcmV0c2VjcmV0", "use_http": "true"}
+    r = render(backend("blobfuse2"), az, (), "/m", "/p")
+    assert "--disable-version-check=true" in r.argv  # no version check on each mount
+    assert r.env["AZURE_STORAGE_ACCESS_KEY"] == az["account_key"]
+    assert az["account_key"] not in r.files["/p/config.yaml"] + " ".join(r.argv)
+    assert "use-http: true" in r.files["/p/config.yaml"]
+    g = render(backend("gcsfuse"), {"endpoint": "http://127.0.0.1:4443", "bucket": "b",
+                                    "anonymous": "true", "metadata_host": "127.0.0.1:9"},
+               (), "/m", "/p")
+    assert g.argv == ("gcsfuse", "--foreground", "--disable-autoconfig", "--anonymous-access=true",
+                      "--custom-endpoint=http://127.0.0.1:4443/storage/v1/", "b", "/m")
+    assert g.env == {"GCE_METADATA_HOST": "127.0.0.1:9"}  # no metadata.google.internal lookup
+    assert "--anonymous-access=false" in render(backend("gcsfuse"), {"endpoint": "https://g",
+                                                                      "bucket": "b"}, (), "/m", "/p").argv
+    ms3 = render(backend("mountpoint-s3"), S3, (), "/m", "/p")
+    assert ms3.env["AWS_EC2_METADATA_DISABLED"] == "true"  # no instance metadata lookups
 
 
 def test_goofys_and_mountpoint_s3_take_keys_from_the_environment():
@@ -184,7 +218,7 @@ def test_config_file_errors_name_the_file(tmp_path, text, message):
 
 
 def test_unknown_backend_lists_the_known_ones():
-    with pytest.raises(UsageError, match=r"unknown backend 'nfs' \(known: bindfs, goofys"):
+    with pytest.raises(UsageError, match=r"unknown backend 'nfs' \(known: bindfs, blobfuse2, gcsfuse, goofys"):
         Registry().get("nfs", "--fsperf-backend=nfs (command line)")
 
 
@@ -202,18 +236,28 @@ def test_private_files_are_mode_0600_and_a_failed_mount_shows_the_daemons_words(
     assert not os.path.exists(fs.private)
 
 
-@pytest.mark.parametrize("name", ["ossfs", "ossfs2"])
-def test_oss_signing_backends_need_a_real_oss_endpoint(name):
-    """ossfs signs the OSS way (OSS ak:sig / OSS4-HMAC-SHA256): the plugin's MinIO cannot
-    authenticate it, so no endpoint (or fsperf_s3) is one line, before any server starts."""
-    def fixture(_name):
-        raise AssertionError("no server may start for it")
+@pytest.mark.parametrize(("name", "server"), [("ossfs", "fsperf_oss"), ("ossfs2", "fsperf_oss"),
+                                              ("s3fs", "fsperf_s3"), ("blobfuse2", "fsperf_azurite"),
+                                              ("gcsfuse", "fsperf_gcs")])
+def test_with_no_endpoint_a_backend_gets_the_plugins_own_server_of_its_dialect(name, server, monkeypatch):
+    monkeypatch.setattr("pytest_fsperf.mounts.request.require_binary", lambda b: None)
+    asked = []
 
-    for config in (None, "fsperf_s3"):
-        req = MountRequest(name, (), config, "test_x: fsperf_mount")
-        with pytest.raises(UsageError, match=rf"test_x: fsperf_mount: {name} signs its requests "
-                                             r"the OSS way .*configure an OSS endpoint"):
-            resolve(req, Registry([]), BackendConfig(), fixture, 5.0)
+    class Server:
+        def config(self):
+            return {"endpoint": "http://127.0.0.1:1", "bucket": "b", "access_key": "k",
+                    "secret_key": "s", "account": "a", "account_key": "k"}
+
+    def fixture(n):
+        asked.append(n)
+        return Server()
+
+    plan = resolve(MountRequest(name, (), None, "t"), Registry([]), BackendConfig(), fixture, 5.0)
+    assert asked == [server] and plan.config["endpoint"] == "http://127.0.0.1:1"
+    # a configured endpoint (a real OSS, say) starts nothing
+    given = BackendConfig({"endpoint": "https://oss-cn-hangzhou.aliyuncs.com", "bucket": "b"})
+    resolve(MountRequest(name, (), None, "t"), Registry([]), given, fixture, 5.0)
+    assert asked == [server]
 
 
 def test_goofys_cache_is_known_and_mountpoint_s3_may_delete_and_overwrite():
@@ -222,14 +266,29 @@ def test_goofys_cache_is_known_and_mountpoint_s3_may_delete_and_overwrite():
     assert render(backend("goofys"), S3, (), "/m", "/p").cache_dirs == ()
     m = render(backend("mountpoint-s3"), S3, (), "/m", "/p")
     assert "--allow-delete" in m.argv and "--allow-overwrite" in m.argv
-    assert backend("mountpoint-s3").sequential_writes
+    assert Need.RANDOM_WRITES in backend("mountpoint-s3").limits.cannot
 
 
-@pytest.mark.parametrize(("job", "why"), [
-    ({"rw": "randwrite"}, "rw=randwrite writes at random offsets"),
-    ({"rw": "randrw"}, "rw=randrw writes at random offsets"),
-    ({"rw": "rw"}, "rw=rw rewrites the files it reads"),
-    ({"rw": "write", "overwrite": "1"}, "overwrite=1 rewrites existing files in place"),
-    ({"rw": "write"}, ""), ({"rw": "read"}, ""), ({"rw": "randread"}, "")])
-def test_what_a_sequential_writer_refuses(job, why):
-    assert not_sequential(job) == why
+@pytest.mark.parametrize(("job", "need", "why"), [
+    ({"rw": "randwrite"}, Need.RANDOM_WRITES, "rw=randwrite writes at random offsets"),
+    ({"rw": "randrw"}, Need.RANDOM_WRITES, "rw=randrw writes at random offsets"),
+    ({"rw": "rw"}, Need.REWRITES, "rw=rw rewrites the files it reads"),
+    ({"rw": "write", "overwrite": "1"}, Need.REWRITES, "overwrite=1 rewrites existing files in place"),
+    ({"rw": "write", "file_append": "1"}, Need.APPENDS, "file_append=1 appends to existing files"),
+    ({"rw": "write"}, None, ""), ({"rw": "read"}, None, ""), ({"rw": "randread"}, None, "")])
+def test_what_a_fio_job_needs(job, need, why):
+    assert needs(job) == ({need: why} if need else {})
+
+
+def test_mountpoint_s3_limits_are_data_and_refuse_in_one_line():
+    limits = backend("mountpoint-s3").limits
+    assert limits.cannot == {Need.RANDOM_WRITES, Need.REWRITES, Need.APPENDS, Need.RENAME}
+    assert limits.fio == {"create_on_open": "1", "fallocate": "none"}
+    assert not limits.keeps_empty_dirs
+    said = limits.refusal("mountpoint-s3", {Need.RENAME: "mdtest renames every file"})
+    assert said == ("mountpoint-s3 cannot run this workload: mdtest renames every file, and "
+                    "mountpoint-s3 does not rename files (mountpoint-s3's SEMANTICS.md)")
+    assert "\n" not in said
+    assert limits.refusal("mountpoint-s3", {}) == ""
+    assert Limits().refusal("bindfs", {Need.RENAME: "x"}) == ""
+    assert all(b.limits == Limits() for b in BUILTIN if b.name != "mountpoint-s3")

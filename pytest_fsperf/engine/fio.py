@@ -25,6 +25,7 @@ from pytest_fsperf.engine.fiosize import check_size, parse_fio_size, scale_count
 from pytest_fsperf.errors import MeasurementError, UsageError, WorkloadHung
 from pytest_fsperf.infra import leftovers
 from pytest_fsperf.infra.procs import Proc, kill_tree
+from pytest_fsperf.mounts.spec import Need
 from pytest_fsperf.result.workload import IoStats, JobStats
 
 INSTALL_HINT = "fio is not installed: install the 'fio' package (apt-get install fio / dnf install fio)"
@@ -158,16 +159,19 @@ def valid_name(name: str) -> bool:
     return bool(_NAME.fullmatch(name))
 
 
-def not_sequential(job: dict[str, str]) -> str:
-    """Why this job does more than write new files front to back, or ""."""
+def needs(job: dict[str, str]) -> dict[Need, str]:
+    """What this job asks of the filesystem beyond writing new files front to back."""
     rw = job.get("rw", job.get("readwrite", "read"))
+    out: dict[Need, str] = {}
     if rw in ("randwrite", "randrw", "trimwrite"):
-        return f"rw={rw} writes at random offsets"
+        out[Need.RANDOM_WRITES] = f"rw={rw} writes at random offsets"
     if rw in ("rw", "readwrite"):
-        return f"rw={rw} rewrites the files it reads"
+        out[Need.REWRITES] = f"rw={rw} rewrites the files it reads"
     if job.get("overwrite") == "1":
-        return "overwrite=1 rewrites existing files in place"
-    return ""
+        out[Need.REWRITES] = "overwrite=1 rewrites existing files in place"
+    if job.get("file_append") == "1":
+        out[Need.APPENDS] = "file_append=1 appends to existing files"
+    return out
 
 
 def is_reading(job: dict[str, str]) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_fsperf.errors import MountError
-from pytest_fsperf.mounts.spec import Backend, Rendered
+from pytest_fsperf.mounts.spec import Backend, Limits, Need, Rendered
 
 
 def _rc(r: Rendered, path: str) -> dict[str, Any]:
@@ -78,11 +78,49 @@ def juicefs_format(r: Rendered, env: Mapping[str, str]) -> None:
 
 
 REGION = {"region": ("us-east-1",)}
+# The AWS SDKs look for instance metadata (169.254.169.254) on their own: off
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "{access_key}", "AWS_SECRET_ACCESS_KEY": "{secret_key}",
-           "AWS_REGION": "{region}"}
+           "AWS_REGION": "{region}", "AWS_EC2_METADATA_DISABLED": "true"}
+# ossfs 1.x reads OSSACCESSKEYID, ossfs2 OSS_ACCESS_KEY_ID; http_proxy only when configured
+OSS_ENV = {"OSSACCESSKEYID": "{access_key}", "OSSSECRETACCESSKEY": "{secret_key}",
+           "OSS_ACCESS_KEY_ID": "{access_key}", "OSS_ACCESS_KEY_SECRET": "{secret_key}",
+           "http_proxy": "{http_proxy}"}
 S3_NEEDS = ("endpoint", "bucket", "access_key", "secret_key")
 USE_CACHE = {"use_cache": r"use_cache=([^,\s]+)"}  # s3fs and ossfs 1.x: -o use_cache=DIR
 USE_CACHE_DIRS = ("{use_cache}/{bucket}", "{use_cache}/.{bucket}.stat", "{use_cache}/.{bucket}.mirror")
+
+# mountpoint-s3 writes new files front to back only; a file fio laid out and opened again
+# (O_RDWR, existing) is read-only to it: fio creates each file on open instead, and never
+# fallocates. No rename (only on S3 Express directory buckets), no appends; an empty
+# directory lives in its memory only until the kernel forgets it (a cache drop does).
+MOUNTPOINT_LIMITS = Limits(
+    cannot=frozenset({Need.RANDOM_WRITES, Need.REWRITES, Need.APPENDS, Need.RENAME}),
+    fio={"create_on_open": "1", "fallocate": "none"}, keeps_empty_dirs=False,
+    source="mountpoint-s3's SEMANTICS.md")
+
+BLOBFUSE2_CONFIG = """logging:
+  type: base
+  level: log_err
+  file-path: {private}/blobfuse2.log
+components:
+  - libfuse
+  - block_cache
+  - attr_cache
+  - azstorage
+block_cache:
+  block-size-mb: 8
+  mem-size-mb: 1024
+  prefetch: 12
+attr_cache:
+  timeout-sec: 120
+azstorage:
+  type: block
+  account-name: {account}
+  endpoint: {endpoint}
+  mode: key
+  container: {bucket}
+  use-http: {use_http}
+"""
 
 BUILTIN: tuple[Backend, ...] = (
     Backend(
@@ -125,9 +163,10 @@ BUILTIN: tuple[Backend, ...] = (
     Backend(
         name="ossfs", binary="ossfs", store="oss",
         install="install ossfs 1.x from https://github.com/aliyun/ossfs/releases",
-        command=("ossfs", "{bucket}", "{mountpoint}", "-f", "-ourl={endpoint}",
-                 "-opasswd_file={files[passwd]}", "{options}"),
-        requires=S3_NEEDS, files={"passwd": "{bucket}:{access_key}:{secret_key}\n"},
+        # Keys in the environment (OSSACCESSKEYID/OSSSECRETACCESSKEY), never in a file or the
+        # command line; over the plugin's gateway, curl's http_proxy carries every request to it.
+        command=("ossfs", "{bucket}", "{mountpoint}", "-f", "-ourl={endpoint}", "{options}"),
+        requires=S3_NEEDS, env=OSS_ENV,
         option_fields=USE_CACHE, cache_dirs=USE_CACHE_DIRS, cache_scoped=True,
     ),
     Backend(
@@ -135,12 +174,13 @@ BUILTIN: tuple[Backend, ...] = (
         install="install ossfs 2.0 from Alibaba Cloud (see its 'Install ossfs 2.0' guide)",
         # Options are lines of the generated config file, e.g. "--upload_buffer_size=33554432".
         # In the foreground (-f: it forks away otherwise), logging into its private dir
-        # (the default /tmp/ossfs2 is shared by every instance).
+        # (the default /tmp/ossfs2 is shared by every instance). Keys in the environment.
         command=("ossfs2", "mount", "{mountpoint}", "-c", "{files[ossfs2.conf]}", "-f"),
-        requires=S3_NEEDS,
+        requires=S3_NEEDS, env=OSS_ENV,
+        defaults={"proxy_line": ("--http_proxy={http_proxy}\n", ""),
+                  "crc_line": ("--enable_crc64={crc64}\n", "")},
         files={"ossfs2.conf": "--oss_endpoint={endpoint}\n--oss_bucket={bucket}\n"
-                              "--oss_access_key_id={access_key}\n--oss_access_key_secret={secret_key}\n"
-                              "--log_dir={private}/log\n{options_lines}\n"},
+                              "--log_dir={private}/log\n{proxy_line}{crc_line}{options_lines}\n"},
     ),
     Backend(
         name="goofys", binary="goofys", store="s3",
@@ -176,9 +216,32 @@ BUILTIN: tuple[Backend, ...] = (
         command=("mount-s3", "{bucket}", "{mountpoint}", "--foreground", "--endpoint-url",
                  "{endpoint}", "--force-path-style", "--region", "{region}", "--allow-delete",
                  "--allow-overwrite", "{options}"),
-        requires=S3_NEEDS, defaults=REGION, env=AWS_ENV, sequential_writes=True,
+        requires=S3_NEEDS, defaults=REGION, env=AWS_ENV, limits=MOUNTPOINT_LIMITS,
         # mount-s3 keeps its cache in CACHE/mountpoint-cache (and empties it at mount and exit)
         option_fields={"cache": r"--cache[= ](\S+)"}, cache_dirs=("{cache}/mountpoint-cache",),
         cache_scoped=True,
+    ),
+    Backend(
+        name="blobfuse2", binary="blobfuse2", store="azure",
+        install="install blobfuse2 from https://github.com/Azure/azure-storage-fuse/releases",
+        # block_cache in memory (a cold remount empties it); no version check on each mount
+        command=("blobfuse2", "mount", "{mountpoint}", "--config-file={files[config.yaml]}",
+                 "--foreground", "--disable-version-check=true", "{options}"),
+        requires=("endpoint", "bucket", "account", "account_key"),
+        defaults={"use_http": ("false",)},
+        secrets=("account_key",),
+        env={"AZURE_STORAGE_ACCESS_KEY": "{account_key}"},
+        files={"config.yaml": BLOBFUSE2_CONFIG},
+    ),
+    Backend(
+        name="gcsfuse", binary="gcsfuse", store="gcs",
+        install="GOTOOLCHAIN=go1.27.3 go install github.com/googlecloudplatform/gcsfuse/v3@v3.13.0",
+        # GCE_METADATA_HOST: a closed loopback port where the config names one (the plugin's
+        # fake-gcs-server), else gcsfuse asks metadata.google.internal on its own
+        command=("gcsfuse", "--foreground", "--disable-autoconfig",
+                 "--anonymous-access={anonymous}", "--custom-endpoint={endpoint}/storage/v1/",
+                 "{options}", "{bucket}", "{mountpoint}"),
+        requires=("endpoint", "bucket"), defaults={"anonymous": ("false",)},
+        env={"GCE_METADATA_HOST": "{metadata_host}"}, secrets=(),
     ),
 )

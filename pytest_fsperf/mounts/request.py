@@ -14,6 +14,10 @@ from pytest_fsperf.mounts.mounter import MountPlan, require_binary
 from pytest_fsperf.mounts.registry import BackendConfig, Registry
 from pytest_fsperf.mounts.spec import FIELD
 
+# The server a backend of each store gets when its config names no endpoint: the plugin's own
+STORE_FIXTURE = {"s3": "fsperf_s3", "oss": "fsperf_oss", "azure": "fsperf_azurite",
+                 "gcs": "fsperf_gcs"}
+
 MARKER = "fsperf_mount"
 MARKER_HELP = (f"{MARKER}(backend, options=[...], config=None, memory_limit=None): mount this "
                "backend for the test (config: a dict, or the name of a fixture giving one, e.g. "
@@ -108,16 +112,10 @@ def option_id(options: Sequence[str]) -> str:
 
 def resolve(req: MountRequest, registry: Registry, file_config: BackendConfig,
             fixture: Callable[[str], Any], timeout: float) -> MountPlan:
-    """Backend and values: the marker's config, over the config file's, over the fsperf_s3
-    server for an S3 backend that has no endpoint."""
+    """Backend and values: the marker's config, over the config file's, over the plugin's own
+    server of the backend's store (STORE_FIXTURE) when no endpoint is configured."""
     backend = registry.get(req.backend, req.where)
     values = dict(file_config.values)
-    if backend.store == "oss" and (not (values.get("endpoint") or (isinstance(req.config, Mapping)
-                                        and req.config.get("endpoint")))
-                                   or req.config == "fsperf_s3"):
-        raise UsageError(f"{req.where}: {backend.name} signs its requests the OSS way (OSS "
-                         "ak:sig / OSS4-HMAC-SHA256), which the plugin's MinIO does not accept: "
-                         "configure an OSS endpoint, bucket and keys (--fsperf-backend-config)")
     require_binary(backend)  # before starting a server for it
     if isinstance(req.config, str):
         given = fixture(req.config)
@@ -129,7 +127,7 @@ def resolve(req: MountRequest, registry: Registry, file_config: BackendConfig,
         values.update({str(k): str(v) for k, v in given.items()})
     elif req.config is not None:
         values.update(req.config)
-    elif (backend.store == "s3" and not values.get("endpoint")
+    elif (backend.store in STORE_FIXTURE and not values.get("endpoint")
           and not (backend.own_store and values.get(backend.own_store))):
-        values.update(fixture("fsperf_s3").config())
+        values.update(fixture(STORE_FIXTURE[backend.store]).config())
     return MountPlan(backend, req.options, values, timeout, req.where, req.memory_limit)

@@ -18,10 +18,47 @@ import socket
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from urllib.parse import urlsplit, urlunsplit
 
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra.redact import mask
+
+
+class Need(Enum):
+    """What a workload asks of a filesystem beyond creating, reading and listing files."""
+
+    RANDOM_WRITES = "writes at random offsets"
+    REWRITES = "rewrites existing files in place"
+    APPENDS = "appends to existing files"
+    RENAME = "renames files"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a filesystem cannot do, by its own documentation: a workload that needs it is
+    refused before it starts, in one line naming the limit; `fio` options go into every fio
+    job on it (and its layouts) unless the test set them, so fio uses what it supports."""
+
+    cannot: frozenset[Need] = frozenset()
+    fio: Mapping[str, str] = field(default_factory=dict)
+    keeps_empty_dirs: bool = True  # False: an empty directory is gone once the kernel forgets it
+    source: str = ""  # where the limit is documented
+
+    def refusal(self, backend: str, needs: Mapping[Need, str]) -> str:
+        """Why this backend cannot run a workload with these needs (need -> what in the
+        workload needs it), or ""."""
+        for need, what in needs.items():
+            if need in self.cannot:
+                return (f"{backend} cannot run this workload: {what}, and {backend} "
+                        f"{_CANNOT[need]}{f' ({self.source})' if self.source else ''}")
+        return ""
+
+
+_CANNOT = {Need.RANDOM_WRITES: "writes only new files, front to back",
+           Need.REWRITES: "writes only new files: it does not rewrite a file in place",
+           Need.APPENDS: "does not append to an existing file",
+           Need.RENAME: "does not rename files"}
 
 FIELD = re.compile(r"^[a-z_][a-z0-9_]*$")
 SECRET_NAME = re.compile(r"(key|secret|passw|token|credential)", re.IGNORECASE)
@@ -45,12 +82,12 @@ class Backend:
     cache_scoped: bool = False
     option_fields: Mapping[str, str] = field(default_factory=dict)  # field -> regex, group 1
     secrets: tuple[str, ...] = ("access_key", "secret_key")
-    # "s3": with no endpoint configured, use the fsperf_s3 server; "oss": signs requests the
-    # OSS way (OSS ak:sig, OSS4-HMAC-SHA256), so it needs a real OSS endpoint, never MinIO
+    # The dialect of its store ("s3", "oss", "azure", "gcs"): with no endpoint configured the
+    # plugin starts its own (mounts/request.py, STORE_FIXTURE)
     store: str = ""
-    # writes only new files, front to back (mount-s3): random writes and in-place rewrites
-    # are refused before a run, not failed by the daemon midway
-    sequential_writes: bool = False
+    # what it cannot do (mount-s3 writes only new files, front to back): refused before a
+    # run, not failed by the daemon midway
+    limits: Limits = field(default_factory=Limits)
     settle: Callable[[Rendered], str] | None = None  # wait for pending uploads before unmount
     # Before the first mount (format a volume): given the rendered mount and its environment
     prepare: Callable[[Rendered, Mapping[str, str]], None] | None = None

@@ -17,6 +17,7 @@ from pytest_fsperf.errors import MeasurementError, UsageError, WorkloadHung
 from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import pagecache, progress
 from pytest_fsperf.mounts.daemon import Lookup
+from pytest_fsperf.mounts.spec import Need
 from pytest_fsperf.result.workload import JobStats, WorkloadResult
 from pytest_fsperf.runner import window
 from pytest_fsperf.vocab import EngineKind
@@ -39,17 +40,23 @@ def _unflushed(job: dict[str, str], lookup: Lookup) -> tuple[str, ...]:
             "end_fsync=1 times it",)
 
 
+def refuse(ws: Space, needs: Mapping[Need, str], where: str) -> None:
+    """A workload the mounted backend cannot run (its Limits), in one line, before it starts."""
+    owned = ws.target.owned
+    why = owned.backend.limits.refusal(owned.backend.name, needs) if owned is not None else ""
+    if why:
+        raise UsageError(f"{where}: {why}")
+
+
 def job(ws: Space, name: str | None, options: Mapping[str, object], where: str,
          scaled: bool = False) -> tuple[str, dict[str, str]]:
     """scaled: the options are already shrunk by --fsperf-scale (do not shrink again)."""
     if name is not None and not fio_engine.valid_name(name):
         raise UsageError(f"{where}: name={name!r} must be letters, digits, '_', '.', '-'")
     job = fio_engine.build_job(dict(options), 1.0 if scaled else ws.scale, where)
-    owned = ws.target.owned
-    why = owned and owned.backend.sequential_writes and fio_engine.not_sequential(job)
-    if owned and why:
-        raise UsageError(f"{where}: {owned.backend.name} writes only new files, front to "
-                         f"back: {why}")
+    refuse(ws, fio_engine.needs(job), where)
+    if ws.target.owned is not None:  # how the filesystem makes files, unless the test chose
+        job = {**ws.target.owned.backend.limits.fio, **job}
     return name or job.get("rw", "read"), job
 
 
@@ -64,7 +71,8 @@ def run(ws: Space, name: str | None, judged: bool, options: Mapping[str, object]
 
 # The options that name a read job's files and size them; a layout job keeps only these.
 SHAPE = ("size", "filesize", "nrfiles", "numjobs", "offset", "offset_increment", "filename",
-         "filename_format", "unique_filename", "thread", "kb_base", "allow_file_create")
+         "filename_format", "unique_filename", "thread", "kb_base", "allow_file_create",
+         "create_on_open", "fallocate")  # (the last two: how a file is made, per Limits.fio)
 LAYOUT_BLOCK = 1 << 20
 
 
@@ -86,7 +94,8 @@ def lay_out(ws: Space, job: dict[str, str], out: str) -> None:
             raise
         except MeasurementError:
             pass  # fio's own layout below does it the slow way
-    spec = {**job, "create_only": "1"}
+    # (create_on_open would leave every missing file to a job's open: create_only makes none)
+    spec = {**{k: v for k, v in job.items() if k != "create_on_open"}, "create_only": "1"}
     fio_engine.run_fio(fio_engine.command(spec, "fsperf", str(ws.workdir), out + ".layout.json"),
                        out + ".layout.json", ws.deadline(job), ws.on_hang)
     ws.recold()

@@ -141,6 +141,7 @@ class Space:
             if peer.owned is not None and peer.owned.backend.has_daemon:
                 peer.owned.remount(options, wipe=True, build=build)
         self._cold = cache.make_cold(str(self.workdir), self._fuse, store=self.store_cache())
+        self._keep_workdir()
         self._cold_steps = (*steps, self._cold.method, *self._settled())
         self._cold_kind = Pending.COLD_START
         return self._cold
@@ -252,6 +253,13 @@ class Space:
         os.makedirs(self.workdir, exist_ok=True)
         return steps
 
+    def _keep_workdir(self) -> None:
+        """Where an empty directory lives only while the kernel remembers it (mount-s3:
+        Limits.keeps_empty_dirs), a cache drop forgets the work dir: make it again."""
+        owned = self.target.owned
+        if owned is not None and not owned.backend.limits.keeps_empty_dirs:
+            os.makedirs(self.workdir, exist_ok=True)
+
     def take_cold(self) -> tuple[PageCache | None, DaemonCache | None, tuple[str, ...]]:
         """The pending cold state, for the window about to be measured (none pending after)."""
         taken = (self._cold, self._daemon_cold, self._cold_steps)
@@ -296,6 +304,7 @@ class Space:
 
     def drop_pages(self, after: tuple[str, ...] = ()) -> PageCache:
         self._cold = cache.make_cold(str(self.workdir), self._fuse, store=self.store_cache())
+        self._keep_workdir()
         self._daemon_cold = DaemonCache.PAGE_ONLY
         self._cold_steps = (*after, self._cold.method, *self._settled())
         self._cold_kind = Pending.PAGE_DROP

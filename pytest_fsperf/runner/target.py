@@ -84,8 +84,12 @@ class Target:
                    "present; rclone counts transfers, not requests; mountpoint-s3 logs its "
                    "metrics)")
             if self.owned is not None:
-                endpoint = self.owned.rendered.fields.get("endpoint")
+                # metrics_endpoint: MinIO behind the OSS gateway; "" for a store that counts
+                # nothing the plugin reads (Azurite, fake-gcs-server: no_metrics says so)
+                fields = self.owned.rendered.fields
+                endpoint = fields.get("metrics_endpoint", fields.get("endpoint"))
                 meter, why = store_requests.probe(str(endpoint) if endpoint else None)
+                why = str(fields.get("no_metrics", "")) or why
             if meter is None and (root := self.juicefs_stats()) is not None:
                 meter, why = juicefs.StatsMeter(root), ""
             self._requests = (meter, why)
@@ -126,6 +130,8 @@ class Target:
             name = f"{safe_name(test_name)}-{self._count}"
             if self._root_fd is not None:
                 os.mkdir(name, 0o755, dir_fd=self._root_fd)
+            elif self.owned is not None:  # in its private dir; an empty root may be forgotten
+                os.makedirs(os.path.join(self._root, name), 0o755)  # (Limits.keeps_empty_dirs)
             else:
                 os.mkdir(os.path.join(self._root, name), 0o755)
         except OSError as exc:

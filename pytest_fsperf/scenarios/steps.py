@@ -22,8 +22,10 @@ from pytest_fsperf.engine import sysbench as sysbench_engine
 from pytest_fsperf.engine.fio_options import control
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.measure import progress
+from pytest_fsperf.mounts.spec import Need
 from pytest_fsperf.result.phases import MdtestResult
 from pytest_fsperf.result.workload import OpStats, WorkloadResult
+from pytest_fsperf.runner.fio_run import refuse
 from pytest_fsperf.runner.instruments import Window
 from pytest_fsperf.runner.window import rss_of
 from pytest_fsperf.vocab import EngineKind, FilesOp
@@ -246,6 +248,9 @@ def sysbench_step(fs: Workspace, name: str | None, j: SysbenchJob, judged: bool,
         raise UsageError(f"{where}: block and total must be at least one byte")
     total_b = max(files * block_b, int(total_b * fs.scale))
     secs = fio_engine.scaled_seconds(float(seconds), fs.scale)
+    if mode not in ("seqrd", "rndrd"):
+        refuse(fs, {Need.RANDOM_WRITES if mode.startswith("rnd") else Need.REWRITES:
+                    f"sysbench {mode} writes into the files it prepared"}, where)
     if sysbench_engine.binary() is None:
         fio_mode: dict[str, object] = scenarios.library.FIO_MODE.get(mode, {"rw": "randrw"})
         job = {**fio_mode, "bs": block_b, "nrfiles": files, "filesize": total_b // files,
@@ -291,6 +296,7 @@ def checkpoint_step(fs: Workspace, name: str | None, j: CheckpointJob, judged: b
         size = max(4096, int(units.parse_bytes(j.size) * fs.scale))  # the shard count stays
     except ValueError as exc:
         raise UsageError(f"{where}: size: {exc}") from None
+    refuse(fs, {Need.RENAME: "a checkpoint save renames each shard to its final name"}, where)
     directory = os.path.join(fs.workdir, j.subdir)
     os.makedirs(directory, exist_ok=True)
     options = {"mode": j.mode, "shards": str(j.shards), "size": str(size),
@@ -317,6 +323,7 @@ def mdtest_steps(fs: Workspace, name: str | None, j: MdtestJob, judged: bool,
         size = int(units.parse_bytes(j.size))
     except ValueError as exc:
         raise UsageError(f"{where}: size: {exc}") from None
+    refuse(fs, {Need.RENAME: "mdtest renames every file"}, where)
     n = max(1, round(j.files * fs.scale))
     root = os.path.join(fs.workdir, j.subdir)
     if os.path.exists(root):
