@@ -1,0 +1,121 @@
+"""The filesystems the plugin exists to gate, mounted by the plugin itself over its own local
+stores: ossfs2 and ossfs 1.x (over the OSS gateway in front of MinIO), goofys and mountpoint-s3
+(MinIO), blobfuse2 (Azurite), gcsfuse (fake-gcs-server). Each runs the documents' workloads at
+CI scale, in a network namespace whose only way out is a counted link: nothing may leave
+loopback. A missing binary skips with one line and its install hint."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_fsperf.store import served
+from pytest_fsperf.store.minio import INSTALL, find_minio
+
+TIER = "s3"
+
+PEERS = "put ../shared/tools/peers/bin on PATH (its README says how each was built)"
+# backend -> (its binary, what its store needs: a binary and its install line, or MinIO)
+BACKENDS = {
+    "ossfs2": ("ossfs2", None),
+    "ossfs": ("ossfs", None),
+    "goofys": ("goofys", None),
+    "mountpoint-s3": ("mount-s3", None),
+    "blobfuse2": ("blobfuse2", ("azurite-blob", served.AZURITE_INSTALL)),
+    "gcsfuse": ("gcsfuse", ("fake-gcs-server", served.FAKE_GCS_INSTALL)),
+}
+REQUESTS_COUNTED = {"ossfs2", "ossfs", "goofys", "mountpoint-s3"}  # MinIO's metrics
+
+WORKLOADS = """
+def test_seq(fsperf):
+    fsperf.fio(name="seq_write", rw="write", bs="1M", size="512M", direct=1, end_fsync=1)
+    fsperf.cold()
+    fsperf.fio(name="seq_read", rw="read", bs="1M", size="512M", direct=1)
+
+
+def test_small_files(fsperf):
+    fsperf.files(mode="write", count=300, size="128KiB", threads=16)
+    fsperf.cold()
+    fsperf.files(mode="read", count=300, size="128KiB", threads=16)
+
+
+def test_listing(fsperf):
+    fsperf.meta(op="list_stat", entries=500)
+"""
+
+# Loopback up; every other address routed into one end of a veth pair whose packets are
+# counted: a metadata lookup, a DNS query or a version check would show there.
+NETNS = """set -e
+ip link set lo up
+sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+ip link add fsperf0 type veth peer name fsperf1
+ip addr add 10.254.0.1/24 dev fsperf0
+ip link set fsperf1 up; ip link set fsperf0 up
+ip route add default via 10.254.0.2 dev fsperf0
+set +e
+"$@"; rc=$?
+ip -s -j link show fsperf0 > out/link.json
+exit $rc
+"""
+
+
+def _needs(backend: str) -> None:
+    binary, store = BACKENDS[backend]
+    if shutil.which(binary) is None:
+        pytest.skip(f"{binary} is not installed: {PEERS}")
+    if store is None:
+        if find_minio() is None:
+            pytest.skip(f"MinIO is not installed: {INSTALL}")
+    elif served.find(store[0]) is None:
+        pytest.skip(f"{store[0]} is not installed: {store[1]}")
+    for tool in ("fio", "unshare", "ip"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed")
+
+
+def run_isolated(tmp_path: Path, args: list[str]) -> tuple[subprocess.CompletedProcess[str], int]:
+    """pytest with `args` in a network namespace of its own: its result and the packets that
+    tried to leave loopback."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "netns.sh").write_text(NETNS)
+    done = subprocess.run(["unshare", "-n", "sh", "netns.sh", sys.executable, "-m",
+                           "pytest", "-p", "no:cacheprovider", *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600, check=False,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    link = json.loads((tmp_path / "out" / "link.json").read_text())
+    return done, int(link[0]["stats64"]["tx"]["packets"])
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_each_peer_mounted_by_the_plugin_runs_the_workloads_on_loopback_only(backend, tmp_path, clean):
+    _needs(backend)
+    (tmp_path / "test_workloads.py").write_text(WORKLOADS)
+    done, left = run_isolated(tmp_path, ["test_workloads.py", f"--fsperf-backend={backend}",
+                                         "--fsperf-json=out/fsperf.json"])
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-3000:]
+    assert "3 passed" in said
+    assert left == 0, f"{left} packets tried to leave loopback"
+    doc = json.loads((tmp_path / "out" / "fsperf.json").read_text())
+    results = {r["name"]: r for r in doc["results"]}
+    assert set(results) == {"seq_write", "seq_read", "files_write", "files_read", "meta_list_stat"}
+    for name in ("seq_read", "files_read"):
+        assert results[name]["daemon_cache"].startswith("cold: remounted")
+    for name in ("seq_write", "seq_read"):  # the daemon's own CPU, over the I/O
+        assert results[name]["daemon"]["cpu_percent"] is not None, (name, results[name]["daemon"])
+        assert results[name]["total"]["io_bytes"] == 512 * 2**20
+    assert results["files_read"]["ops"]["count"] == 300
+    assert doc["environment"]["daemon"]["cmdline"][0].endswith(BACKENDS[backend][0])
+    if backend in REQUESTS_COUNTED:  # every request, through the gateway too, in MinIO's counts
+        sent = results["seq_read"]["requests"]["sent_bytes"]
+        assert sent >= 512 * 2**20, results["seq_read"]["requests"]
+        # (PUTs for most; mount-s3 uploads every file in parts)
+        assert results["files_write"]["requests"]["received_bytes"] >= 300 * 128 * 1024
+    else:
+        assert "counts no requests" in results["seq_read"]["requests_note"]
