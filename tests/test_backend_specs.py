@@ -291,4 +291,6 @@ def test_mountpoint_s3_limits_are_data_and_refuse_in_one_line():
     assert "\n" not in said
     assert limits.refusal("mountpoint-s3", {}) == ""
     assert Limits().refusal("bindfs", {Need.RENAME: "x"}) == ""
-    assert all(b.limits == Limits() for b in BUILTIN if b.name != "mountpoint-s3")
+    ossfs2 = backend("ossfs2").limits  # (a write at offset 0 of an existing file: EINVAL)
+    assert ossfs2.cannot == {Need.RANDOM_WRITES, Need.REWRITES, Need.APPENDS} and ossfs2.keeps_empty_dirs
+    assert all(b.limits == Limits() for b in BUILTIN if b.name not in ("mountpoint-s3", "ossfs2"))

@@ -119,3 +119,38 @@ def test_each_peer_mounted_by_the_plugin_runs_the_workloads_on_loopback_only(bac
         assert results["files_write"]["requests"]["received_bytes"] >= 300 * 128 * 1024
     else:
         assert "counts no requests" in results["seq_read"]["requests_note"]
+
+
+OSSFS2_SUITE = ("seq_write_1t", "seq_read_1t", "seq_read_4t", "smallfile_write_128t",
+                "smallfile_read_128t")
+
+
+def test_release_gate_of_ossfs2_2_0_7_against_2_0_6_compares_every_workload(tmp_path, clean):
+    """The release gate on real releases: the whole ossfs2 suite at CI scale, candidate 2.0.7
+    against reference 2.0.6 (each beside its own libfuse3), one budget for the session. What
+    it decides is the builds' business; that it decides per workload, and says so, is ours."""
+    _needs("ossfs2")
+    reference = Path(shutil.which("ossfs2") or "").resolve().parent.parent / "ossfs2-2.0.6" / "ossfs2"
+    if not reference.is_file():
+        pytest.skip(f"ossfs2 2.0.6 is not beside the peers: {PEERS}")
+    candidate = Path(shutil.which("ossfs2") or "").resolve()
+    done, left = run_isolated(tmp_path, [
+        "--pyargs", "pytest_fsperf.suites.ossfs2", "--fsperf-backend=ossfs2",
+        f"--fsperf-reference={reference}", f"--fsperf-candidate={candidate}",
+        "--fsperf-scale=0.0005", "--fsperf-gate-seconds=80", "--fsperf-inconclusive=warn",
+        "--fsperf-json=out/fsperf.json"])
+    said = done.stdout + done.stderr
+    assert done.returncode in (0, 1), said[-3000:]  # 1: a regression, which is the builds' word
+    assert left == 0
+    doc = json.loads((tmp_path / "out" / "fsperf.json").read_text())
+    gates = {c["name"]: c for c in doc["comparisons"]}
+    assert set(gates) == set(OSSFS2_SUITE), said[-3000:]
+    for name, c in gates.items():
+        assert c["kind"] == "gate" and c["backend"] == "ossfs2"
+        assert c["a_options"] == [str(reference)] and c["b_options"] == [str(candidate)]
+        assert c["metrics"]["bw"]["ratio"] > 0, name
+        assert c["metrics"]["bw"]["outcome"] in ("same", "not worse", "B worse", "B better",
+                                                 "inconclusive"), c["metrics"]["bw"]
+        assert not c["crashed"], name
+    assert all(f"release gate test_ossfs2[{name}] {name} on ossfs2" in said for name in OSSFS2_SUITE)
+    assert "fsperf decision:" in said

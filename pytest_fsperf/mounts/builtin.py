@@ -98,6 +98,11 @@ MOUNTPOINT_LIMITS = Limits(
     fio={"create_on_open": "1", "fallocate": "none"}, keeps_empty_dirs=False,
     source="mountpoint-s3's SEMANTICS.md")
 
+# ossfs2 2.0.6 and 2.0.7, tried here: a write into an existing file is EINVAL, an append an
+# I/O error; O_TRUNC and rename work. A rerun of a write job writes its files anew.
+OSSFS2_LIMITS = Limits(cannot=frozenset({Need.RANDOM_WRITES, Need.REWRITES, Need.APPENDS}),
+                       source="ossfs 2.0 writes new files sequentially only")
+
 BLOBFUSE2_CONFIG = """logging:
   type: base
   level: log_err
@@ -176,7 +181,7 @@ BUILTIN: tuple[Backend, ...] = (
         # In the foreground (-f: it forks away otherwise), logging into its private dir
         # (the default /tmp/ossfs2 is shared by every instance). Keys in the environment.
         command=("ossfs2", "mount", "{mountpoint}", "-c", "{files[ossfs2.conf]}", "-f"),
-        requires=S3_NEEDS, env=OSS_ENV,
+        requires=S3_NEEDS, env=OSS_ENV, limits=OSSFS2_LIMITS,
         defaults={"proxy_line": ("--http_proxy={http_proxy}\n", ""),
                   "crc_line": ("--enable_crc64={crc64}\n", "")},
         files={"ossfs2.conf": "--oss_endpoint={endpoint}\n--oss_bucket={bucket}\n"

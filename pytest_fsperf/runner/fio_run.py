@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -145,6 +146,9 @@ def check_space(ws: Space, job: dict[str, str], before: dict[str, tuple[int, int
 def measure(ws: Space, label: str, judged: bool, job: dict[str, str], layout: bool,
             grouped: bool = True) -> WorkloadResult:
     out = ws.output(label)
+    owned = ws.target.owned
+    if owned is not None and Need.REWRITES in owned.backend.limits.cannot and job.get("rw") in WRITES:
+        _clear_written(ws.workdir, job)  # it writes new files only: a rerun writes anew
     # One fio job name per test ("fsperf"): a read finds the files a write left.
     before = _files(ws.workdir)
     check_space(ws, job, before, label)
@@ -199,6 +203,19 @@ def measure(ws: Space, label: str, judged: bool, job: dict[str, str], layout: bo
                            judged=judged, raw=raw, output_file=out + ".json",
                            notes=_unflushed(job, w.lookup) + _per_job(jobs), jobs=jobs,
                            fresh_files=fresh)
+
+
+FIO_FILE = re.compile(r"fsperf\.\d+\.\d+")  # fio's names for the files of job "fsperf"
+
+
+def _clear_written(workdir: Path, job: dict[str, str]) -> None:
+    """Remove the files an earlier run of this write job left in the work dir (fio's own
+    names for job "fsperf", or the job's filename=), so that it writes new files."""
+    named = set(job.get("filename", "").split(":")) - {""}
+    for name, _ in _files(workdir).items():
+        if FIO_FILE.fullmatch(name) or name in named:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(workdir, name))
 
 
 def _files(workdir: Path) -> dict[str, tuple[int, int]]:
