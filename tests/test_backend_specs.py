@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -149,8 +150,9 @@ def test_describe_masks_secrets_everywhere(tmp_path):
 
 
 def test_missing_binary_is_reported_with_the_install_hint():
-    with pytest.raises(BinaryMissing, match=r"goofys is not installed \(install goofys from"):
-        MountedFs(MountPlan(backend("goofys"), (), S3))
+    absent = dataclasses.replace(backend("goofys"), binary="goofys-absent-here")  # (the peers' may be on PATH)
+    with pytest.raises(BinaryMissing, match=r"goofys-absent-here is not installed \(install goofys from"):
+        MountedFs(MountPlan(absent, (), S3))
 
 
 @pytest.mark.parametrize(("options", "expected"), [

@@ -72,6 +72,54 @@ def test_the_access_key_id_is_read_from_both_signatures(header, key):
     assert found and (found.group(1) or found.group(2)) == key
 
 
-def test_no_key_id_in_other_schemes():
-    assert KEY_ID.match("AWS4-HMAC-SHA256 Credential=x/y") is None
+def test_an_s3_client_reaches_it_with_the_same_key_id_and_nothing_else_does():
+    assert KEY_ID.match("AWS4-HMAC-SHA256 Credential=k/20261126/us-east-1/s3/aws4_request").group(2) == "k"
+    assert KEY_ID.match("AWS k:sig") is None
+    assert KEY_ID.match("Bearer k") is None
     assert KEY_ID.match("") is None
+
+
+@pytest.mark.s3
+def test_the_gateway_lets_in_only_the_sessions_key_for_its_one_bucket(minio, clean):
+    """A local user without the key id, or asking for another bucket, or naming another host,
+    gets 403 and nothing reaches MinIO; with the key the bucket works, and MinIO counts it."""
+    import http.client
+
+    from pytest_fsperf.infra import leftovers
+    from pytest_fsperf.store.minio import find_minio, start_minio
+    from pytest_fsperf.store.oss import start_oss
+
+    record = leftovers.start()
+    s3 = start_minio(find_minio())
+    oss = start_oss(s3)
+    try:
+        def ask(method, target, key, host=None, body=b""):
+            c = http.client.HTTPConnection("127.0.0.1", oss.port, timeout=10)
+            headers = {"Host": host or f"{oss.bucket}.oss.invalid", "Content-Length": str(len(body))}
+            if key is not None:
+                headers["Authorization"] = f"OSS {key}:c2ln"
+            c.request(method, target, body=body, headers=headers)
+            r = c.getresponse()
+            return r.status, r.read()
+
+        assert ask("PUT", "/k", oss.access_key, body=b"data")[0] == 200
+        assert ask("GET", "/k", oss.access_key) == (200, b"data")
+        assert ask("GET", "/k", None)[0] == 403
+        assert ask("GET", "/k", oss.access_key[:-1] + "x")[0] == 403
+        assert ask("GET", f"/{s3.bucket}/x", oss.access_key, host="127.0.0.1")[0] == 403  # MinIO's other bucket
+        assert ask("GET", "/minio/metrics/v3/api/requests", oss.access_key, host="127.0.0.1")[0] == 403
+        # an absolute URL naming another host is answered by the gateway for its own bucket only
+        assert ask("GET", "http://example.com/k", oss.access_key, host="example.com")[0] == 403
+        assert ask("PUT", "/copy", oss.access_key)[0] == 200
+        c = http.client.HTTPConnection("127.0.0.1", oss.port, timeout=10)
+        c.request("PUT", "/c2", headers={"Host": f"{oss.bucket}.oss.invalid", "Content-Length": "0",
+                                          "Authorization": f"OSS {oss.access_key}:x",
+                                          "x-oss-copy-source": f"/{s3.bucket}/anything"})
+        assert c.getresponse().status == 403  # a copy out of another bucket
+        listing = ask("GET", "/?list-type=2", oss.access_key)[1]
+        assert b"<Key>k</Key>" in listing and b"<Type>Normal</Type>" in listing
+        assert b"xmlns" not in listing
+    finally:
+        oss.stop()
+        s3.stop()
+        leftovers.stop(record)

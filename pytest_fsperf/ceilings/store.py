@@ -84,7 +84,7 @@ class Store:
     def __init__(self, config: Mapping[str, Any]) -> None:
         from obstore.store import S3Store
 
-        endpoint = str(config["endpoint"])
+        endpoint = str(config.get("s3_endpoint") or config["endpoint"])  # (OSS: its gateway)
         self.prefix = f"fsperf-ceiling-{secrets.token_hex(6)}/"
         self.store = S3Store(str(config["bucket"]), endpoint=endpoint,
                              access_key_id=str(config["access_key"]),
@@ -131,6 +131,8 @@ class Store:
 def unavailable(config: Mapping[str, Any] | None) -> str:
     if not config or not config.get("endpoint") or not config.get("bucket"):
         return "no object store behind this mount known to the plugin (an endpoint and bucket)"
+    if not config.get("access_key"):
+        return "not an S3 or OSS store (obstore reads those here: Azurite and fake-gcs-server are not)"
     try:
         import obstore  # noqa: F401
     except ImportError:

@@ -40,11 +40,13 @@ class OssServer:
     def config(self) -> dict[str, str]:
         """The values the ossfs and ossfs2 templates use: the proxy carries every request to
         the gateway; crc64 off (MinIO returns no x-oss-hash-crc64ecma); the metrics are
-        MinIO's, which serves every request the gateway forwards."""
+        MinIO's, which serves every request the gateway forwards; s3_endpoint: the gateway as an
+        S3 client reaches it, path style (the store ceiling, through the same gateway)."""
         return {"endpoint": f"http://{DOMAIN}", "bucket": self.bucket,
                 "access_key": self.access_key, "secret_key": self.secret_key,
                 "region": self.s3.region, "http_proxy": f"http://127.0.0.1:{self.port}",
-                "crc64": "false", "metrics_endpoint": self.s3.endpoint}
+                "crc64": "false", "metrics_endpoint": self.s3.endpoint,
+                "s3_endpoint": f"http://127.0.0.1:{self.port}"}  # an S3 client's way in
 
     def served_bytes(self) -> int:
         return self.s3.served_bytes()

@@ -36,7 +36,8 @@ PASSED = {"content-type", "content-length", "content-md5", "range", "if-match", 
           "if-modified-since", "if-unmodified-since", "cache-control", "content-disposition",
           "content-encoding", "expires"}
 HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "server", "date"}
-KEY_ID = re.compile(r"^(?:OSS ([^:\s]+):|OSS4-HMAC-SHA256 Credential=([^/\s,]+)/)")
+# the key id of an OSS signature (V1 or V4), or of SigV4 (the ceilings' S3 client, obstore)
+KEY_ID = re.compile(r"^(?:OSS ([^:\s]+):|(?:OSS4|AWS4)-HMAC-SHA256 Credential=([^/\s,]+)/)")
 S3_NAMESPACE = b' xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
 LAST_MODIFIED = re.compile(rb"<LastModified>(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?Z</LastModified>")
 
