@@ -7,6 +7,7 @@ import os
 import pytest
 
 from pytest_fsperf.measure import cache
+from pytest_fsperf.measure.cache import DaemonCache, PageCache
 
 
 def test_falls_back_to_fadvise_where_drop_caches_is_refused(tmp_path):
@@ -82,3 +83,24 @@ def test_keeping_the_store_cache_drops_the_fuse_pages_and_keeps_the_backing_file
     assert cache.make_cold(str(local), False, drop_path=str(drop),
                            store=cache.StoreCache.KEEP) == cache.PageCache.DROPPED
     assert drop.read_text() == "3\n"
+
+
+@pytest.mark.parametrize(("daemon", "read", "sent", "rss", "files", "said"), [
+    # the plugin's own store counted: it sent far less than was read (ossfs2 seq_read_4t here:
+    # 5.04 GB read, 223 MB from the store)
+    (DaemonCache.REMOUNTED, 5_040_000_000, 223_000_000, None, None,
+     "5040.0 MB read, the store sent 223.0 MB: the rest came from the daemon's own cache"),
+    (DaemonCache.REMOUNTED, 512 << 20, 540_000_000, None, None, ""),  # all of it from the store
+    # a mount the plugin did not start: 2.6 GB of daemon memory over 4 x 500 MB files read
+    # over and over (the reported ossfs2 case) is not a cold read
+    (DaemonCache.UNKNOWN, 36_900_000_000, None, 2_643_000_000, 2_000_000_000, "could hold the 2000.0 MB"),
+    (DaemonCache.UNKNOWN, 2_000_000_000, None, 30_000_000, 2_000_000_000, ""),  # a small daemon
+    (DaemonCache.UNKNOWN, 1 << 20, None, 1 << 30, None, ""),  # too small to judge
+    (DaemonCache.NO_DAEMON, 1 << 30, None, None, None, ""),
+])
+def test_a_cold_read_served_from_the_daemons_own_cache_is_named(daemon, read, sent, rss, files, said):
+    from pytest_fsperf.measure.cache import served_itself
+
+    found = served_itself(PageCache.DROPPED, daemon, read, sent, rss, files)
+    assert (said in found) if said else found == ""
+    assert served_itself(PageCache.WARM, daemon, read, sent, rss, files) == ""  # not a cold read

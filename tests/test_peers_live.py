@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -154,3 +156,67 @@ def test_release_gate_of_ossfs2_2_0_7_against_2_0_6_compares_every_workload(tmp_
         assert not c["crashed"], name
     assert all(f"release gate test_ossfs2[{name}] {name} on ossfs2" in said for name in OSSFS2_SUITE)
     assert "fsperf decision:" in said
+
+
+def test_an_ossfs2_mounted_by_hand_runs_the_suite_and_no_read_from_its_memory_is_called_cold(
+        tmp_path, minio, clean):
+    """Issue 55, as a user does it: ossfs2 mounted by hand (not by the plugin), then
+    `pytest --fsperf-mount`. ossfs2 reports every directory 0777 whatever mkdir asked: the
+    work root must still pass its checks; and a read its daemon served from memory (it is
+    not restarted between tests) is never labelled cold."""
+    _needs("ossfs2")
+    from pytest_fsperf.infra import leftovers
+    from pytest_fsperf.store.minio import start_minio
+    from pytest_fsperf.store.oss import start_oss
+
+    record = leftovers.start()
+    s3 = start_minio(find_minio() or "")
+    oss = start_oss(s3)
+    mnt, logs = tmp_path / "mnt", tmp_path / "log"
+    mnt.mkdir()
+    logs.mkdir()
+    c = oss.config()
+    conf = tmp_path / "ossfs2.conf"
+    conf.write_text(f"--oss_endpoint={c['endpoint']}\n--oss_bucket={c['bucket']}\n"
+                    f"--http_proxy={c['http_proxy']}\n--enable_crc64=false\n--log_dir={logs}\n")
+    env = {**os.environ, "OSS_ACCESS_KEY_ID": c["access_key"], "OSS_ACCESS_KEY_SECRET": c["secret_key"]}
+    daemon = subprocess.Popen(["ossfs2", "mount", str(mnt), "-c", str(conf), "-f"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if os.path.ismount(mnt):
+                break
+            time.sleep(0.1)
+        probe = mnt / "probe"
+        probe.mkdir(0o700)
+        assert stat.S_IMODE(probe.stat().st_mode) == 0o777  # the filesystem invents its modes
+        probe.rmdir()
+        (tmp_path / "out").mkdir()
+        done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs",
+                               "pytest_fsperf.suites.ossfs2", f"--fsperf-mount={mnt}",
+                               "--fsperf-scale=0.0005", "--fsperf-json=out/fsperf.json"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
+        said = done.stdout + done.stderr
+        assert done.returncode == 0, said[-3000:]
+        summary = said.strip().splitlines()[-1]
+        assert "5 passed" in summary and "error" not in summary, summary
+        doc = json.loads((tmp_path / "out" / "fsperf.json").read_text())
+        for r in doc["results"]:
+            if r["cache"] != "warm" and r["read"]:
+                assert r["daemon_cache"] in ("unknown: existing mount, daemon not restarted",
+                                             "warm in the daemon: it served the read from its own cache")
+        seq4 = next(r for r in doc["results"] if r["name"] == "seq_read_4t")
+        # 4 files of 12.5 MB read over and over by a daemon of ~200 MB: its memory holds them
+        assert seq4["daemon_cache"].startswith("warm in the daemon"), seq4["notes"]
+        assert any("could hold the" in n for n in seq4["notes"])
+        assert "daemon not restarted" in said or "warm in the daemon" in said
+    finally:
+        subprocess.run(["fusermount3", "-u", str(mnt)], check=False)
+        try:
+            daemon.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+        oss.stop()
+        s3.stop()
+        leftovers.stop(record)

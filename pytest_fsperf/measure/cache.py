@@ -69,6 +69,31 @@ class ColdRead(Text):
 
 
 SERVED_SHARE = 0.75  # a cold read must have pulled at least this share of its bytes through the daemon
+STORE_SHARE = 0.8  # ... and, where the store's bytes are counted, this share from the store
+HOLDS_SHARE = 0.5  # a daemon not restarted whose memory holds this share of the bytes read: warm
+SMALL_READ = 8 << 20  # below this, no judgement: headers, metadata and rounding dominate
+
+
+def served_itself(cache: PageCache, daemon: DaemonCache, read_bytes: int,
+                  store_sent: int | None, rss_before: int | None, file_set: int | None = None) -> str:
+    """Why a read that started cold came from the daemon's own cache, or "": the store sent
+    far less than was read (where its bytes are counted: the plugin's own store); or, on a
+    mount the plugin did not start (no remount), the daemon's memory before the read could
+    hold half the data read (file_set: the distinct bytes, where a job reads its files over
+    and over). A drop_caches empties the kernel's cache, never a daemon's."""
+    if not cache.cold or read_bytes < SMALL_READ or daemon == DaemonCache.NO_DAEMON:
+        return ""
+    mb = 1e6
+    if store_sent is not None and store_sent < STORE_SHARE * read_bytes:
+        return (f"{read_bytes / mb:.1f} MB read, the store sent {store_sent / mb:.1f} MB: the "
+                "rest came from the daemon's own cache")
+    data = min(read_bytes, file_set) if file_set else read_bytes
+    if (daemon == DaemonCache.UNKNOWN and store_sent is None and rss_before is not None
+            and rss_before >= HOLDS_SHARE * data):
+        return (f"the daemon was not restarted (a mount the plugin did not start) and its memory "
+                f"before the read, {rss_before / mb:.1f} MB, could hold the {data / mb:.1f} MB of "
+                "files read; remount it yourself, or let the plugin mount it (--fsperf-backend)")
+    return ""
 
 
 class DaemonCache(Text):
@@ -79,6 +104,8 @@ class DaemonCache(Text):
     KEPT = "not cold: remounted, but its disk cache was kept"  # a dir the user named (cold_steps)
     PAGE_ONLY = "kept: only the page cache was dropped"
     UNKNOWN = "unknown: existing mount, daemon not restarted"
+    # a cold read the daemon served from its own memory or disk (the evidence in the notes)
+    SERVED_ITSELF = "warm in the daemon: it served the read from its own cache"
     WARM = "warm"
     NO_DAEMON = "n/a: no daemon"
 

@@ -55,7 +55,11 @@ def cache_cell(r: Row) -> str:
         return "NOT cold: page cache served it"
     if daemon == DaemonCache.KEPT:
         return "not cold: daemon disk cache kept"
+    if daemon == DaemonCache.SERVED_ITSELF:
+        return "warm in the daemon"
     cold = page in {p.value for p in PageCache if p.cold}
+    if cold and daemon == DaemonCache.UNKNOWN:  # the kernel's cache only: say so
+        return f"{page}, daemon not restarted"
     if not cold or daemon not in (DaemonCache.WIPED, DaemonCache.REMOUNTED):
         return page
     return "cold: remount+" + ("wipe+" if daemon == DaemonCache.WIPED else "") + PageCache(page).method

@@ -233,15 +233,33 @@ class Target:
 
 
 def _held(root: str) -> int:
-    """A descriptor of the work root just made, checked to be ours (a directory of another
-    user put in its place before it was opened is refused)."""
+    """A descriptor of the work root just made, checked to be ours by what can be done to it:
+    our owner, the inode its name holds, and the mode we made it with, where the filesystem
+    keeps modes at all (ossfs2 reports every directory 0777 whatever mkdir asked: its modes
+    mean nothing, and are not taken for another user's doing)."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     st = os.fstat(fd)
-    if st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) != 0o700:
+    try:
+        named = os.lstat(root)
+    except OSError:
+        named = None
+    same = named is not None and (named.st_dev, named.st_ino) == (st.st_dev, st.st_ino)
+    if (st.st_uid != os.geteuid() or not same
+            or (stat.S_IMODE(st.st_mode) != 0o700 and not _ignores_modes(fd))):
         os.close(fd)
         raise MeasurementError(f"the work root {root} was replaced as it was made (owner uid "
                                f"{st.st_uid}); another user can change {os.path.dirname(root)}")
     return fd
+
+
+def _ignores_modes(fd: int) -> bool:
+    """Whether the filesystem keeps no modes: set 0700 on our own directory, and it still
+    reads back as something else."""
+    try:
+        os.fchmod(fd, 0o700)
+    except OSError:
+        return True  # (a filesystem that refuses chmod keeps whatever it invents)
+    return stat.S_IMODE(os.fstat(fd).st_mode) != 0o700
 
 
 class Session(Protocol):

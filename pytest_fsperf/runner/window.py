@@ -15,7 +15,7 @@ from pytest_fsperf import units
 from pytest_fsperf.errors import MeasurementError, WorkloadHung
 from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import progress, timeline
-from pytest_fsperf.measure.cache import ColdRead, DaemonCache, PageCache
+from pytest_fsperf.measure.cache import ColdRead, DaemonCache, PageCache, served_itself
 from pytest_fsperf.measure.diskmeter import DiskMeter
 from pytest_fsperf.measure.meters import DaemonExited, DaemonMeter, status_kib
 from pytest_fsperf.measure.placement import pinned
@@ -112,7 +112,9 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
     daemons = Daemons(label, DaemonMeter(lookup.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
                       if lookup.daemon else None, w.peers)
     pids = [m.pid for o in (lookup, *others) if o.daemon for m in o.daemon.members]
-    if ws.rss_settle and w.rss_before is None:
+    # (also for a cold read on a daemon not restarted: what its memory may already hold)
+    unknown = w.cache.cold and w.daemon_cache == DaemonCache.UNKNOWN
+    if (ws.rss_settle or unknown) and w.rss_before is None:
         w.rss_before = rss_of(lookup)
     cage = ws.target.owned.cage if ws.target.owned is not None else None
     killed = cage.read().oom_kills if cage is not None else 0
@@ -231,7 +233,25 @@ def record(ws: Space, w: Window, cold: tuple[ColdRead, str] | None = None,
         cache_filled=w.cache_filled, rest=w.rest, memory=w.memory, rss_after=w.rss_after,
         rss_before=w.rss_before, page_cache=w.page_cache, page_cache_note=w.page_cache_note, **fields)
     found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes, w.fuse)
+    itself = served_itself(w.cache, w.daemon_cache, result.read_only_bytes,
+                           w.requests.sent_bytes if w.requests is not None else None,
+                           w.rss_before, _file_set(ws) if w.daemon_cache == DaemonCache.UNKNOWN else None)
+    if itself:  # never called cold: the figure is the daemon's cache, said with its evidence
+        return dataclasses.replace(result, cold_read=found, cold_evidence=evidence,
+                                   daemon_cache=DaemonCache.SERVED_ITSELF,
+                                   notes=(*result.notes, f"warm in the daemon: {itself}"))
     return dataclasses.replace(result, cold_read=found, cold_evidence=evidence)
+
+
+def _file_set(ws: Space) -> int:
+    """The bytes of the files directly in the work dir (fio's), 0 where it holds none."""
+    total = 0
+    with contextlib.suppress(OSError), os.scandir(ws.workdir) as entries:
+        for e in entries:
+            with contextlib.suppress(OSError):
+                if e.is_file(follow_symlinks=False):
+                    total += e.stat(follow_symlinks=False).st_size
+    return total
 
 
 def _progress(ws: Space, label: str, counter: Callable[[], int],
