@@ -105,7 +105,7 @@ class DaemonCache(Text):
     PAGE_ONLY = "kept: only the page cache was dropped"
     UNKNOWN = "unknown: existing mount, daemon not restarted"
     # a cold read the daemon served from its own memory or disk (the evidence in the notes)
-    SERVED_ITSELF = "warm in the daemon: it served the read from its own cache"
+    SERVED_ITSELF = "warm in the daemon: not a cold read"
     WARM = "warm"
     NO_DAEMON = "n/a: no daemon"
 
