@@ -72,7 +72,11 @@ def test_bisect_names_the_slow_commit_and_leaves_the_checkout_as_it_was(tmp_path
     assert len(doc["steps"]) <= 4, said  # bad against good, then 3 halvings of 7
     assert {s["verdict"] for s in doc["steps"]} <= {"good", "bad"}
     bad = [s for s in doc["steps"] if s["verdict"] == "bad"]
-    assert all(s["ratio"] < 0.5 and s["pairs"] >= 2 for s in bad), bad
+    measured = [s for s in bad if not s["why"].startswith("byte-identical")]
+    assert measured and all(s["ratio"] < 0.5 and s["pairs"] >= 2 for s in measured), bad
+    # builds byte-identical to one already gated take its verdict, unmeasured
+    same = [s for s in doc["steps"] if s["why"].startswith("byte-identical")]
+    assert all(s["pairs"] == 0 for s in same) and len(same) == len(doc["steps"]) - 1, doc["steps"]
     assert "first bad commit" in (tmp_path / "bisect.html").read_text()
     # the user's checkout: its branch, its file, no bisect, no worktree left
     assert git(repo, "rev-parse", "--abbrev-ref", "HEAD") == "work"
@@ -86,12 +90,49 @@ def test_bisect_names_the_slow_commit_and_leaves_the_checkout_as_it_was(tmp_path
 
 def test_no_slow_commit_is_no_regression(tmp_path, monkeypatch, builds, capsys):
     repo, commits = a_history(tmp_path, slow_at=None)
+    # the last build differs from the good one (a comment in the wrapper): it is measured
+    (repo / "build.sh").write_text(BUILD + "echo '# another build' >> out/rclone\n")
+    git(repo, "commit", "-qam", "change 8 (a different build, as fast)")
+    commits.append(git(repo, "rev-parse", "HEAD"))
     monkeypatch.chdir(repo)
     code = cli.main(["bisect", "--good", commits[0], "--bad", commits[-1], *ARGS, *QUICK])
     said = capsys.readouterr().out
     assert code == 1
     assert "no regression between good and bad" in said, said
     assert ours() == ([], [])
+
+
+def test_an_undecided_first_gate_is_never_no_regression(tmp_path, monkeypatch, builds, capsys):
+    """As found: on a busy machine the first gate (bad against good) stopped undecided and the
+    bisection said `no regression between good and bad`; there was one. It says it could not
+    decide, with its own exit code; a build identical to the good one is good, unmeasured."""
+    repo, commits = a_history(tmp_path, slow_at=7)
+    monkeypatch.chdir(repo)
+    asked = []
+
+    def undecided(plan, good_bin, commit, binary, out_dir, say):
+        asked.append(commit)
+        return bisect_run.Step(commit, "s", "skip", "undecided twice (inconclusive)")
+
+    monkeypatch.setattr(bisect_run, "measure_step", undecided)
+    code = cli.main(["bisect", "--good", commits[0], "--bad", commits[-1], *ARGS])
+    said = capsys.readouterr().out
+    assert code == 3, said
+    assert f"could not decide whether {commits[-1][:12]} is slower than {commits[0][:12]}" in said
+    assert "no regression" not in said and asked == [commits[-1]]
+    # a bad commit whose build is the good one's, byte for byte: good, and nothing measured
+    asked.clear()
+    assert cli.main(["bisect", "--good", commits[0], "--bad", commits[6], *ARGS]) == 1
+    said = capsys.readouterr().out
+    assert asked == [] and "byte-identical to" in said and "no regression" in said
+
+
+@pytest.mark.unit
+def test_bisect_help_names_every_exit_code(capsys):
+    from pytest_fsperf.bisect.cli import EXIT
+
+    assert "3 the first gate (bad against good) could not decide" in EXIT
+    assert "1 no regression between good and bad (that gate decided" in EXIT
 
 
 @pytest.mark.unit

@@ -14,8 +14,9 @@ from pytest_fsperf.bisect.run import Bisection, Plan, git, line, resolve, run
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra import outfile
 
-EXIT = ("exit codes: 0 a first bad commit named; 1 no regression between good and bad, or "
-        "none named (skips, time); 4 a usage error")
+EXIT = ("exit codes: 0 a first bad commit named; 1 no regression between good and bad (that "
+        "gate decided: same or not worse), or none named (skips, time); 3 the first gate (bad "
+        "against good) could not decide: nothing bisected; 4 a usage error")
 
 
 def add(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -31,7 +32,7 @@ def add(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                     "regression there is nothing to bisect.")
     p.add_argument("--repo", default=".", help="the filesystem's git checkout (default .)")
     p.add_argument("--good", required=True, metavar="REV", help="a commit known fast")
-    p.add_argument("--bad", required=True, metavar="REV", help="a commit known slow (default HEAD)")
+    p.add_argument("--bad", required=True, metavar="REV", help="a commit known slow")
     p.add_argument("--build", required=True, metavar="COMMAND",
                    help="builds the daemon in a checkout's root (sh -c), e.g. 'make'")
     p.add_argument("--binary", required=True, metavar="PATH",
@@ -76,7 +77,7 @@ def main(a: argparse.Namespace) -> int:
         outfile.write(Path(a.json), json.dumps(result.to_dict(), indent=1) + "\n")
     if a.html:
         outfile.write(Path(a.html), page(result))
-    return 0 if result.first_bad else 1
+    return 0 if result.first_bad else 3 if result.undecided else 1
 
 
 def page(b: Bisection) -> str:

@@ -8,6 +8,7 @@ time, then skipped; a build that fails: skipped, and said."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -69,12 +70,14 @@ class Bisection:
     verdict: str = ""
     sure: str = ""
     seconds: float = 0.0
+    undecided: bool = False  # the first gate (bad against good) did not decide
 
     def to_dict(self) -> dict[str, Any]:
         return {"repo": self.plan.repo, "good": self.plan.good, "bad": self.plan.bad,
                 "first_bad": self.first_bad, "subject": self.subject,
                 "candidates": list(self.candidates), "verdict": self.verdict, "sure": self.sure,
-                "seconds": self.seconds, "steps": [dataclasses.asdict(s) for s in self.steps]}
+                "seconds": self.seconds, "undecided": self.undecided,
+                "steps": [dataclasses.asdict(s) for s in self.steps]}
 
 
 def git(repo: str, *args: str, check: bool = True) -> str:
@@ -244,14 +247,22 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> Bisection:
                              f"{how if good_bin is None else how_bad}")
         say(f"bisecting {plan.good[:12]}..{plan.bad[:12]} "
             f"({len(git(plan.repo, 'rev-list', f'{plan.good}..{plan.bad}').split())} commits)")
-        first = measure_step(plan, good_bin, plan.bad, bad_bin, private, say)
+        seen = Seen(good_bin)
+        first = seen.step(plan, plan.bad, bad_bin, lambda: measure_step(
+            plan, good_bin, plan.bad, bad_bin, private, say))
         result.steps.append(first)
         say(line(first))
+        if first.verdict == "skip":  # never "no regression" from a gate that did not decide
+            result.undecided = True
+            result.verdict = (f"could not decide whether {plan.bad[:12]} is slower than "
+                              f"{plan.good[:12]}: {first.why}; give --test longer runs (2 s or "
+                              "more each) or --step-seconds more time")
+            return _end(result, started)
         if first.verdict != "bad":
             result.verdict = (f"no regression between good and bad: {plan.bad[:12]} against "
                               f"{plan.good[:12]}: {first.why}")
             return _end(result, started)
-        _bisect(plan, result, builds, good_bin, private, worktree, started, say)
+        _bisect(plan, result, builds, seen, private, worktree, started, say)
         return _end(result, started)
     finally:
         subprocess.run(["git", "-C", worktree, "bisect", "reset", "-q"], capture_output=True, check=False)
@@ -261,7 +272,38 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> Bisection:
         leftovers.done(entry)
 
 
-def _bisect(plan: Plan, result: Bisection, builds: Builds, good_bin: str, private: str,
+class Seen:
+    """The verdict of each binary already gated, by its bytes: a build identical to one
+    measured takes that verdict without measuring; one identical to the good build is good."""
+
+    def __init__(self, good_bin: str) -> None:
+        self.good_bin = good_bin
+        self.by_hash: dict[str, Step] = {digest(good_bin): Step("", "", "good", "the good build")}
+
+    def step(self, plan: Plan, commit: str, binary: str, measure: Callable[[], Step]) -> Step:
+        key = digest(binary)
+        known = self.by_hash.get(key)
+        subject = git(plan.repo, "log", "-1", "--format=%s", commit)
+        if known is not None and known.verdict != "skip":
+            same = known.commit[:12] or plan.good[:12]
+            return Step(commit, subject, known.verdict,
+                        f"byte-identical to {same}'s build ({known.verdict}): not measured",
+                        known.ratio, known.low, known.high)
+        found = measure()
+        if found.verdict != "skip":
+            self.by_hash[key] = found
+        return found
+
+
+def digest(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _bisect(plan: Plan, result: Bisection, builds: Builds, seen: Seen, private: str,
             worktree: str, started: float, say: Callable[[str], None]) -> None:
     said = git(worktree, "bisect", "start", plan.bad, plan.good)
     while True:
@@ -282,7 +324,8 @@ def _bisect(plan: Plan, result: Bisection, builds: Builds, good_bin: str, privat
         if binary is None:
             step = Step(commit, git(plan.repo, "log", "-1", "--format=%s", commit), "skip", how)
         else:
-            step = measure_step(plan, good_bin, commit, binary, private, say)
+            step = seen.step(plan, commit, binary, functools.partial(
+                measure_step, plan, seen.good_bin, commit, binary, private, say))
         result.steps.append(step)
         say(line(step))
         said = git(worktree, "bisect", step.verdict, check=False)
