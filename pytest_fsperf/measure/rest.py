@@ -125,6 +125,28 @@ REST_LIMIT = 0.3
 SATURATED = 0.15
 
 
+STEADY_SAMPLE = 0.5  # seconds per look at the machine while waiting for it to settle
+
+
+def wait_steady(most: float) -> float:
+    """Wait, at most `most` s, until the machine's busy CPU holds still: two looks of
+    STEADY_SAMPLE s in a row within REST_LIMIT cores of each other (a neighbour's burst that
+    spoilt a pair has started or ended). Returns the seconds waited."""
+    t0 = time.monotonic()
+    try:
+        last, prev = psutil.cpu_times(), None
+        while time.monotonic() - t0 + STEADY_SAMPLE <= most:
+            time.sleep(STEADY_SAMPLE)
+            now = psutil.cpu_times()
+            busy = (_busy(now) - _busy(last)) / STEADY_SAMPLE
+            if prev is not None and abs(busy - prev) <= REST_LIMIT:
+                break
+            last, prev = now, busy
+    except (OSError, psutil.Error):
+        pass
+    return time.monotonic() - t0
+
+
 def saturated(r: Rest) -> bool:
     return r.idle is not None and r.idle < SATURATED
 

@@ -40,6 +40,7 @@ class Side:
     enter: Callable[[], object]
 
 
+SETTLE_MAX = 10.0  # seconds, at most, waiting for the machine to settle after a spoilt pair
 RERUNS = 1  # a run that is not valid is run again this often before its pair is dropped
 MAX_DROPPED = 3  # pairs dropped before the comparison stops as unstable ...
 DROPPED_SHARE = 0.2  # ... once they are also more than this share of the pairs tried
@@ -120,9 +121,11 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
     before = earlier.seconds if earlier else None  # the first pass's time
     dropped_pairs = 0
     moved = 0  # of them, pairs whose two runs met two machines
+    last_pair = 0.0  # seconds the last valid pair took
     fresh_is_usual = False  # every run makes its own files (fio unlink=1): that is the state
     while True:
         these: dict[str, WorkloadResult] = {}
+        spoilt = False  # this pair's runs met two machines
         for name in order(pair):
             for attempt in range(1 + RERUNS):  # an invalid run is run again, bounded
                 spent.cold += _timed(by_name[name].enter)  # a cold start: a dead daemon's remount
@@ -156,16 +159,29 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
             dropped.append(f"pair {first}/{second}: {why}")  # not rerun: the change is in time
             these.clear()
             moved += 1
+            spoilt = True
         if len(these) < 2:
             ran += "x"  # in the order shown: a pair dropped
             dropped_pairs += 1
             elapsed = time.monotonic() - t0
-            if too_many_dropped(dropped_pairs, pair) or elapsed >= budget.seconds:
-                return Pairs(runs["A"], runs["B"], ran, f"unstable: {dropped_pairs} pairs dropped "
-                             f"({why_dropped(dropped_pairs - moved, moved)}); "
-                             f"{spent.shown(elapsed, budget, before)}",
+            # Runs that are not valid (never cold ...) stop it early: the next pair will be
+            # the same. A machine that changed within a pair is waited out (bounded) and
+            # pairing goes on: the budget is spent, not abandoned (issue 51).
+            invalid_pairs = dropped_pairs - moved
+            if not too_many_dropped(invalid_pairs, pair) and elapsed + last_pair < budget.seconds:
+                if spoilt:
+                    spent.settled += rest.wait_steady(min(SETTLE_MAX, budget.seconds - elapsed
+                                                          - last_pair))
+                continue
+            why = why_dropped(invalid_pairs, moved)
+            if too_many_dropped(invalid_pairs, pair) or pair < 2:
+                return Pairs(runs["A"], runs["B"], ran, f"unstable: {pair} valid pairs, "
+                             f"{dropped_pairs} dropped ({why}); {spent.shown(elapsed, budget, before)}",
                              (before or 0.0) + elapsed, tuple(dropped), tuple(died))
-            continue
+            return Pairs(runs["A"], runs["B"], ran, f"time budget spent after {pair} valid pairs "
+                         f"({dropped_pairs} dropped: {why}); {spent.shown(elapsed, budget, before)}",
+                         (before or 0.0) + elapsed, tuple(dropped), tuple(died),
+                         out_of_time=pair < budget.max_pairs, last_pair=last_pair)
         runs["A"].append(these["A"])
         runs["B"].append(these["B"])
         pair += 1
@@ -184,6 +200,7 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
         decided = m.outcome != Difference.INCONCLUSIVE
         elapsed = time.monotonic() - t0
         last = elapsed - spent_before  # this pair: its cold starts and runs
+        last_pair = last
         spent_before = elapsed
         if should_stop(decided, budget, pair, elapsed, last):
             pairs = f"{pair} pair{'' if pair == 1 else 's'}"
@@ -234,6 +251,7 @@ class Spent:
     before: float  # layout and anything else before the first pair
     cold: float = 0.0  # cold starts (remounts, cache drops)
     runs: float = 0.0  # the measured runs, including runs not used, less those that laid out
+    settled: float = 0.0  # waiting for the machine to settle after a pair it spoilt
 
     def laid_out(self, seconds: float) -> None:
         """A run that made its files (fio's layout, a prep step): layout, not a run."""
@@ -243,8 +261,9 @@ class Spent:
     def shown(self, elapsed: float, budget: Budget, first_pass: float | None = None) -> str:
         then = (f" (a second pass, after {first_pass:.0f} s in the first: the session's time "
                 "left over, --fsperf-gate-seconds)") if first_pass is not None else ""
+        waited = f", waiting for the machine {self.settled:.0f} s" if self.settled >= 0.5 else ""
         return (f"{elapsed:.0f} s of {budget.seconds:.0f} s{then}: layout {self.before:.0f} s, "
-                f"cold starts {self.cold:.0f} s, runs {self.runs:.0f} s")
+                f"cold starts {self.cold:.0f} s, runs {self.runs:.0f} s{waited}")
 
 
 def _timed(call: Callable[[], object]) -> float:
