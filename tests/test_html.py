@@ -151,3 +151,14 @@ def test_timelines_are_drawn_a_and_b_overlaid(pytester, tmp_path):
                    capture_output=True, timeout=120, check=False)
     assert shot.stat().st_size > 10_000
     shutil.copy(shot, "/tmp/fsperf-timeline.png") if os.environ.get("FSPERF_KEEP_SHOTS") else None
+
+
+@pytest.mark.unit
+def test_a_session_where_nothing_ran_says_so_not_none_cpus():
+    """As found: `machine: ?: None CPUs (None), ?, kernel None` and `tools: fio -` when no
+    workload ran."""
+    from pytest_fsperf.report.view import header
+
+    said = dict(header({}))
+    assert said == {"measured": "nothing: no workload ran, so no machine, mount or tools to show"}
+    assert "None" not in " ".join(said.values())

@@ -266,6 +266,8 @@ def requests_line(r: Row) -> str:
 
 def header(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """What was measured, where and when: the facts a reader needs before any figure."""
+    if not env.get("machine"):  # no workload ran: no `?: None CPUs (None)` to print
+        return (("measured", "nothing: no workload ran, so no machine, mount or tools to show"),)
     m = env.get("machine") or {}
     mount = env.get("mount") or {}
     daemon = env.get("daemon") or {}
