@@ -158,3 +158,25 @@ def make_cold(workdir: str, fuse: bool, drop_path: str = DROP_CACHES,
         return PageCache.DROPPED
     fadvise_tree(workdir)
     return PageCache.FADVISED_FUSE if fuse else PageCache.FADVISED
+
+
+IDLE_CPU = 10.0  # % of a core: a daemon below this over a slow read did not do the waiting
+SLOW_P99 = 0.5  # s: a read's p99 above this, with the daemon idle, waited outside it
+
+
+def waited_outside(cpu_percent: float | None, p99_s: float | None,
+                   store_p99_at_most: float | None) -> str:
+    """Where the time of a slow read went when the daemon was idle, or "": not in the daemon;
+    in the store's service where its own p99 says so, else between the daemon and the store."""
+    if cpu_percent is None or p99_s is None or cpu_percent >= IDLE_CPU or p99_s < SLOW_P99:
+        return ""
+    said = (f"the daemon was idle ({cpu_percent:.0f}% of a core) while a request waited up to "
+            f"{p99_s:.2f} s (p99): the time went outside it")
+    if store_p99_at_most is None:
+        return said + ", to its store or the way there (the store's own timings are not known here)"
+    if store_p99_at_most >= p99_s / 2:
+        return said + f", to the store: it took up to {store_p99_at_most:g} s to answer (p99, its count)"
+    return (said + f"; the store answered within {store_p99_at_most:g} s (p99, its count): the wait "
+            "was between the daemon and the store (its connections or their queue), not the "
+            "store's service")
+

@@ -15,7 +15,13 @@ from pytest_fsperf import units
 from pytest_fsperf.errors import MeasurementError, WorkloadHung
 from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import progress, timeline
-from pytest_fsperf.measure.cache import ColdRead, DaemonCache, PageCache, served_itself
+from pytest_fsperf.measure.cache import (
+    ColdRead,
+    DaemonCache,
+    PageCache,
+    served_itself,
+    waited_outside,
+)
 from pytest_fsperf.measure.diskmeter import DiskMeter
 from pytest_fsperf.measure.meters import DaemonExited, DaemonMeter, status_kib
 from pytest_fsperf.measure.placement import pinned
@@ -236,6 +242,12 @@ def record(ws: Space, w: Window, cold: tuple[ColdRead, str] | None = None,
     itself = served_itself(w.cache, w.daemon_cache, result.read_only_bytes,
                            w.requests.sent_bytes if w.requests is not None else None,
                            w.rss_before, _file_set(ws) if w.daemon_cache == DaemonCache.UNKNOWN else None)
+    p99 = result.lat_p99_ns
+    outside = waited_outside(w.daemon.cpu_percent if w.daemon else None,
+                             p99 / 1e9 if p99 else None,
+                             w.requests.ttfb_at_most.get("p99") if w.requests else None)
+    if outside:
+        result = dataclasses.replace(result, notes=(*result.notes, outside))
     if itself:  # never called cold: the figure is the daemon's cache, said with its evidence
         return dataclasses.replace(result, cold_read=found, cold_evidence=evidence,
                                    daemon_cache=DaemonCache.SERVED_ITSELF,
