@@ -20,7 +20,8 @@ SYSTEM_PYTHON = "/usr/bin/python3"  # our interpreter may live under /root, out 
 
 SECRETS = {"endpoint": "http://127.0.0.1:9", "bucket": "b", "access_key": "AKIAEXAMPLEKEY",
            "secret_key": "s3cr3t-value", "meta_url": "redis://127.0.0.1/1",
-           "meta_password": "meta-pw-value", "region": "us-east-1"}
+           "meta_password": "meta-pw-value", "region": "us-east-1", "account": "acct",
+           "account_key": "YWNjb3VudC1rZXktdmFsdWU="}
 
 
 def as_nobody(code: str) -> str:

@@ -212,7 +212,9 @@ def test_mount_timeout_and_missing_binary(pytester, clean):
 
         def pytest_fsperf_backends():
             return [Backend(name="never", binary="sh", install="-",
-                            command=("sh", "-c", "sleep 30", "pytest-fsperf-never"))]
+                            command=("sh", "-c", "sleep 30", "pytest-fsperf-never")),
+                    Backend(name="absent", binary="fsperf-absent-daemon", command=("x",),
+                            install="install it from https://example.com/absent")]
     """)
     pytester.makepyfile("""
         from pytest_fsperf import fsperf_mount
@@ -221,7 +223,7 @@ def test_mount_timeout_and_missing_binary(pytester, clean):
         def test_timeout(fsperf):
             pass
 
-        @fsperf_mount("goofys")
+        @fsperf_mount("absent")  # (goofys, here before, is among the peers on PATH now)
         def test_missing(fsperf):
             pass
     """)
@@ -230,7 +232,7 @@ def test_mount_timeout_and_missing_binary(pytester, clean):
     assert time.monotonic() - t0 < 20
     result.assert_outcomes(errors=1, skipped=1)
     result.stdout.fnmatch_lines(["*never: not mounted within 1 s*",
-                                 "*goofys is not installed (install goofys from*"])
+                                 "*fsperf-absent-daemon is not installed (install it from*"])
 
 
 def test_daemon_killed_mid_run_then_the_session_goes_on(pytester, minio, clean):

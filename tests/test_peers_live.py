@@ -139,7 +139,7 @@ def test_release_gate_of_ossfs2_2_0_7_against_2_0_6_compares_every_workload(tmp_
     done, left = run_isolated(tmp_path, [
         "--pyargs", "pytest_fsperf.suites.ossfs2", "--fsperf-backend=ossfs2",
         f"--fsperf-reference={reference}", f"--fsperf-candidate={candidate}",
-        "--fsperf-scale=0.0005", "--fsperf-gate-seconds=80", "--fsperf-inconclusive=warn",
+        "--fsperf-scale=0.0005", "--fsperf-gate-seconds=60", "--fsperf-inconclusive=warn",
         "--fsperf-json=out/fsperf.json"])
     said = done.stdout + done.stderr
     assert done.returncode in (0, 1), said[-3000:]  # 1: a regression, which is the builds' word
