@@ -16,7 +16,8 @@ from pytest_fsperf.vocab import EngineKind, FilesOp
 
 FIO_ONLY = "measured for fio jobs only (the same job is run on tmpfs and through bindfs)"
 
-STORE_FIELDS = ("endpoint", "bucket", "access_key", "secret_key", "region")
+# s3_endpoint: where an S3 client reaches an OSS store (the plugin's gateway)
+STORE_FIELDS = ("endpoint", "bucket", "access_key", "secret_key", "region", "s3_endpoint")
 
 
 def store_config(target: Target) -> dict[str, Any] | None:
