@@ -20,10 +20,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import busy_runner, loads
+
 BUILD = """#!/bin/sh
 set -eu
 mkdir -p out
 printf '#!/bin/sh\\nexec %s "$@" --bwlimit %s\\n' "$(command -v rclone)" "$(cat limit.txt)" > out/rclone
+echo "# $(cat notes.txt)" >> out/rclone
 chmod 755 out/rclone
 """
 READ = """
@@ -58,6 +61,8 @@ def main() -> None:
     ap.add_argument("--commits", type=int, default=16)
     ap.add_argument("--step", type=float, default=0.10)
     ap.add_argument("--seed", type=int, default=7, help="which commits are made slow")
+    ap.add_argument("--busy", choices=("steps", "spikes", "flip"),
+                    help="a bursty neighbour beside each trial (benchmarks/busy_runner.py)")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     right = 0
@@ -68,6 +73,7 @@ def main() -> None:
             commits = history(repo, a.commits, slow_at, a.step)
             out = Path(d) / "bisect.json"
             t0 = time.monotonic()
+            group = busy_runner.neighbour(a.seed + trial, a.busy, Path(d)) if a.busy else None
             subprocess.run(["python3", "-m", "pytest_fsperf", "bisect", "--good", commits[0],
                             "--bad", commits[-1], "--build", "sh build.sh", "--binary", "out/rclone",
                             "--backend", "rclone", "--test", "perf/test_read.py",
@@ -75,6 +81,8 @@ def main() -> None:
                             "--json", str(out), "--", "--fsperf-profile=off"],
                            cwd=repo, stdout=subprocess.DEVNULL, check=False,
                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            if group is not None:
+                loads.kill(group)
             doc = json.loads(out.read_text()) if out.exists() else {}
             named = doc.get("first_bad")
             ok = named == commits[slow_at]
