@@ -14,7 +14,7 @@ read, fio's direct reads or the metadata `ls -l`. Prints every trial, then per w
 slower caught, A/A flagged, undecided, and the time to a decision.
 
     python3 -m benchmarks.busy_runner [--workloads files,fio,meta] [--trials 3]
-        [--aa-trials 3] [--budget 180] [--patterns steps,spikes,flip] [--seed 1]
+        [--aa-trials 3] [--budget 180] [--patterns steps,spikes,flip] [--seed 1] [--count N]
 """
 
 from __future__ import annotations
@@ -83,6 +83,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quota", default="20,18", metavar="A,B", help="%% of a core for A and B")
     ap.add_argument("--seconds", type=float, default=1.5, help="each fio read")
+    ap.add_argument("--count", type=int, default=0,
+                    help="files per small-file run (default 2000), entries per listing (20000)")
     a = ap.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="fsperf-busy-"))
     source = scratch / "source"
@@ -102,7 +104,7 @@ def main() -> None:
                                                {"source": str(source)}))
         n = 0
         for workload in a.workloads.split(","):
-            count = 20000 if workload == "meta" else 2000
+            count = a.count or (20000 if workload == "meta" else 2000)
             kinds = [("slow", build_b)] * a.trials + [("A/A", build_a)] * a.aa_trials
             for kind, b in kinds:
                 pattern = next(patterns)
