@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 from dataclasses import dataclass
 
 import psutil
@@ -90,3 +91,15 @@ def _running(p: psutil.Process) -> bool:
         return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def stop_child(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """Stop a server this process started (and so reaps: its PID cannot be reused before
+    wait()): SIGTERM, then SIGKILL after `grace` seconds."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

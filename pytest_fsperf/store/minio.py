@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import time
 import urllib.error
@@ -14,7 +13,7 @@ from dataclasses import dataclass, field
 
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.infra import leftovers
-from pytest_fsperf.infra.procs import Proc
+from pytest_fsperf.infra.procs import Proc, stop_child
 from pytest_fsperf.measure.meters import io_counters
 from pytest_fsperf.mounts.spec import free_port
 from pytest_fsperf.store.sigv4 import signed_request
@@ -80,13 +79,7 @@ class S3Server:
             raise MeasurementError(f"MinIO: creating bucket {name} answered HTTP {status}")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_child(self.proc)
         shutil.rmtree(self.data_dir, ignore_errors=True)
         for entry in self.entries:
             leftovers.done(entry)

@@ -7,14 +7,13 @@ import json
 import os
 import secrets
 import select
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
 
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.infra import leftovers
-from pytest_fsperf.infra.procs import Proc
+from pytest_fsperf.infra.procs import Proc, stop_child
 from pytest_fsperf.store.minio import S3Server
 
 # Buckets are addressed as BUCKET.DOMAIN through the daemon's HTTP proxy setting: .invalid
@@ -52,13 +51,8 @@ class OssServer:
         return self.s3.served_bytes()
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            stop_child(self.proc)
         if self.entry is not None:
             leftovers.done(self.entry)
 

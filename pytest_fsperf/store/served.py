@@ -12,7 +12,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import time
 import urllib.error
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field
 
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.infra import leftovers
-from pytest_fsperf.infra.procs import Proc
+from pytest_fsperf.infra.procs import Proc, stop_child
 from pytest_fsperf.mounts.spec import free_port
 
 CACHE_BIN = os.path.expanduser("~/.cache/fsperf-bin")
@@ -61,13 +60,7 @@ class Served:
         return dict(self.values)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_child(self.proc)
         shutil.rmtree(self.data_dir, ignore_errors=True)
         for entry in self.entries:
             leftovers.done(entry)
