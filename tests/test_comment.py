@@ -132,8 +132,19 @@ def test_table_cells_cannot_break_out() -> None:
     text = comment.render(doc([], [odd]), True)
     row = next(line for line in text.splitlines() if "B worse" in line)
     assert "<script>" not in text and "<img" not in text and "\n# head" not in text
-    assert "[click](" not in text and "\\[click\\](https://evil.example)" in text
+    assert "[click](" not in text and "\\[click\\](https&#58;//evil.example)" in text
     assert row.count(" | ") == 7, row  # 8 cells, the pipes inside escaped
+
+
+def test_test_ids_neither_mention_nor_link_and_no_text_passes_the_limit() -> None:
+    named = "perf/t.py::test_x[@maintainers http://evil.example/a www.evil.example]"
+    odd = gate("seq_read", 0.8, 0.7, 0.9, "B worse", 3, 9.0, test=named)
+    text = comment.render(doc([], [odd], [{"test": named, "when": "call",
+                                          "message": "@alice see https://evil.example " * 4000}]),
+                          True, "https://ci.example/run/" + "x" * 200_000, 1000)
+    assert len(text) <= 1000, len(text)
+    assert "@" not in text and "://" not in text and "www.evil" not in text
+    assert text.startswith(comment.MARKER) and "FAIL" in text.splitlines()[1]
 
 
 def test_cli_prints_the_comment_and_exits_with_the_decision(tmp_path, capsys) -> None:

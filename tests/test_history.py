@@ -306,6 +306,16 @@ def test_fsperf_history_prints_each_change_point_and_writes_the_trend_page(tmp_p
     assert "<td class=\"bad\">-1" in page  # the change point's row, worse, in red
 
 
+def test_a_saved_run_whose_build_is_not_an_object_is_skipped_naming_why(tmp_path, capsys):
+    write(tmp_path / "runs", stepped(n=3))
+    odd = json.loads((tmp_path / "runs" / "run000.json").read_text())
+    odd["environment"] = {"build": ["not", "an", "object"]}
+    (tmp_path / "runs" / "run000.json").write_text(json.dumps(odd))
+    assert main(["history", str(tmp_path / "runs"), "--figure", "bw"]) == 0
+    err = capsys.readouterr().err
+    assert "run000.json: not a saved run: `environment.build` must be an object" in err
+
+
 def test_fsperf_history_gate_exits_1_on_a_recent_worsening(tmp_path, capsys):
     write(tmp_path, stepped(at=27, step=0.8))
     assert main(["history", str(tmp_path / "*.json"), "--gate", "--figure", "bw"]) == 1

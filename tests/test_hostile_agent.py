@@ -21,6 +21,8 @@ answers = {
     "types": {"ok": {"daemon": {"pid": "1"}, "note": "", "time": 1.0}},
     "extra": {"ok": 1.0, "also": "x"},
     "socket": {"ok": "/tmp/x.sock:evil.example:22"},
+    "cold": {"ok": "whatever I like"},
+    "huge": {"ok": {"daemon": None, "note": "", "time": 10 ** 4000}},
 }
 while True:
     req = channel.receive()
@@ -46,6 +48,8 @@ def hostile():
     ("stop", "big", "its reply was refused: its stop reply is larger than 1048576 characters"),
     ("stop", "types", "its reply was refused: stop.daemon has no cpu_exact, cpu_percent"),
     ("clock", "extra", "its reply was refused: its clock reply is not"),
+    ("cold", "cold", "its reply was refused: cold is not one of cold: drop_caches"),
+    ("stop", "huge", "its reply was refused: stop.time is past 4.61e+18"),
 ])
 def test_a_reply_of_the_wrong_shape_or_size_is_refused_naming_the_host(hostile, op, say, said):
     hostile.send(op, say=say)

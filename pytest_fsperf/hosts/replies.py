@@ -15,8 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_fsperf.measure.cache import PageCache
+
 MAX_TEXT = 2000  # characters of any one string kept
 MAX_REPLY = 1 << 20  # characters and items in all: a reply past it is refused
+MAX_NUMBER = 1 << 62  # no count, byte figure or time measured comes near: past it, refused
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -41,6 +44,11 @@ class ListOf:
 @dataclass(frozen=True)
 class MapOf:
     spec: Any  # text keys, each value of this shape
+
+
+@dataclass(frozen=True)
+class Choice:
+    values: tuple[str, ...]  # one of these words, nothing else
 
 
 @dataclass(frozen=True)
@@ -71,7 +79,7 @@ ANSWERS: dict[str, Any] = {
                      "daemon": Opt(INT), "note": TEXT}),
     "clock": NUMBER,
     "serve_fio": TEXT,
-    "cold": TEXT,
+    "cold": Choice(tuple(str(c.value) for c in PageCache)),
     "start": NUMBER,
     "stop": Fields({"daemon": Opt(DAEMON), "note": TEXT, "time": NUMBER},
                    {"exited": BOOL, "started": NUMBER, "command": TEXT, **COUNTED}),
@@ -108,12 +116,18 @@ def check(value: Any, spec: Any, where: str) -> Any:
     if isinstance(spec, Opt):
         return None if value is None else check(value, spec.spec, where)
     if spec == NUMBER:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, int | float):
             raise BadReply(f"{where} is not a number")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise BadReply(f"{where} is not a number")
+        if abs(value) > MAX_NUMBER:
+            raise BadReply(f"{where} is past {MAX_NUMBER:.3g}: no measurement gives it")
         return value
     if spec == INT:
         if isinstance(value, bool) or not isinstance(value, int):
             raise BadReply(f"{where} is not a whole number")
+        if abs(value) > MAX_NUMBER:
+            raise BadReply(f"{where} is past {MAX_NUMBER:.3g}: no measurement gives it")
         return value
     if spec == BOOL:
         if not isinstance(value, bool):
@@ -123,6 +137,10 @@ def check(value: Any, spec: Any, where: str) -> Any:
         if not isinstance(value, str):
             raise BadReply(f"{where} is not text")
         return clean(value)
+    if isinstance(spec, Choice):
+        if value not in spec.values:
+            raise BadReply(f"{where} is not one of {', '.join(spec.values)}")
+        return value
     if isinstance(spec, ListOf):
         if not isinstance(value, list | tuple):
             raise BadReply(f"{where} is not a list")

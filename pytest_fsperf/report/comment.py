@@ -17,6 +17,7 @@ from pytest_fsperf.vocab import CompareKind, Decision, Difference, ExitCode, Out
 
 MARKER = "<!-- pytest-fsperf -->"  # how the CI step finds its own comment to update it
 LIMIT = 65536  # GitHub's largest comment, in characters
+LINE = 2000  # the most characters of the decision, of a link and of any other line
 WHERE = 160  # characters of "where the time went" per workload
 
 
@@ -25,7 +26,13 @@ def _cell(text: object) -> str:
     text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     for c in "\\|[]`":
         text = text.replace(c, "\\" + c)
+    # no mention, no bare link (a test id naming @someone or http://... pings or links nothing)
+    text = text.replace("@", "&#64;").replace("://", "&#58;//").replace("www.", "www&#46;")
     return text.replace("\n", " ").replace("\r", " ")
+
+
+def _clip(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def _deciding(c: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -88,7 +95,7 @@ def render(doc: Mapping[str, Any], inconclusive_fails: bool, link: str | None = 
     gates = sorted(comparisons, key=lambda c: (_rank(c), short_test(c), str(c.get("name"))))
     seconds = sum(float(c.get("seconds") or 0.0) for c in gates)
     pairs = sum(int(c.get("rounds") or 0) for c in gates)
-    head = [MARKER, f"### pytest-fsperf: {_cell(decision)}", ""]
+    head = [MARKER, f"### pytest-fsperf: {_clip(_cell(decision), LINE)}", ""]
     if gates:
         kinds = {CompareKind(c.get("kind") or "options").is_gate for c in gates}
         what = "release gate" if kinds == {True} else "comparisons"
@@ -96,10 +103,10 @@ def render(doc: Mapping[str, Any], inconclusive_fails: bool, link: str | None = 
         head.append(f"{what}: {len(gates)} workload{'s' * (len(gates) != 1)} compared, "
                     f"{pairs} pairs, {seconds:.0f} s{roles}")
         head.append("")
-    others = [f"- {_cell(line)}" for line in rest
+    others = [f"- {_clip(_cell(line), LINE)}" for line in rest
               if not line.startswith(("release gate ", "A/B "))]
     tail = [""]
-    if link:
+    if link and len(link) <= LINE and not any(c in link for c in " ()<>\n\r"):
         tail.append(f"[The report, the JSON and every figure]({link})")
     tail.append("<sub>pytest-fsperf: interleaved pairs, each after a cold start; B/A is the "
                 "geometric mean of the pairs' ratios</sub>")
@@ -123,7 +130,10 @@ def _fit(head: list[str], table: list[str], others: list[str], tail: list[str], 
         body += ["", *kept_others]
     if len(others) > len(kept_others):
         body.append(f"- … and {len(others) - len(kept_others)} more lines: in the artifacts")
-    return "\n".join(body + tail) + "\n"
+    text = "\n".join(body + tail) + "\n"
+    if len(text) > limit:  # never past the limit, whatever the lines held
+        text = text[: limit - 40].rsplit("\n", 1)[0] + "\n… (cut at the limit)\n"
+    return text
 
 
 def _take(lines: list[str], budget: int) -> tuple[list[str], int]:

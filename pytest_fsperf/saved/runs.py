@@ -72,6 +72,10 @@ def shape_problem(doc: object) -> str | None:
                             ("created", str, "text")):
         if doc.get(key) is not None and not isinstance(doc[key], kind):
             return f"`{key}` must be {what}"
+    build = (doc.get("environment") or {}).get("build")
+    if build is not None and not (isinstance(build, dict) and all(
+            isinstance(build.get(k), str | None) for k in ("id", "daemon_sha256"))):
+        return "`environment.build` must be an object whose `id` and `daemon_sha256` are text"
     for i, r in enumerate(doc["results"]):
         if not (isinstance(r, dict) and isinstance(r.get("test"), str) and isinstance(r.get("name"), str)):
             return f"result {i} has no `test` and `name`"
