@@ -51,6 +51,10 @@ while True:
     threading.Thread(target=drain, daemon=True).start()
     if ask == "sendfile":
         conn.sendall(frame(21, b"/etc/shadow".ljust(256, b"\0")))
+    elif ask == "jobopt":  # one job, then an option for job group 1000 (fio indexes unchecked)
+        conn.sendall(frame(11, struct.pack("<II", 1, 1)))
+        conn.sendall(frame(22, struct.pack("<HHI", 0, 0, 1000) + b"bs".ljust(64, b"\0")
+                           + b"4k".ljust(128, b"\0")))
     else:  # an I/O log of the server's choosing, to <name>.<server>
         pdu = struct.pack("<QIIIIII", 1, 1, 0, 0, 0, 0, 0) + b"planted".ljust(256, b"\0")
         conn.sendall(frame(17, pdu + b"\x01" * 64))
@@ -69,12 +73,12 @@ def _fake_server(tmp_path: Path, ask: str) -> tuple[subprocess.Popen[bytes], int
 
 
 @contextlib.contextmanager
-def nobodys_listener(answers: bool) -> Iterator[int]:
+def nobodys_listener(answers: bool, address: str = "127.0.0.1") -> Iterator[int]:
     """A loopback port nobody listens on (answers: accepts and sends 24 bytes of its own);
     its port. Skips where the test cannot act as another user."""
     if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
         pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
-    code = ("import socket, time\ns = socket.socket()\ns.bind(('127.0.0.1', 0))\ns.listen(1)\n"
+    code = (f"import socket, time\ns = socket.socket()\ns.bind(({address!r}, 0))\ns.listen(1)\n"
             "print(s.getsockname()[1], flush=True)\n"
             + ("c, _ = s.accept()\nc.sendall(bytes(24))\n" if answers else "") + "time.sleep(60)\n")
     theirs = subprocess.Popen([SYSTEM_PYTHON, "-c", code], stdout=subprocess.PIPE, text=True,
@@ -103,6 +107,7 @@ def _one_client(pytester: pytest.Pytester, tmp_path: Path, port: int
 @pytest.mark.parametrize("ask, said", [
     ("sendfile", "asked the controller to SENDFILE: send it a file of this machine: refused"),
     ("iolog", "asked the controller to IOLOG: write an I/O log of its choosing: refused"),
+    ("jobopt", "sent an option for job group 1000 of 1 jobs: refused"),
 ])
 def test_a_server_that_asks_for_a_file_or_writes_a_log_is_cut_off_and_named(pytester, tmp_path,
                                                                               ask, said):
@@ -190,3 +195,65 @@ def test_a_server_another_user_put_on_the_port_after_the_check_is_refused_on_con
             client.close()
         assert relay.refused == [f"was answered as uid {NOBODY}, not root or you: not the "
                                  "server you meant"]
+
+
+@pytest.mark.unit
+def test_what_fio_indexes_by_must_name_a_job_the_server_announced():
+    """As found: START (1 job) then JOB_OPT with groupid 1000: root's fio controller died of
+    SIGSEGV. A status's thread number is bounded the same way (0 indexes before the list)."""
+    def opt(group: int, is_global: int = 0) -> bytes:
+        return struct.pack("<HHI", is_global, 0, group) + bytes(192)
+
+    def ts(number: int) -> bytes:
+        return bytes(fio_relay.TS_THREAD_NUMBER) + struct.pack("<I", number) + bytes(700)
+
+    seen = fio_relay.Seen()
+    assert "job group 0 of 0 jobs" in seen.frame(22, 0, opt(0))  # before START
+    assert seen.frame(22, 0, opt(7, is_global=1)) == ""  # a global option indexes nothing
+    assert "announced 0 jobs" in fio_relay.Seen().frame(11, 0, struct.pack("<II", 0, 1))
+    assert "announced 5000 jobs" in fio_relay.Seen().frame(11, 0, struct.pack("<II", 5000, 1))
+    assert seen.frame(11, 0, struct.pack("<II", 2, 1)) == ""
+    assert "again" in seen.frame(11, 0, struct.pack("<II", 2, 1))
+    assert seen.frame(22, 0, opt(1)) == "" and "job group 2 of 2" in seen.frame(22, 0, opt(2))
+    whole = ts(2)
+    assert seen.frame(6, 1, whole[:100]) == "" and seen.frame(6, 1, whole[100:1024]) == ""
+    assert seen.frame(6, 0, whole[1024:]) == ""  # fragments: the number is in the first
+    assert "thread 0 of 2 jobs" in seen.frame(6, 0, ts(0))
+    assert "thread 3 of 2 jobs" in seen.frame(6, 0, ts(3))
+
+
+@pytest.mark.unit
+def test_any_address_of_this_machine_is_local_not_only_loopback():
+    """As found: a listener on the machine's own non-loopback address was taken for a remote
+    server, so no one asked who listened there."""
+    import psutil
+
+    assert fio_relay.local(("127.0.0.2", 1)) and fio_relay.local(("::1", 1, 0, 0))
+    assert fio_relay.local(("0.0.0.0", 1)) and fio_relay.local(("::", 1, 0, 0))
+    own = [a.address for addrs in psutil.net_if_addrs().values() for a in addrs
+           if a.family == socket.AF_INET and not a.address.startswith("127.")]
+    for address in own:
+        assert fio_relay.local((address, 8765)), address
+    assert not fio_relay.local(("192.0.2.7", 1))  # TEST-NET-1: no machine's
+    assert not fio_relay.local("/tmp/x.sock")
+
+
+def test_another_users_listener_on_this_machines_own_address_is_refused(pytester, tmp_path):
+    import psutil
+
+    need("fio")
+    own = [a.address for addrs in psutil.net_if_addrs().values() for a in addrs
+           if a.family == socket.AF_INET and not a.address.startswith("127.")]
+    if not own:
+        pytest.skip("this machine has no non-loopback IPv4 address")
+    with nobodys_listener(answers=False, address=own[0]) as port:
+        mount = tmp_path / "mnt"
+        mount.mkdir()
+        pytester.makepyfile("""
+            def test_remote(fsperf):
+                fsperf.fio(name="w", clients=1, rw="write", bs="1M", size="8M")
+        """)
+        result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={mount}",
+                                    "--fsperf-plain-dir=1", f"--fsperf-fio-servers={own[0]}:{port}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*fio server {own[0]}:{port} is listening as uid {NOBODY}*"])

@@ -9,18 +9,24 @@ connects to a unix socket in the session's 0700 directory, the relay connects on
 server and passes the server's frames back only where they are what a benchmark needs
 (fio's server.h: text, job start and stop, statistics, probe and ETA replies). Anything
 else, or a frame that is not fio's protocol, ends the connection, and why is kept for the
-failure's message. What the controller sends is passed on as it is.
+failure's message. The values fio's client indexes by are bounded: a job option's group and a
+status's thread number must name a job of those START announced (fio indexes its arrays
+with them unchecked: a JOB_OPT past the jobs crashed root's controller). What the controller
+sends is passed on as it is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import socket
 import struct
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+import psutil
 
 from pytest_fsperf.errors import MeasurementError
 
@@ -31,6 +37,10 @@ MAX_PDU = 1024  # FIO_SERVER_MAX_FRAGMENT_PDU: larger frames are not fio's
 PASSED = {1: "QUIT", 5: "TEXT", 6: "TS", 7: "GS", 9: "ETA", 10: "PROBE", 11: "START",
           12: "STOP", 13: "DU", 14: "SERVER_START", 15: "ADD_JOB", 18: "UPDATE_JOB",
           22: "JOB_OPT"}
+START, TS, JOB_OPT = 11, 6, 22
+MAX_JOBS = 4096  # jobs one server may announce (fio's own limit is REAL_MAX_JOBS, 4096)
+MORE = 1  # FIO_NET_CMD_F_MORE: a fragment of a larger payload follows
+TS_THREAD_NUMBER = 260  # struct thread_stat: name[128], verror[128], error, thread_number
 REFUSED = {17: "IOLOG: write an I/O log of its choosing", 19: "LOAD_FILE",
            20: "VTRIGGER: save verify state and run a trigger",
            21: "SENDFILE: send it a file of this machine"}
@@ -97,7 +107,7 @@ class Relay:
         """Why the loopback server that took the connection is not the one meant (another
         user's, listening since the check before the run), or ""."""
         family, address = self.upstream
-        if family == socket.AF_UNIX or not loopback(address):
+        if family == socket.AF_UNIX or not local(address):
             return ""
         port = address[1]  # type: ignore[index]
         others = sorted(u for u in peer_uids(outer.getsockname()[1], port)
@@ -114,18 +124,20 @@ class Relay:
             outer.shutdown(socket.SHUT_WR)
 
     def _to_client(self, outer: socket.socket, inner: socket.socket) -> None:
+        seen = Seen()
         try:
             while True:
                 head = _exactly(outer, HEADER.size)
                 if head is None:
                     break
-                version, opcode, _flags, _tag, pdu_len, _c, _p = HEADER.unpack(head)
+                version, opcode, flags, _tag, pdu_len, _c, _p = HEADER.unpack(head)
                 why = _refusal(version, opcode, pdu_len)
+                payload = _exactly(outer, pdu_len) if pdu_len and not why else b""
+                if payload is None:
+                    break
+                why = why or seen.frame(opcode, flags, payload)
                 if why:
                     self.refused.append(why)
-                    break
-                payload = _exactly(outer, pdu_len) if pdu_len else b""
-                if payload is None:
                     break
                 inner.sendall(head + payload)
         except OSError:
@@ -154,6 +166,43 @@ def _refusal(version: int, opcode: int, pdu_len: int) -> str:
     if opcode not in PASSED:
         return f"asked the controller to {REFUSED.get(opcode, f'obey command {opcode}')}: refused"
     return ""
+
+
+@dataclass
+class Seen:
+    """What one connection's server announced, to bound what it sends after."""
+
+    jobs: int | None = None  # START's count
+    ts: bytearray = field(default_factory=bytearray)  # a status's fragments so far
+
+    def frame(self, opcode: int, flags: int, payload: bytes) -> str:
+        """Why this frame may not reach fio's client, or ""."""
+        if opcode == START:
+            if len(payload) < 8:
+                return "sent a START of the wrong size"
+            jobs = struct.unpack_from("<I", payload)[0]
+            if self.jobs is not None or not 0 < jobs <= MAX_JOBS:
+                return f"announced {jobs} jobs{' again' if self.jobs is not None else ''}: refused"
+            self.jobs = jobs
+        elif opcode == JOB_OPT:
+            if len(payload) < 8:
+                return "sent a job option of the wrong size"
+            is_global, _cut, group = struct.unpack_from("<HHI", payload)
+            if not is_global and (self.jobs is None or group >= self.jobs):
+                return (f"sent an option for job group {group} of {self.jobs or 0} jobs: refused "
+                        "(fio would index past its list)")
+        elif opcode == TS:
+            if len(self.ts) < TS_THREAD_NUMBER + 4:
+                self.ts += payload[: TS_THREAD_NUMBER + 4 - len(self.ts)]
+            if not flags & MORE:
+                head, self.ts = bytes(self.ts), bytearray()
+                if len(head) < TS_THREAD_NUMBER + 4:
+                    return "sent a thread status too short to be fio's"
+                number = struct.unpack_from("<I", head, TS_THREAD_NUMBER)[0]
+                if self.jobs is None or not 1 <= number <= self.jobs:
+                    return (f"sent the status of thread {number} of {self.jobs or 0} jobs: "
+                            "refused (fio would index past its list)")
+        return ""
 
 
 def _exactly(s: socket.socket, n: int) -> bytes | None:
@@ -194,22 +243,32 @@ def peer_uids(ours: int, port: int, proc: str = "/proc") -> set[int]:
             if state == "01" and local == port and remote == ours}
 
 
-def loopback(address: object) -> bool:
-    ip = address[0] if isinstance(address, tuple) else ""
-    return isinstance(ip, str) and (ip.startswith("127.") or ip == "::1")
+def local(address: object) -> bool:
+    """The address is this machine's: loopback, unspecified, or one of its interfaces' (a
+    local user may listen on any of them first)."""
+    text = address[0] if isinstance(address, tuple) else ""
+    try:
+        ip = ipaddress.ip_address(str(text).split("%", 1)[0])
+    except ValueError:
+        return False
+    if ip.is_loopback or ip.is_unspecified:
+        return True
+    mapped = getattr(ip, "ipv4_mapped", None)
+    own = {a.address.split("%", 1)[0] for addrs in psutil.net_if_addrs().values() for a in addrs}
+    return str(ip) in own or (mapped is not None and str(mapped) in own)
 
 
 def check_identity(host: str, port: int, address: object) -> None:
     """A server on this machine's loopback must be root's or ours: any local user may
     listen on a loopback port first and take the controller's connection. Checked before
     the run (this line) and again on each connection (Relay: who accepted it)."""
-    if not loopback(address):
+    if not local(address):
         return
     others = sorted(u for u in listener_uids(port) if u not in (0, os.geteuid()))
     if others:
         raise MeasurementError(f"fio server {host}:{port} is listening as uid "
                                f"{', '.join(map(str, others))}, not root or you: not the server "
-                               "you meant (any local user may listen on a loopback port)")
+                               "you meant (any local user may listen on a port of this machine)")
 
 
 def upstream_of(host: str, port: int, sock: str | None) -> tuple[int, object]:
