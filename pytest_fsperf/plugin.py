@@ -61,6 +61,7 @@ def registry(config: pytest.Config) -> Registry:
     return Registry([*settings.backend_config.backends, *extra])
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest's junitxml takes its path
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     config.addinivalue_line("markers", MOUNT_HELP)
@@ -69,8 +70,8 @@ def pytest_configure(config: pytest.Config) -> None:
     xml = getattr(config.option, "xmlpath", None)
     try:
         if xml:  # pytest writes it, as root: checked as the plugin's own outputs are
-            try:
-                outfile.check_theirs(Path(xml))
+            try:  # pytest writes where it was checked, not through a link re-pointed later
+                config.option.xmlpath = str(outfile.check_theirs(Path(xml)))
             except outfile.OutputError as exc:
                 raise UsageError(f"--junitxml={xml}: {exc}") from None
         settings = read_settings(config)

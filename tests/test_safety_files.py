@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fsperf.errors import UsageError
+from pytest_fsperf.errors import MeasurementError, UsageError
 from pytest_fsperf.infra import outfile
 from pytest_fsperf.mounts.mounter import MountedFs, MountPlan
 from pytest_fsperf.mounts.registry import Registry
@@ -268,3 +268,43 @@ def test_a_worker_another_user_could_plant_is_never_run_as_root(sticky_dir, tmp_
     assert not marker.exists()
     assert r.generator.startswith("python (the worker's cache is not private: "), r.generator
     assert (tmp_path / "f").stat().st_size == 10
+
+
+@pytest.mark.fio
+def test_the_worker_runs_from_what_was_checked_and_built_with_the_systems_tools(tmp_path, monkeypatch):
+    """As found: the cache path was checked resolved and run unresolved (nobody re-pointed a
+    link on it), and with nobody's directory first on root's PATH, gcc ran nobody's `as`. Now
+    the compiler and its tools come from /usr/bin, the worker from the real path checked, and
+    a run checks the bytes it execs against those built."""
+    from pytest_fsperf.engine import native
+
+    need("cc")
+    marker = tmp_path / "ran-as-root"
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    for tool in ("cc", "gcc", "as", "ld", "collect2"):
+        (theirs / tool).write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+        (theirs / tool).chmod(0o755)
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    link = tmp_path / "cache"
+    link.symlink_to(private)
+    monkeypatch.setenv("PATH", f"{theirs}:{os.environ['PATH']}")
+    monkeypatch.setattr(native, "CACHE", str(link))
+    native.worker.cache_clear()
+    try:
+        found, why = native.worker()
+        assert found is not None, why
+        assert not marker.exists()  # none of their tools ran
+        assert found.path.startswith(str(private) + os.sep)  # the link resolved, once
+        link.unlink()
+        link.symlink_to(theirs)  # re-pointed after the check: not looked up again
+        _s, moved, _t = native.run([(str(tmp_path / "f"), 10)], True, 1, 1 << 20)
+        assert moved == 10 and not marker.exists()
+        os.chmod(found.path, 0o700)
+        Path(found.path).write_bytes(f"#!/bin/sh\ntouch {marker}\n".encode())  # its bytes changed
+        with pytest.raises(MeasurementError, match="changed since it was built: not run"):
+            native.run([(str(tmp_path / "g"), 10)], True, 1, 1 << 20)
+        assert not marker.exists()
+    finally:
+        native.worker.cache_clear()

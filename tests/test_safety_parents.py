@@ -87,6 +87,31 @@ def test_junitxml_is_checked_as_the_plugins_own_outputs(pytester, nobodys_dir):
     assert stat.S_ISREG(ok.lstat().st_mode)
 
 
+def test_junitxml_goes_where_it_was_checked_not_through_a_link_re_pointed_later(pytester,
+                                                                                nobodys_dir):
+    """As found: --junitxml under a parent that is a symlink nobody owns in a sticky
+    directory, re-pointed after start-up: root overwrote the file at the new target."""
+    top = nobodys_dir.parent
+    sticky, mine, victim = top / "sticky", top / "mine", top / "victim"
+    for d in (sticky, mine, victim):
+        d.mkdir()
+    sticky.chmod(0o1777)
+    (victim / "report.xml").write_text("root's own file\n")
+    link = sticky / "out"
+    link.symlink_to(mine)
+    os.lchown(link, NOBODY, NOBODY)
+    pytester.makepyfile(f"""
+        import os
+        def test_x():  # nobody re-points their link while the session runs
+            os.unlink({str(link)!r})
+            os.symlink({str(victim)!r}, {str(link)!r})
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--junitxml={link}/report.xml")
+    result.assert_outcomes(passed=1)
+    assert (victim / "report.xml").read_text() == "root's own file\n"
+    assert "<testsuites" in (mine / "report.xml").read_text()
+
+
 def test_a_work_root_swapped_by_another_user_does_not_redirect_roots_writes(pytester, nobodys_dir):
     """As found: with --fsperf-mount at a directory nobody could write (no sticky bit), nobody
     swapped the work directory for one of symlinks and the engines overwrote root's files.
@@ -135,3 +160,38 @@ def test_the_work_root_is_private(pytester, tmp_path):
     result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={tmp_path}",
                                 "--fsperf-plain-dir=1")
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("option, text, mode", [
+    ("fsperf_candidate", "#!/bin/sh\nexit 0\n", 0o755),
+    ("fsperf_backend_config", "[fsperf]\nbucket = b\n", 0o600),
+])
+def test_a_link_flipping_under_a_path_root_uses_never_yields_the_other_users_file(
+        nobodys_dir, monkeypatch, option, text, mode):
+    """As found: the check resolved the link, the use resolved it again; a link flipping
+    between root's file and nobody's won 94 of 3,000 races. Here it flips at the worst
+    moment, right after the check: what is used is what was checked, or it is refused."""
+    from pytest_fsperf.infra import leftovers
+
+    top = nobodys_dir.parent
+    mine = top / "mine"
+    mine.mkdir(mode=0o755)
+    good = _root_file(mine / "f", text, mode)
+    bad = _root_file(nobodys_dir / "f", text.replace("bucket = b", "bucket = theirs"), mode)
+    os.chown(bad, NOBODY, NOBODY)
+    link = top / "link"
+    link.symlink_to(good)
+    checked = leftovers.resolved
+
+    def flip_after(path: str, exists: bool = True) -> tuple[str, str]:
+        got = checked(path, exists)
+        link.unlink()
+        link.symlink_to(bad)  # nobody's file from now on
+        return got
+
+    monkeypatch.setattr(leftovers, "resolved", flip_after)
+    got = _convert(option, link)
+    if option == "fsperf_candidate":
+        assert got == str(good)
+    else:  # the config read is root's
+        assert got.values.get("bucket") == "b", got

@@ -62,9 +62,9 @@ def test_the_compiled_worker_moves_what_it_lists_and_times_each_file(tmp_path):
     from pytest_fsperf.infra import leftovers
 
     need("cc")
-    path, why = native.worker()
-    assert path is not None, why
-    assert not leftovers.untrusted(path) and os.stat(native.CACHE).st_mode & 0o077 == 0
+    found, why = native.worker()
+    assert found is not None, why
+    assert not leftovers.untrusted(found.path) and os.stat(native.CACHE).st_mode & 0o077 == 0
     sizes = [0, 1, 4095, 1 << 20, (1 << 20) + 1, 3 << 20]
     files = [(str(tmp_path / f"{i}.dat"), n) for i, n in enumerate(sizes)]
     seconds, moved, times = native.run(files, True, 16, 1 << 20)

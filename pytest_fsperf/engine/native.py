@@ -4,18 +4,21 @@ share one interpreter lock and spend about three times the compiled program's CP
 the worker spends what the seed's Go program does, so the figure is the filesystem's.
 
 Where no compiler is found (or root may not run it), the Python engine runs instead and the
-result says so (OpStats.generator)."""
+result says so (OpStats.generator). The compiler is the system's (/usr/bin), run with the
+system's PATH only; the worker is found by its real path, checked once, and run from an fd
+whose owner, mode and content hash are checked at each run."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
 import os
-import shutil
+import stat
 import struct
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 
 from pytest_fsperf.errors import MeasurementError
@@ -31,46 +34,78 @@ def source() -> bytes:
     return resources.files("pytest_fsperf.engine").joinpath("native/files.c").read_bytes()
 
 
+COMPILERS = ("/usr/bin/cc", "/usr/bin/gcc")  # fixed system paths, never PATH's
+# what the compiler and the tools it starts (as, ld) see: system directories only; no
+# GCC_EXEC_PREFIX, COMPILER_PATH, CPATH or LIBRARY_PATH of the caller's
+BUILD_ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
+
+
+@dataclass(frozen=True)
+class Worker:
+    path: str  # the real path checked (no symlink on the way, no directory others can change)
+    sha256: str  # its content when built: checked again, through the fd it runs from
+
+
 @functools.lru_cache(maxsize=1)
-def worker() -> tuple[str | None, str]:
-    """The worker's path, built if need be, or None and why not (once per process)."""
+def worker() -> tuple[Worker | None, str]:
+    """The worker, built if need be, or None and why not (once per process)."""
     if os.environ.get("FSPERF_NATIVE", "1") == "0":
         return None, "the compiled worker is off (FSPERF_NATIVE=0)"
-    compiler = shutil.which("cc") or shutil.which("gcc")
+    compiler = next((c for c in COMPILERS if os.access(c, os.X_OK)), None)
     if compiler is None:
-        return None, "no C compiler (cc) to build the compiled worker"
-    why = leftovers.untrusted(compiler)
+        return None, f"no C compiler ({' or '.join(COMPILERS)}) to build the compiled worker"
+    compiler, why = leftovers.resolved(compiler)  # the real compiler, checked, is what runs
     if why:
         return None, f"the C compiler is not run as root: {why}"
     text = source()
-    path = os.path.join(CACHE, f"{NAME}-{hashlib.sha256(text).hexdigest()[:16]}")
     try:
         os.makedirs(CACHE, 0o700, exist_ok=True)
-        why = leftovers.untrusted(CACHE)
-        if why:
-            return None, f"the worker's cache is not private: {why}"
-        if not os.path.exists(path):
-            _build(compiler, text, path)
+        cache, why = leftovers.resolved(CACHE)  # resolved once: what is checked is used
+        if why or os.stat(cache).st_mode & 0o077:
+            return None, f"the worker's cache is not private: {why or f'{cache} is not 0700'}"
+        path = os.path.join(cache, f"{NAME}-{hashlib.sha256(text).hexdigest()[:16]}")
+        if not os.path.lexists(path):
+            _build(compiler, text, cache, path)
         why = leftovers.untrusted(path)
-        if why:
-            return None, f"the worker is not run: {why}"
+        if why or os.path.islink(path):
+            return None, f"the worker is not run: {why or f'{path} is a symlink'}"
+        with open(path, "rb") as f:
+            return Worker(path, hashlib.sha256(f.read()).hexdigest()), ""
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"the compiled worker could not be built: {exc}"
-    return path, ""
 
 
-def _build(compiler: str, text: bytes, path: str) -> None:
+def _build(compiler: str, text: bytes, cache: str, path: str) -> None:
     """Compile into a temporary name beside `path`, then rename: a reader sees all or nothing."""
-    with tempfile.TemporaryDirectory(dir=CACHE) as work:
+    with tempfile.TemporaryDirectory(dir=cache) as work:
         src, out = os.path.join(work, "files.c"), os.path.join(work, NAME)
         with open(src, "wb") as f:
             f.write(text)
         done = subprocess.run([compiler, "-O2", "-pthread", "-o", out, src], capture_output=True,
-                              text=True, timeout=120, check=False, cwd=work)
+                              text=True, timeout=120, check=False, cwd=work, env=BUILD_ENV)
         if done.returncode != 0:
             raise OSError(f"{compiler} failed: {done.stderr.strip()[-300:]}")
         os.chmod(out, 0o700)
         os.replace(out, path)
+
+
+def opened(w: Worker) -> int:
+    """An fd of the worker's file, checked as it will run: a regular file of ours, mode 0700
+    or stricter, and the bytes it had when built (the path is not looked up again)."""
+    fd = os.open(w.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise MeasurementError(f"the compiled worker {w.path} changed owner or mode: not run")
+        h = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+        if h.hexdigest() != w.sha256:
+            raise MeasurementError(f"the compiled worker {w.path} changed since it was built: not run")
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def run(files: Sequence[tuple[str, int]], write: bool, threads: int, first: int,
@@ -78,13 +113,18 @@ def run(files: Sequence[tuple[str, int]], write: bool, threads: int, first: int,
         ) -> tuple[float, int, list[tuple[int, int, int, int]]]:
     """Each (path, size) read or written whole by the worker: seconds, bytes, and per file
     the ns of its open, first byte, whole transfer and close. `started` is told its pid."""
-    path, why = worker()
-    if path is None:
+    found, why = worker()
+    if found is None:
         raise MeasurementError(why)
     listed = b"".join(b"%d\0%s\0" % (size, os.fsencode(p)) for p, size in files)
-    proc = subprocess.Popen([path, "write" if write else "read", str(threads), str(first)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            close_fds=True, cwd="/")
+    fd = opened(found)
+    try:  # run from the fd checked, not from the path again
+        proc = subprocess.Popen([NAME, "write" if write else "read", str(threads), str(first)],
+                                executable=f"/proc/self/fd/{fd}", pass_fds=(fd,),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, close_fds=True, cwd="/")
+    finally:
+        os.close(fd)
     started(proc.pid)
     try:
         out, err = proc.communicate(listed)

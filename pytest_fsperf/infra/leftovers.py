@@ -420,24 +420,35 @@ def untrusted(path: str, exists: bool = True) -> str:
     so a name checked now could be another file when it is used (a parent renamed by
     `nobody` made root's ssh run a ProxyCommand as uid 0). exists=False: an output that
     may not exist yet; only its directories are checked."""
+    return resolved(path, exists)[1]
+
+
+def resolved(path: str, exists: bool = True) -> tuple[str, str]:
+    """`path` resolved once, and why root may not use that real path ("" where it may). The
+    real path is checked as the string returned (lstat: a component that became a symlink
+    since it was resolved is refused), so a caller that uses it uses what was checked."""
     real = os.path.realpath(path)
     try:
         if exists:
-            st = os.stat(real)
+            st = os.lstat(real)
+            if stat.S_ISLNK(st.st_mode):
+                return real, f"{real} changed while it was checked (now a symlink)"
             if not closed(st):
-                return (f"{real} can be changed by another user than root or you (owner uid "
-                        f"{st.st_uid}, mode {stat.S_IMODE(st.st_mode):o})")
+                return real, (f"{real} can be changed by another user than root or you (owner "
+                              f"uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o})")
         above = os.path.dirname(real)
         while True:
-            st = os.stat(above)
+            st = os.lstat(above)
+            if stat.S_ISLNK(st.st_mode):
+                return real, f"{above} changed while it was checked (now a symlink)"
             if not closed(st, sticky_ok=True):
-                return (f"its directory {above} can be changed by another user than root or "
-                        f"you (owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o})")
+                return real, (f"its directory {above} can be changed by another user than root "
+                              f"or you (owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o})")
             if os.path.dirname(above) == above:
-                return ""
+                return real, ""
             above = os.path.dirname(above)
     except OSError as exc:
-        return f"{real}: {exc.strerror or exc}"
+        return real, f"{real}: {exc.strerror or exc}"
 
 
 def package_root() -> list[str]:

@@ -82,14 +82,16 @@ def check(path: Path) -> None:
     _seen[_key(path)] = _look(path)
 
 
-def check_theirs(path: Path) -> None:
+def check_theirs(path: Path) -> Path:
     """An output another writer (pytest's --junitxml) makes as us: it must not be a symlink
     now, nor lie in a directory another user can change (they could plant one later, and we
-    do not write it); OutputError says which."""
+    do not write it); OutputError says which. Returns the path with its directory resolved
+    once, for the writer to use: a symlink above it re-pointed later changes nothing."""
     check(path)
-    why = leftovers.untrusted(str(path.absolute()), exists=False)
+    real, why = leftovers.resolved(str(path.absolute()), exists=False)
     if why:
         raise OutputError(f"{why}; another user could put a link there before it is written")
+    return Path(real)
 
 
 def _changed(before: Seen, now: Seen) -> bool:

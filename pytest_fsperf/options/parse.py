@@ -163,10 +163,11 @@ def words(raw: Raw) -> tuple[str, ...]:
 def backend_config(raw: Raw) -> BackendConfig:
     """Backends it defines are commands root runs: it is read only where no other user can
     change it or a directory above it."""
-    why = leftovers.untrusted(str(raw.path)) if raw.path.exists() else ""
+    # resolved once: what is checked is what is read
+    real, why = leftovers.resolved(str(raw.path), exists=os.path.lexists(raw.path))
     if why:
         raise UsageError(f"{raw.where}: {why}; its backends would run as you")
-    return load_config(str(raw.path.resolve()), raw.where)
+    return load_config(real, raw.where)
 
 
 def session_seconds(raw: Raw) -> float:
@@ -238,13 +239,12 @@ def compare(raw: Raw) -> str:
 
 def executable(raw: Raw) -> str:
     """A build root will run: it and every directory above it closed to other users."""
-    path = raw.path
-    if not path.is_file() or not os.access(path, os.X_OK):
+    real, why = leftovers.resolved(str(raw.path))  # resolved once: what is checked runs
+    if not os.path.isfile(real) or not os.access(real, os.X_OK):
         raise UsageError(f"{raw.where}: not an executable file")
-    why = leftovers.untrusted(str(path))
     if why:
         raise UsageError(f"{raw.where}: {why}; it would run as you")
-    return str(path.resolve())
+    return real
 
 
 def tolerance(raw: Raw) -> float:
