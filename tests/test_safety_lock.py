@@ -164,3 +164,36 @@ def test_a_session_waits_out_the_lock_once_not_once_per_test(sticky_dir):
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.fio
+def test_a_holder_that_became_root_through_a_setuid_program_is_still_another_user(sticky_dir):
+    """As found: nobody took the lock and exec'd a setuid-root program (same PID, euid 0):
+    root took the holder for its own session and waited out the whole lock timeout."""
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    path = sticky_dir / "pytest-fsperf.lock"
+    with machine_lock(str(path)):
+        pass
+    sleeper = sticky_dir / "suid-sleep"  # a setuid-root program nobody can run
+    sleeper.write_bytes(Path("/bin/sleep").read_bytes())
+    sleeper.chmod(0o4755)
+    code = (f"import fcntl, os\nfd = os.open({str(path)!r}, os.O_RDONLY)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\nos.set_inheritable(fd, True)\n"
+            f"os.execv({str(sleeper)!r}, ['sleep', '60'])\n")
+    holder = subprocess.Popen([SYSTEM_PYTHON, "-c", code], cwd="/", user=NOBODY, group=NOBODY,
+                              extra_groups=[])
+    try:
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{holder.pid}/exe").exists() and \
+                os.readlink(f"/proc/{holder.pid}/exe") != str(sleeper):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        status = Path(f"/proc/{holder.pid}/status").read_text()
+        uids = next(ln for ln in status.splitlines() if ln.startswith("Uid:")).split()[1:]
+        if uids[1] != "0":
+            pytest.skip("setuid programs do not run as root here (nosuid)")
+        fails_at_once(path, rf"held by another user: PID {holder.pid} \(user nobody")
+    finally:
+        holder.kill()
+        holder.wait()

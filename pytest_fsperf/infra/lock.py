@@ -84,7 +84,11 @@ def _describe(pid: int) -> Holder:
     try:
         p = psutil.Process(pid)
         with p.oneshot():
-            uid = p.uids().effective
+            # a holder is this user's only if every uid of it is: nobody who takes the lock
+            # and execs a setuid-root program keeps the PID, now with euid 0 (taken for ours)
+            uids = p.uids()
+            uid = next((u for u in (uids.real, uids.effective, uids.saved) if u != os.geteuid()),
+                       uids.effective)
             command = " ".join(p.cmdline())[:120] or p.name()
             since = time.strftime("%H:%M:%S", time.localtime(p.create_time()))
     except psutil.Error:
