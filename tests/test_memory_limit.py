@@ -4,6 +4,7 @@ daemon fails the test as exactly that, from the cgroup's own count; nothing is l
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -104,10 +105,45 @@ def test_the_sweep_removes_only_a_cgroup_the_plugin_names(path):
 
 @pytest.mark.unit
 @pytest.mark.parametrize("given, why", [("12", "unknown unit"), ("lots", "memory_limit='lots'"),
-                                        ("0.5K", "at least 1 MiB")])
+                                        ("0.5K", "from 1 MiB to 1 EiB"),
+                                        ("9" * 400 + "G", "from 1 MiB to 1 EiB"),
+                                        ("9" * 400, "memory_limit='99999999999999999999999999999999999...")])
 def test_a_bad_memory_limit_is_one_usage_error(given, why):
     from pytest_fsperf.errors import UsageError
     from pytest_fsperf.mounts.request import from_marker
     with pytest.raises(UsageError, match=why):
         from_marker(("bindfs",), {"memory_limit": given}, "t.py::test_x: fsperf_mount")
     assert from_marker(("bindfs",), {"memory_limit": "1.5G"}, "w").memory_limit == 3 << 29
+
+
+@pytest.mark.fio
+def test_a_helper_that_left_its_daemon_in_the_cgroup_is_stopped_by_the_next_sweep():
+    """As found: after SIGKILL of the session, a `memory_limit=` daemon's double-forked
+    helper lived on in its cgroup, and the next session's sweep left both (rmdir: busy)."""
+    import subprocess
+    import time
+
+    from pytest_fsperf.infra import leftovers
+
+    why = cgroup.unavailable()
+    if why:
+        pytest.skip(why)
+    cage = cgroup.MemoryCage(64 << 20)
+    # the daemon: forks a helper into its own session and exits, as a daemonizing FUSE does
+    subprocess.run(cgroup.launcher(cage, ["/bin/sh", "-c", "setsid sleep 300 </dev/null "
+                                                          ">/dev/null 2>&1 & exit 0"]), check=True)
+    deadline = time.monotonic() + 5
+    while not cage.pids():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    helper = cage.pids()[0]
+    said = leftovers.clean([{"kind": "cgroup", "path": cage.path}])  # as the next session's
+    assert said == [f"stopped 1 process left in the memory cgroup {cage.path}",
+                    f"removed the memory cgroup {cage.path}"] or said == [
+        f"stopped 1 process left in the memory cgroup {cage.path}; removed the memory cgroup "
+        f"{cage.path}"], said
+    import psutil
+
+    assert not os.path.exists(cage.path)
+    with contextlib.suppress(psutil.NoSuchProcess):
+        assert psutil.Process(helper).status() == psutil.STATUS_ZOMBIE  # dead, its reaper's now

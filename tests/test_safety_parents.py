@@ -171,7 +171,7 @@ def test_a_link_flipping_under_a_path_root_uses_never_yields_the_other_users_fil
     """As found: the check resolved the link, the use resolved it again; a link flipping
     between root's file and nobody's won 94 of 3,000 races. Here it flips at the worst
     moment, right after the check: what is used is what was checked, or it is refused."""
-    from pytest_fsperf.infra import leftovers
+    from pytest_fsperf.infra import trust
 
     top = nobodys_dir.parent
     mine = top / "mine"
@@ -181,7 +181,7 @@ def test_a_link_flipping_under_a_path_root_uses_never_yields_the_other_users_fil
     os.chown(bad, NOBODY, NOBODY)
     link = top / "link"
     link.symlink_to(good)
-    checked = leftovers.resolved
+    checked = trust.resolved
 
     def flip_after(path: str, exists: bool = True) -> tuple[str, str]:
         got = checked(path, exists)
@@ -189,7 +189,7 @@ def test_a_link_flipping_under_a_path_root_uses_never_yields_the_other_users_fil
         link.symlink_to(bad)  # nobody's file from now on
         return got
 
-    monkeypatch.setattr(leftovers, "resolved", flip_after)
+    monkeypatch.setattr(trust, "resolved", flip_after)
     got = _convert(option, link)
     if option == "fsperf_candidate":
         assert got == str(good)

@@ -59,12 +59,12 @@ def test_the_compiled_worker_moves_what_it_lists_and_times_each_file(tmp_path):
     """Short files (read to their end, not past it), the first call's size, a file per
     thread and more threads than files; the worker is built once into a private directory."""
     from pytest_fsperf.engine import native
-    from pytest_fsperf.infra import leftovers
+    from pytest_fsperf.infra import trust
 
     need("cc")
     found, why = native.worker()
     assert found is not None, why
-    assert not leftovers.untrusted(found.path) and os.stat(native.CACHE).st_mode & 0o077 == 0
+    assert not trust.untrusted(found.path) and os.stat(native.CACHE).st_mode & 0o077 == 0
     sizes = [0, 1, 4095, 1 << 20, (1 << 20) + 1, 3 << 20]
     files = [(str(tmp_path / f"{i}.dat"), n) for i, n in enumerate(sizes)]
     seconds, moved, times = native.run(files, True, 16, 1 << 20)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra import leftovers, trust
 from pytest_fsperf.vocab import Difference
 
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "pytest-fsperf", "bisect")
@@ -120,17 +120,17 @@ class Builds:
         made = self.root
         while not os.path.lexists(made):
             made = os.path.dirname(made)
-        why = leftovers.untrusted(made)
+        why = trust.untrusted(made)
         if not why:
             os.makedirs(self.root, 0o700, exist_ok=True)
-            why = leftovers.untrusted(self.root)
+            why = trust.untrusted(self.root)
         if why:
             raise UsageError(f"fsperf bisect: the build cache is not private: {why}")
 
     def get(self, commit: str) -> tuple[str | None, str]:
         """The commit's daemon binary, or None and why (the build failed)."""
         kept = os.path.join(self.root, commit, os.path.basename(self.plan.binary))
-        if os.path.isfile(kept) and not leftovers.untrusted(kept):
+        if os.path.isfile(kept) and not trust.untrusted(kept):
             return kept, "cached"
         git(self.worktree, "checkout", "-q", "--detach", commit)
         done = subprocess.run(["sh", "-c", self.plan.build], cwd=self.worktree, capture_output=True,

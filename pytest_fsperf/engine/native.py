@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from pytest_fsperf.errors import MeasurementError
-from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra import trust
 
 NAME = "fsperf-files"
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "pytest-fsperf", "native")
@@ -54,19 +54,19 @@ def worker() -> tuple[Worker | None, str]:
     compiler = next((c for c in COMPILERS if os.access(c, os.X_OK)), None)
     if compiler is None:
         return None, f"no C compiler ({' or '.join(COMPILERS)}) to build the compiled worker"
-    compiler, why = leftovers.resolved(compiler)  # the real compiler, checked, is what runs
+    compiler, why = trust.resolved(compiler)  # the real compiler, checked, is what runs
     if why:
         return None, f"the C compiler is not run as root: {why}"
     text = source()
     try:
         os.makedirs(CACHE, 0o700, exist_ok=True)
-        cache, why = leftovers.resolved(CACHE)  # resolved once: what is checked is used
+        cache, why = trust.resolved(CACHE)  # resolved once: what is checked is used
         if why or os.stat(cache).st_mode & 0o077:
             return None, f"the worker's cache is not private: {why or f'{cache} is not 0700'}"
         path = os.path.join(cache, f"{NAME}-{hashlib.sha256(text).hexdigest()[:16]}")
         if not os.path.lexists(path):
             _build(compiler, text, cache, path)
-        why = leftovers.untrusted(path)
+        why = trust.untrusted(path)
         if why or os.path.islink(path):
             return None, f"the worker is not run: {why or f'{path} is a symlink'}"
         with open(path, "rb") as f:

@@ -36,7 +36,8 @@ from typing import Any
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra.mountinfo import read_mounts
 from pytest_fsperf.infra.probe import abort_connection
-from pytest_fsperf.infra.procs import Proc, kill_tree
+from pytest_fsperf.infra.procs import Proc, empty_cgroup, kill_tree
+from pytest_fsperf.infra.trust import closed
 
 
 class StateDirError(UsageError):
@@ -339,11 +340,12 @@ def _remove_made(path: str, kind: str) -> str | None:
                         else (_CGROUP, "memory cgroup", "memory cgroup"))
     if not made.fullmatch(path):
         return f"kept {path} (not a {what} the plugin makes)"
+    stopped = empty_cgroup(path) if kind == "cgroup" else ""
     try:
         os.rmdir(path)
     except FileNotFoundError:
-        return None
-    return f"removed the {gone} {path}"
+        return stopped or None
+    return f"{stopped}; removed the {gone} {path}" if stopped else f"removed the {gone} {path}"
 
 
 @contextlib.contextmanager
@@ -405,50 +407,6 @@ def sweep(folder: str | None = None) -> list[str]:
 _WATCHDOG = ("import os, sys\nsys.stdin.buffer.read()\nif os.path.exists(sys.argv[1]):\n"
              "    sys.path.extend(sys.argv[2:])\n"
              "    from pytest_fsperf.infra.leftovers import settle\n    settle(sys.argv[1])\n")
-
-
-def closed(st: os.stat_result, sticky_ok: bool = False) -> bool:
-    """Owned by root or us, and writable by no one else (a sticky directory such as /tmp
-    lets others add entries, but not replace ours: allowed above the package only)."""
-    sticky = sticky_ok and stat.S_ISDIR(st.st_mode) and bool(st.st_mode & stat.S_ISVTX)
-    return st.st_uid in (0, os.geteuid()) and (not st.st_mode & 0o022 or sticky)
-
-
-def untrusted(path: str, exists: bool = True) -> str:
-    """Why root may not execute, obey or write at `path` ("" where it may): the file (its
-    real path), or a directory above it, can be changed by a user other than root or us,
-    so a name checked now could be another file when it is used (a parent renamed by
-    `nobody` made root's ssh run a ProxyCommand as uid 0). exists=False: an output that
-    may not exist yet; only its directories are checked."""
-    return resolved(path, exists)[1]
-
-
-def resolved(path: str, exists: bool = True) -> tuple[str, str]:
-    """`path` resolved once, and why root may not use that real path ("" where it may). The
-    real path is checked as the string returned (lstat: a component that became a symlink
-    since it was resolved is refused), so a caller that uses it uses what was checked."""
-    real = os.path.realpath(path)
-    try:
-        if exists:
-            st = os.lstat(real)
-            if stat.S_ISLNK(st.st_mode):
-                return real, f"{real} changed while it was checked (now a symlink)"
-            if not closed(st):
-                return real, (f"{real} can be changed by another user than root or you (owner "
-                              f"uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o})")
-        above = os.path.dirname(real)
-        while True:
-            st = os.lstat(above)
-            if stat.S_ISLNK(st.st_mode):
-                return real, f"{above} changed while it was checked (now a symlink)"
-            if not closed(st, sticky_ok=True):
-                return real, (f"its directory {above} can be changed by another user than root "
-                              f"or you (owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o})")
-            if os.path.dirname(above) == above:
-                return real, ""
-            above = os.path.dirname(above)
-    except OSError as exc:
-        return real, f"{real}: {exc.strerror or exc}"
 
 
 def package_root() -> list[str]:

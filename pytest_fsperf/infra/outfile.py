@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra import trust
 
 
 class OutputError(UsageError):
@@ -88,7 +88,7 @@ def check_theirs(path: Path) -> Path:
     do not write it); OutputError says which. Returns the path with its directory resolved
     once, for the writer to use: a symlink above it re-pointed later changes nothing."""
     check(path)
-    real, why = leftovers.resolved(str(path.absolute()), exists=False)
+    real, why = trust.resolved(str(path.absolute()), exists=False)
     if why:
         raise OutputError(f"{why}; another user could put a link there before it is written")
     return Path(real)

@@ -12,6 +12,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
 
 import psutil
@@ -103,3 +104,27 @@ def stop_child(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def empty_cgroup(path: str, wait: float = 5.0) -> str:
+    """Kill what is still in a cgroup the plugin made (a daemon's double-forked helper that
+    outlived a killed session: in it, so the daemon's), until it is empty."""
+    try:
+        with open(os.path.join(path, "cgroup.procs"), encoding="ascii") as f:
+            pids = [int(p) for p in f.read().split()]
+    except (FileNotFoundError, NotADirectoryError):
+        return ""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            with open(os.path.join(path, "cgroup.procs"), encoding="ascii") as f:
+                if not f.read().split():
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.05)
+    return (f"stopped {len(pids)} process{'es' * (len(pids) != 1)} left in the memory cgroup "
+            f"{path}") if pids else ""

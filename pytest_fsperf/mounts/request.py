@@ -75,15 +75,16 @@ def _limit(value: object, where: str) -> int | None:
     if value is None:
         return None
     text = str(value).strip()
+    shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:37]}..."
     try:
         if text[-1:] in ("K", "M", "G", "T") and text[:-1].replace(".", "", 1).isdigit():
             limit = float(text[:-1]) * 1024 ** (" KMGT".index(text[-1]))
         else:
             limit = units.parse_bytes(value)
     except ValueError as exc:
-        raise UsageError(f"{where}: memory_limit={value!r}: {exc}") from None
-    if limit < 1 << 20:
-        raise UsageError(f"{where}: memory_limit={value!r} must be a size of at least 1 MiB, "
+        raise UsageError(f"{where}: memory_limit={shown}: {str(exc)[:200]}") from None
+    if not 1 << 20 <= limit <= 1 << 60:  # also the 400 digits that overflow
+        raise UsageError(f"{where}: memory_limit={shown} must be a size from 1 MiB to 1 EiB, "
                          "e.g. '512M'")
     return int(limit)
 

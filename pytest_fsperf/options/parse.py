@@ -16,7 +16,7 @@ from pytest_fsperf import units
 from pytest_fsperf.engine import fio_clients, jobfile
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.hosts import spec as hosts_spec
-from pytest_fsperf.infra import inputs, leftovers, outfile
+from pytest_fsperf.infra import inputs, outfile, trust
 from pytest_fsperf.infra.mountinfo import find_mount, read_mounts
 from pytest_fsperf.infra.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 from pytest_fsperf.measure import fusetrace
@@ -164,7 +164,7 @@ def backend_config(raw: Raw) -> BackendConfig:
     """Backends it defines are commands root runs: it is read only where no other user can
     change it or a directory above it."""
     # resolved once: what is checked is what is read
-    real, why = leftovers.resolved(str(raw.path), exists=os.path.lexists(raw.path))
+    real, why = trust.resolved(str(raw.path), exists=os.path.lexists(raw.path))
     if why:
         raise UsageError(f"{raw.where}: {why}; its backends would run as you")
     return load_config(real, raw.where)
@@ -239,7 +239,7 @@ def compare(raw: Raw) -> str:
 
 def executable(raw: Raw) -> str:
     """A build root will run: it and every directory above it closed to other users."""
-    real, why = leftovers.resolved(str(raw.path))  # resolved once: what is checked runs
+    real, why = trust.resolved(str(raw.path))  # resolved once: what is checked runs
     if not os.path.isfile(real) or not os.access(real, os.X_OK):
         raise UsageError(f"{raw.where}: not an executable file")
     if why:
@@ -319,7 +319,7 @@ def ssh_config(raw: Raw) -> Path:
     if not path.is_file():
         raise UsageError(f"{raw.where}: {path} is not a file")
     real = path.resolve()
-    why = leftovers.untrusted(str(real))
+    why = trust.untrusted(str(real))
     if why:
         raise UsageError(f"{raw.where}: {why}; ssh would run its commands as you")
     if any(c.isspace() for c in str(real)) or "//" in str(real):

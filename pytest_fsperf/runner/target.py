@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_fsperf.errors import MeasurementError
-from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra import leftovers, trust
 from pytest_fsperf.infra.mountinfo import Mount, find_mount, read_mounts
 from pytest_fsperf.infra.probe import NoAnswer, probe
 from pytest_fsperf.mounts.daemon import Lookup, describe, find_daemon
@@ -124,7 +124,7 @@ class Target:
                 os.mkdir(root, 0o700)
                 self._root = root
                 # (a mount of the plugin's lies in its private directory: no one else reaches it)
-                if self.owned is None and not leftovers.closed(os.stat(self.path), sticky_ok=True):
+                if self.owned is None and not trust.closed(os.stat(self.path), sticky_ok=True):
                     self._root_fd = _held(root)
             self._count += 1
             name = f"{safe_name(test_name)}-{self._count}"
