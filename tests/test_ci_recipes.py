@@ -99,6 +99,46 @@ def a_filesystem(where: Path) -> tuple[Path, str]:
     return repo, base
 
 
+def test_a_forks_code_runs_only_for_the_commit_a_maintainer_labelled() -> None:
+    """As found: the `perf` label survived `synchronize` (each later push of the fork's author
+    ran as root without another approval), `pull_request` took the workflow from the pull
+    request itself, checkout left the token in .git/config for the build, and
+    cancel-in-progress also cancelled main's history runs."""
+    workflow = yaml.safe_load(recipe("github.yml").read_text())
+    on = workflow[True]  # YAML 1.1 reads the key `on` as true
+    assert "pull_request" not in on and on["pull_request_target"] == {"types": ["labeled"]}
+    jobs = workflow["jobs"]
+    assert "label.name == 'perf'" in jobs["approved"]["if"]
+    assert "DELETE" in jobs["approved"]["steps"][0]["run"] and "/labels/perf" in \
+        jobs["approved"]["steps"][0]["run"]
+    assert jobs["gate"]["needs"] == "approved"
+    assert workflow["permissions"] == {}
+    for name, job in jobs.items():
+        self_hosted = "self-hosted" in job["runs-on"]
+        writes = {k for k, v in (job.get("permissions") or {}).items() if v == "write"}
+        checkout = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout")]
+        assert all(s["with"]["persist-credentials"] is False for s in checkout), name
+        if self_hosted and name != "history":  # runs the pull request's code
+            assert not writes and not any("github.token" in str(s.get("env")) for s in job["steps"]), name
+    gate_checkout = next(s for s in jobs["gate"]["steps"] if "uses" in s)
+    assert "pull_request.head.sha" in gate_checkout["with"]["ref"]  # the commit labelled
+    cancel = workflow["concurrency"]["cancel-in-progress"]
+    assert cancel == "${{ github.event_name == 'pull_request_target' }}"
+    assert "github.run_id" in workflow["concurrency"]["group"]  # main's runs: a group each
+
+
+def test_the_gitlab_token_reaches_only_the_job_that_writes_the_note() -> None:
+    jobs = yaml.safe_load(recipe("gitlab-ci.yml").read_text())
+    holders = [n for n, j in jobs.items() if isinstance(j, dict) and "FSPERF_GITLAB_TOKEN" in
+               str(j.get("script", ""))]
+    assert holders == ["fsperf-note"]
+    note = jobs["fsperf-note"]
+    assert note["environment"]["name"] == "fsperf-note" and "tags" not in note
+    assert "$FSPERF_BUILD" not in str(note["script"]) and "-m pytest" not in str(note["script"])
+    assert jobs["fsperf-gate"]["rules"][0]["when"] == "manual"
+    assert jobs["fsperf-history"]["interruptible"] is False
+
+
 EXPR = re.compile(r"\$\{\{\s*(.+?)\s*\}\}")
 
 
@@ -158,7 +198,10 @@ def test_the_gate_jobs_steps_fail_a_slower_pull_request_and_comment_on_it(tmp_pa
                "github.server_url": "https://github.example", "github.repository": "acme/fs",
                "github.run_id": "7", "github.token": "not-a-real-token",
                "github.event.pull_request.number": "12"}
+    context["github.event.pull_request.head.sha || github.sha"] = "unused: checked out here"
     steps = dict(run_steps(workflow["jobs"]["gate"], env, context, repo, temp))
+    # the comment job: the gate's artifact (here, the same folder), the token, nothing built
+    steps.update(run_steps(workflow["jobs"]["comment"], env, context, repo, temp))
 
     assert steps["Fail on the decision"] != 0, steps  # the job fails
     assert steps["Write the decision"] == 0 and steps["Comment on the pull request (one comment, updated in place)"] == 0
@@ -201,7 +244,7 @@ def test_the_history_jobs_steps_keep_mains_run_on_a_branch(tmp_path) -> None:
            "FSPERF_BACKEND": "rclone", "FSPERF_TESTS": "perf/test_read.py -p no:cacheprovider",
            "FSPERF_ARGS": "--fsperf-settle=off", "RUNNER_TEMP": str(temp),
            "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_SHA": sha}
-    steps = dict(run_steps(workflow["jobs"]["history"], env, {}, repo, temp))
+    steps = dict(run_steps(workflow["jobs"]["history"], env, {"github.token": "t"}, repo, temp))
     assert set(steps.values()) == {0}, steps
     saved = git(origin, "ls-tree", "-r", "--name-only", "fsperf-runs")
     assert saved == f"runs/main-{sha}.json", saved

@@ -7,12 +7,13 @@ import html
 import json
 import os
 import shlex
+import signal
 from pathlib import Path
 
 from pytest_fsperf import units
 from pytest_fsperf.bisect.run import Bisection, Plan, git, line, resolve, run
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.infra import outfile
+from pytest_fsperf.infra import outfile, trust
 
 EXIT = ("exit codes: 0 a first bad commit named; 1 no regression between good and bad (that "
         "gate decided: same or not worse), or none named (skips, time); 3 the first gate (bad "
@@ -66,11 +67,33 @@ def plan_of(a: argparse.Namespace, extra: list[str]) -> Plan:
         raise UsageError(f"fsperf bisect: --test or --tolerance: {exc}") from None
     git(repo, "rev-parse", "--git-dir")  # git's own refusal (another user's checkout) said
     return Plan(repo, resolve(repo, a.good, "good"), resolve(repo, a.bad, "bad"), a.build,
-                a.binary, a.backend, test, a.step_seconds, a.seconds, tolerance, tuple(extra))
+                a.binary, a.backend, tuple(_test_path(w) for w in test), a.step_seconds,
+                a.seconds, tolerance, tuple(extra))
+
+
+def _test_path(word: str) -> str:
+    """A test file named relative to here, made absolute (the gate runs in the repository),
+    and checked: root runs it, and the conftest.py files beside it."""
+    head, sep, rest = word.partition("::")
+    if word.startswith("-") or not head or not os.path.exists(head):
+        return word
+    real, why = trust.resolved(head)
+    if why:
+        raise UsageError(f"fsperf bisect: --test {head}: {why}; it would run as you")
+    return real + sep + rest
+
+
+def _stop(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds: the worktree and its bisect state are removed
 
 
 def main(a: argparse.Namespace) -> int:
-    result = run(plan_of(a, list(a.pytest_args)))
+    plan = plan_of(a, list(a.pytest_args))
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        result = run(plan)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     print(f"fsperf bisect: {result.verdict}")
     print(f"  {result.sure}; {len(result.steps)} steps, {result.seconds:.0f} s")
     if a.json:

@@ -12,22 +12,24 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_fsperf.bisect.builds import Builds, check_repo
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.infra import leftovers, trust
+from pytest_fsperf.infra import leftovers
 from pytest_fsperf.vocab import Difference
 
-CACHE = os.path.join(os.path.expanduser("~"), ".cache", "pytest-fsperf", "bisect")
+SAFE_PATH = "-P" if sys.version_info >= (3, 11) else "-I"  # no cwd on sys.path
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 EDGE = 0.02  # an interval bound this close to the tolerance's line: decided on the edge
 
 
@@ -100,6 +102,7 @@ def resolve(repo: str, rev: str, what: str) -> str:
 
 def check(plan: Plan) -> None:
     """The plan makes sense before anything is built (one line each, exit 4)."""
+    check_repo(plan.repo)  # root builds what it holds: no other user may change it
     if subprocess.run(["git", "-C", plan.repo, "merge-base", "--is-ancestor", plan.good, plan.bad],
                       capture_output=True, check=False).returncode != 0:
         raise UsageError(f"fsperf bisect: --good {plan.good[:12]} is not an ancestor of --bad "
@@ -110,54 +113,19 @@ def check(plan: Plan) -> None:
         raise UsageError(f"fsperf bisect: --binary {plan.binary!r} must be a path inside the checkout")
 
 
-class Builds:
-    """Each commit's build once, kept by commit in a private cache (root runs these)."""
-
-    def __init__(self, plan: Plan, worktree: str) -> None:
-        self.plan, self.worktree = plan, worktree
-        self.root = os.path.join(CACHE, hashlib.sha256(os.path.realpath(plan.repo).encode()).hexdigest()[:16])
-        # where it will be made checked before anything is made there, the cache itself after
-        made = self.root
-        while not os.path.lexists(made):
-            made = os.path.dirname(made)
-        why = trust.untrusted(made)
-        if not why:
-            os.makedirs(self.root, 0o700, exist_ok=True)
-            why = trust.untrusted(self.root)
-        if why:
-            raise UsageError(f"fsperf bisect: the build cache is not private: {why}")
-
-    def get(self, commit: str) -> tuple[str | None, str]:
-        """The commit's daemon binary, or None and why (the build failed)."""
-        kept = os.path.join(self.root, commit, os.path.basename(self.plan.binary))
-        if os.path.isfile(kept) and not trust.untrusted(kept):
-            return kept, "cached"
-        git(self.worktree, "checkout", "-q", "--detach", commit)
-        done = subprocess.run(["sh", "-c", self.plan.build], cwd=self.worktree, capture_output=True,
-                              text=True, check=False, timeout=3600)
-        built = os.path.join(self.worktree, self.plan.binary)
-        if done.returncode != 0 or not os.path.isfile(built):
-            said = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            return None, (f"the build failed (exit {done.returncode}): {said[0][:200]}"
-                          if done.returncode else f"the build made no {self.plan.binary}")
-        with tempfile.TemporaryDirectory(dir=self.root) as tmp:  # all or nothing
-            os.chmod(tmp, 0o700)
-            shutil.copy2(built, os.path.join(tmp, os.path.basename(kept)))
-            os.makedirs(os.path.dirname(kept), 0o700, exist_ok=True)
-            os.replace(os.path.join(tmp, os.path.basename(kept)), kept)
-        return kept, "built"
-
-
 def gate(plan: Plan, good: str, candidate: str, seconds: float, out: str) -> dict[str, Any]:
     """One pytest session: every workload of the test on both builds, interleaved; the
     comparisons of its JSON (the gate's own process, so a crash here is a step's)."""
-    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *plan.test,
+    # -P: nothing imported from the working directory (a pytest.py planted there ran as
+    # root); run in the repository (checked: no other user can change it), not the caller's
+    args = [sys.executable, SAFE_PATH, "-m", "pytest", "-p", "no:cacheprovider", *plan.test,
             f"--fsperf-backend={plan.backend}", f"--fsperf-reference={good}",
             f"--fsperf-candidate={candidate}", f"--fsperf-ab-seconds={seconds:g}",
             f"--fsperf-tolerance={100 * plan.tolerance:g}%", "--fsperf-inconclusive=warn",
             f"--fsperf-json={out}", *plan.pytest_args]
     subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
-                   timeout=seconds * 4 + 600)
+                   timeout=seconds * 4 + 600, cwd=plan.repo,
+                   env={**os.environ, "PYTHONSAFEPATH": "1"})
     try:
         doc: dict[str, Any] = json.loads(Path(out).read_text())
     except (OSError, ValueError):
@@ -194,9 +162,20 @@ def on_edge(verdict: str, m: dict[str, Any], tolerance: float) -> bool:
     return isinstance(bound, int | float) and abs(bound - line) <= EDGE
 
 
+def printable(text: str, most: int = 200) -> str:
+    """A commit's subject or a build's words as they may reach a terminal or a report: no
+    control characters (ANSI escapes), bounded."""
+    text = _CONTROL.sub(" ", text)
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def subject_of(repo: str, commit: str) -> str:
+    return printable(git(repo, "log", "-1", "--format=%s", commit))
+
+
 def measure_step(plan: Plan, good_bin: str, commit: str, binary: str, out_dir: str,
                  say: Callable[[str], None]) -> Step:
-    subject = git(plan.repo, "log", "-1", "--format=%s", commit)
+    subject = subject_of(plan.repo, commit)
     seconds = plan.step_seconds
     for attempt in (1, 2):
         out = os.path.join(out_dir, f"{commit[:12]}-{attempt}.json")
@@ -218,8 +197,8 @@ def line(s: Step) -> str:
     band = f" ({s.low:.3f}-{s.high:.3f})" if s.low is not None and s.high is not None else ""
     ratio = f"B/A {s.ratio:.3f}{band}, " if s.ratio is not None else ""
     edge = "; on the edge of the tolerance" if s.edge else ""
-    return (f"{s.commit[:12]} {s.verdict:4} {ratio}{s.pairs} pairs, {s.seconds:.0f} s: {s.why}{edge}"
-            f"  [{s.subject[:60]}]")
+    return (f"{s.commit[:12]} {s.verdict:4} {ratio}{s.pairs} pairs, {s.seconds:.0f} s: "
+            f"{printable(s.why)}{edge}  [{printable(s.subject, 60)}]")
 
 
 def command(plan: Plan) -> str:
@@ -235,11 +214,12 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> Bisection:
     check(plan)
     result = Bisection(plan)
     started = time.monotonic()
+    git(plan.repo, "worktree", "prune", check=False)  # a killed bisection's, its folder swept
     private, entry = leftovers.private_dir("pytest-fsperf-bisect-")
     worktree = os.path.join(private, "checkout")
     git(plan.repo, "worktree", "add", "-q", "--detach", worktree, plan.good)
     try:
-        builds = Builds(plan, worktree)
+        builds = Builds(plan, worktree, private, started + plan.seconds)
         good_bin, how = builds.get(plan.good)
         bad_bin, how_bad = builds.get(plan.bad)
         if good_bin is None or bad_bin is None:
@@ -283,7 +263,7 @@ class Seen:
     def step(self, plan: Plan, commit: str, binary: str, measure: Callable[[], Step]) -> Step:
         key = digest(binary)
         known = self.by_hash.get(key)
-        subject = git(plan.repo, "log", "-1", "--format=%s", commit)
+        subject = subject_of(plan.repo, commit)
         if known is not None and known.verdict != "skip":
             same = known.commit[:12] or plan.good[:12]
             return Step(commit, subject, known.verdict,
@@ -305,14 +285,15 @@ def digest(path: str) -> str:
 
 def _bisect(plan: Plan, result: Bisection, builds: Builds, seen: Seen, private: str,
             worktree: str, started: float, say: Callable[[str], None]) -> None:
-    said = git(worktree, "bisect", "start", plan.bad, plan.good)
+    git(worktree, "bisect", "start", plan.bad, plan.good)
     while True:
-        if "is the first bad commit" in said:
-            result.first_bad = said.split()[0]
-            result.subject = git(plan.repo, "log", "-1", "--format=%s", result.first_bad)
+        first, left = _state(worktree)
+        if first is not None:
+            result.first_bad = first
+            result.subject = subject_of(plan.repo, first)
             return
-        if "only 'skip'ped commits left" in said:
-            result.candidates = tuple(w for w in said.split() if len(w) == 40)
+        if left:
+            result.candidates = left
             return
         if time.monotonic() - started > plan.seconds:
             result.candidates = tuple(git(worktree, "rev-list", "--bisect-all", "refs/bisect/bad",
@@ -322,13 +303,27 @@ def _bisect(plan: Plan, result: Bisection, builds: Builds, seen: Seen, private: 
         commit = git(worktree, "rev-parse", "HEAD")
         binary, how = builds.get(commit)
         if binary is None:
-            step = Step(commit, git(plan.repo, "log", "-1", "--format=%s", commit), "skip", how)
+            step = Step(commit, subject_of(plan.repo, commit), "skip", printable(how))
         else:
             step = seen.step(plan, commit, binary, functools.partial(
                 measure_step, plan, seen.good_bin, commit, binary, private, say))
         result.steps.append(step)
         say(line(step))
-        said = git(worktree, "bisect", step.verdict, check=False)
+        git(worktree, "bisect", step.verdict, check=False)
+
+
+def _state(worktree: str) -> tuple[str | None, tuple[str, ...]]:
+    """From git's refs, never its messages (a commit's subject is in those): the first bad
+    commit, or the commits it may be when only skipped ones are left, or (None, ())."""
+    bad = git(worktree, "rev-parse", "--verify", "-q", "refs/bisect/bad", check=False)
+    left = git(worktree, "rev-list", bad, "--not", *_goods(worktree), check=False).split()
+    skipped = set(git(worktree, "for-each-ref", "--format=%(objectname)", "refs/bisect/skip-*",
+                      check=False).split())
+    if left == [bad]:
+        return bad, ()
+    if left and set(left) - {bad} <= skipped:
+        return None, tuple(left)
+    return None, ()
 
 
 def _goods(worktree: str) -> list[str]:
