@@ -76,10 +76,37 @@ def test_sysbench_bounds(pytester, call, needle):
     assert "Traceback" not in result.stdout.str()
 
 
+@pytest.mark.parametrize(("call", "needle"), [
+    ("fsperf.files(count=10**12)", "count=1000000000000 must be a whole number from 1 to 100,000,000"),
+    ("fsperf.meta(entries=10**15)", "entries=1000000000000000 must be a whole number from 1"),
+    ("fsperf.files(mode='hold', count=10**7, hold=1)", "past this process's limit of"),
+])
+def test_counts_past_any_machine_are_one_line_before_anything_is_made(pytester, call, needle):
+    """As found: files(count=10**12) and meta(entries=10**15) took memory until killed;
+    files(mode="hold", count=30000) failed with EMFILE after laying out every file."""
+    pytester.makepyfile(f"""
+        import os
+        def test_x(fsperf):
+            try:
+                {call}
+            finally:
+                assert not os.path.exists(os.path.join(str(fsperf.workdir), "files"))
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*{needle}*"])
+    assert "Traceback" not in result.stdout.str()
+
+
 @pytest.mark.parametrize(("ini", "needle"), [
     (b"[backend x]\ncommand =\n", "`command` is empty"),
     (b"[backend x]\ncommand = sh -c {port:>99999999999}\n", "without indexing, attributes, conversions or format specs"),
-    (b"[fsperf]\nbucket = caf\xe9\n", "not UTF-8 text")])
+    (b"[fsperf]\nbucket = caf\xe9\n", "not UTF-8 text"),
+    (b"[backend x]\ncommand = sh\noption.x = (\n", "option.x: '(' is not a regular expression"),
+    (b"[backend x]\ncommand = sh\noption.x = ^(a+)+$\n", "repeats a group that repeats"),
+    (b"[backend x]\ncommand = sh\noption.x = --x=\\S+\n", "needs a group"),
+    (b"[backend x]\ncommand = sh\nfile.../../../x = planted\n",
+     "file.../../../x: a file name of letters, digits")])
 def test_bad_backend_config_is_one_line(pytester, ini, needle):
     cfg = pytester.path / "b.ini"
     cfg.write_bytes(ini)

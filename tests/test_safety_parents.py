@@ -149,6 +149,19 @@ def test_a_work_root_swapped_by_another_user_does_not_redirect_roots_writes(pyte
     result.stdout.fnmatch_lines(["*the name no longer holds the plugin's work root; not removed*"])
 
 
+def test_a_mount_in_a_directory_another_user_can_change_is_refused(pytester, nobodys_dir):
+    """As found: nobody renamed a mount that lay in their directory and put a link of theirs
+    at its name: the next test's work went where they chose, and the session said passed."""
+    mount = nobodys_dir / "mnt"
+    mount.mkdir()
+    pytester.makepyfile("def test_x(fsperf):\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={mount}",
+                                "--fsperf-plain-dir=1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--fsperf-mount={mount}*: its directory {nobodys_dir} can be "
+                                 "changed by another user*the tests' work would go where they chose"])
+
+
 def test_the_work_root_is_private(pytester, tmp_path):
     pytester.makepyfile(f"""
         import os, stat

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import configparser
 import os
+import re
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -67,6 +68,13 @@ def _backend(name: str, section: Mapping[str, str], where: str) -> Backend:
     def prefixed(prefix: str) -> dict[str, str]:
         return {k[len(prefix):]: v for k, v in section.items() if k.startswith(prefix)}
 
+    for file in prefixed("file."):  # a file of the mount's private directory, by its name
+        if not FILE_NAME.fullmatch(file) or ".." in file:
+            raise UsageError(f"{where}: file.{file}: a file name of letters, digits, '.', '_', "
+                             "'-' (no '/' or '..': it is made in the mount's private directory)")
+    for field_name, pattern in prefixed("option.").items():
+        _pattern(pattern, f"{where}: option.{field_name}")
+
     return Backend(
         name=name, binary=section.get("binary", command[0] if command else ""), command=command,
         install=section.get("install", f"install {section.get('binary', name)}"),
@@ -78,6 +86,27 @@ def _backend(name: str, section: Mapping[str, str], where: str) -> Backend:
         secrets=tuple(section.get("secrets", "access_key secret_key").split()),
         store=section.get("store", ""),
     )
+
+
+FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+# a repetition of a group that itself repeats: (a+)+ takes exponential time on a near miss
+NESTED = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)[+*{]|[+*}]\)[+*{]")
+
+
+def _pattern(pattern: str, where: str) -> None:
+    """An option.NAME pattern: a regular expression with one group, and no nested repetition
+    (matched against the mount's options as root: it must end)."""
+    if len(pattern) > 200:
+        raise UsageError(f"{where}: a pattern of at most 200 characters")
+    if NESTED.search(pattern):
+        raise UsageError(f"{where}: {pattern!r} repeats a group that repeats (its matching can "
+                         "take exponential time); write it without the nested repetition")
+    try:
+        groups = re.compile(pattern).groups
+    except re.error as exc:
+        raise UsageError(f"{where}: {pattern!r} is not a regular expression: {exc}") from None
+    if groups < 1:
+        raise UsageError(f"{where}: {pattern!r} needs a group, (...), for the value it finds")
 
 
 def load_config(path: str, where: str) -> BackendConfig:

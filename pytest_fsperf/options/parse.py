@@ -104,6 +104,9 @@ def mount(raw: Raw, timeout: float, plain_dir: bool = False) -> Path:
                          f"{under.fstype} mounted at {under.mount_point} (did the mount step "
                          "fail?); give the mounted directory, or --fsperf-plain-dir=1 to "
                          "measure a directory that is not one")
+    why = trust.untrusted(real, exists=False)
+    if why:  # they could move the mount aside and put a directory or link of theirs there
+        raise UsageError(f"{raw.where}: {why}; the tests' work would go where they chose")
     return Path(real)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import resource
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -114,11 +115,32 @@ def job(kind: type[Job], params: Mapping[str, object], where: str,
     return kind(**params)  # type: ignore[arg-type]  # each step checks the values
 
 
+MOST = 100_000_000  # files, entries, shards, threads: past it, a typo (10**12 ate memory)
+
+
 def _whole(where: str, **values: tuple[object, int]) -> None:
-    """Each value (name=(value, least)) a whole number of at least `least`."""
+    """Each value (name=(value, least)) a whole number from `least` to MOST."""
     for key, (value, least) in values.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise UsageError(f"{where}: {key}={value!r} must be a whole number >= {least}")
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MOST:
+            shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:37]}..."
+            raise UsageError(f"{where}: {key}={shown} must be a whole number from {least} "
+                             f"to {MOST:,}")
+
+
+def _open_files(where: str, n: int) -> None:
+    """Room for n files held open at once: the soft limit raised toward the hard one, or one
+    line saying how many it can hold (not EMFILE halfway through)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = n + 256  # what the session itself holds open besides
+    if need > soft and (hard == resource.RLIM_INFINITY or need <= hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+            soft = need
+        except (ValueError, OSError):  # past the kernel's nr_open
+            pass
+    if need > soft:
+        raise UsageError(f"{where}: count={n} files held open at once is past this process's "
+                         f"limit of {soft} open files (ulimit -n; its hard limit is {hard})")
 
 
 def _subdir(where: str, subdir: str) -> None:
@@ -143,6 +165,8 @@ def files_step(fs: Workspace, name: str | None, j: FilesJob, judged: bool, where
     if n < 1:  # one file left: shrink the file instead (a 1 GiB file at 0.01 is 10 MiB)
         nbytes = max(4096, int(nbytes * count * fs.scale))
         n = 1
+    if mode == "hold":  # before any file is laid out
+        _open_files(where, n)
     directory = os.path.join(fs.workdir, subdir)
     os.makedirs(directory, exist_ok=True)
     paths = files_engine.file_names(directory, n)
