@@ -1,9 +1,12 @@
-"""MkDocs hook: the reference tables are generated from the code at build time (the option
-table in pytest_fsperf/options/config.py, the marker keywords in plan/marker.py, the fixture's methods), so
-they cannot go stale."""
+"""The reference tables, generated from the code (the option table in
+pytest_fsperf/options/config.py, the marker keywords in plan/marker.py, the fixture's methods,
+each engine's parameters) and committed in the pages between their markers, so GitHub and an
+editor show them too. `python docs/hooks.py` writes them; a test fails when a page is stale;
+the MkDocs hook refreshes them again at build time."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import inspect
 import re
@@ -14,6 +17,7 @@ from pytest_fsperf.measure.placement import CpuSetting
 from pytest_fsperf.mounts.registry import BackendConfig
 from pytest_fsperf.options.config import OPTIONS, Option
 from pytest_fsperf.plan.marker import BASELINE_KEYS, KEYWORDS
+from pytest_fsperf.scenarios import steps
 
 
 def _cell(text: str) -> str:
@@ -81,11 +85,50 @@ def fixture_methods() -> str:
     return "\n".join(fixture_members().values())
 
 
+ENGINES = (("files", steps.FilesJob), ("meta", steps.MetaJob), ("checkpoint", steps.CheckpointJob),
+           ("mdtest", steps.MdtestJob), ("sysbench", steps.SysbenchJob))
+FIELD_LINE = re.compile(r"^\s+(\w+): [^=]+= (.+?)(?:\s+#\s*(.*))?$")
+
+
+def engine_parameters() -> str:
+    """Each engine's keyword parameters: default and, where the code says, what it does."""
+    out = []
+    for method, job in ENGINES:
+        said = {m.group(1): m.group(3) or "" for line in inspect.getsource(job).splitlines()
+                if (m := FIELD_LINE.match(line))}
+        doc = " ".join(inspect.cleandoc(job.__doc__ or "").split())
+        out += [f"**`fsperf.{method}()`**: {doc}", "", "| parameter | default | |", "|---|---|---|"]
+        for f in dataclasses.fields(job):
+            out.append(f"| `{f.name}` | `{f.default!r}` | {_cell(said.get(f.name, ''))} |")
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
+MAKERS = {"options": options_table, "markers": markers_table, "fixture": fixture_methods,
+          "engines": engine_parameters}
+REGION = re.compile(r"(<!-- fsperf:(\w+) -->\n)(.*?)(<!-- /fsperf:\2 -->)", re.S)
+DEFAULT_VALUE = re.compile(r"(<!-- fsperf:default (\w+) -->)(.*?)(<!-- /fsperf -->)")
+PAGES = ("reference/fixture.md", "reference/marker.md", "reference/options.md")
+
+
+def refresh(markdown: str) -> str:
+    """The page with every generated region and default written from the code now."""
+    markdown = DEFAULT_VALUE.sub(lambda m: m.group(1) + as_written(BY_KEY[m.group(2)]) + m.group(4),
+                                 markdown)
+    return REGION.sub(lambda m: m.group(1) + MAKERS[m.group(2)]() + "\n" + m.group(4), markdown)
+
+
 def on_page_markdown(markdown: str, **_kwargs: Any) -> str:
-    markdown = DEFAULT.sub(lambda m: as_written(BY_KEY[m.group(1)]), markdown)
-    for mark, make in (("<!-- fsperf:options -->", options_table),
-                       ("<!-- fsperf:markers -->", markers_table),
-                       ("<!-- fsperf:fixture -->", fixture_methods)):
-        if mark in markdown:
-            markdown = markdown.replace(mark, make())
-    return markdown
+    return refresh(markdown)
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parent
+    for page in PAGES:
+        path = docs / page
+        text = path.read_text()
+        if refresh(text) != text:
+            path.write_text(refresh(text))
+            print(f"wrote {path}")

@@ -44,6 +44,23 @@ def test_the_reference_page_is_generated_from_the_fixture() -> None:
         assert line in rendered
 
 
+def test_the_committed_reference_pages_are_current() -> None:
+    """GitHub and an editor show the pages as committed: the generated tables are written
+    into them (`python docs/hooks.py`), and a page the code has moved on from fails here."""
+    hooks = _hooks()
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    for page in hooks.PAGES:
+        text = (docs / page).read_text()
+        assert hooks.refresh(text) == text, f"docs/{page} is stale: run python docs/hooks.py"
+        assert "<!-- /fsperf" in text
+    fixture = (docs / "reference" / "fixture.md").read_text()
+    for method, job in hooks.ENGINES:  # every engine's every parameter, documented
+        section = fixture[fixture.index(f"**`fsperf.{method}()`**"):].splitlines()
+        for f in __import__("dataclasses").fields(job):
+            row = next(line for line in section if line.startswith(f"| `{f.name}` |"))
+            assert not row.rstrip().endswith("|  |"), f"{method}({f.name}=) is not described"
+
+
 def test_the_options_reference_shows_defaults_as_a_user_writes_them() -> None:
     from pytest_fsperf.options.config import OPTIONS, Settings
 
@@ -54,8 +71,9 @@ def test_the_options_reference_shows_defaults_as_a_user_writes_them() -> None:
     assert hooks.as_written(hooks.BY_KEY["tolerance"]) == "10%"
     assert hooks.as_written(hooks.BY_KEY["cpus"]) == "auto"
     # a number written on a hand-made page comes from the code, not from a copy
-    page = "up to <!-- fsperf:default ab_max_rounds --> pairs"
-    assert hooks.on_page_markdown(page) == f"up to {Settings().ab_max_rounds} pairs"
+    page = "up to <!-- fsperf:default ab_max_rounds --><!-- /fsperf --> pairs"
+    assert hooks.on_page_markdown(page) == (f"up to <!-- fsperf:default ab_max_rounds -->"
+                                            f"{Settings().ab_max_rounds}<!-- /fsperf --> pairs")
 
 
 def test_no_page_writes_a_default_the_code_does_not_have() -> None:

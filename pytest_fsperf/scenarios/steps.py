@@ -39,11 +39,11 @@ if TYPE_CHECKING:
 class FilesJob:
     """`threads` threads read (or write) `count` files of `size` each, whole, in work dir/subdir."""
 
-    mode: str = "read"
-    count: int = 100_000
-    size: object = "128KiB"
-    threads: int = 128
-    subdir: str = "files"
+    mode: str = "read"  # "read", "write", or "hold" (open, read `first`, hold idle: the window)
+    count: int = 100_000  # files; shrunk by --fsperf-scale (one file left: its size shrinks)
+    size: object = "128KiB"  # each file's, in the plugin's units ("4KiB", "1MB")
+    threads: int = 128  # files moved at once (the compiled worker's threads)
+    subdir: str = "files"  # under the work dir; a read finds an earlier write's files there
     first: object = "1MiB"  # the first read or write of each file; "1B" times the first byte
     order: str = "listed"  # or "shuffled": an epoch of a dataloader (seeded: the same each run)
     hold: float = 10.0  # mode "hold": seconds every file is held open and idle (the window)
@@ -53,21 +53,21 @@ class FilesJob:
 class MetaJob:
     """An operation over `entries` files: list (ls -f), list_stat (ls -l), walk (find) or stat."""
 
-    op: str = "list"
-    entries: int = 1000
-    per_dir: int = 0
+    op: str = "list"  # "list" (ls -f), "list_stat" (ls -l), "walk" (find) or "stat"
+    entries: int = 1000  # files; shrunk by --fsperf-scale
+    per_dir: int = 0  # files per directory (0: all in one)
 
 
 @dataclass(frozen=True)
 class SysbenchJob:
     """sysbench fileio: prepare `files` files of `total` bytes in all, then run `mode`."""
 
-    mode: str = "seqwr"
-    files: int = 128
-    block: object = "16KiB"
-    total: object = "1GiB"
-    threads: int = 2
-    seconds: float = 120
+    mode: str = "seqwr"  # sysbench's --file-test-mode: seqwr, seqrd, rndrd, rndwr, rndrw ...
+    files: int = 128  # --file-num
+    block: object = "16KiB"  # --file-block-size
+    total: object = "1GiB"  # --file-total-size; shrunk by --fsperf-scale
+    threads: int = 2  # --threads
+    seconds: float = 120  # --time; shrunk by --fsperf-scale, not below 5 s
 
 
 @dataclass(frozen=True)
@@ -76,11 +76,11 @@ class CheckpointJob:
     name, large writes, fsync, close, rename, then the directory fsync'ed): mode "save"; or
     read back whole: mode "restore" (saved first, unmeasured, if it is not there)."""
 
-    mode: str = "save"
-    shards: int = 8
-    size: object = "1GiB"
-    threads: int = 8
-    subdir: str = "checkpoint"
+    mode: str = "save"  # "save" (durably: temp name, fsync, rename, dir fsync) or "restore"
+    shards: int = 8  # files; not shrunk by --fsperf-scale
+    size: object = "1GiB"  # each shard's; shrunk by --fsperf-scale
+    threads: int = 8  # shards written or read at once
+    subdir: str = "checkpoint"  # under the work dir
 
 
 @dataclass(frozen=True)
@@ -88,11 +88,11 @@ class MdtestJob:
     """mdtest's phases over `files` files of `size` bytes in directories of `per_dir`, by
     `threads` threads: create, stat, read, rename, rename_dir, remove (each its own result)."""
 
-    files: int = 1000
-    per_dir: int = 100
-    threads: int = 4
-    size: object = "4KiB"
-    subdir: str = "mdtest"
+    files: int = 1000  # files in all; shrunk by --fsperf-scale
+    per_dir: int = 100  # files per directory
+    threads: int = 4  # threads, each on its own part of the tree
+    size: object = "4KiB"  # bytes written into each file at create, read back in the read phase
+    subdir: str = "mdtest"  # under the work dir
 
 
 Job = TypeVar("Job", FilesJob, MetaJob, SysbenchJob, CheckpointJob, MdtestJob)
