@@ -35,10 +35,30 @@ def tool(name: str) -> str:
     return found
 
 
-def test_the_github_workflow_passes_actionlint() -> None:
-    done = subprocess.run([tool("actionlint"), "-no-color", str(recipe("github.yml"))],
+RELEASE = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "release.yml"
+
+
+@pytest.mark.parametrize("path", [recipe("github.yml"), RELEASE], ids=["recipe", "release"])
+def test_the_github_workflows_pass_actionlint(path) -> None:
+    done = subprocess.run([tool("actionlint"), "-no-color", str(path)],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_release_publishes_only_the_tag_of_the_packages_version() -> None:
+    """Trusted publishing from a tag: no token stored; a tag that is not the version fails."""
+    from pytest_fsperf.version import __version__
+
+    workflow = yaml.safe_load(RELEASE.read_text())
+    assert workflow[True] == {"push": {"tags": ["v*"]}} and workflow["permissions"] == {}
+    assert workflow["jobs"]["publish"]["permissions"] == {"id-token": "write"}
+    assert "secrets." not in RELEASE.read_text()
+    step = next(s for s in workflow["jobs"]["build"]["steps"] if s.get("name", "").startswith("The tag"))
+    root = RELEASE.parent.parent.parent
+    for tag, ok in ((f"v{__version__}", True), ("v99.0.0", False)):
+        done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=root, capture_output=True,
+                              env={**os.environ, "TAG": tag}, check=False)
+        assert (done.returncode == 0) is ok, (tag, done.stdout)
 
 
 @pytest.mark.parametrize("name, schema", [("github.yml", "vendor.github-workflows"),
@@ -127,6 +147,31 @@ def test_a_forks_code_runs_only_for_the_commit_a_maintainer_labelled() -> None:
     assert "github.run_id" in workflow["concurrency"]["group"]  # main's runs: a group each
 
 
+def test_the_runner_is_provisioned_and_a_config_secret_becomes_a_private_file(tmp_path) -> None:
+    """The recipe installs what the runner needs (FSPERF_PACKAGES), the plugin's own store
+    (FSPERF_STORE=local: MinIO at the plugin's pinned version) or the user's endpoint from a
+    secret (FSPERF_STORE=config), written 0600 and passed to every pytest run."""
+    workflow = yaml.safe_load(recipe("github.yml").read_text())
+    for job in ("gate", "history"):
+        names = [s.get("name", s.get("uses", "")) for s in workflow["jobs"][job]["steps"]]
+        assert names.index("Provision the runner (packages)") < names.index("Install pytest-fsperf")
+        assert any(str(n).startswith("The plugin's object store") for n in names)
+        runs = "\n".join(s.get("run", "") for s in workflow["jobs"][job]["steps"])
+        assert "${FSPERF_CONFIG:-}" in runs
+    step = next(s for s in workflow["jobs"]["gate"]["steps"]
+                if s.get("name", "").startswith("Your endpoint's backend config"))
+    assert step["if"] == "env.FSPERF_STORE == 'config'"
+    env_file = tmp_path / "github-env"
+    secret = "[fsperf]\nendpoint = https://oss.example\naccess_key = env:OSS_AK\n"
+    done = subprocess.run(["bash", "-e", "-c", step["run"]], check=False, capture_output=True,
+                          env={**os.environ, "CONFIG": secret, "RUNNER_TEMP": str(tmp_path),
+                               "GITHUB_ENV": str(env_file)})
+    assert done.returncode == 0, done.stderr
+    written = tmp_path / "fsperf-backend.ini"
+    assert written.read_text() == secret + "\n" and (written.stat().st_mode & 0o777) == 0o600
+    assert env_file.read_text() == f"FSPERF_CONFIG=--fsperf-backend-config={written}\n"
+
+
 def test_the_gitlab_token_reaches_only_the_job_that_writes_the_note() -> None:
     jobs = yaml.safe_load(recipe("gitlab-ci.yml").read_text())
     holders = [n for n, j in jobs.items() if isinstance(j, dict) and "FSPERF_GITLAB_TOKEN" in
@@ -151,6 +196,9 @@ def run_steps(job: dict[str, Any], workflow_env: dict[str, str], context: dict[s
     for step in job["steps"]:
         if "run" not in step:
             continue  # actions/checkout (the repository is checked out), upload-artifact
+        wanted = re.fullmatch(r"env\.(\w+) == '(.*)'", str(step.get("if", "")))
+        if wanted and {**workflow_env}.get(wanted.group(1)) != wanted.group(2):
+            continue  # a step for another setting (FSPERF_STORE=config)
         out_file = temp / f"output-{len(done)}"
         out_file.write_text("")
 
@@ -162,6 +210,7 @@ def run_steps(job: dict[str, Any], workflow_env: dict[str, str], context: dict[s
             return context[expr]  # an expression this test does not know fails it: add it
 
         env = {**os.environ, **workflow_env, "GITHUB_OUTPUT": str(out_file),
+               "GITHUB_PATH": str(temp / "github-path"), "GITHUB_ENV": str(temp / "github-env"),
                **{k: EXPR.sub(value, str(v)) for k, v in (step.get("env") or {}).items()}}
         status = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=repo, env=env,
                                 check=False).returncode
@@ -186,7 +235,7 @@ def test_the_gate_jobs_steps_fail_a_slower_pull_request_and_comment_on_it(tmp_pa
     summary = tmp_path / "summary.md"
     workflow = yaml.safe_load(recipe("github.yml").read_text())
     env = {**{k: str(v) for k, v in workflow["env"].items()},
-           "FSPERF_INSTALL": "true",  # installed here already
+           "FSPERF_INSTALL": "true", "FSPERF_PACKAGES": "",  # installed here already
            "FSPERF_BUILD": "sh build.sh", "FSPERF_BINARY": "out/rclone", "FSPERF_BACKEND": "rclone",
            "FSPERF_TESTS": "perf/test_read.py -p no:cacheprovider",
            "FSPERF_ARGS": "--fsperf-ab-max-rounds=6 --fsperf-settle=off --fsperf-profile=off",
@@ -240,7 +289,8 @@ def test_the_history_jobs_steps_keep_mains_run_on_a_branch(tmp_path) -> None:
     sha = git(repo, "rev-parse", "HEAD")
     workflow = yaml.safe_load(recipe("github.yml").read_text())
     env = {**{k: str(v) for k, v in workflow["env"].items()},
-           "FSPERF_INSTALL": "true", "FSPERF_BUILD": "sh build.sh", "FSPERF_BINARY": "out/rclone",
+           "FSPERF_INSTALL": "true", "FSPERF_PACKAGES": "", "FSPERF_BUILD": "sh build.sh",
+           "FSPERF_BINARY": "out/rclone",
            "FSPERF_BACKEND": "rclone", "FSPERF_TESTS": "perf/test_read.py -p no:cacheprovider",
            "FSPERF_ARGS": "--fsperf-settle=off", "RUNNER_TEMP": str(temp),
            "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_SHA": sha}
