@@ -127,6 +127,17 @@ def format_mb(n_bytes: float) -> str:
     return f"{_three_figures(n_bytes / 1e6)} MB"
 
 
+def format_limit(n_bytes: float) -> str:
+    """A limit as it was most likely given (cgroups and containers write powers of 1024):
+    '48 MiB (50.3 MB)', the MB for the figures beside it."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if n_bytes >= size and n_bytes % (size // 1024 or 1) == 0:
+            count = n_bytes / size
+            shown = f"{count:.0f}" if count == int(count) else _three_figures(count)
+            return f"{shown} {unit} ({format_mb(n_bytes)})"
+    return format_mb(n_bytes)
+
+
 def format_percent(value: float) -> str:
     return f"{value:.0f}%"
 

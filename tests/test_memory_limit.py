@@ -88,7 +88,7 @@ def test_a_daemon_killed_for_memory_is_named_as_that(pytester):
             pass  # the session goes on
     """)
     result.assert_outcomes(failed=1, passed=1)
-    result.stdout.fnmatch_lines(["*the daemon was killed for memory: its cgroup's limit 67.1 MB*"
+    result.stdout.fnmatch_lines(["*the daemon was killed for memory: its cgroup's limit 64 MiB (67.1 MB)*"
                                  "OOM kill* (cgroup v*'s own count)*"])
     assert cgroups_left() == [] and ours() == ([], [])
 

@@ -100,6 +100,24 @@ def _describe(pid: int) -> Holder:
     return Holder(pid, uid, user, command, since)
 
 
+def keepers(fd: int) -> Holder | None:
+    """Who holds the lock's file open now, where its locker is gone: a child that inherited
+    the descriptor (found by its /proc/PID/fd), not ourselves; None where no one visible does."""
+    st = os.fstat(fd)
+    for p in psutil.process_iter():
+        if p.pid == os.getpid():
+            continue
+        with contextlib.suppress(psutil.Error, OSError):
+            for f in p.open_files():
+                try:
+                    other = os.stat(f.path)
+                except OSError:
+                    continue
+                if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                    return _describe(p.pid)
+    return None
+
+
 @contextmanager
 def machine_lock(path: str | None = None, timeout: float = 900.0,
                  say: Callable[[str], None] | None = None) -> Iterator[None]:
@@ -120,7 +138,19 @@ _WAITED_OUT: set[str] = set()
 UNNAMED_FOR = 1.0  # s a holder that cannot be named must stay so before we fail
 
 
+# Paths whose holder could not be named: the session's later tests fail at once, saying so
+_UNNAMED: dict[str, str] = {}
+
+
 def _take(fd: int, path: str, timeout: float, say: Callable[[str], None] | None) -> None:
+    if path in _UNNAMED:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            del _UNNAMED[path]
+            return
+        except BlockingIOError:
+            raise MeasurementError(f"{_UNNAMED[path]} (found at an earlier test of this "
+                                   "session; not waited for again)") from None
     once = path in _WAITED_OUT
     deadline = time.monotonic() + (0.0 if once else timeout)
     told: Holder | None = None
@@ -132,6 +162,8 @@ def _take(fd: int, path: str, timeout: float, say: Callable[[str], None] | None)
         except BlockingIOError:
             pass
         who = holder(fd)
+        if who is None or who.uid is None:  # the locker is gone: who holds its descriptor now
+            who = keepers(fd) or who
         if who is not None and who.uid is not None and who.uid != os.geteuid():
             raise MeasurementError(f"the machine lock {path} is held by another user: {who}; "
                                    "measurements would overlap (stop it, or point TMPDIR elsewhere)")
@@ -139,10 +171,13 @@ def _take(fd: int, path: str, timeout: float, say: Callable[[str], None] | None)
             unnamed_since = unnamed_since or time.monotonic()
             if time.monotonic() - unnamed_since >= UNNAMED_FOR:
                 named = f"PID {who.pid}, which is gone" if who is not None else "no visible process"
+                _UNNAMED[path] = (
+                    f"the machine lock {path} is held by a process that cannot be named ({named})")
                 raise MeasurementError(
                     f"the machine lock {path} is held by a process that cannot be named ({named}: "
                     "its descriptor lives on elsewhere, e.g. passed over a socket); not waiting "
-                    "for it (remove the file, or point TMPDIR elsewhere)")
+                    "for it (point TMPDIR elsewhere; removing the file while it is held lets two "
+                    "sessions measure at once)")
         else:
             unnamed_since = None
         if who != told and who is not None and who.uid is not None and say is not None:

@@ -11,7 +11,7 @@ from pytest_fsperf.report.model import (
     Row,
     short_test,
 )
-from pytest_fsperf.vocab import METRICS
+from pytest_fsperf.vocab import METRICS, FilesOp
 
 
 def figures(r: Row) -> tuple[Figure, ...]:
@@ -40,6 +40,9 @@ def daemon_cells(r: Row) -> tuple[str, str]:
         return short, short
     cpu = countable_cpu_of(d)
     mem = units.format_mb(d["peak_rss_bytes"])
+    held = (r.ops or {}).get("count") if (r.ops or {}).get("operation") == FilesOp.HOLD else None
+    if held and r.rss_before is not None:  # idle open handles: what the test is judged on
+        mem += f" ({units.format_mb((d['peak_rss_bytes'] - r.rss_before) / held)} per handle)"
     if cpu is None:
         return "-", mem
     if d["peak_rss_method"] != "VmHWM":

@@ -202,7 +202,7 @@ def memory_lines(results: list[Row]) -> list[str]:
             continue
         peak = f"peak {units.format_mb(m['peak'])} of " if m.get("peak") is not None else ""
         kills = f", {m['oom_kills']} OOM kills" if m.get("oom_kills") else ""
-        each.append(f"{label(r)} {peak}{units.format_mb(m['limit'])}{kills}")
+        each.append(f"{label(r)} {peak}{units.format_limit(m['limit'])}{kills}")
     out = ([f"daemon memory limit (its cgroup's own counters, page cache it owns included): "
             f"{', '.join(each)}"] if each else [])
     back = [f"{label(r)} {units.format_mb(r.rss_before)} before, {units.format_mb(r.rss_after)} "

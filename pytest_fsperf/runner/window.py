@@ -204,7 +204,7 @@ def oom_cause(cage: cgroup.MemoryCage | None, before: int) -> str:
     if now.oom_kills <= before or now.limit is None:
         return ""
     peak = f", peak {units.format_mb(now.peak)}" if now.peak else ""
-    return (f"the daemon was killed for memory: its cgroup's limit {units.format_mb(now.limit)}"
+    return (f"the daemon was killed for memory: its cgroup's limit {units.format_limit(now.limit)}"
             f"{peak}, {now.oom_kills - before} OOM kill{'s' * (now.oom_kills - before > 1)} "
             f"(cgroup v{now.cgroup}'s own count); ")
 
