@@ -62,7 +62,7 @@ def test_bench_on_the_embedded_default_prints_the_figures_and_what_was_measured(
     assert "pytest --pyargs pytest_fsperf.suites.ossfs2" in r.stderr  # the command it ran
     assert "no MOUNT and no --backend" in r.stderr
     for line in ("filesystem:", "the embedded default", "machine:", "date:",
-                 "scale:          0.001 of the documented sizes", "seq_read_1t", "2 passed"):
+                 "scale:          0.001: sizes and file counts as written times 0.001", "seq_read_1t", "2 passed"):
         assert line in r.stdout, line
     doc = json.loads((tmp_path / "r.json").read_text())
     assert sorted(x["name"] for x in doc["results"]) == ["seq_read_1t", "seq_write_1t"]

@@ -126,3 +126,20 @@ def test_a_byte_counter_that_missed_the_bytes_does_not_set_the_window(child):
     stats = meter.stop("aio", expected=10**9)
     assert stats.cpu_window == "whole run"
     assert stats.cpu_window_seconds == pytest.approx(stats.wall_seconds)
+
+
+@pytest.mark.fio
+def test_an_in_process_engine_counts_no_child_reaped_in_its_window():
+    """As found: jfs_bench_stat's load generator at 833% CPU on a 2-CPU machine: a helper
+    reaped inside a 10 ms window brought all its CPU along. Engines of this process alone
+    count this process only; the compiled worker (a child) counts its own."""
+    import subprocess
+    import sys
+
+    from pytest_fsperf.measure.rest import own_cpu
+
+    alone, with_children = own_cpu(False), own_cpu(True)
+    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                    "while time.process_time() - t < 0.3: pass"], check=True)
+    assert own_cpu(True) - with_children >= 0.25
+    assert own_cpu(False) - alone < 0.1

@@ -310,8 +310,9 @@ def _scale(scale: object) -> str:
     if not isinstance(scale, int | float):
         return "-"
     if scale == 1:
-        return "1 (the documented sizes)"
-    return f"{scale:g} of the documented sizes and file counts"
+        return "1: sizes and file counts as written (a shipped scenario's documented ones, or your test's)"
+    return (f"{scale:g}: sizes and file counts as written times {scale:g} (a shipped scenario's "
+            "documented ones, or your test's)")
 
 
 def _test_id(t: Mapping[str, Any]) -> str:

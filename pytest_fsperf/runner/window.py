@@ -70,7 +70,8 @@ def measure_engine(ws: Space, label: str, judged: bool, kind: EngineKind,
     timer = threading.Timer(timeout, hang)
     timer.daemon = True
     with measured(ws, label, counter or progress.own_io, before=before) as w:
-        cpu0 = own_cpu()
+        children = kind is EngineKind.FILES  # the compiled worker is a child; the others are not
+        cpu0 = own_cpu(children)
         timer.start()
         try:
             ops = run()
@@ -83,7 +84,7 @@ def measure_engine(ws: Space, label: str, judged: bool, kind: EngineKind,
             timer.join()
             raise WorkloadHung(f"{label}: did not finish within {timeout:g} s: the filesystem "
                                f"stopped answering{told[0]}")
-        cpu = own_cpu() - cpu0
+        cpu = own_cpu(children) - cpu0
     return record(ws, w, name=label, kind=kind, options=options, read=None, write=None,
                        tool_cpu_percent=100.0 * cpu / w.wall if w.wall > 0 else 0.0,
                        judged=judged, ops=ops)
