@@ -81,7 +81,7 @@ def test_the_regression_is_named_first_with_where_its_time_went() -> None:
     decision = text.splitlines()[1]
     assert decision.startswith("### pytest-fsperf: FAIL"), decision
     table = [line for line in text.splitlines() if line.startswith("| perf/") or line.startswith("| test_")]
-    assert table[0].startswith("| test_read seq_read | bandwidth | 0.871 |"), table
+    assert table[0].startswith("| test_read seq_read | bandwidth | 1.00 GB/s → 871 MB/s | 0.871 |"), table
     assert "**B worse**" in table[0] and "READ: p50 service" in table[0]
     assert "not worse" in table[1] and "READ" not in table[1]
 
@@ -133,7 +133,7 @@ def test_table_cells_cannot_break_out() -> None:
     row = next(line for line in text.splitlines() if "B worse" in line)
     assert "<script>" not in text and "<img" not in text and "\n# head" not in text
     assert "[click](" not in text and "\\[click\\](https&#58;//evil.example)" in text
-    assert row.count(" | ") == 7, row  # 8 cells, the pipes inside escaped
+    assert row.count(" | ") == 8, row  # 9 cells, the pipes inside escaped
 
 
 def test_test_ids_neither_mention_nor_link_and_no_text_passes_the_limit() -> None:
@@ -191,3 +191,18 @@ def test_python_dash_m_works_too(tmp_path) -> None:
     done = subprocess.run([sys.executable, "-m", "pytest_fsperf", "comment", str(path)],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0 and done.stdout.startswith(comment.MARKER)
+
+
+def test_the_comment_shows_absolute_figures_and_explains_its_intervals_and_not_judged() -> None:
+    """As found: 14.3k vs 10.0k files/s only in the report, "2 not judged" unexplained (the
+    reference's rows), 70% and 98% intervals side by side with no word on why."""
+    g = gate("files_read", 1.43, 1.2, 1.7, "B better", 6, 40.0)
+    g["metrics"]["bw"].update(metric="ops", a_median=10_000.0, b_median=14_300.0, level=0.7)
+    g["decided_by"] = "bw"
+    text = comment.render(doc([result("files_read", "pass"), result("files_read[reference]")],
+                              [g]), True)
+    row = next(line for line in text.splitlines() if line.startswith("| test_read files_read |"))
+    assert "| 10.0k → 14.3k |" in row, row
+    assert "70% anytime interval" in row
+    assert "interval: where B/A lies, at the confidence it names (70% anytime interval)" in text
+    assert "not judged: 1 workload measured without a threshold of their own (the reference's" in text

@@ -63,8 +63,12 @@ def cache_cell(r: Row) -> str:
     cold = page in {p.value for p in PageCache if p.cold}
     if cold and daemon == DaemonCache.UNKNOWN:  # the kernel's cache only: say so
         return f"{page}, daemon not restarted"
+    kept = page in (PageCache.STORE_KEPT, PageCache.STORE_KEPT_GATE)
     if not cold or daemon not in (DaemonCache.WIPED, DaemonCache.REMOUNTED):
-        return page
+        return "cold: FUSE only, the store's cache kept" if kept else page
+    if kept:  # the words the gate's how-to uses, and what was done to the daemon
+        return ("cold: FUSE only, the store's cache kept (daemon remounted"
+                + (", its disk cache wiped)" if daemon == DaemonCache.WIPED else ")"))
     return "cold: remount+" + ("wipe+" if daemon == DaemonCache.WIPED else "") + PageCache(page).method
 
 

@@ -13,7 +13,7 @@ from pytest_fsperf.judge.comparison import interval_name
 from pytest_fsperf.report.model import metric_name, short_test
 from pytest_fsperf.report.rows import rows
 from pytest_fsperf.report.view import build, unexplained
-from pytest_fsperf.vocab import CompareKind, Decision, Difference, ExitCode, Outcome
+from pytest_fsperf.vocab import METRICS, CompareKind, Decision, Difference, ExitCode, Outcome
 
 MARKER = "<!-- pytest-fsperf -->"  # how the CI step finds its own comment to update it
 LIMIT = 65536  # GitHub's largest comment, in characters
@@ -75,13 +75,43 @@ def _line(c: Mapping[str, Any]) -> str:
     outcome = _outcome(c)
     shown = f"**{outcome}**" if _rank(c) < 2 else outcome
     name = f"{short_test(c)} {c.get('name', '')}"
-    return (f"| {_cell(name)} | {_cell(metric_name(str(m.get('metric') or 'bw')))} | {ratio} | "
-            f"{_cell(band)} | {shown} | {int(c.get('rounds') or 0)} | "
-            f"{float(c.get('seconds') or 0.0):.0f} s | {_cell(where) or '-'} |")
+    return (f"| {_cell(name)} | {_cell(metric_name(str(m.get('metric') or 'bw')))} | "
+            f"{_cell(_medians(m))} | {ratio} | {_cell(band)} | {shown} | "
+            f"{int(c.get('rounds') or 0)} | {float(c.get('seconds') or 0.0):.0f} s | "
+            f"{_cell(where) or '-'} |")
 
 
-HEAD = ("| workload | figure | B/A | interval | outcome | pairs | time | where B's time went |",
-        "|---|---|---|---|---|---|---|---|")
+def _medians(m: Mapping[str, Any]) -> str:
+    """'10.0k -> 14.3k files/s': A's and B's medians over the pairs, in the figure's units."""
+    metric = METRICS.get(str(m.get("metric") or "bw"))
+    a, b = m.get("a_median"), m.get("b_median")
+    if metric is None or not isinstance(a, int | float) or not isinstance(b, int | float):
+        return "-"
+    return f"{metric.show(float(a))} → {metric.show(float(b))}"
+
+
+HEAD = ("| workload | figure | A → B (medians) | B/A | interval | outcome | pairs | time | "
+        "where B's time went |", "|---|---|---|---|---|---|---|---|---|")
+
+
+def _legend(gates: Sequence[Mapping[str, Any]], not_judged: int) -> list[str]:
+    """What the reader needs to read the table: the intervals it shows, and the rows the
+    decision counts as not judged."""
+    kinds = sorted({interval_name(float(_deciding(c).get("level") or 0.0),
+                                  bool(_deciding(c).get("anytime"))) for c in gates
+                    if isinstance(_deciding(c).get("ci_low"), int | float)})
+    out = []
+    if kinds:
+        out.append(f"interval: where B/A lies, at the confidence it names ({', '.join(kinds)}). "
+                   "B worse needs the 98% interval below 1 - tolerance; same or not worse needs "
+                   "the pass interval (70% anytime, 90% for one look) inside the tolerance: a "
+                   "good build is called good sooner than a bad one bad. Anytime intervals stay "
+                   "valid however many pairs were looked at.")
+    if not_judged:
+        out.append(f"not judged: {not_judged} workload{'s' * (not_judged != 1)} measured without "
+                   "a threshold of their own (the reference's runs, A, are among them: measured to "
+                   "compare against, never judged themselves)")
+    return out
 
 
 def render(doc: Mapping[str, Any], inconclusive_fails: bool, link: str | None = None,
@@ -105,7 +135,9 @@ def render(doc: Mapping[str, Any], inconclusive_fails: bool, link: str | None = 
         head.append("")
     others = [f"- {_clip(_cell(line), LINE)}" for line in rest
               if not line.startswith(("release gate ", "A/B "))]
-    tail = [""]
+    legend = _legend(gates, sum(1 for r in rows(doc.get("results") or [])
+                                if r.verdict is Outcome.NOT_JUDGED))
+    tail = ["", *(f"<sub>{_cell(line)}</sub>" for line in legend)] if legend else [""]
     if link and len(link) <= LINE and not any(c in link for c in " ()<>\n\r"):
         tail.append(f"[The report, the JSON and every figure]({link})")
     tail.append("<sub>pytest-fsperf: interleaved pairs, each after a cold start; B/A is the "
