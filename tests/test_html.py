@@ -179,3 +179,13 @@ def test_the_cache_column_says_a_kept_store_in_the_how_tos_words():
     plain = ResultRow("t.py::test_x", "seq_read", "fio", cache=str(PageCache.DROPPED),
                       daemon_cache=str(DaemonCache.REMOUNTED))
     assert cache_cell(plain) == "cold: remount+drop_caches"
+
+
+@pytest.mark.unit
+def test_a_flame_graph_of_a_stripped_daemon_says_why_its_frames_are_unknown():
+    from pytest_fsperf.report.flame import svg
+
+    stripped = [("ossfs2;[unknown];[unknown]", 90), ("ossfs2;read", 10)]
+    named = [("ossfs2;main;read_loop", 90), ("ossfs2;[unknown]", 10)]
+    assert "has no symbols (stripped" in svg(named, stripped, "t")
+    assert "has no symbols" not in svg(stripped, named, "t")

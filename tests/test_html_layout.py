@@ -71,7 +71,8 @@ def test_at_1400_px_nothing_is_clipped_and_the_verdict_is_in_view(tmp_path: Path
     assert "MB/s" in timeline and "daemon RSS" not in timeline  # no daemon: no memory panel
     limits = re.findall(r'<line class="limit"', dom)
     labels = re.findall(r'<text class="limit-label"[^>]*>([^<]+)</text>', dom)
-    assert limits and len(labels) == len(limits), (limits, labels)
+    # each threshold line has its tooltip; its label is drawn once, not over every bar
+    assert limits and len(labels) == len(set(labels)) >= 1, (limits, labels)
     assert any("min_bw" in label for label in labels)
 
 

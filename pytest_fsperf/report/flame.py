@@ -71,6 +71,13 @@ def svg(a: Sequence[Sequence[object]], b: Sequence[Sequence[object]], title: str
     for d in range(depth_max + 1):  # callers at the bottom
         y = height - (d + 1) * ROW
         body = body.replace(f"{{y{d}}}", str(y)).replace(f"{{t{d}}}", str(y + ROW - 4))
+    nameless = sum(int(str(n)) for stack, n in b  # after the thread's name, no frame named
+                   if all(f.startswith("[unknown") for f in str(stack).split(";")[1:]))
+    why = ""
+    if nameless >= tb.count / 2:
+        why = ("<p>Most of B's samples are <code>[unknown]</code>: the daemon's binary has no "
+               "symbols (stripped, or built without them), so perf cannot name its functions. A "
+               "build with symbols (<code>-g</code>, not stripped) names them here.</p>")
     return (f'<svg class="chart" width="{W}" height="{height}" viewBox="0 0 {W} {height}" '
             f'role="img" aria-label="{html.escape(title)}"><text x="0" y="14" font-weight="bold">'
-            f'{html.escape(title)}</text>{body}</svg>')
+            f'{html.escape(title)}</text>{body}</svg>{why}')

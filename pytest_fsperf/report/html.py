@@ -22,6 +22,7 @@ td:first-child,td:nth-child(2),th{text-align:left}.bad{color:#b00;font-weight:bo
 .summary{border-left:6px solid #070;padding:.2em 1em;background:#f4faf4}
 .summary.bad{border-color:#b00;background:#fdf3f3}.summary.unsure{border-color:#a60;background:#fdf8ef}
 .summary li{margin:.2em 0}.wide{overflow-x:auto;max-width:100%}.facts td{text-align:left;word-break:break-all}
+table.results td:nth-child(n+3){white-space:nowrap}
 table.results td:last-child,table.results th:last-child{position:sticky;right:0;background:#fff;
 box-shadow:-3px 0 3px -2px #bbb}
 svg{max-width:100%;height:auto}svg text{font:12px system-ui,sans-serif}h2{margin-top:1.6em}
@@ -66,6 +67,7 @@ def bar_chart(chart: Chart | None) -> str:
              f'viewBox="0 0 {width_all} {height}" role="img" aria-label="{_esc(title)}">',
              f'<text x="0" y="14" font-weight="bold">{_esc(title)}</text>']
     span = width_all - label_w - 90
+    said = ""  # a threshold's label is drawn once, over the first bar it applies to
     for i, bar in enumerate(chart.bars):
         colour = FAILING if bar.failing else FIGURE_COLOURS.get(chart.metric.key, COLOURS[bar.side])
         y = 24 + i * row_h + (LIMIT_H if limits else 0)
@@ -82,10 +84,12 @@ def bar_chart(chart: Chart | None) -> str:
             x = label_w + span * bar.limit / top
             parts.append(f'<line class="limit" x1="{x:.1f}" y1="{y - 2}" x2="{x:.1f}" '
                          f'y2="{y + BAR_H + 2}" stroke="#000" stroke-width="2">'
-                         f'<title>{_esc(bar.limit_text)}</title></line>'
-                         f'<text class="limit-label" x="{x:.1f}" y="{y - 4}" font-size="10" '
-                         f'text-anchor="{"end" if x > label_w + span / 2 else "start"}">'
-                         f'{_esc(bar.limit_text)}</text>')
+                         f'<title>{_esc(bar.limit_text)}</title></line>')
+            if bar.limit_text != said:
+                parts.append(f'<text class="limit-label" x="{x:.1f}" y="{y - 4}" font-size="10" '
+                             f'text-anchor="{"end" if x > label_w + span / 2 else "start"}">'
+                             f'{_esc(bar.limit_text)}</text>')
+                said = bar.limit_text
     parts.append("</svg>")
     return "".join(parts)
 
@@ -190,8 +194,11 @@ def _table(t: Table, cls: str = "") -> str:
 
 
 def _section(s: Section) -> str:
-    lines = "<br>".join(_esc(line) for line in s.lines)
-    return (f"<h2>{_esc(s.title)}</h2>" + (f"<p>{lines}</p>" if lines else "")
+    """A short heading (what it is); the rest of the title (how it was run) is its first line."""
+    head, sep, how = s.title.partition(": ")
+    heading, first = (head, (how,)) if sep and len(head) >= 8 else (s.title, ())
+    lines = "<br>".join(_esc(line) for line in (*first, *s.lines))
+    return (f"<h2>{_esc(heading)}</h2>" + (f"<p>{lines}</p>" if lines else "")
             + (_table(s.table) if s.table else "") + bar_chart(s.chart)
             + (flame_graph(s.profiles["A"], s.profiles["B"], "the daemon's profile: B's shape, "
                            "coloured by the change from A (red: more of its samples, blue: fewer)")

@@ -213,7 +213,10 @@ def comparison(c: Mapping[str, Any]) -> Section:
     if c.get("decided_by"):
         lines += (f"decided on {metric_name(c['decided_by'])}: B/A is the geometric mean of the pairs' "
                   "ratios; interval: on their logs, paired t (judged once) or an anytime "
-                  "confidence sequence (looked at after every pair, valid at every look)",)
+                  "confidence sequence (looked at after every pair, valid at every look)",
+                  f"only {metric_name(c['decided_by'])} decides; the other figures' outcomes are "
+                  "shown for information (an 'inconclusive' among them, p99 latency's say, does "
+                  "not make the comparison undecided)")
     if c.get("short"):
         lines += (c["short"],)
     if c.get("needed"):
