@@ -137,8 +137,9 @@ class Fsperf:
         """The small-file engine; parameters and defaults: `scenarios.steps.FilesJob` (mode, count,
         size, threads, subdir, first, order, hold). Reading lays the files out first,
         unmeasured. `count` is shrunk by --fsperf-scale; the file size is not, unless one file
-        is left. mode="hold": each file opened and its `first` bytes read after the cold
-        start, then all held open and idle for `hold` seconds, the window: what idle open
+        is left. mode="hold": each file opened and its `first` bytes read after a cold start
+        (made by itself where the test made none: warm, the daemon fills no buffer), then
+        all held open and idle for `hold` seconds, the window: what idle open
         handles cost the daemon (daemon_rss_per_handle, its CPU while idle)."""
         where = f"{self._runner.test}: fsperf.files()"
         job = steps.job(steps.FilesJob, params, where, name)
