@@ -17,7 +17,6 @@ from pytest_fsperf.baselines.relative import find as find_relative
 from pytest_fsperf.engine import jobfile as jobfile_engine
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.judge.comparison import Comparison
-from pytest_fsperf.measure.cache import PageCache
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.result.phases import MdtestResult
 from pytest_fsperf.result.workload import WorkloadResult
@@ -27,6 +26,7 @@ from pytest_fsperf.runner.ab import Workload, run_compare
 from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.scenarios import steps
 from pytest_fsperf.scenarios.runner import run_scenario
+from pytest_fsperf.vocab import PageCache
 
 
 class Fsperf:

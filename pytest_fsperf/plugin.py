@@ -29,7 +29,7 @@ from pytest_fsperf.mounts.request import MARKER_HELP as MOUNT_HELP
 from pytest_fsperf.options.config import Settings, add_options, for_item, read_settings
 from pytest_fsperf.options.parse import RULE
 from pytest_fsperf.plan.marker import KEYWORDS, Plan, build_plan
-from pytest_fsperf.report import benchmark_json
+from pytest_fsperf.report import benchmark_json, junit
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner.space import Release
 from pytest_fsperf.runner.target import Target
@@ -378,18 +378,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 
 def _properties(item: pytest.Item, results: list[WorkloadResult]) -> None:
-    """Each figure as a JUnit XML property."""
-    for r in results:
-        figures: dict[str, object] = {"bw_bytes": r.bw_bytes, "iops": r.iops,
-                                      "lat_p99_ns": r.lat_p99_ns, "cache": str(r.cache)}
-        if r.daemon:
-            figures.update(daemon_cpu_percent=round(r.daemon.cpu_percent, 1),
-                           daemon_peak_rss_bytes=r.daemon.peak_rss_bytes,
-                           daemon_peak_rss_method=r.daemon.peak_rss_method)
-        else:
-            figures["daemon"] = r.daemon_note
-        for key, value in figures.items():
-            item.user_properties.append((f"fsperf.{r.name}.{key}", value))
+    """Each figure as a JUnit XML property (report/junit.py)."""
+    item.user_properties.extend(junit.properties(results))
 
 
 def _judge(item: pytest.Item) -> list[str]:

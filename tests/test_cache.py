@@ -7,7 +7,7 @@ import os
 import pytest
 
 from pytest_fsperf.measure import cache
-from pytest_fsperf.measure.cache import DaemonCache, PageCache
+from pytest_fsperf.vocab import DaemonCache, PageCache, StoreCache
 
 
 def test_falls_back_to_fadvise_where_drop_caches_is_refused(tmp_path):
@@ -17,7 +17,7 @@ def test_falls_back_to_fadvise_where_drop_caches_is_refused(tmp_path):
     (tmp_path / "sub" / "g").write_bytes(b"y" * 4096)
     os.symlink("/etc/hostname", tmp_path / "link")  # not followed out of the work dir
     assert cache.fadvise_tree(str(tmp_path)) == 4
-    assert cache.make_cold(str(tmp_path), False, drop_path=str(tmp_path / "no" / "such")) == cache.PageCache.FADVISED
+    assert cache.make_cold(str(tmp_path), False, drop_path=str(tmp_path / "no" / "such")) == PageCache.FADVISED
 
 
 def resident_pages(path):
@@ -45,7 +45,7 @@ def test_fadvise_really_evicts(tmp_path):
     path.read_bytes()
     assert resident_pages(path) > 0
     refused = str(tmp_path / "no" / "drop_caches")
-    assert cache.make_cold(str(tmp_path), False, drop_path=refused) == cache.PageCache.FADVISED
+    assert cache.make_cold(str(tmp_path), False, drop_path=refused) == PageCache.FADVISED
     assert resident_pages(path) == 0
 
 
@@ -59,7 +59,7 @@ def test_fadvise_on_fuse_leaves_the_backing_file_cached_so_it_is_not_called_cold
     data.read_bytes()
     refused = str(mount.source / "no" / "drop_caches")
     state = cache.make_cold(str(mount.point), True, drop_path=refused)
-    assert state == cache.PageCache.FADVISED_FUSE and not state.startswith("cold")
+    assert state == PageCache.FADVISED_FUSE and not state.startswith("cold")
     assert resident_pages(mount.source / "data") > 0  # why: the backing file is still cached
 
 
@@ -74,14 +74,14 @@ def test_keeping_the_store_cache_drops_the_fuse_pages_and_keeps_the_backing_file
     data.read_bytes()
     drop = tmp_path / "drop_caches"
     drop.write_text("")
-    state = cache.make_cold(str(mount.point), True, drop_path=str(drop), store=cache.StoreCache.KEEP)
-    assert state == cache.PageCache.STORE_KEPT and state.cold and state.startswith("cold: FUSE only")
+    state = cache.make_cold(str(mount.point), True, drop_path=str(drop), store=StoreCache.KEEP)
+    assert state == PageCache.STORE_KEPT and state.cold and state.startswith("cold: FUSE only")
     assert drop.read_text() == ""  # the machine's page cache was not dropped
     assert resident_pages(mount.source / "data") > 0  # the store's pages, kept
     local = tmp_path / "local"
     local.mkdir()
     assert cache.make_cold(str(local), False, drop_path=str(drop),
-                           store=cache.StoreCache.KEEP) == cache.PageCache.DROPPED
+                           store=StoreCache.KEEP) == PageCache.DROPPED
     assert drop.read_text() == "3\n"
 
 

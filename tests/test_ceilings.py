@@ -14,7 +14,7 @@ from pytest_fsperf.ceilings.store import MIB, Op, Shape, shape_of, store_ceiling
 from pytest_fsperf.mounts.mounter import MountPlan
 from pytest_fsperf.mounts.registry import Registry
 from pytest_fsperf.options.config import Settings
-from pytest_fsperf.result.ceiling import Path
+from pytest_fsperf.result.ceiling import CeilingPath
 from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.session.state import FsperfSession
 from pytest_fsperf.store.minio import S3Server, find_minio, start_minio
@@ -55,7 +55,7 @@ def _fstype(path: FsPath) -> str:
 @pytest.mark.unit
 def test_no_store_no_ceiling_and_it_says_why():
     c = store_ceiling(None, Shape(Op.GET, 1, MIB, MIB))
-    assert c.path == Path.STORE and c.bw_bytes == 0
+    assert c.path == CeilingPath.STORE and c.bw_bytes == 0
     assert c.unavailable.startswith("no object store behind this mount known to the plugin")
 
 
@@ -260,9 +260,9 @@ def test_shares_of_each_ceiling_per_round_and_why_one_is_missing():
     from tests.test_rounds import result
 
     r = dataclasses.replace(result(200e6), rounds=({"bw": 150e6}, {"bw": 200e6}, {"bw": 250e6}),
-                            ceilings=(Ceiling(Path.TMPFS, "tmpfs", 4e9),
-                                      Ceiling(Path.FUSE, "bindfs over tmpfs", 1e9),
-                                      missing(Path.STORE, "no object store behind this mount")))
+                            ceilings=(Ceiling(CeilingPath.TMPFS, "tmpfs", 4e9),
+                                      Ceiling(CeilingPath.FUSE, "bindfs over tmpfs", 1e9),
+                                      missing(CeilingPath.STORE, "no object store behind this mount")))
     m = r.metrics()
     assert m["efficiency:fuse"] == pytest.approx(20.0) and m["efficiency:tmpfs"] == pytest.approx(5.0)
     assert m["efficiency"] is None
@@ -367,7 +367,7 @@ def test_published_figures_are_scaled_to_this_store_only_where_the_document_stat
 
     assert network_of("ecs.g9i.48xlarge: 192 vCPU, 768 GiB, 64 Gbps") == 8e9
     assert network_of("ecs.g7.32xlarge: 128 vCPU, 512 GiB") is None
-    found = {p.baseline: p for p in project("seq_read_1t", [Ceiling(Path.STORE, "obstore", 700e6)])}
+    found = {p.baseline: p for p in project("seq_read_1t", [Ceiling(CeilingPath.STORE, "obstore", 700e6)])}
     # document 001 (ossfs 2.0.4: 4.3 GB/s on 64 Gbps) is scaled; document 000 (2.0.0beta) is not
     assert found["ossfs-2.0.4"].here == pytest.approx(4.3e9 / 8e9 * 700e6)
     assert found["ossfs-2.0.4"].said() == (
@@ -389,7 +389,7 @@ def test_a_listings_share_is_of_entries_per_second_not_of_bytes():
     listing = dataclasses.replace(
         result(0.0), kind="meta", read=None,
         ops=OpStats("list+stat", 1000, 0, 0.5, 2000.0, 0.0, 1, {}),
-        ceilings=(Ceiling(Path.STORE, "obstore, LIST", 0.0, ops=8000.0),))
+        ceilings=(Ceiling(CeilingPath.STORE, "obstore, LIST", 0.0, ops=8000.0),))
     assert listing.metrics()["efficiency"] == pytest.approx(25.0)  # 2000 of 8000 entries/s
     assert listing.values("efficiency") == pytest.approx([25.0])
 

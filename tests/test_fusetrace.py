@@ -10,11 +10,10 @@ import pytest
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.judge.thresholds import judge
 from pytest_fsperf.measure import fusetrace
-from pytest_fsperf.measure.cache import DaemonCache, PageCache
 from pytest_fsperf.measure.fusetrace import Events, FuseRequests
 from pytest_fsperf.plan.marker import build_plan
 from pytest_fsperf.result.workload import OpStats, WorkloadResult, pick
-from pytest_fsperf.vocab import Outcome
+from pytest_fsperf.vocab import DaemonCache, Outcome, PageCache
 
 
 def send(t: float, unique: int, op: str, length: int, conn: int = 42) -> str:

@@ -39,7 +39,7 @@ def test_the_canned_file_matches_the_schema(doc):
 def test_the_schema_names_every_figure_a_comparison_holds_and_every_page_cache_state():
     """A comparison's metrics once held FUSE request counts the schema refused."""
     from pytest_fsperf.judge.comparison import METRICS
-    from pytest_fsperf.measure.cache import PageCache
+    from pytest_fsperf.vocab import PageCache
 
     defs = jsonout.schema()["$defs"]
     metric = defs["comparison"]["properties"]["metrics"]["additionalProperties"]["properties"]["metric"]

@@ -168,9 +168,9 @@ def test_a_session_where_nothing_ran_says_so_not_none_cpus():
 def test_the_cache_column_says_a_kept_store_in_the_how_tos_words():
     """As found: the report said `cold: remount+fadvise (the store's cache kept)` where the
     gate's how-to says `cold: FUSE only, the store's cache kept`."""
-    from pytest_fsperf.measure.cache import DaemonCache, PageCache
     from pytest_fsperf.report.cells import cache_cell
     from pytest_fsperf.report.rows import ResultRow
+    from pytest_fsperf.vocab import DaemonCache, PageCache
 
     for page in (PageCache.STORE_KEPT, PageCache.STORE_KEPT_GATE):
         row = ResultRow("t.py::test_x", "seq_read", "fio", cache=str(page),

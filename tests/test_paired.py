@@ -254,8 +254,8 @@ def test_a_run_that_was_not_cold_is_rerun_then_its_pair_dropped():
     still not cold, its whole pair is dropped and named."""
     import dataclasses
 
-    from pytest_fsperf.measure.cache import ColdRead
     from pytest_fsperf.runner.ab import Side, interleave
+    from pytest_fsperf.vocab import ColdRead
     from tests.test_rounds import result
 
     calls: list[str] = []
@@ -284,8 +284,8 @@ def test_a_run_that_was_not_cold_is_rerun_then_its_pair_dropped():
 def test_a_comparison_whose_pairs_are_never_cold_stops_as_unstable():
     import dataclasses
 
-    from pytest_fsperf.measure.cache import ColdRead
     from pytest_fsperf.runner.ab import Side, interleave
+    from pytest_fsperf.vocab import ColdRead
     from tests.test_rounds import result
 
     def run(side: str, n: int):

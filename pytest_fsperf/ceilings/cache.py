@@ -8,7 +8,7 @@ from typing import Any
 
 from pytest_fsperf.ceilings.fuse import fuse_ceilings
 from pytest_fsperf.ceilings.store import Op, Shape, shape_of, store_ceiling
-from pytest_fsperf.result.ceiling import Ceiling, Path, missing
+from pytest_fsperf.result.ceiling import Ceiling, CeilingPath, missing
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner.target import Session, Target
 from pytest_fsperf.runner.workspace import Workspace
@@ -57,7 +57,7 @@ class Ceilings:
                       size, size)
         key = ("files", shape, (store.get("endpoint"), store.get("bucket")) if store else None)
         if key not in self._found:
-            self._found[key] = (missing(Path.TMPFS, FIO_ONLY), missing(Path.FUSE, FIO_ONLY),
+            self._found[key] = (missing(CeilingPath.TMPFS, FIO_ONLY), missing(CeilingPath.FUSE, FIO_ONLY),
                                 store_ceiling(store, shape))
         return self._found[key]
 
@@ -68,7 +68,7 @@ class Ceilings:
         shape = Shape(Op.LIST, 1, 0, 0, entries)
         key = ("meta", shape, (store.get("endpoint"), store.get("bucket")) if store else None)
         if key not in self._found:
-            self._found[key] = (missing(Path.TMPFS, FIO_ONLY), missing(Path.FUSE, FIO_ONLY),
+            self._found[key] = (missing(CeilingPath.TMPFS, FIO_ONLY), missing(CeilingPath.FUSE, FIO_ONLY),
                                 store_ceiling(store, shape))
         return self._found[key]
 

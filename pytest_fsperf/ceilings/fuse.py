@@ -22,7 +22,7 @@ from pytest_fsperf.infra import leftovers
 from pytest_fsperf.infra.mountinfo import find_mount, read_mounts
 from pytest_fsperf.mounts.mounter import BinaryMissing, MountPlan
 from pytest_fsperf.mounts.registry import Registry
-from pytest_fsperf.result.ceiling import Ceiling, Path, missing
+from pytest_fsperf.result.ceiling import Ceiling, CeilingPath, missing
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner.target import Session, Target
 from pytest_fsperf.runner.workspace import Workspace
@@ -79,7 +79,7 @@ def fuse_ceilings(session: Session, job: dict[str, str]) -> tuple[Ceiling, Ceili
     (4 GiB of layout through bindfs took minutes here and starved the machine)."""
     why = why_not(job)
     if why:
-        return missing(Path.TMPFS, why), missing(Path.FUSE, why)
+        return missing(CeilingPath.TMPFS, why), missing(CeilingPath.FUSE, why)
     t0 = time.monotonic()
     root, entry = leftovers.private_dir("pytest-fsperf-ceiling-", SHM)
     plain_target: Target | None = None
@@ -93,8 +93,8 @@ def fuse_ceilings(session: Session, job: dict[str, str]) -> tuple[Ceiling, Ceili
             on_tmpfs = _run(ws, "tmpfs", job, cold=False)
         except MeasurementError as exc:
             why = f"fio failed on tmpfs: {exc}"
-            return missing(Path.TMPFS, why), missing(Path.FUSE, why)
-        tmpfs = Ceiling(Path.TMPFS, f"{SHM}, {_shape(job)}", on_tmpfs.bw_bytes, on_tmpfs.iops,
+            return missing(CeilingPath.TMPFS, why), missing(CeilingPath.FUSE, why)
+        tmpfs = Ceiling(CeilingPath.TMPFS, f"{SHM}, {_shape(job)}", on_tmpfs.bw_bytes, on_tmpfs.iops,
                         _ios(on_tmpfs), time.monotonic() - t0)
         return tmpfs, _through_bindfs(session, plain, os.path.relpath(workdir, plain), job)
     finally:
@@ -111,13 +111,13 @@ def _through_bindfs(session: Session, source: str, workdir: str,
         plan = MountPlan(Registry().get(PASSTHROUGH, "ceilings"), (), {"source": source})
         mounted = session.open_target(plan)
     except (BinaryMissing, MeasurementError) as exc:
-        return missing(Path.FUSE, f"{PASSTHROUGH} could not be mounted: {exc}")
+        return missing(CeilingPath.FUSE, f"{PASSTHROUGH} could not be mounted: {exc}")
     try:
         ws = Workspace(session, mounted, "ceiling::fuse", os.path.join(mounted.path, workdir))
         r = _run(ws, "fuse", job, cold=True)
-        return Ceiling(Path.FUSE, f"{PASSTHROUGH} over tmpfs, {_shape(job)}, cold", r.bw_bytes,
+        return Ceiling(CeilingPath.FUSE, f"{PASSTHROUGH} over tmpfs, {_shape(job)}, cold", r.bw_bytes,
                        r.iops, _ios(r), time.monotonic() - t0)
     except MeasurementError as exc:
-        return missing(Path.FUSE, f"fio failed on {PASSTHROUGH} over tmpfs: {exc}")
+        return missing(CeilingPath.FUSE, f"fio failed on {PASSTHROUGH} over tmpfs: {exc}")
     finally:
         session.close_target(mounted)

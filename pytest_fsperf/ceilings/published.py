@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_fsperf import baselines
-from pytest_fsperf.result.ceiling import Ceiling
-from pytest_fsperf.result.ceiling import Path as CeilingPath
+from pytest_fsperf.result.ceiling import Ceiling, CeilingPath
 from pytest_fsperf.units import format_rate
 
 NETWORK = re.compile(r"(\d+(?:\.\d+)?)\s*Gbps")

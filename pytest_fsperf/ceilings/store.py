@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_fsperf.engine.fiosize import parse_fio_size
-from pytest_fsperf.result.ceiling import Ceiling, Path, missing
+from pytest_fsperf.result.ceiling import Ceiling, CeilingPath, missing
 
 MIB = 1 << 20
 PART = 8 * MIB  # sequential transfers go in parts of this size (the CRT's default too)
@@ -144,7 +144,7 @@ def store_ceiling(config: Mapping[str, Any] | None, shape: Shape) -> Ceiling:
     """The store's rate for `shape`, from a client that moves bytes and nothing else."""
     why = unavailable(config)
     if why:
-        return missing(Path.STORE, why)
+        return missing(CeilingPath.STORE, why)
     assert config is not None
     t0 = time.monotonic()
     store = Store(config)
@@ -152,16 +152,16 @@ def store_ceiling(config: Mapping[str, Any] | None, shape: Shape) -> Ceiling:
     try:
         moved, requests, seconds = _measure(store, shape)
     except Exception as exc:  # obstore raises its own errors for HTTP and I/O failures
-        return missing(Path.STORE, f"the store refused the ceiling's requests: {exc}")
+        return missing(CeilingPath.STORE, f"the store refused the ceiling's requests: {exc}")
     finally:
         try:
             store.remove()
         except Exception as exc:  # said in the ceiling, never raised over the workload's result
             note = f"its objects under {store.prefix} could not all be removed: {exc}"
     if shape.op == Op.LIST:  # a rate of entries, not of bytes or of requests
-        return Ceiling(Path.STORE, f"obstore, {shape.shown()}", 0.0, moved / seconds, requests,
+        return Ceiling(CeilingPath.STORE, f"obstore, {shape.shown()}", 0.0, moved / seconds, requests,
                        time.monotonic() - t0, note=note)
-    return Ceiling(Path.STORE, f"obstore, {shape.shown()}", moved / seconds if moved else 0.0,
+    return Ceiling(CeilingPath.STORE, f"obstore, {shape.shown()}", moved / seconds if moved else 0.0,
                    requests / seconds, requests, time.monotonic() - t0, note=note)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_fsperf.measure.cache import PageCache
+from pytest_fsperf.vocab import PageCache
 
 MAX_TEXT = 2000  # characters of any one string kept
 MAX_REPLY = 1 << 20  # characters and items in all: a reply past it is refused

@@ -9,63 +9,11 @@ A daemon's own cache (memory or disk) is not touched by either; see daemon_cache
 
 from __future__ import annotations
 
-import enum
 import os
 
-from pytest_fsperf.vocab import Text
+from pytest_fsperf.vocab import DaemonCache, PageCache, StoreCache
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
-
-
-class PageCache(Text):
-    """The kernel page cache before a workload; the value is what results and reports say."""
-
-    DROPPED = "cold: drop_caches"
-    FADVISED = "cold: fadvise"
-    # On FUSE, fadvise drops the FUSE file's page cache, not that of what the daemon reads from
-    # (bindfs over a local disk read at warm speed, 2.53 vs 2.41 GB/s): not cold.
-    FADVISED_FUSE = "not cold: fadvise on FUSE (the daemon's backing files stay cached; needs root)"
-    # --fsperf-store-cache=keep: the FUSE files' pages dropped (and the daemon remounted,
-    # where the plugin owns it), the machine's page cache not: what the daemon reads from (a
-    # local backing directory, a local object store's disk) stays in memory, asked for
-    STORE_KEPT = "cold: FUSE only, the store's cache kept (--fsperf-store-cache=keep)"
-    # the same, by default, in a release gate between two builds of the daemon: the gate
-    # compares the daemons; a local store's disk and the VM's memory are the same for both
-    STORE_KEPT_GATE = ("cold: FUSE only, the store's cache kept (a gate between builds: "
-                       "--fsperf-store-cache=auto)")
-    WARM = "warm"
-
-    @property
-    def cold(self) -> bool:
-        return self in (PageCache.DROPPED, PageCache.FADVISED, PageCache.STORE_KEPT,
-                        PageCache.STORE_KEPT_GATE)
-
-    @property
-    def method(self) -> str:
-        """As a cold step: drop_caches, fadvise."""
-        return {PageCache.DROPPED: "drop_caches", PageCache.FADVISED: "fadvise",
-                PageCache.FADVISED_FUSE: "fadvise (FUSE: not cold)",
-                PageCache.STORE_KEPT: "fadvise (the store's cache kept)",
-                PageCache.STORE_KEPT_GATE: "fadvise (the store's cache kept)"}.get(self, "warm")
-
-
-class StoreCache(enum.Enum):
-    """--fsperf-store-cache: what a cold start does to the page cache of what the daemon
-    reads from."""
-
-    DROP = "drop"  # drop_caches: the whole machine's page cache
-    # only the FUSE files' pages: a local store's files stay in memory, so that every run
-    # meets one state of it (a VM's virtual disk and free page reporting do not steady)
-    KEEP = "keep"
-    AUTO = "auto"  # the default: keep in a release gate between builds, drop otherwise
-
-
-class ColdRead(Text):
-    """Whether a cold read was served by the daemon, by what it sent through /dev/fuse."""
-
-    UNCHECKED = "-"  # not a cold read, no daemon, or no counter to tell
-    VERIFIED = "verified"  # the daemon sent at least 0.75x the bytes read
-    NOT_COLD = "NOT cold"  # less: the rest came from the page cache
 
 
 SERVED_SHARE = 0.75  # a cold read must have pulled at least this share of its bytes through the daemon
@@ -94,28 +42,6 @@ def served_itself(cache: PageCache, daemon: DaemonCache, read_bytes: int,
                 f"before the read, {rss_before / mb:.1f} MB, could hold the {data / mb:.1f} MB of "
                 "files read; remount it yourself, or let the plugin mount it (--fsperf-backend)")
     return ""
-
-
-class DaemonCache(Text):
-    """The FUSE daemon's own cache before a workload."""
-
-    WIPED = "cold: remounted, disk cache wiped"
-    REMOUNTED = "cold: remounted"  # a daemon with no disk cache to wipe
-    KEPT = "not cold: remounted, but its disk cache was kept"  # a dir the user named (cold_steps)
-    PAGE_ONLY = "kept: only the page cache was dropped"
-    UNKNOWN = "unknown: existing mount, daemon not restarted"
-    # a cold read the daemon served from its own memory or disk (the evidence in the notes)
-    SERVED_ITSELF = "warm in the daemon: not a cold read"
-    WARM = "warm"
-    NO_DAEMON = "n/a: no daemon"
-
-    @classmethod
-    def of(cls, text: object) -> DaemonCache | None:
-        """A daemon cache state as a report row carries it (a string)."""
-        try:
-            return cls(text)
-        except ValueError:
-            return None
 
 
 def drop_caches(path: str = DROP_CACHES) -> bool:

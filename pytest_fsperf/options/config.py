@@ -21,13 +21,13 @@ from pytest_fsperf.errors import UsageError
 from pytest_fsperf.hosts import spec as hosts_spec
 from pytest_fsperf.infra import inputs
 from pytest_fsperf.judge import history
-from pytest_fsperf.measure import balloon, cache, fusetrace, pagecache, placement, profile
+from pytest_fsperf.measure import balloon, fusetrace, pagecache, placement, profile
 from pytest_fsperf.mounts.registry import BackendConfig
 from pytest_fsperf.options import parse
 from pytest_fsperf.options.parse import RULE, Chosen, Raw, Source, choose
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.store import cost
-from pytest_fsperf.vocab import Gate, Unsure
+from pytest_fsperf.vocab import Gate, StoreCache, Unsure
 
 if TYPE_CHECKING:  # the settings are read from pytest's config; the core needs no pytest
     import pytest
@@ -171,7 +171,7 @@ OPTIONS = (
            "per cold start): auto (default) in an interleaved A/B once its runs have spread "
            "past 1.5x without it (the pairs so far are dropped; only for runs that fill page "
            "cache), on: every cold start"),
-    Option("fsperf_store_cache", "store_cache", parse.member(cache.StoreCache), cache.StoreCache.AUTO,
+    Option("fsperf_store_cache", "store_cache", parse.member(StoreCache), StoreCache.AUTO,
            "auto|drop|keep",
            "what a cold start does to the page cache of what a FUSE daemon reads from: drop "
            "(drop_caches, the whole machine's), keep (only the FUSE files' pages, the daemon "
@@ -276,7 +276,7 @@ class Settings:
     rss_settle: float | None = None
     cpus: placement.CpuSetting = placement.AUTO
     settle: balloon.Settle = balloon.Settle.AUTO
-    store_cache: cache.StoreCache = cache.StoreCache.AUTO
+    store_cache: StoreCache = StoreCache.AUTO
     fuse_trace: fusetrace.Tracing = fusetrace.Tracing.AUTO
     page_cache: pagecache.Counting = pagecache.Counting.AUTO
     ceilings: bool = False

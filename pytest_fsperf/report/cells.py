@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pytest_fsperf import units
-from pytest_fsperf.measure.cache import ColdRead, DaemonCache, PageCache
 from pytest_fsperf.measure.figures import countable_cpu_of
 from pytest_fsperf.measure.timeline import sparkline
 from pytest_fsperf.report.model import (
@@ -11,7 +10,7 @@ from pytest_fsperf.report.model import (
     Row,
     short_test,
 )
-from pytest_fsperf.vocab import METRICS, FilesOp
+from pytest_fsperf.vocab import METRICS, ColdRead, DaemonCache, FilesOp, PageCache
 
 
 def figures(r: Row) -> tuple[Figure, ...]:

@@ -9,8 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from pytest_fsperf.measure.cache import ColdRead, DaemonCache, PageCache
-from pytest_fsperf.vocab import EngineKind, Outcome, Text
+from pytest_fsperf.vocab import ColdRead, DaemonCache, EngineKind, Outcome, PageCache, Text
 
 
 def _word(kind: type[Text], value: object) -> str:

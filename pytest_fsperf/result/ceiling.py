@@ -9,7 +9,7 @@ from typing import Any
 from pytest_fsperf.vocab import Text
 
 
-class Path(Text):
+class CeilingPath(Text):
     """Which ceiling: the object store, read or written straight by a fast client; one FUSE
     daemon with nothing behind it (bindfs over tmpfs: one daemon's limit - bindfs ran one
     thread at 100% of a core - not the kernel's FUSE_PASSTHROUGH, which it does not use);
@@ -22,7 +22,7 @@ class Path(Text):
 
 @dataclass(frozen=True)
 class Ceiling:
-    path: Path
+    path: CeilingPath
     how: str  # what ran, e.g. "bindfs over tmpfs, fio read bs=1M numjobs=1 (cold)"
     bw_bytes: float  # B/s; 0 where none was measured
     ops: float = 0.0  # requests or I/Os per second
@@ -35,5 +35,5 @@ class Ceiling:
         return {k: str(v) if isinstance(v, Text) else v for k, v in asdict(self).items()}
 
 
-def missing(path: Path, why: str) -> Ceiling:
+def missing(path: CeilingPath, why: str) -> Ceiling:
     return Ceiling(path, "", 0.0, unavailable=why)

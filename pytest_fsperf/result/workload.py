@@ -8,19 +8,18 @@ from statistics import linear_regression, median
 from typing import Any
 
 from pytest_fsperf.infra.cgroup import Reading
-from pytest_fsperf.measure.cache import SERVED_SHARE, ColdRead, DaemonCache, PageCache
+from pytest_fsperf.measure.cache import SERVED_SHARE
 from pytest_fsperf.measure.figures import DaemonStats, short_cpu_note
 from pytest_fsperf.measure.fusetrace import FuseRequests
 from pytest_fsperf.measure.placement import Placement
 from pytest_fsperf.measure.profile import Profile
 from pytest_fsperf.measure.rest import Rest
 from pytest_fsperf.measure.timeline import Timeline, shape
-from pytest_fsperf.result.ceiling import Ceiling
-from pytest_fsperf.result.ceiling import Path as CeilingPath
+from pytest_fsperf.result.ceiling import Ceiling, CeilingPath
 from pytest_fsperf.stats import mad, median_ci
 from pytest_fsperf.store.cost import Cost
 from pytest_fsperf.store.requests import Requests
-from pytest_fsperf.vocab import EngineKind, FilesOp
+from pytest_fsperf.vocab import ColdRead, DaemonCache, EngineKind, FilesOp, PageCache
 
 
 def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:

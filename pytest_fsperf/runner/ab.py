@@ -16,7 +16,6 @@ from pytest_fsperf.errors import MeasurementError, UsageError
 from pytest_fsperf.judge.comparison import Comparison, compare, judge_metric, primary, scattered
 from pytest_fsperf.judge.paired import Budget, order, should_stop
 from pytest_fsperf.measure import profile, rest
-from pytest_fsperf.measure.cache import ColdRead
 from pytest_fsperf.measure.meters import DaemonExited
 from pytest_fsperf.measure.profile import Profile, Profiling
 from pytest_fsperf.mounts.request import parse_options
@@ -24,7 +23,7 @@ from pytest_fsperf.result.workload import WorkloadResult, median_round
 from pytest_fsperf.runner import fio_run
 from pytest_fsperf.runner.pairs import Pairs
 from pytest_fsperf.runner.space import Release, Space
-from pytest_fsperf.vocab import CompareKind, Difference
+from pytest_fsperf.vocab import ColdRead, CompareKind, Difference
 
 Workload = Mapping[str, object] | Callable[[Space], WorkloadResult]
 

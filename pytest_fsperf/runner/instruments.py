@@ -15,7 +15,6 @@ import psutil
 
 from pytest_fsperf.infra.cgroup import Reading
 from pytest_fsperf.measure import fusetrace, profile
-from pytest_fsperf.measure.cache import DaemonCache, PageCache
 from pytest_fsperf.measure.figures import DaemonStats
 from pytest_fsperf.measure.fusetrace import FuseRequests, Trace, Tracing
 from pytest_fsperf.measure.meters import DaemonMeter
@@ -27,6 +26,7 @@ from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.runner.target import safe_name
 from pytest_fsperf.store import juicefs
 from pytest_fsperf.store.requests import Requests
+from pytest_fsperf.vocab import DaemonCache, PageCache
 
 if TYPE_CHECKING:
     from pytest_fsperf.runner.space import Space

@@ -18,10 +18,10 @@ from pytest_fsperf.engine import fio as fio_engine
 from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.judge.paired import Budget
 from pytest_fsperf.measure import balloon, cache, pagecache
-from pytest_fsperf.measure.cache import DaemonCache, PageCache
 from pytest_fsperf.options.config import Settings
 from pytest_fsperf.result.workload import WorkloadResult, median_round
 from pytest_fsperf.runner.target import Session, Target, safe_name
+from pytest_fsperf.vocab import DaemonCache, PageCache, StoreCache
 
 
 class Pending(enum.Enum):
@@ -114,16 +114,16 @@ class Space:
 
     # -- cold ----------------------------------------------------------------
 
-    def store_cache(self) -> cache.StoreCache:
+    def store_cache(self) -> StoreCache:
         """--fsperf-store-cache, with auto resolved: keep in a release gate between two
         builds of a daemon the plugin mounts (every cold start remounts it), drop otherwise."""
         chosen = self.settings.store_cache
-        if chosen is not cache.StoreCache.AUTO:
+        if chosen is not StoreCache.AUTO:
             return chosen
         owned = self.target.owned
         gate = (self.release is not None and self.release.reference_place is None
                 and owned is not None and owned.backend.has_daemon)
-        return cache.StoreCache.AUTO if gate else cache.StoreCache.DROP
+        return StoreCache.AUTO if gate else StoreCache.DROP
 
     def cold_start(self, options: tuple[str, ...] | None = None,
                    after: tuple[str, ...] = (), build: str | None = None) -> PageCache:

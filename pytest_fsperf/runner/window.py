@@ -15,13 +15,7 @@ from pytest_fsperf import units
 from pytest_fsperf.errors import MeasurementError, WorkloadHung
 from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import progress, timeline
-from pytest_fsperf.measure.cache import (
-    ColdRead,
-    DaemonCache,
-    PageCache,
-    served_itself,
-    waited_outside,
-)
+from pytest_fsperf.measure.cache import served_itself, waited_outside
 from pytest_fsperf.measure.diskmeter import DiskMeter
 from pytest_fsperf.measure.meters import DaemonExited, DaemonMeter, status_kib
 from pytest_fsperf.measure.placement import pinned
@@ -40,7 +34,7 @@ from pytest_fsperf.runner.instruments import (
 from pytest_fsperf.runner.space import Space
 from pytest_fsperf.store.cost import Cost
 from pytest_fsperf.store.requests import Requests
-from pytest_fsperf.vocab import EngineKind
+from pytest_fsperf.vocab import ColdRead, DaemonCache, EngineKind, PageCache
 
 
 def _daemon_cache(lookup: Lookup, page: PageCache | None,
