@@ -21,6 +21,13 @@ class Text(str, Enum):
         return str(self.value)
 
 
+class AB(Text):
+    """Which side of an A/B comparison: A the reference (or options a), B the candidate."""
+
+    A = "A"
+    B = "B"
+
+
 class Outcome(Text):
     """A workload's verdict, from no judgement to a failing one."""
 

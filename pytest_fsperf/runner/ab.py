@@ -23,7 +23,7 @@ from pytest_fsperf.result.workload import WorkloadResult, median_round
 from pytest_fsperf.runner import fio_run
 from pytest_fsperf.runner.pairs import Pairs
 from pytest_fsperf.runner.space import Release, Space
-from pytest_fsperf.vocab import ColdRead, CompareKind, Difference
+from pytest_fsperf.vocab import AB, ColdRead, CompareKind, Difference
 
 Workload = Mapping[str, object] | Callable[[Space], WorkloadResult]
 
@@ -34,7 +34,7 @@ __all__ = ["Comparison", "Release", "Workload", "check_build", "gate", "interlea
 class Side:
     """One side of an A/B: what it is (as shown) and how to make it current and cold."""
 
-    name: str  # "A" or "B"
+    name: AB
     shown: tuple[str, ...]
     enter: Callable[[], object]
 
@@ -105,121 +105,160 @@ def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResul
     steal, over each run moved past rest.REST_LIMIT) is dropped, not rerun.
     earlier: the pairs of this comparison's first pass (a session's second pass goes on from
     them: "+" in the order; the intervals are confidence sequences, valid at any look)."""
-    by_name = {s.name: s for s in sides}
-    runs: dict[str, list[WorkloadResult]] = {"A": [], "B": []}
-    ran = ""
-    if earlier is not None:
-        runs = {"A": list(earlier.a), "B": list(earlier.b)}
-        ran = earlier.order + "+"
-    t0 = time.monotonic() if started is None else started
-    pair = len(runs["A"])
-    spent_before = time.monotonic() - t0  # preparation before the first pair
-    spent = Spent(spent_before)
-    dropped = list(earlier.dropped) if earlier else []  # every run not used, with why
-    died = list(earlier.died) if earlier else []
-    before = earlier.seconds if earlier else None  # the first pass's time
-    dropped_pairs = 0
-    moved = 0  # of them, pairs whose two runs met two machines
-    last_pair = 0.0  # seconds the last valid pair took
-    fresh_is_usual = False  # every run makes its own files (fio unlink=1): that is the state
-    while True:
-        these: dict[str, WorkloadResult] = {}
-        spoilt = False  # this pair's runs met two machines
-        for name in order(pair):
-            for attempt in range(1 + RERUNS):  # an invalid run is run again, bounded
-                spent.cold += _timed(by_name[name].enter)  # a cold start: a dead daemon's remount
-                t = time.monotonic()
-                ran += name
-                try:
-                    got = run(name, pair + 1)
-                except DaemonExited as exc:
-                    died.append(f"{name}{pair + 1}")
-                    dropped.append(f"{name}{pair + 1}: the daemon died ({exc})")
-                    continue
-                finally:
-                    took = time.monotonic() - t
-                    spent.runs += took
-                if got.fresh_files and attempt == RERUNS:
-                    fresh_is_usual = True  # made again on the rerun: no run finds them in place
-                why = invalid(got, fresh_is_usual)
-                if not why:
-                    these[name] = got
-                    break
-                if got.fresh_files and not fresh_is_usual:  # it laid the files out: once
-                    spent.laid_out(took)
-                    spent_before += took  # not a pair's cost: the next pair will not pay it
-                dropped.append(why)
-            if name not in these:  # still invalid after its reruns: the pair is not used
-                break
-        first, second = (f"{n}{pair + 1}" for n in order(pair))
-        if len(these) == 2 and (why := rest.moved(these[first[0]].rest, these[second[0]].rest,
-                                                  first, second)
-                                or both_off(runs, these, first, second)):
-            dropped.append(f"pair {first}/{second}: {why}")  # not rerun: the change is in time
-            these.clear()
-            moved += 1
-            spoilt = True
-        if len(these) < 2:
-            ran += "x"  # in the order shown: a pair dropped
-            dropped_pairs += 1
-            elapsed = time.monotonic() - t0
-            # Runs that are not valid (never cold ...) stop it early: the next pair will be
-            # the same. A machine that changed within a pair is waited out (bounded) and
-            # pairing goes on: the budget is spent, not abandoned (issue 51).
-            invalid_pairs = dropped_pairs - moved
-            if not too_many_dropped(invalid_pairs, pair) and elapsed + last_pair < budget.seconds:
-                if spoilt:
-                    spent.settled += rest.wait_steady(min(SETTLE_MAX, budget.seconds - elapsed
-                                                          - last_pair))
+    return Interleaving(sides, run, budget, tolerance, gate, started, steady, earlier).pairs()
+
+
+class Interleaving:
+    """One interleaved comparison's state: the runs kept per side, the order they ran in,
+    what was dropped and why, where the time went. `pairs()` runs it to its end."""
+
+    def __init__(self, sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResult],
+                 budget: Budget, tolerance: float, gate: bool, started: float | None,
+                 steady: Callable[[], str] | None, earlier: Pairs | None) -> None:
+        self.sides = {AB(s.name): s for s in sides}
+        self.run, self.budget, self.tolerance, self.gate = run, budget, tolerance, gate
+        self.steady = steady
+        self.runs: dict[AB, list[WorkloadResult]] = {
+            AB.A: list(earlier.a) if earlier else [], AB.B: list(earlier.b) if earlier else []}
+        self.ran = earlier.order + "+" if earlier else ""
+        self.t0 = time.monotonic() if started is None else started
+        self.spent_before = time.monotonic() - self.t0  # preparation before the first pair
+        self.spent = Spent(self.spent_before)
+        self.dropped = list(earlier.dropped) if earlier else []  # every run not used, with why
+        self.died = list(earlier.died) if earlier else []
+        self.before = earlier.seconds if earlier else None  # the first pass's time
+        self.dropped_pairs = 0
+        self.moved = 0  # of them, pairs whose two runs met two machines
+        self.last_pair = 0.0  # seconds the last valid pair took
+        self.fresh_is_usual = False  # every run makes its own files (fio unlink=1): that is the state
+
+    @property
+    def pair(self) -> int:
+        """Valid pairs kept so far."""
+        return len(self.runs[AB.A])
+
+    def pairs(self) -> Pairs:
+        while True:
+            these, spoilt = self.one_pair()
+            ended = self.drop(spoilt) if these is None else self.keep(these)
+            if ended is not None:
+                return ended
+
+    def run_side(self, side: AB) -> WorkloadResult | None:
+        """One run of a side after its cold start; an invalid run is run again (bounded);
+        None: still not valid, or its daemon died."""
+        n = self.pair + 1
+        for attempt in range(1 + RERUNS):
+            self.spent.cold += _timed(self.sides[side].enter)  # a cold start: a dead daemon's remount
+            t = time.monotonic()
+            self.ran += side
+            try:
+                got = self.run(side, n)
+            except DaemonExited as exc:
+                self.died.append(f"{side}{n}")
+                self.dropped.append(f"{side}{n}: the daemon died ({exc})")
                 continue
-            why = why_dropped(invalid_pairs, moved)
-            if too_many_dropped(invalid_pairs, pair) or pair < 2:
-                return Pairs(runs["A"], runs["B"], ran, f"unstable: {pair} valid pairs, "
-                             f"{dropped_pairs} dropped ({why}); {spent.shown(elapsed, budget, before)}",
-                             (before or 0.0) + elapsed, tuple(dropped), tuple(died))
-            return Pairs(runs["A"], runs["B"], ran, f"time budget spent after {pair} valid pairs "
-                         f"({dropped_pairs} dropped: {why}); {spent.shown(elapsed, budget, before)}",
-                         (before or 0.0) + elapsed, tuple(dropped), tuple(died),
-                         out_of_time=pair < budget.max_pairs, last_pair=last_pair)
-        runs["A"].append(these["A"])
-        runs["B"].append(these["B"])
-        pair += 1
-        metric = primary(runs["B"][0])
-        m = judge_metric(metric, [r.single_metrics().get(metric) for r in runs["A"]],
-                         [r.single_metrics().get(metric) for r in runs["B"]], tolerance,
-                         budget.anytime, gate)
-        if (steady is not None and pair >= 2 and (why := "; ".join(scattered(m)))
-                and any(fills_cache(r) for r in runs["A"] + runs["B"])):
-            done, steady = steady(), None  # asked once
+            finally:
+                took = time.monotonic() - t
+                self.spent.runs += took
+            if got.fresh_files and attempt == RERUNS:
+                self.fresh_is_usual = True  # made again on the rerun: no run finds them in place
+            why = invalid(got, self.fresh_is_usual)
+            if not why:
+                return got
+            if got.fresh_files and not self.fresh_is_usual:  # it laid the files out: once
+                self.spent.laid_out(took)
+                self.spent_before += took  # not a pair's cost: the next pair will not pay it
+            self.dropped.append(why)
+        return None
+
+    def one_pair(self) -> tuple[dict[AB, WorkloadResult] | None, bool]:
+        """Both sides' runs in this pair's order, or None (and whether the machine changed
+        under the pair: its runs met two machines)."""
+        these: dict[AB, WorkloadResult] = {}
+        for side in map(AB, order(self.pair)):
+            got = self.run_side(side)
+            if got is None:  # still invalid after its reruns: the pair is not used
+                return None, False
+            these[side] = got
+        first, second = (f"{s}{self.pair + 1}" for s in order(self.pair))
+        why = (rest.moved(these[AB(first[0])].rest, these[AB(second[0])].rest, first, second)
+               or both_off(self.runs, these, first, second))
+        if why:
+            self.dropped.append(f"pair {first}/{second}: {why}")  # not rerun: the change is in time
+            self.moved += 1
+            return None, True
+        return these, False
+
+    def drop(self, spoilt: bool) -> Pairs | None:
+        """A pair not used: go on (after the machine settles, where it changed), or end."""
+        self.ran += "x"  # in the order shown: a pair dropped
+        self.dropped_pairs += 1
+        elapsed = time.monotonic() - self.t0
+        # Runs that are not valid (never cold ...) stop it early: the next pair will be
+        # the same. A machine that changed within a pair is waited out (bounded) and
+        # pairing goes on: the budget is spent, not abandoned (issue 51).
+        invalid_pairs = self.dropped_pairs - self.moved
+        too_many = too_many_dropped(invalid_pairs, self.pair)
+        if not too_many and elapsed + self.last_pair < self.budget.seconds:
+            if spoilt:
+                self.spent.settled += rest.wait_steady(
+                    min(SETTLE_MAX, self.budget.seconds - elapsed - self.last_pair))
+            return None
+        why = why_dropped(invalid_pairs, self.moved)
+        shown = self.spent.shown(elapsed, self.budget, self.before)
+        if too_many or self.pair < 2:
+            return self._end(f"unstable: {self.pair} valid pairs, {self.dropped_pairs} dropped "
+                             f"({why}); {shown}", elapsed)
+        return self._end(f"time budget spent after {self.pair} valid pairs ({self.dropped_pairs} "
+                         f"dropped: {why}); {shown}", elapsed,
+                         out_of_time=self.pair < self.budget.max_pairs, last_pair=self.last_pair)
+
+    def keep(self, these: dict[AB, WorkloadResult]) -> Pairs | None:
+        """A valid pair: judged with the pairs before it; the end, or None to go on."""
+        for side in AB:
+            self.runs[side].append(these[side])
+        pair = self.pair
+        metric = primary(self.runs[AB.B][0])
+        a, b = ([r.single_metrics().get(metric) for r in self.runs[s]] for s in AB)
+        m = judge_metric(metric, a, b, self.tolerance, self.budget.anytime, self.gate)
+        if (self.steady is not None and pair >= 2 and (why := "; ".join(scattered(m)))
+                and any(fills_cache(r) for s in AB for r in self.runs[s])):
+            done, self.steady = self.steady(), None  # asked once
             if done:  # the pairs so far are not used; start again
-                dropped.append(f"pairs 1-{pair}: {why}; {done}")
-                runs, pair, ran = {"A": [], "B": []}, 0, ran + "|"
-                spent_before = time.monotonic() - t0
-                continue
+                self.dropped.append(f"pairs 1-{pair}: {why}; {done}")
+                self.runs, self.ran = {AB.A: [], AB.B: []}, self.ran + "|"
+                self.spent_before = time.monotonic() - self.t0
+                return None
         decided = m.outcome != Difference.INCONCLUSIVE
-        elapsed = time.monotonic() - t0
-        last = elapsed - spent_before  # this pair: its cold starts and runs
-        last_pair = last
-        spent_before = elapsed
-        if should_stop(decided, budget, pair, elapsed, last):
-            pairs = f"{pair} pair{'' if pair == 1 else 's'}"
-            if decided and pair >= budget.min_pairs:
-                why = f"decided after {pairs}"
-            elif pair >= budget.max_pairs:
-                why = f"pair cap reached ({pairs}, a safety cap: --fsperf-ab-max-rounds)"
-            else:
-                why = (f"time budget spent after {pairs}: the next pair (about {last:.0f} s, "
-                       "cold starts included) would not fit")
-            return Pairs(runs["A"], runs["B"], ran, f"{why}; {spent.shown(elapsed, budget, before)}",
-                         (before or 0.0) + elapsed, tuple(dropped), tuple(died),
-                         out_of_time=not (decided and pair >= budget.min_pairs) and pair < budget.max_pairs,
-                         last_pair=last)
+        elapsed = time.monotonic() - self.t0
+        last = elapsed - self.spent_before  # this pair: its cold starts and runs
+        self.last_pair, self.spent_before = last, elapsed
+        if not should_stop(decided, self.budget, pair, elapsed, last):
+            return None
+        pairs = f"{pair} pair{'' if pair == 1 else 's'}"
+        if decided and pair >= self.budget.min_pairs:
+            why = f"decided after {pairs}"
+        elif pair >= self.budget.max_pairs:
+            why = f"pair cap reached ({pairs}, a safety cap: --fsperf-ab-max-rounds)"
+        else:
+            why = (f"time budget spent after {pairs}: the next pair (about {last:.0f} s, "
+                   "cold starts included) would not fit")
+        return self._end(f"{why}; {self.spent.shown(elapsed, self.budget, self.before)}", elapsed,
+                         out_of_time=(not (decided and pair >= self.budget.min_pairs)
+                                      and pair < self.budget.max_pairs), last_pair=last)
+
+    def _end(self, why: str, elapsed: float, out_of_time: bool = False,
+             last_pair: float = 0.0) -> Pairs:
+        return Pairs(self.runs[AB.A], self.runs[AB.B], self.ran, why, (self.before or 0.0) + elapsed,
+                     tuple(self.dropped), tuple(self.died), out_of_time=out_of_time,
+                     last_pair=last_pair)
 
 
 OFF = 0.25  # both runs of a pair this far off their sides' medians: the machine, not a side
 
 
-def both_off(runs: dict[str, list[WorkloadResult]], these: dict[str, WorkloadResult],
+def both_off(runs: Mapping[AB, list[WorkloadResult]], these: Mapping[AB, WorkloadResult],
              first: str, second: str) -> str:
     """Why a pair may not stand because the machine changed under it without the rest of
     the machine's CPU showing it: both runs more than OFF off their own side's median of
@@ -227,11 +266,11 @@ def both_off(runs: dict[str, list[WorkloadResult]], these: dict[str, WorkloadRes
     A and 0.78 on B in one pair of 32 that ran 2.5-3.3 GB/s on both; that one pair put the
     A/A's interval at 0.88-1.04 after 32 pairs). Asked of both sides alike, so it favours
     neither; one side alone off its median is what a comparison is for."""
-    if len(runs["A"]) < 3:
+    if len(runs[AB.A]) < 3:
         return ""
-    metric = primary(these["B"])
+    metric = primary(these[AB.B])
     offs = {}
-    for side in ("A", "B"):
+    for side in AB:
         kept = sorted(v for r in runs[side] if (v := r.single_metrics().get(metric)))
         value = these[side].single_metrics().get(metric)
         if not kept or not value:
@@ -239,7 +278,7 @@ def both_off(runs: dict[str, list[WorkloadResult]], these: dict[str, WorkloadRes
         offs[side] = value / kept[len(kept) // 2]
     if all(x < 1 - OFF for x in offs.values()) or all(x > 1 + OFF for x in offs.values()):
         return (f"the machine changed under pair {first}/{second}: both runs were off their "
-                f"sides' medians the same way (A {offs['A']:.2f}x, B {offs['B']:.2f}x)")
+                f"sides' medians the same way (A {offs[AB.A]:.2f}x, B {offs[AB.B]:.2f}x)")
     return ""
 
 
@@ -323,7 +362,7 @@ def run_compare(fs: Space, workload: Workload, a: Sequence[str] | str, b: Sequen
         shown = tuple(owned.shown(options[name]))
         if builds[name] != original_build or a_build or b_build:
             shown += (f"build {builds[name]}",)
-        return Side(name, shown, lambda: fs.cold_start(options[name], build=builds[name]))
+        return Side(AB(name), shown, lambda: fs.cold_start(options[name], build=builds[name]))
 
     def probe(name: str) -> WorkloadResult:
         if job is not None:  # not kept: the profiled runs are not the comparison's
@@ -407,7 +446,7 @@ def gate(fs: Space, label: str, run: Callable[[str], WorkloadResult], release: R
         return fs.cold_start()
 
     def side(name: str) -> Side:
-        return Side(name, (builds[name],), lambda: enter(name))
+        return Side(AB(name), (builds[name],), lambda: enter(name))
 
     try:  # home again, on the candidate's build, after the pairs and any profiled pair
         with fs.pairing():
