@@ -115,6 +115,37 @@ class Difference(Text):
     INCONCLUSIVE = "inconclusive"
 
 
+class Settled(Text):
+    """What one comparison came to as a whole: its deciding figure's outcome (Difference's
+    words), or why it has none. Reports, `fsperf comment` and bisect read it from here."""
+
+    B_BETTER = "B better"
+    B_WORSE = "B worse"
+    SAME = "same"
+    NOT_WORSE = "not worse"
+    INCONCLUSIVE = "inconclusive"
+    CRASHED = "crashed"  # a side's daemon died in its runs
+    UNSTABLE = "unstable"  # too many pairs dropped: nothing decided
+    NOT_MEASURED = "-"  # no deciding figure
+
+    @property
+    def worse(self) -> bool:
+        return self in (Settled.B_WORSE, Settled.CRASHED)
+
+    @property
+    def undecided(self) -> bool:
+        return self in (Settled.INCONCLUSIVE, Settled.UNSTABLE, Settled.NOT_MEASURED)
+
+
+class BisectVerdict(Text):
+    """What a bisection step said of a commit (git bisect's own words), or that it could not."""
+
+    GOOD = "good"
+    BAD = "bad"
+    SKIP = "skip"
+    UNDECIDED = "undecided"
+
+
 class Direction(Text):
     """Where a ratio lies against 1 and the tolerance, as far as its interval can tell: the
     one tolerance rule (stats.direction) every comparison uses."""

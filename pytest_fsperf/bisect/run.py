@@ -26,7 +26,8 @@ from typing import Any
 from pytest_fsperf.bisect.builds import Builds, check_repo
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra import leftovers
-from pytest_fsperf.vocab import Difference
+from pytest_fsperf.judge.comparison import settled
+from pytest_fsperf.vocab import BisectVerdict, Settled
 
 SAFE_PATH = "-P" if sys.version_info >= (3, 11) else "-I"  # no cwd on sys.path
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -52,7 +53,7 @@ class Plan:
 class Step:
     commit: str
     subject: str
-    verdict: str  # "good", "bad" or "skip"
+    verdict: BisectVerdict  # good, bad or skip
     why: str
     ratio: float | None = None
     low: float | None = None
@@ -133,12 +134,13 @@ def gate(plan: Plan, good: str, candidate: str, seconds: float, out: str) -> dic
     return doc
 
 
-def judge(doc: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+def judge(doc: dict[str, Any]) -> tuple[BisectVerdict, str, dict[str, Any]]:
     """good, bad or undecided, why, and the deciding figures of the worst workload."""
     gates = [c for c in doc.get("comparisons") or [] if c.get("kind") in ("gate", "mount gate")]
     if not gates:
         failed = [str(t.get("message", ""))[:200] for t in doc.get("failed_tests") or []]
-        return "undecided", "nothing was gated" + (f": {failed[0]}" if failed else ""), {}
+        return (BisectVerdict.UNDECIDED, "nothing was gated" + (f": {failed[0]}" if failed else ""),
+                {})
 
     def deciding(c: dict[str, Any]) -> dict[str, Any]:
         return dict((c.get("metrics") or {}).get(c.get("decided_by") or "bw") or {})
@@ -146,19 +148,17 @@ def judge(doc: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     worst = min(gates, key=lambda c: deciding(c).get("ratio") or 1.0)
     m = {**deciding(worst), "pairs": worst.get("rounds", 0), "seconds": worst.get("seconds", 0.0),
          "name": worst.get("name")}
-    outcomes = [("crashed" if c.get("crashed") else "unstable" if c.get("unstable")
-                 else str(deciding(c).get("outcome"))) for c in gates]
-    if "crashed" in outcomes or str(Difference.B_WORSE) in outcomes:
-        return "bad", "regression", m
-    if all(o in (str(Difference.SAME), str(Difference.NOT_WORSE), str(Difference.B_BETTER))
-           for o in outcomes):
-        return "good", "not worse", m
-    return "undecided", ", ".join(sorted(set(outcomes))), m
+    outcomes = [settled(c) for c in gates]
+    if any(o.worse for o in outcomes):
+        return BisectVerdict.BAD, "regression", m
+    if all(o in (Settled.SAME, Settled.NOT_WORSE, Settled.B_BETTER) for o in outcomes):
+        return BisectVerdict.GOOD, "not worse", m
+    return BisectVerdict.UNDECIDED, ", ".join(sorted({str(o) for o in outcomes})), m
 
 
-def on_edge(verdict: str, m: dict[str, Any], tolerance: float) -> bool:
+def on_edge(verdict: BisectVerdict, m: dict[str, Any], tolerance: float) -> bool:
     line = 1.0 - tolerance
-    bound = m.get("ci_high") if verdict == "bad" else m.get("ci_low")
+    bound = m.get("ci_high") if verdict == BisectVerdict.BAD else m.get("ci_low")
     return isinstance(bound, int | float) and abs(bound - line) <= EDGE
 
 
@@ -182,12 +182,12 @@ def measure_step(plan: Plan, good_bin: str, commit: str, binary: str, out_dir: s
         t0 = time.monotonic()
         verdict, why, m = judge(gate(plan, good_bin, binary, seconds, out))
         took = time.monotonic() - t0
-        if verdict != "undecided" or attempt == 2:
+        if verdict != BisectVerdict.UNDECIDED or attempt == 2:
             break
         say(f"  {commit[:12]}: {why}; measuring once more with {2 * seconds:g} s")
         seconds *= 2
-    decided = verdict != "undecided"
-    return Step(commit, subject, verdict if decided else "skip",
+    decided = verdict != BisectVerdict.UNDECIDED
+    return Step(commit, subject, verdict if decided else BisectVerdict.SKIP,
                 why if decided else f"undecided twice ({why})", m.get("ratio"), m.get("ci_low"),
                 m.get("ci_high"), int(m.get("pairs") or 0), took,
                 on_edge(verdict, m, plan.tolerance))
@@ -197,7 +197,7 @@ def line(s: Step) -> str:
     band = f" ({s.low:.3f}-{s.high:.3f})" if s.low is not None and s.high is not None else ""
     ratio = f"B/A {s.ratio:.3f}{band}, " if s.ratio is not None else ""
     edge = "; on the edge of the tolerance" if s.edge else ""
-    return (f"{s.commit[:12]} {s.verdict:4} {ratio}{s.pairs} pairs, {s.seconds:.0f} s: "
+    return (f"{s.commit[:12]} {s.verdict!s:4} {ratio}{s.pairs} pairs, {s.seconds:.0f} s: "
             f"{printable(s.why)}{edge}  [{printable(s.subject, 60)}]")
 
 
@@ -232,13 +232,13 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> Bisection:
             plan, good_bin, plan.bad, bad_bin, private, say))
         result.steps.append(first)
         say(line(first))
-        if first.verdict == "skip":  # never "no regression" from a gate that did not decide
+        if first.verdict == BisectVerdict.SKIP:  # never "no regression" from a gate that did not decide
             result.undecided = True
             result.verdict = (f"could not decide whether {plan.bad[:12]} is slower than "
                               f"{plan.good[:12]}: {first.why}; give --test longer runs (2 s or "
                               "more each) or --step-seconds more time")
             return _end(result, started)
-        if first.verdict != "bad":
+        if first.verdict != BisectVerdict.BAD:
             result.verdict = (f"no regression between good and bad: {plan.bad[:12]} against "
                               f"{plan.good[:12]}: {first.why}")
             return _end(result, started)
@@ -258,19 +258,19 @@ class Seen:
 
     def __init__(self, good_bin: str) -> None:
         self.good_bin = good_bin
-        self.by_hash: dict[str, Step] = {digest(good_bin): Step("", "", "good", "the good build")}
+        self.by_hash: dict[str, Step] = {digest(good_bin): Step("", "", BisectVerdict.GOOD, "the good build")}
 
     def step(self, plan: Plan, commit: str, binary: str, measure: Callable[[], Step]) -> Step:
         key = digest(binary)
         known = self.by_hash.get(key)
         subject = subject_of(plan.repo, commit)
-        if known is not None and known.verdict != "skip":
+        if known is not None and known.verdict != BisectVerdict.SKIP:
             same = known.commit[:12] or plan.good[:12]
             return Step(commit, subject, known.verdict,
                         f"byte-identical to {same}'s build ({known.verdict}): not measured",
                         known.ratio, known.low, known.high)
         found = measure()
-        if found.verdict != "skip":
+        if found.verdict != BisectVerdict.SKIP:
             self.by_hash[key] = found
         return found
 
@@ -303,7 +303,7 @@ def _bisect(plan: Plan, result: Bisection, builds: Builds, seen: Seen, private: 
         commit = git(worktree, "rev-parse", "HEAD")
         binary, how = builds.get(commit)
         if binary is None:
-            step = Step(commit, subject_of(plan.repo, commit), "skip", printable(how))
+            step = Step(commit, subject_of(plan.repo, commit), BisectVerdict.SKIP, printable(how))
         else:
             step = seen.step(plan, commit, binary, functools.partial(
                 measure_step, plan, seen.good_bin, commit, binary, private, say))
@@ -333,7 +333,7 @@ def _goods(worktree: str) -> list[str]:
 
 def _end(result: Bisection, started: float) -> Bisection:
     result.seconds = time.monotonic() - started
-    skips = [s for s in result.steps if s.verdict == "skip"]
+    skips = [s for s in result.steps if s.verdict == BisectVerdict.SKIP]
     edges = [s for s in result.steps if s.edge]
     if result.first_bad:
         result.verdict = f"first bad commit: {result.first_bad[:12]} {result.subject}"

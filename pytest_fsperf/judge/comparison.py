@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -17,7 +17,7 @@ from pytest_fsperf.judge.paired import Budget, Paired, log_ratios, paired, pairs
 from pytest_fsperf.measure.figures import SHORT_WINDOW
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.vocab import METRICS as FIGURES
-from pytest_fsperf.vocab import CompareKind, Difference, Direction, EngineKind, Text
+from pytest_fsperf.vocab import CompareKind, Difference, Direction, EngineKind, Settled, Text
 
 # The figures an A/B compares. Daemon CPU is compared per GB moved: a throttled side uses
 # less CPU per second only because it moves less, and must not look "better" for it.
@@ -354,3 +354,17 @@ def _crashed(died: tuple[str, ...], kind: CompareKind) -> str:
     who = "the candidate's daemon" if kind.is_gate else "B's daemon"
     return (f"{who} died during {len(b)} run{'' if len(b) == 1 else 's'} ({', '.join(b)}; "
             "rerun, not used in the figures): a build that crashes is worse, whatever its speed")
+
+
+def settled(c: Mapping[str, Any]) -> Settled:
+    """A comparison's outcome as a whole, from its JSON (or to_dict()): crashed, unstable,
+    else its deciding figure's outcome."""
+    if c.get("crashed"):
+        return Settled.CRASHED
+    if c.get("unstable"):
+        return Settled.UNSTABLE
+    metric = (c.get("metrics") or {}).get(c.get("decided_by") or "bw") or {}
+    try:
+        return Settled(str(metric.get("outcome") or "-"))
+    except ValueError:
+        return Settled.NOT_MEASURED

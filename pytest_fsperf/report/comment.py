@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_fsperf.judge.comparison import interval_name
+from pytest_fsperf.judge.comparison import interval_name, settled
 from pytest_fsperf.report.model import metric_name, short_test
 from pytest_fsperf.report.rows import rows
 from pytest_fsperf.report.view import build, unexplained
-from pytest_fsperf.vocab import METRICS, CompareKind, Decision, Difference, ExitCode, Outcome
+from pytest_fsperf.vocab import METRICS, CompareKind, Decision, ExitCode, Outcome
 
 MARKER = "<!-- pytest-fsperf -->"  # how the CI step finds its own comment to update it
 LIMIT = 65536  # GitHub's largest comment, in characters
@@ -40,22 +40,10 @@ def _deciding(c: Mapping[str, Any]) -> Mapping[str, Any]:
     return metrics.get(c.get("decided_by") or "bw") or {}
 
 
-def _outcome(c: Mapping[str, Any]) -> str:
-    if c.get("crashed"):
-        return "crashed"
-    if c.get("unstable"):
-        return "unstable"
-    return str(_deciding(c).get("outcome") or "-")
-
-
 def _rank(c: Mapping[str, Any]) -> int:
     """B worse (or crashed) first, then the undecided, then the rest."""
-    said = _outcome(c)
-    if said in ("crashed", str(Difference.B_WORSE)):
-        return 0
-    if said in ("unstable", str(Difference.INCONCLUSIVE), "-"):
-        return 1
-    return 2
+    said = settled(c)
+    return 0 if said.worse else 1 if said.undecided else 2
 
 
 def _line(c: Mapping[str, Any]) -> str:
@@ -66,13 +54,13 @@ def _line(c: Mapping[str, Any]) -> str:
         named = interval_name(float(m.get("level") or 0.0), bool(m.get("anytime")))
         band = f"{m['ci_low']:.3f}-{m['ci_high']:.3f}" + (f" ({named})" if named != "interval" else "")
     where = ""
-    if _outcome(c) in ("crashed", str(Difference.B_WORSE)):
+    if settled(c).worse:
         said = [str(c["crashed"])] if c.get("crashed") else []
         said += [str(w) for w in (c.get("where") or [])[:2]]
         said += [str(p).removeprefix("daemon samples: ") for p in (c.get("profile") or [])[:1]]
         where = "; ".join(said)
         where = where if len(where) <= WHERE else where[: WHERE - 1] + "…"
-    outcome = _outcome(c)
+    outcome = str(settled(c))
     shown = f"**{outcome}**" if _rank(c) < 2 else outcome
     name = f"{short_test(c)} {c.get('name', '')}"
     return (f"| {_cell(name)} | {_cell(metric_name(str(m.get('metric') or 'bw')))} | "
