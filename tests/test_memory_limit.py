@@ -69,7 +69,7 @@ def test_the_limit_and_the_daemons_peak_under_it_are_in_the_result(pytester):
     m = read["memory"]
     assert m["limit"] == 300 << 20 and m["oom_kills"] == 0 and m["cgroup"] in (1, 2)
     assert 5e6 < m["peak"] < 300e6, m  # a Python daemon's few tens of MB, under the limit
-    result.stdout.fnmatch_lines(["*daemon memory limit (its cgroup's own counters*test_read read peak * of 315 MB*"])
+    result.stdout.fnmatch_lines(["*daemon memory limit (its cgroup's own counters*test_read read peak * of 300 MiB (315 MB)*"])
     assert cgroups_left() == [] and ours() == ([], [])
 
 

@@ -208,3 +208,27 @@ def test_a_link_flipping_under_a_path_root_uses_never_yields_the_other_users_fil
         assert got == str(good)
     else:  # the config read is root's
         assert got.values.get("bucket") == "b", got
+
+
+@pytest.mark.fuse
+def test_a_daemon_found_on_path_in_a_directory_another_user_can_change_is_not_run(
+        pytester, nobodys_dir, monkeypatch):
+    """As found (noticed in issue 50's work): a backend's daemon found on PATH ran as root
+    with no check of where it lay; a PATH directory another user can change is theirs to fill."""
+    ran = nobodys_dir.parent / "ran"
+    fake = nobodys_dir / "bindfs"
+    fake.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{nobodys_dir}:{os.environ['PATH']}")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("bindfs")
+        def test_x(fsperf):
+            pass
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*bindfs: its directory {nobodys_dir} can be changed by another "
+                                 "user*it would run as you*"])
+    assert not ran.exists()

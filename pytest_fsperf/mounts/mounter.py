@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_fsperf.errors import MountError
-from pytest_fsperf.infra import cgroup, leftovers
+from pytest_fsperf.infra import cgroup, leftovers, trust
 from pytest_fsperf.infra.mountinfo import Mount, read_mounts
 from pytest_fsperf.infra.probe import abort_connection
 from pytest_fsperf.infra.procs import Proc, kill, kill_tree, tree
@@ -172,6 +172,7 @@ class MountedFs:
         if self.backend.prepare is not None and not self._prepared:
             self.backend.prepare(r, env)  # raises MountError, its output redacted by the caller
             self._prepared = True
+        argv = [self._executable(r.argv[0]), *r.argv[1:]]
         if self.plan.memory_limit is not None:
             try:
                 self.cage = cgroup.MemoryCage(self.plan.memory_limit)
@@ -180,7 +181,7 @@ class MountedFs:
                                  f"{exc.strerror or exc}") from None
         with open(self.log, "ab") as log:
             try:
-                self.proc = subprocess.Popen(cgroup.launcher(self.cage, list(r.argv)),
+                self.proc = subprocess.Popen(cgroup.launcher(self.cage, argv),
                                              stdin=subprocess.DEVNULL, stdout=log,
                                              stderr=log, env=env, start_new_session=True)
                 self.started = Proc.of(self.proc.pid)
@@ -197,6 +198,18 @@ class MountedFs:
         except BaseException:
             self.stop()
             raise
+
+    def _executable(self, name: str) -> str:
+        """The daemon's program as root runs it: found on PATH once, resolved, and checked with
+        every directory above it (one another user can change would be their program as you);
+        the real path checked is what is executed, not PATH's answer a moment later."""
+        found = name if os.sep in name else shutil.which(name)
+        if found is None:
+            raise MountError(f"{self.backend.name}: {name} is not installed ({self.backend.install})")
+        real, why = trust.resolved(found)
+        if why:
+            raise MountError(f"{self.backend.name}: {why}; it would run as you")
+        return real
 
     def _wait_ready(self) -> None:
         assert self.proc is not None
