@@ -189,3 +189,20 @@ def test_a_flame_graph_of_a_stripped_daemon_says_why_its_frames_are_unknown():
     named = [("ossfs2;main;read_loop", 90), ("ossfs2;[unknown]", 10)]
     assert "has no symbols (stripped" in svg(named, stripped, "t")
     assert "has no symbols" not in svg(stripped, named, "t")
+
+
+@pytest.mark.unit
+def test_a_gated_workloads_bandwidth_bars_show_the_reference_beside_the_candidate():
+    """As found: the top bandwidth chart showed only the candidate's rounds of a gate."""
+    from pytest_fsperf.report.charts import bar_charts
+    from pytest_fsperf.report.rows import ResultRow
+
+    b = ResultRow("t.py::test_read", "read", "fio", total={"bw_bytes": 2e8, "io_bytes": 1e9})
+    a = ResultRow("t.py::test_read", "read[reference]", "fio", judged=False,
+                  total={"bw_bytes": 3e8, "io_bytes": 1e9})
+    bw, _cpu, _mem = bar_charts([b], {("t.py::test_read", "read"): a})
+    assert [(bar.label.rsplit(" ", 1)[-1], bar.side, bar.value) for bar in bw.bars] == [
+        ("A", "a", 3e8), ("B", "b", 2e8)]
+    assert "reference A blue" in bw.title
+    alone, _c, _m = bar_charts([b])
+    assert [bar.side for bar in alone.bars] == ["now"]

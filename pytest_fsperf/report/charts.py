@@ -18,27 +18,39 @@ from pytest_fsperf.report.model import (
 from pytest_fsperf.vocab import METRICS
 
 
-def _bar(r: Row, text: str, value: float, metric: str) -> Bar:
+def _bar(r: Row, text: str, value: float, metric: str, side: str = "now") -> Bar:
     """A bar of a workload's figure, with the test's threshold on it and whether it failed."""
     limit = (r.limits or {}).get(metric)
-    return Bar(text, value, limit=limit["limit"] if limit else None,
+    return Bar(text, value, side, limit=limit["limit"] if limit else None,
                limit_text=limit["text"] if limit else "",
                failing=r.verdict.failing)
 
 
-def bar_charts(results: list[Row]) -> tuple[Chart, ...]:
+def bar_charts(results: list[Row], references: Mapping[tuple[str, str], Row] | None = None,
+               ) -> tuple[Chart, ...]:
+    """Bandwidth per workload and round, daemon CPU, daemon memory. references: a gated
+    workload's (test, name) -> its reference's (A's) run, drawn beside it (A blue, B red): a
+    gate's candidate alone was half the picture."""
+    references = references or {}
     judged = [r for r in results if r.judged]
     results = judged or results  # layout steps only where nothing else was measured
-    per_round = [_bar(r, f"{label(r)} #{i + 1}", rnd["bw"], "bw") for r in results
-                 for i, rnd in enumerate(r.rounds or []) if rnd.get("bw")]
-    single = [_bar(r, label(r), r.total["bw_bytes"], "bw") for r in results
-              if not r.rounds and r.total.get("io_bytes")]
+    per_round, single = [], []
+    for r in results:
+        ref = references.get((str(r.test), str(r.name)))
+        drawn = [(ref, "a", " A"), (r, "b", " B")] if ref is not None else [(r, "now", "")]
+        for row, side, tag in drawn:
+            per_round += [_bar(row, f"{label(r)}{tag} #{i + 1}", rnd["bw"], "bw", side)
+                          for i, rnd in enumerate(row.rounds or []) if rnd.get("bw")]
+            if not row.rounds and row.total.get("io_bytes"):
+                single.append(_bar(row, f"{label(r)}{tag}", row.total["bw_bytes"], "bw", side))
     by_metric: dict[str, list[Bar]] = {"daemon_cpu": [], "daemon_rss": []}
     for r in results:
         for f in figures(r):
             if f.metric.key in by_metric:
                 by_metric[f.metric.key].append(_bar(r, label(r), f.value, f.metric.key))
-    return (Chart("bandwidth per workload and round", METRICS["bw"], tuple(per_round + single)),
+    title = "bandwidth per workload and round" + (
+        " (a gate's reference A blue, its candidate B red)" if references else "")
+    return (Chart(title, METRICS["bw"], tuple(per_round + single)),
             Chart("daemon CPU (100% = one core)", METRICS["daemon_cpu"], tuple(by_metric["daemon_cpu"])),
             Chart("daemon peak memory", METRICS["daemon_rss"], tuple(by_metric["daemon_rss"])))
 

@@ -342,8 +342,26 @@ def build(env: Mapping[str, Any], given: Sequence[Mapping[str, Any] | ResultRow]
     extra += time_spent(comparisons, *clock)
     return View(header(env), Table(head, tuple(row(r, saved) for r in shown), frozenset(range(2, 8))),
                 tuple(r.verdict for r in results),
-                tuple(notes(shown) + extra) if results else (), bar_charts(shown), tuple(sections),
+                tuple(notes(shown) + extra) if results else (),
+                bar_charts(shown, references(results, shown, comparisons)), tuple(sections),
                 said, timelines(results, comparisons, behind), decision)
+
+
+def references(results: list[Row], shown: list[Row],
+               comparisons: list[Mapping[str, Any]]) -> dict[tuple[str, str], Row]:
+    """Each gated workload shown (test, name) -> its reference's (A's) first run, for the
+    charts."""
+    by = {(str(r.test), str(r.name)): r for r in results}
+    out: dict[tuple[str, str], Row] = {}
+    for c in comparisons:
+        if not CompareKind(c.get("kind") or "options").is_gate or not c.get("a_results"):
+            continue
+        b = next((r for r in shown if str(r.test) == str(c["test"]) and str(r.name) == c.get("name")),
+                 None)
+        a = by.get((str(c["test"]), str(c["a_results"][0])))
+        if a is not None and b is not None:
+            out[(str(b.test), str(b.name))] = a
+    return out
 
 
 def processes_line(r: Row) -> str:
