@@ -172,7 +172,7 @@ class MountedFs:
         if self.backend.prepare is not None and not self._prepared:
             self.backend.prepare(r, env)  # raises MountError, its output redacted by the caller
             self._prepared = True
-        argv = [self._executable(r.argv[0]), *r.argv[1:]]
+        exe = self._executable(r.argv[0])  # run by the real path checked; its argv[0] as named
         if self.plan.memory_limit is not None:
             try:
                 self.cage = cgroup.MemoryCage(self.plan.memory_limit)
@@ -181,7 +181,9 @@ class MountedFs:
                                  f"{exc.strerror or exc}") from None
         with open(self.log, "ab") as log:
             try:
-                self.proc = subprocess.Popen(cgroup.launcher(self.cage, argv),
+                argv = (list(r.argv) if self.cage is None
+                        else cgroup.launcher(self.cage, [exe, *r.argv[1:]]))
+                self.proc = subprocess.Popen(argv, executable=exe if self.cage is None else None,
                                              stdin=subprocess.DEVNULL, stdout=log,
                                              stderr=log, env=env, start_new_session=True)
                 self.started = Proc.of(self.proc.pid)
