@@ -26,8 +26,8 @@ from typing import Any
 from pytest_fsperf.bisect.builds import Builds, check_repo
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra import leftovers
-from pytest_fsperf.judge.comparison import settled
-from pytest_fsperf.vocab import BisectVerdict, Settled
+from pytest_fsperf.judge.comparison import Comparison, MetricComparison, settled
+from pytest_fsperf.vocab import BisectVerdict, CompareKind, Settled
 
 SAFE_PATH = "-P" if sys.version_info >= (3, 11) else "-I"  # no cwd on sys.path
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -135,19 +135,25 @@ def gate(plan: Plan, good: str, candidate: str, seconds: float, out: str) -> dic
 
 
 def judge(doc: dict[str, Any]) -> tuple[BisectVerdict, str, dict[str, Any]]:
-    """good, bad or undecided, why, and the deciding figures of the worst workload."""
-    gates = [c for c in doc.get("comparisons") or [] if c.get("kind") in ("gate", "mount gate")]
+    """good, bad or undecided, why, and the deciding figures of the worst workload; the
+    gate's comparisons read back as Comparisons (a file it cannot read decides nothing)."""
+    try:
+        gates = [Comparison.from_dict(c) for c in doc.get("comparisons") or []
+                 if c.get("kind") in (CompareKind.GATE, CompareKind.MOUNT_GATE)]
+    except ValueError as exc:
+        return BisectVerdict.UNDECIDED, f"the gate's results could not be read: {exc}", {}
     if not gates:
         failed = [str(t.get("message", ""))[:200] for t in doc.get("failed_tests") or []]
         return (BisectVerdict.UNDECIDED, "nothing was gated" + (f": {failed[0]}" if failed else ""),
                 {})
 
-    def deciding(c: dict[str, Any]) -> dict[str, Any]:
-        return dict((c.get("metrics") or {}).get(c.get("decided_by") or "bw") or {})
+    def deciding(c: Comparison) -> MetricComparison | None:
+        return c.metrics.get(c.decided_by or "bw")
 
-    worst = min(gates, key=lambda c: deciding(c).get("ratio") or 1.0)
-    m = {**deciding(worst), "pairs": worst.get("rounds", 0), "seconds": worst.get("seconds", 0.0),
-         "name": worst.get("name")}
+    worst = min(gates, key=lambda c: (d.ratio if (d := deciding(c)) and d.ratio else 1.0))
+    d = deciding(worst)
+    m = {**(dataclasses.asdict(d) if d else {}), "pairs": worst.rounds, "seconds": worst.seconds,
+         "name": worst.name}
     outcomes = [settled(c) for c in gates]
     if any(o.worse for o in outcomes):
         return BisectVerdict.BAD, "regression", m

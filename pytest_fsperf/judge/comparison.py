@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pytest_fsperf.baselines.relative import Expectation
@@ -160,6 +160,73 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self, dict_factory=lambda items: {
             k: str(v) if isinstance(v, Text) else v for k, v in items})
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Comparison:
+        """A comparison read back from its JSON (to_dict's, or an older file's: a field it
+        lacks takes its default), the enums as enums; ValueError names the field that is
+        wrong. to_dict(from_dict(x)) writes x again."""
+        if not isinstance(d, Mapping):
+            raise ValueError("a comparison is not an object")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"comparison: unknown field {unknown[0]!r}")
+        kw: dict[str, Any] = {}
+        types = {f.name: str(f.type) for f in fields(cls)}
+        for name, value in d.items():
+            try:
+                kw[name] = _READ[name](value) if name in _READ else _plain(value, types[name])
+            except (TypeError, ValueError, KeyError) as exc:
+                raise ValueError(f"comparison {d.get('name', '?')!r}: field {name!r}: {exc}") from None
+        try:
+            return cls(**kw)
+        except TypeError as exc:  # a required field missing
+            raise ValueError(f"comparison: {exc}") from None
+
+
+def _number(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{value!r} is not a number")
+    return float(value)
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not all(isinstance(x, str) for x in value):
+        raise TypeError("not a list of text")
+    return tuple(value)
+
+
+_PLAIN = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,)}
+
+
+def _plain(value: object, kind: str) -> object:
+    """A field of text, a whole number, a number or true/false, as its annotation says."""
+    allowed = _PLAIN[kind]
+    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+        raise TypeError(f"{type(value).__name__} where {kind} belongs")
+    return float(value) if kind == "float" and isinstance(value, int | float) else value
+
+
+def _metric(d: Mapping[str, Any]) -> MetricComparison:
+    return MetricComparison(
+        str(d["metric"]), tuple(map(_number, d.get("a") or ())),
+        tuple(map(_number, d.get("b") or ())), _number(d.get("a_median")),
+        _number(d.get("b_median")), _number(d.get("ratio")), _number(d.get("ci_low")),
+        _number(d.get("ci_high")), _number(d.get("level")) or 0.0,
+        Difference(d.get("outcome") or Difference.INCONCLUSIVE), bool(d.get("anytime", False)))
+
+
+_READ: dict[str, Callable[[Any], object]] = {
+    **{k: _texts for k in ("a_options", "b_options", "a_results", "b_results", "dropped",
+                           "where", "profile")},
+    "metrics": lambda v: {str(k): _metric(m) for k, m in dict(v).items()},
+    "kind": CompareKind,
+    "expectation": lambda v: Expectation(**v) if v else None,
+    "profiles": lambda v: {str(k): [(str(s), int(n)) for s, n in rows] for k, rows in dict(v).items()},
+}
 
 
 def _outcome(metric: str, p: Paired, gate: bool) -> Difference:
@@ -356,9 +423,14 @@ def _crashed(died: tuple[str, ...], kind: CompareKind) -> str:
             "rerun, not used in the figures): a build that crashes is worse, whatever its speed")
 
 
-def settled(c: Mapping[str, Any]) -> Settled:
-    """A comparison's outcome as a whole, from its JSON (or to_dict()): crashed, unstable,
-    else its deciding figure's outcome."""
+def settled(c: Comparison | Mapping[str, Any]) -> Settled:
+    """A comparison's outcome as a whole (the type, or its JSON): crashed, unstable, else its
+    deciding figure's outcome."""
+    if isinstance(c, Comparison):
+        m = c.metrics.get(c.decided_by or "bw")
+        said = (Settled.CRASHED if c.crashed else Settled.UNSTABLE if c.unstable
+                else Settled(str(m.outcome)) if m is not None else Settled.NOT_MEASURED)
+        return said
     if c.get("crashed"):
         return Settled.CRASHED
     if c.get("unstable"):
