@@ -14,13 +14,10 @@ import signal
 import subprocess
 import tempfile
 import time
-from typing import TYPE_CHECKING
 
+from pytest_fsperf.bisect.plan import Plan
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra import trust
-
-if TYPE_CHECKING:
-    from pytest_fsperf.bisect.run import Plan
 
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "pytest-fsperf", "bisect")
 BUILD_MOST = 3600.0  # s one build may take

@@ -11,7 +11,8 @@ import signal
 from pathlib import Path
 
 from pytest_fsperf import units
-from pytest_fsperf.bisect.run import Bisection, Plan, git, line, resolve, run
+from pytest_fsperf.bisect.plan import Plan
+from pytest_fsperf.bisect.run import Bisection, git, line, resolve, run
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra import outfile, trust
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fsperf.bisect.builds import Builds, check_repo
+from pytest_fsperf.bisect.plan import Plan
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra import leftovers
 from pytest_fsperf.judge.comparison import Comparison, MetricComparison, settled
@@ -32,21 +33,6 @@ from pytest_fsperf.vocab import BisectVerdict, CompareKind, Settled
 SAFE_PATH = "-P" if sys.version_info >= (3, 11) else "-I"  # no cwd on sys.path
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 EDGE = 0.02  # an interval bound this close to the tolerance's line: decided on the edge
-
-
-@dataclass(frozen=True)
-class Plan:
-    repo: str  # the user's checkout (its path)
-    good: str  # full commit ids
-    bad: str
-    build: str  # shell command run in a checkout's root
-    binary: str  # the daemon it builds, relative to the checkout
-    backend: str  # --fsperf-backend
-    test: tuple[str, ...]  # pytest arguments naming what to measure
-    step_seconds: float = 300.0  # each gate's budget (--fsperf-ab-seconds)
-    seconds: float = 3600.0  # the whole bisection's
-    tolerance: float = 0.10
-    pytest_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
