@@ -89,6 +89,17 @@ def test_a_lock_another_user_holds_fails_at_once_naming_the_holder(sticky_dir, m
         holder.wait()
 
 
+def nobodys_locker(code: str) -> int:
+    """Run `code` as nobody: it takes the lock, forks a child that prints its PID and sleeps,
+    and exits; the child's PID (its locker is gone by the time this returns)."""
+    keeper = subprocess.Popen([SYSTEM_PYTHON, "-c", code], stdout=subprocess.PIPE, text=True,
+                              cwd="/", user=NOBODY, group=NOBODY, extra_groups=[])
+    assert keeper.stdout is not None
+    child = int(keeper.stdout.readline())
+    keeper.wait()
+    return child
+
+
 def held_by_me(sticky_dir: Path) -> tuple[Path, subprocess.Popen[str]]:
     """A lock file in a sticky directory, made as the plugin makes it, and a process of this
     user holding it."""
@@ -136,11 +147,7 @@ def test_a_lock_whose_holder_cannot_be_named_fails_at_once_and_is_waited_for_onc
             "if os.fork() == 0:\n    a.close()\n    os.close(fd)\n    print(os.getpid(), flush=True)\n"
             "    time.sleep(60)\n    os._exit(0)\n"
             "socket.send_fds(a, [b'x'], [fd])\nos._exit(0)\n")  # the locker is gone; its fd lives on
-    keeper = subprocess.Popen([SYSTEM_PYTHON, "-c", code], stdout=subprocess.PIPE, text=True,
-                              cwd="/", user=NOBODY, group=NOBODY, extra_groups=[])
-    assert keeper.stdout is not None
-    child = int(keeper.stdout.readline())
-    keeper.wait()
+    child = nobodys_locker(code)
     try:
         fails_at_once(path, r"held by a process that cannot be named \(PID \d+, which is gone")
         began = time.monotonic()  # the session's next test: at once, not another second
@@ -215,11 +222,7 @@ def test_a_lock_whose_locker_exited_is_named_by_the_child_that_still_holds_it(st
             "fcntl.flock(fd, fcntl.LOCK_EX)\n"
             "if os.fork() == 0:\n    print(os.getpid(), flush=True)\n    time.sleep(60)\n"
             "    os._exit(0)\nos._exit(0)\n")  # the locker exits; its child keeps the fd
-    keeper = subprocess.Popen([SYSTEM_PYTHON, "-c", code], stdout=subprocess.PIPE, text=True,
-                              cwd="/", user=NOBODY, group=NOBODY, extra_groups=[])
-    assert keeper.stdout is not None
-    child = int(keeper.stdout.readline())
-    keeper.wait()
+    child = nobodys_locker(code)
     try:
         fails_at_once(path, rf"held by another user: PID {child} \(user nobody")
     finally:

@@ -135,6 +135,7 @@ def machine_lock(path: str | None = None, timeout: float = 900.0,
 # Paths this process gave up waiting for: a session waits out its deadline once, not once
 # per test (a holder that never lets go held root 900 s per test).
 _WAITED_OUT: set[str] = set()
+KEEPERS_EVERY = 5.0  # s between walks of every process for a gone locker's descriptor
 UNNAMED_FOR = 1.0  # s a holder that cannot be named must stay so before we fail
 
 
@@ -155,6 +156,8 @@ def _take(fd: int, path: str, timeout: float, say: Callable[[str], None] | None)
     deadline = time.monotonic() + (0.0 if once else timeout)
     told: Holder | None = None
     unnamed_since: float | None = None
+    kept: Holder | None = None  # who holds a gone locker's descriptor, found every few s
+    kept_until = 0.0
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -163,7 +166,9 @@ def _take(fd: int, path: str, timeout: float, say: Callable[[str], None] | None)
             pass
         who = holder(fd)
         if who is None or who.uid is None:  # the locker is gone: who holds its descriptor now
-            who = keepers(fd) or who
+            if time.monotonic() >= kept_until:  # a walk of every process: not every 0.2 s
+                kept, kept_until = keepers(fd), time.monotonic() + KEEPERS_EVERY
+            who = kept or who
         if who is not None and who.uid is not None and who.uid != os.geteuid():
             raise MeasurementError(f"the machine lock {path} is held by another user: {who}; "
                                    "measurements would overlap (stop it, or point TMPDIR elsewhere)")

@@ -108,23 +108,22 @@ def stop_child(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
 
 def empty_cgroup(path: str, wait: float = 5.0) -> str:
     """Kill what is still in a cgroup the plugin made (a daemon's double-forked helper that
-    outlived a killed session: in it, so the daemon's), until it is empty."""
-    try:
-        with open(os.path.join(path, "cgroup.procs"), encoding="ascii") as f:
-            pids = [int(p) for p in f.read().split()]
-    except (FileNotFoundError, NotADirectoryError):
-        return ""
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+    outlived a killed session: in it, so the daemon's), until it is empty: read and killed
+    again each round, so a process forked between a read and its kill is not missed."""
+    stopped: set[int] = set()
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         try:
             with open(os.path.join(path, "cgroup.procs"), encoding="ascii") as f:
-                if not f.read().split():
-                    break
-        except FileNotFoundError:
+                pids = {int(p) for p in f.read().split()}
+        except (FileNotFoundError, NotADirectoryError):
             break
+        if not pids:
+            break
+        for pid in pids - stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        stopped |= pids
         time.sleep(0.05)
-    return (f"stopped {len(pids)} process{'es' * (len(pids) != 1)} left in the memory cgroup "
-            f"{path}") if pids else ""
+    n = len(stopped)
+    return f"stopped {n} process{'es' * (n != 1)} left in the memory cgroup {path}" if n else ""
