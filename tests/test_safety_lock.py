@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import stat
@@ -89,6 +90,15 @@ def test_a_lock_another_user_holds_fails_at_once_naming_the_holder(sticky_dir, m
         holder.wait()
 
 
+def gone(pid: int) -> None:
+    """Wait until a killed process of nobody's (not our child: init reaps it) has exited,
+    its descriptors closed."""
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        psutil.Process(pid).wait(timeout=10)
+
+
 def nobodys_locker(code: str) -> int:
     """Run `code` as nobody: it takes the lock, forks a child that prints its PID and sleeps,
     and exits; the child's PID (its locker is gone by the time this returns)."""
@@ -155,6 +165,7 @@ def test_a_lock_whose_holder_cannot_be_named_fails_at_once_and_is_waited_for_onc
         assert time.monotonic() - began < 0.5
     finally:
         os.kill(child, signal.SIGKILL)
+        gone(child)
     with machine_lock(str(path), timeout=1):  # let go with its keeper: taken at once
         pass
 
