@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_fsperf.judge.comparison import interval_name, settled
+from pytest_fsperf.judge.paired import ALPHA, PASS_ALPHA, SAME_LEVEL
 from pytest_fsperf.report.model import metric_name, short_test
 from pytest_fsperf.report.rows import rows
 from pytest_fsperf.report.view import build, unexplained
@@ -91,8 +92,9 @@ def _legend(gates: Sequence[Mapping[str, Any]], not_judged: int) -> list[str]:
     out = []
     if kinds:
         out.append(f"interval: where B/A lies, at the confidence it names ({', '.join(kinds)}). "
-                   "B worse needs the 98% interval below 1 - tolerance; same or not worse needs "
-                   "the pass interval (70% anytime, 90% for one look) inside the tolerance: a "
+                   f"B worse needs the {100 * (1 - ALPHA):g}% interval below 1 - tolerance; same "
+                   f"or not worse needs the pass interval ({100 * (1 - PASS_ALPHA):g}% anytime, "
+                   f"{100 * SAME_LEVEL:g}% for one look) inside the tolerance: a "
                    "good build is called good sooner than a bad one bad. Anytime intervals stay "
                    "valid however many pairs were looked at.")
     if not_judged:
