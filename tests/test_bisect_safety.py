@@ -186,3 +186,40 @@ def test_the_gate_imports_nothing_from_where_bisect_was_started(tmp_path, monkey
                            (str(repo / "t.py"),), step_seconds=5)
     bisect_run.gate(plan, "/bin/true", "/bin/true", 5, str(tmp_path / "g.json"))
     assert not ran.exists(), ran.read_text()
+
+
+def test_a_sigterm_while_a_build_starts_still_stops_the_build(tmp_path, monkeypatch):
+    """As found under load: SIGTERM between the build's fork and Popen's return unwound past
+    a child already running, and its `sleep 300` ran on. The stop now waits for the handle."""
+    import signal as sig
+
+    from pytest_fsperf.bisect.plan import Plan
+
+    repo, commits = history(tmp_path, ["a"])
+    stops: list[int] = []
+
+    def stop(signum, _frame):
+        stops.append(signum)
+        raise SystemExit(143)
+
+    real_popen = subprocess.Popen
+
+    def popen_then_term(*a, **kw):  # the signal lands inside Popen, after the fork
+        p = real_popen(*a, **kw)
+        os.kill(os.getpid(), sig.SIGTERM)
+        return p
+
+    before = sig.signal(sig.SIGTERM, stop)
+    try:
+        plan = Plan(str(repo), commits[0], commits[0], "sleep 301.5", "out/fs", "rclone", ("t.py",))
+        builds = bisect_builds.Builds.__new__(bisect_builds.Builds)
+        builds.plan, builds.worktree, builds.log_dir = plan, str(repo), str(tmp_path)
+        builds.deadline = time.monotonic() + 60
+        monkeypatch.setattr(bisect_builds.subprocess, "Popen", popen_then_term)
+        with pytest.raises(SystemExit):
+            builds._build(commits[0])
+    finally:
+        monkeypatch.undo()
+        sig.signal(sig.SIGTERM, before)
+    assert stops == [sig.SIGTERM]
+    assert subprocess.run(["pgrep", "-f", "^sleep 301.5$"], capture_output=True).returncode == 1

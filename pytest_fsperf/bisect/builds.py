@@ -14,6 +14,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 
 from pytest_fsperf.bisect.plan import Plan
 from pytest_fsperf.errors import UsageError
@@ -48,6 +49,26 @@ def check_repo(repo: str) -> None:
     if code == 0 and shared.lower() not in ("", "false", "umask", "0", "no", "off"):
         raise UsageError(f"fsperf bisect: the repository is shared (core.sharedRepository="
                          f"{shared}): other users may change its refs; root would build them")
+
+
+_DEFERRED: list[int] = []  # signals that arrived while a build was being started
+
+
+@contextlib.contextmanager
+def stopping_deferred() -> Iterator[None]:
+    """While a build starts, SIGTERM (the bisection's stop) waits until Popen has returned
+    its handle: raised earlier, it unwound past a child already forked, which ran on (the
+    test's `sleep 300` outlived a SIGTERM once under load). Main thread only (signals)."""
+    def later(signum: int, _frame: object) -> None:
+        _DEFERRED.append(signum)
+
+    before = signal.signal(signal.SIGTERM, later)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+        if _DEFERRED and callable(before):
+            before(_DEFERRED.pop(), None)  # the caller's handler, now the build is held
 
 
 class Builds:
@@ -102,19 +123,22 @@ class Builds:
     def _build(self, commit: str) -> tuple[int, str]:
         """Run the build in its own process group; (exit code, how it ended)."""
         budget = max(BUILD_LEAST, min(BUILD_MOST, self.deadline - time.monotonic()))
+        proc: subprocess.Popen[bytes] | None = None
         with open(self._log(commit), "wb") as log:
-            proc = subprocess.Popen(["sh", "-c", self.plan.build], cwd=self.worktree,
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                    start_new_session=True)
             try:
+                with stopping_deferred():  # a SIGTERM during Popen: raised once it returned
+                    proc = subprocess.Popen(["sh", "-c", self.plan.build], cwd=self.worktree,
+                                            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                            start_new_session=True)
                 code = proc.wait(timeout=budget)
                 said = f"exit {code}"
             except subprocess.TimeoutExpired:
                 code, said = -1, f"still running after {budget:.0f} s: stopped"
             finally:  # the build and anything it left in its group (a background daemon)
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+                if proc is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
         return code, said
 
     def _log(self, commit: str) -> str:
