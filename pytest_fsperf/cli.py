@@ -1,10 +1,7 @@
-"""The `fsperf` command (also `python -m pytest_fsperf`): a measurement without writing a test
-file. `bench` runs a shipped suite through pytest with this plugin (the same tests, flags and
-reports as `pytest --pyargs pytest_fsperf.suites.NAME`, which it prints); `compare-runs`
-judges one saved run against another; `history` finds change points over many saved runs;
-`baselines` lists the documented figures shipped; `comment` writes a pull request's comment
-from a session's JSON and exits with its decision; `ci` prints a CI recipe.
-"""
+"""The `fsperf` command (also `python -m pytest_fsperf`): `bench` runs a shipped suite through
+pytest (as `pytest --pyargs pytest_fsperf.suites.NAME`, which it prints); `compare-runs` and
+`history` judge saved runs; `baselines` lists the documented figures; `comment` writes a pull
+request's comment from a session's JSON, exiting with its decision; `ci` prints a CI recipe."""
 
 from __future__ import annotations
 
@@ -32,6 +29,7 @@ from pytest_fsperf.judge import history, runs
 from pytest_fsperf.options.config import OPTIONS
 from pytest_fsperf.options.parse import MAX_SCALE
 from pytest_fsperf.report import comment
+from pytest_fsperf.result.schema import check_version
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.scenarios.library import SCENARIOS
 from pytest_fsperf.vocab import ExitCode, RunOutcome, Unsure
@@ -216,13 +214,16 @@ def show_comment(a: argparse.Namespace) -> int:
         raise UsageError(f"{where}: no results file {a.results!r} (the session's --fsperf-json)")
     if a.limit < 1000:
         raise UsageError(f"{where}: --limit={a.limit} is too small (at least 1000 characters)")
-    doc = saved.load(path.parent, path.stem, where)[0][1] if path.suffix == ".json" else None
-    if doc is None:
+    if path.suffix != ".json":
         raise UsageError(f"{where}: {a.results!r} is not a .json file")
+    doc = saved.load(path.parent, path.stem, where)[0][1]
     fails = a.inconclusive == "fail"
     changed = None if a.machine_changed is None else a.machine_changed == "fail"
-    try:
+    try:  # another version's file, or results that do not read as their types: usage
+        check_version(doc, f"{where}: {a.results}")
         text, code = comment.render(doc, fails, a.link, a.limit), comment.exit_code(doc, fails, changed)
+    except ValueError as exc:
+        raise UsageError(str(exc) if str(exc).startswith(where) else f"{where}: {a.results}: {exc}") from None
     except Exception as exc:  # a file the schema allows that the renderer trips over: ours
         print(f"{where}: internal error on {path}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return int(ExitCode.INTERNAL)

@@ -8,6 +8,7 @@ import subprocess
 import threading
 import warnings
 from collections.abc import Callable, Generator, Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import NoReturn
 
@@ -458,7 +459,7 @@ def _rows(item: pytest.Item, record: ItemRecord) -> list[dict[str, object]]:
         data["failures"] = j.lines_of(r.name)
         data["not_judged"] = j.not_judged.get(r.name, [])
         data["baseline_checks"] = [c.to_dict() for c in j.checks.get(r.name, [])]
-        data["baseline"] = j.baseline if r.name in j.checks else None
+        data["baseline"] = asdict(j.baseline) if j.baseline and r.name in j.checks else None
         data["baseline_key"], data["baseline_entry"] = key_of(r), entry_of(r)
         data["fingerprint"] = runs.fingerprint(r.scenario, r.options, r.mount, env)
         earlier = j.earlier.get(r.name)

@@ -15,6 +15,7 @@ import pytest
 from pytest_fsperf import cli
 from pytest_fsperf.report import comment
 from pytest_fsperf.vocab import ExitCode
+from tests.results import result_json
 
 TIER = "unit"
 
@@ -22,9 +23,9 @@ GOLDEN = Path(__file__).parent / "data" / "golden"
 UPDATE = os.environ.get("FSPERF_UPDATE_GOLDEN") == "1"
 
 
-def result(name: str, verdict: str = "-", test: str = "perf/test_read.py::test_read") -> dict[str, Any]:
-    return {"test": test, "name": name, "verdict": verdict, "judged": verdict != "-",
-            "total": {"bw_bytes": 1e9, "ops_per_second": 0.0, "io_bytes": 1e9}, "rounds": []}
+def result(name: str, verdict: str = "-", test: str = "perf/test_read.py::test_read",
+           ) -> dict[str, Any]:
+    return result_json(test, name, verdict, judged=verdict != "-")
 
 
 def gate(name: str, ratio: float, low: float, high: float, outcome: str, pairs: int,
@@ -42,7 +43,7 @@ def gate(name: str, ratio: float, low: float, high: float, outcome: str, pairs: 
 
 def doc(results: list[dict[str, Any]], comparisons: list[dict[str, Any]],
         failed: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {"schema": "x", "created": "2026-11-26T12:00:00+0000", "environment": {},
+    return {"schema": "pytest-fsperf/1", "created": "2026-11-26T12:00:00+0000", "environment": {},
             "results": results, "comparisons": comparisons, "failed_tests": failed or []}
 
 

@@ -214,16 +214,20 @@ def test_where_says_nothing_of_noise_or_without_a_trace() -> None:
 
 
 def test_the_timeline_draws_fuse_requests_per_second() -> None:
+    from dataclasses import replace
+
+    from pytest_fsperf.measure.timeline import Timeline
     from pytest_fsperf.report.charts import trace
     from pytest_fsperf.report.html import time_chart
     from pytest_fsperf.report.model import TimeChart
-    from pytest_fsperf.report.rows import ResultRow
-    row = {"test": "t", "name": "read", "kind": "fio",
-           "timeline": {"t": [0.0, 1.0, 2.5, 3.5], "bw": [1e6, 2e6, 1e6], "rss": [None] * 3,
-                        "cpu": [None] * 3, "fuse_ops": {"READ": [10, 30, 0], "LOOKUP": [0, 0, 4]}}}
-    drawn = trace("", ResultRow.of(row))
+    from tests.results import row as made
+    timeline = Timeline(1.0, [0.0, 1.0, 2.5, 3.5], [10**6, 3 * 10**6, 10**6], [None] * 3, [None] * 3,
+                        [None] * 3, [None] * 3, [None] * 3,
+                        fuse_ops={"READ": [10, 30, 0], "LOOKUP": [0, 0, 4]})
+    row = made(timeline=timeline)
+    drawn = trace("", row)
     assert drawn is not None and drawn.fuse == (10.0, 20.0, 4.0)
     svg = time_chart(TimeChart("read", (drawn,)))
     assert "FUSE requests/s, all opcodes" in svg
-    quiet = ResultRow.of({**row, "timeline": {**row["timeline"], "fuse_ops": {}}})
+    quiet = replace(row, timeline=replace(timeline, fuse_ops={}))
     assert trace("", quiet).fuse == ()  # type: ignore[union-attr]

@@ -272,7 +272,7 @@ def test_a_gate_that_keeps_the_stores_cache_says_so_in_every_run(pytester, tmp_p
     result = pytester.runpytest(*args, "--fsperf-store-cache=keep")
     result.assert_outcomes(passed=1)
     doc = json.loads(out.read_text())
-    jsonschema.validate(doc, json.loads((Path(report.__file__).parent / "schema.json").read_text()))
+    jsonschema.validate(doc, json.loads((Path(report.__file__).parent.parent / "result" / "schema.json").read_text()))
     for r in doc["results"]:
         assert r["cache"] == "cold: FUSE only, the store's cache kept (--fsperf-store-cache=keep)"
         assert r["cold_steps"] == ["unmount", "mount", "fadvise (the store's cache kept)"], r["cold_steps"]

@@ -169,15 +169,13 @@ def test_the_cache_column_says_a_kept_store_in_the_how_tos_words():
     """As found: the report said `cold: remount+fadvise (the store's cache kept)` where the
     gate's how-to says `cold: FUSE only, the store's cache kept`."""
     from pytest_fsperf.report.cells import cache_cell
-    from pytest_fsperf.report.rows import ResultRow
     from pytest_fsperf.vocab import DaemonCache, PageCache
+    from tests.results import row as made
 
     for page in (PageCache.STORE_KEPT, PageCache.STORE_KEPT_GATE):
-        row = ResultRow("t.py::test_x", "seq_read", "fio", cache=str(page),
-                        daemon_cache=str(DaemonCache.REMOUNTED))
+        row = made(cache=page, daemon_cache=DaemonCache.REMOUNTED)
         assert cache_cell(row) == "cold: FUSE only, the store's cache kept (daemon remounted)"
-    plain = ResultRow("t.py::test_x", "seq_read", "fio", cache=str(PageCache.DROPPED),
-                      daemon_cache=str(DaemonCache.REMOUNTED))
+    plain = made(cache=PageCache.DROPPED, daemon_cache=DaemonCache.REMOUNTED)
     assert cache_cell(plain) == "cold: remount+drop_caches"
 
 
@@ -195,11 +193,10 @@ def test_a_flame_graph_of_a_stripped_daemon_says_why_its_frames_are_unknown():
 def test_a_gated_workloads_bandwidth_bars_show_the_reference_beside_the_candidate():
     """As found: the top bandwidth chart showed only the candidate's rounds of a gate."""
     from pytest_fsperf.report.charts import bar_charts
-    from pytest_fsperf.report.rows import ResultRow
+    from tests.results import row
 
-    b = ResultRow("t.py::test_read", "read", "fio", total={"bw_bytes": 2e8, "io_bytes": 1e9})
-    a = ResultRow("t.py::test_read", "read[reference]", "fio", judged=False,
-                  total={"bw_bytes": 3e8, "io_bytes": 1e9})
+    b = row("t.py::test_read", "read", bw=2e8)
+    a = row("t.py::test_read", "read[reference]", "-", bw=3e8, judged=False)
     bw, _cpu, _mem = bar_charts([b], {("t.py::test_read", "read"): a})
     assert [(bar.label.rsplit(" ", 1)[-1], bar.side, bar.value) for bar in bw.bars] == [
         ("A", "a", 3e8), ("B", "b", 2e8)]

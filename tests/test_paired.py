@@ -405,13 +405,13 @@ def test_a_daemon_that_dies_is_rerun_and_a_candidate_that_crashes_fails_the_gate
 
 def test_a_long_comparison_shows_its_first_runs_and_a_count_not_all_of_them():
     """As found: a 94-pair gate on 0.9 s reads printed 94 figures per cell of its table."""
-    from pytest_fsperf.judge.comparison import compare
+    from pytest_fsperf.judge.comparison import Comparison, compare
     from pytest_fsperf.report.tables import comparison
     from tests.test_rounds import result
 
     runs = [result(100e6 + i) for i in range(40)]
     c = compare("t", "read", "bindfs", (), (), runs, runs, "AB" * 40).to_dict()
-    table = comparison(c).table
+    table = comparison(Comparison.from_dict(c)).table
     assert table is not None
     row = next(r for r in table.rows if r[0] == "bandwidth")
     assert row[-1].endswith(", ... (40 runs)") and row[-1].count("MB/s") == 6
@@ -555,7 +555,7 @@ def test_an_inconclusive_gate_says_how_many_pairs_would_decide():
            "the cap of 100 pairs allows" in said, said
     from pytest_fsperf.report.tables import comparison
 
-    shown = comparison(c.to_dict()).lines
+    shown = comparison(c).lines
     assert f"inconclusive: at the pairs' spread so far (±18% per pair) about {n} pairs" in \
         "\n".join(shown), shown
 

@@ -8,7 +8,7 @@ bytes/s (bw), percent of one core (cpu) or bytes (rss). Ranges keep `high` too.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,27 @@ class Baseline:
     def entry(self, scenario: str) -> dict[str, Any] | None:
         found = self.data.get("entries", {}).get(scenario)
         return found if isinstance(found, dict) else None
+
+
+Condition = str | int | float | list[str]
+
+
+@dataclass(frozen=True)
+class Described:
+    """A baseline as a result names it: where it came from and what it was measured on."""
+
+    name: str
+    origin: str = ""  # "shipped" or the saved file's path
+    hardware: str | None = None
+    scale: float | None = None
+    kernel: str | None = None
+    conditions: dict[str, Condition] = field(default_factory=dict)  # vcpu, memory_gib, options
+
+    @classmethod
+    def of(cls, baseline: Baseline) -> Described:
+        d = baseline.data
+        return cls(baseline.name, baseline.origin, d.get("hardware"), d.get("scale"),
+                   d.get("kernel"), d.get("conditions") or {})
 
 
 def shipped_names() -> list[str]:

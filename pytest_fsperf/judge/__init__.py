@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pytest_fsperf.baselines import Baseline
+from pytest_fsperf.baselines import Baseline, Described
 from pytest_fsperf.baselines.check import Check, check
 from pytest_fsperf.baselines.relative import Expectation
 from pytest_fsperf.judge import history, runs
@@ -55,7 +55,7 @@ class Judgement:
     notes: list[str] = field(default_factory=list)  # shown with failures (e.g. "not judged")
     checks: dict[str, list[Check]] = field(default_factory=dict)  # against the baseline
     earlier: dict[str, runs.RunComparison] = field(default_factory=dict)  # against a saved run
-    baseline: dict[str, Any] | None = None  # the baseline named: name, origin, hardware, scale
+    baseline: Described | None = None  # the baseline named: name, origin, hardware, scale
     own: dict[str, Outcome] = field(default_factory=dict)  # per workload, saved runs left out
     not_judged: dict[str, list[str]] = field(default_factory=dict)  # per workload: which, why
 
@@ -78,10 +78,7 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
                   not_judged=dict(verdict.not_judged))
     judged = [r for r in results if r.judged]
     if baseline is not None:
-        j.baseline = {"name": baseline.name, "origin": baseline.origin,
-                      "hardware": baseline.data.get("hardware"), "scale": baseline.data.get("scale"),
-                      "kernel": baseline.data.get("kernel"),
-                      "conditions": baseline.data.get("conditions") or {}}
+        j.baseline = Described.of(baseline)
         for r in judged:
             j.checks[r.name] = check(r, baseline, tolerance, scale, judge_scaled)
             for c in j.checks[r.name]:
@@ -123,7 +120,7 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
 
 def _as_saved(r: WorkloadResult, env: dict[str, Any]) -> dict[str, Any]:
     """A result of this run as a saved run holds it, to be judged with saved runs."""
-    return {"test": r.test, "name": r.name, "total": r.total(), "rounds": list(r.rounds),
+    return {"test": r.test, "name": r.name, "total": asdict(r.total()), "rounds": list(r.rounds),
             "canary": list(r.canary),
             "fingerprint": runs.fingerprint(r.scenario, r.options, r.mount, env)}
 

@@ -23,24 +23,24 @@ from typing import Any
 
 from pytest_fsperf.judge.paired import t_quantile
 from pytest_fsperf.measure import canary
+from pytest_fsperf.mounts.mounter import Mounted
 from pytest_fsperf.stats import direction, mad, shift
 from pytest_fsperf.vocab import Direction, RunOutcome
 
 Z_975, Z_80 = 1.96, 0.8416  # a two-sided 5% test with 80% power
 
 
-def fingerprint(scenario: str | None, options: Mapping[str, str], mount: Mapping[str, Any] | None,
+def fingerprint(scenario: str | None, options: Mapping[str, str], mount: Mounted | None,
                 env: dict[str, Any]) -> dict[str, Any]:
     """What must be equal for two measurements to be compared: the workload (scenario id or
     its options), scale, filesystem, mount options, kernel and machine."""
-    mount = mount or {}
     env_mount = env.get("mount") or {}
-    mount_options = " ".join(mount.get("options", [])) if mount else env_mount.get("super_options", "")
+    mount_options = " ".join(mount.options) if mount else env_mount.get("super_options", "")
     m = env.get("machine", {})
     return {
         "workload": scenario or json.dumps(dict(options), sort_keys=True),
         "scale": env.get("scale"),
-        "fs": mount.get("backend") or env_mount.get("fstype"),
+        "fs": mount.backend if mount else env_mount.get("fstype"),
         "mount_options": hashlib.sha256(mount_options.encode()).hexdigest()[:16],
         "kernel": env.get("kernel"),
         "machine": f"{m.get('cpu_model')} x{m.get('cpus')} {m.get('mem_total_bytes')}",

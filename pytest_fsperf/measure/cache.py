@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 
-from pytest_fsperf.vocab import DaemonCache, PageCache, StoreCache
+from pytest_fsperf.measure.figures import DaemonStats
+from pytest_fsperf.measure.fusetrace import FuseRequests
+from pytest_fsperf.vocab import ColdRead, DaemonCache, PageCache, StoreCache
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
 
@@ -106,3 +108,26 @@ def waited_outside(cpu_percent: float | None, p99_s: float | None,
             "was between the daemon and the store (its connections or their queue), not the "
             "store's service")
 
+
+def check_cold(cache: PageCache, daemon: DaemonStats | None, read_bytes: int,
+               fuse: FuseRequests | None = None) -> tuple[ColdRead, str]:
+    """A read that started cold must have been served by the daemon: what the kernel took from
+    its page cache never reaches it. Where the FUSE requests were traced, the data its READ
+    replies carried tells exactly how much it served; else its written bytes (wchar) over the
+    window, which carry those replies (and whatever else it wrote)."""
+    if not cache.cold or read_bytes <= 0:
+        return ColdRead.UNCHECKED, ""
+    read = fuse.op("READ") if fuse is not None else None
+    if fuse is not None:
+        served = read.bytes if read is not None else 0
+        said = (f"the daemon's FUSE READ replies carried {served / 1e6:.1f} MB for "
+                f"{read_bytes / 1e6:.1f} MB read")
+    elif daemon is not None and daemon.write_bytes is not None:
+        served = daemon.write_bytes
+        said = (f"the daemon sent {served / 1e6:.1f} MB through FUSE for {read_bytes / 1e6:.1f} "
+                "MB read")
+    else:
+        return ColdRead.UNCHECKED, ""
+    if served < SERVED_SHARE * read_bytes:
+        return ColdRead.NOT_COLD, said + "; the rest came from the page cache"
+    return ColdRead.VERIFIED, said

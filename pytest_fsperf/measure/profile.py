@@ -18,7 +18,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +80,12 @@ class Profile:
         return {"samples": self.samples, "kernel": round(self.kernel, 4),
                 "stripped": round(self.stripped, 4),
                 "functions": {name: round(share, 4) for name, share in ranked}}
+
+    @classmethod
+    def from_summary(cls, data: Mapping[str, Any]) -> Profile:
+        """A profile as its summary kept it: its shares and top functions, no stacks."""
+        return cls(int(data["samples"]), float(data["kernel"]), float(data["stripped"]),
+                   {str(k): float(v) for k, v in dict(data["functions"]).items()}, ())
 
 
 def fold(script: str) -> Profile:

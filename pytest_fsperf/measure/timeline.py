@@ -14,11 +14,13 @@ import itertools
 import statistics
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import psutil
+
+from pytest_fsperf.infra import typed
 
 INTERVAL = 1.0
 MIN_INTERVALS = 3
@@ -53,6 +55,11 @@ class Timeline:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "bw": self.bw}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Timeline:
+        """to_dict's JSON back (bw, derived, is left)."""
+        return typed.read(cls, {k: v for k, v in data.items() if k != "bw"}, "timeline")
 
 
 class Sampler:

@@ -15,7 +15,6 @@ import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from pytest_fsperf.errors import MountError
 from pytest_fsperf.infra import cgroup, leftovers, trust
@@ -28,6 +27,15 @@ from pytest_fsperf.mounts.spec import Backend, Rendered, render
 
 MOUNT_TIMEOUT = 30.0
 DIR_FIELDS = ("source", "cache_dir", "cache", "use_cache")
+
+
+@dataclass(frozen=True)
+class Mounted:
+    """The backend the plugin mounted, as a result names it (secrets masked)."""
+
+    backend: str
+    options: tuple[str, ...]
+    command: tuple[str, ...]
 
 
 class BinaryMissing(Exception):
@@ -143,9 +151,9 @@ class MountedFs:
         """Arguments as a report may show them: secret-looking and configured secrets masked."""
         return [self.redact(a) for a in redact_args(args)]
 
-    def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend.name, "options": self.shown(self.options),
-                "command": self.shown(self.rendered.argv)}
+    def describe(self) -> Mounted:
+        return Mounted(self.backend.name, tuple(self.shown(self.options)),
+                       tuple(self.shown(self.rendered.argv)))
 
     # -- lifecycle -----------------------------------------------------------
 

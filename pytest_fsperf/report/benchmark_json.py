@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import datetime
 import platform
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.report.model import short_test
+from pytest_fsperf.report.rows import ResultRow, rows
 
 INSTALL = "pip install pytest-benchmark"
 
@@ -29,24 +31,23 @@ def _stats(seconds: list[float]) -> dict[str, Any]:
     return data
 
 
-def entries(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def entries(given: Sequence[Mapping[str, Any] | ResultRow]) -> list[dict[str, Any]]:
+    """pytest-benchmark's entries (the format it writes) of the judged results."""
     out = []
-    for r in results:
-        if not r.get("judged", True):
+    for r in rows(given):
+        if not r.judged:
             continue
-        rounds = r.get("rounds") or []
-        seconds = [float(x["seconds"]) for x in rounds if x.get("seconds")] or [float(r["wall_seconds"])]
-        total = r["total"]
-        d = r.get("daemon") or {}
+        seconds = [s for x in r.rounds if (s := x.get("seconds"))] or [r.wall_seconds]
+        total, d = r.headline, r.daemon
         out.append({
-            "group": "fsperf", "name": f"{short_test(r)}::{r['name']}",
-            "fullname": f"{r['test']}::{r['name']}", "params": None, "param": None,
-            "extra_info": {"fsperf": True, "kind": r["kind"], "bw_bytes": total.get("bw_bytes"),
-                           "iops": total.get("iops"), "ops_per_second": total.get("ops_per_second"),
-                           "lat_p99_ns": total.get("lat_p99_ns"), "cache": r["cache"],
-                           "daemon_cpu_percent": d.get("cpu_percent"),
-                           "daemon_peak_rss_bytes": d.get("peak_rss_bytes"),
-                           "verdict": r.get("verdict"), "scenario": r.get("scenario")},
+            "group": "fsperf", "name": f"{short_test(r)}::{r.name}",
+            "fullname": f"{r.test}::{r.name}", "params": None, "param": None,
+            "extra_info": {"fsperf": True, "kind": str(r.kind), "bw_bytes": total.bw_bytes,
+                           "iops": total.iops, "ops_per_second": total.ops_per_second,
+                           "lat_p99_ns": total.lat_p99_ns, "cache": str(r.cache),
+                           "daemon_cpu_percent": d.countable_cpu if d else None,
+                           "daemon_peak_rss_bytes": d.peak_rss_bytes if d else None,
+                           "verdict": str(r.verdict), "scenario": r.scenario},
             "options": {"disable_gc": False, "timer": "time.monotonic", "min_rounds": len(seconds),
                         "max_time": 0, "min_time": 0, "warmup": False},
             "stats": _stats(seconds),
@@ -54,7 +55,7 @@ def entries(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def document(results: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
+def document(results: Sequence[Mapping[str, Any] | ResultRow], env: dict[str, Any]) -> dict[str, Any]:
     m = env.get("machine", {})
     return {
         "machine_info": {"node": m.get("hostname"), "processor": m.get("cpu_model"),
@@ -80,7 +81,7 @@ def _version() -> str:
 class BenchmarkJsonHook:
     """Registered when pytest-benchmark is active: its own JSON gets our workloads too."""
 
-    def __init__(self, results: list[dict[str, Any]]) -> None:
+    def __init__(self, results: Sequence[Mapping[str, Any] | ResultRow]) -> None:
         self.results = results
 
     def pytest_benchmark_update_json(self, output_json: dict[str, Any]) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pytest_fsperf import units
-from pytest_fsperf.measure.figures import countable_cpu_of
 from pytest_fsperf.measure.timeline import sparkline
 from pytest_fsperf.report.model import (
     Figure,
@@ -15,17 +14,17 @@ from pytest_fsperf.vocab import METRICS, ColdRead, DaemonCache, FilesOp, PageCac
 
 def figures(r: Row) -> tuple[Figure, ...]:
     """The figures a result has, in registry terms (daemon CPU only over a countable window)."""
-    total, d = r.total, r.daemon
+    total, d = r.headline, r.daemon
     out = []
-    if total.get("io_bytes"):
-        out.append(Figure(METRICS["bw"], total["bw_bytes"]))
-    if total.get("ops_per_second") is not None:
-        out.append(Figure(METRICS["ops"], total["ops_per_second"]))
-    if total.get("lat_p99_ns") is not None:
-        out.append(Figure(METRICS["lat_p99"], total["lat_p99_ns"]))
+    if total.io_bytes:
+        out.append(Figure(METRICS["bw"], total.bw_bytes))
+    if total.ops_per_second is not None:
+        out.append(Figure(METRICS["ops"], total.ops_per_second))
+    if total.lat_p99_ns is not None:
+        out.append(Figure(METRICS["lat_p99"], total.lat_p99_ns))
     if d:
-        out.append(Figure(METRICS["daemon_rss"], d["peak_rss_bytes"]))
-        cpu = countable_cpu_of(d)
+        out.append(Figure(METRICS["daemon_rss"], d.peak_rss_bytes))
+        cpu = d.countable_cpu
         if cpu is not None:
             out.append(Figure(METRICS["daemon_cpu"], cpu))
     return tuple(out)
@@ -37,14 +36,14 @@ def daemon_cells(r: Row) -> tuple[str, str]:
         short = ("no daemon" if DaemonCache.of(r.daemon_cache) == DaemonCache.NO_DAEMON
                  else "not found")
         return short, short
-    cpu = countable_cpu_of(d)
-    mem = units.format_mb(d["peak_rss_bytes"])
-    held = (r.ops or {}).get("count") if (r.ops or {}).get("operation") == FilesOp.HOLD else None
+    cpu = d.countable_cpu
+    mem = units.format_mb(d.peak_rss_bytes)
+    held = r.ops.count if r.ops is not None and r.ops.operation == FilesOp.HOLD else None
     if held and r.rss_before is not None:  # idle open handles: what the test is judged on
-        mem += f" ({units.format_mb((d['peak_rss_bytes'] - r.rss_before) / held)} per handle)"
+        mem += f" ({units.format_mb((d.peak_rss_bytes - r.rss_before) / held)} per handle)"
     if cpu is None:
         return "-", mem
-    if d["peak_rss_method"] != "VmHWM":
+    if d.peak_rss_method != "VmHWM":
         mem += " (sampled)"
     return units.format_percent(cpu), mem
 
@@ -75,28 +74,28 @@ def _spread(r: Row, key: str) -> str:
     """' [159-189]' over several rounds: the 95% interval of the median, the spread the
     threshold verdict uses, in the figure's own units."""
     st = r.stats.get(key)
-    if not r.rounds or not st or st.get("ci_low") is None:
+    if not r.rounds or not st:
         return ""
-    low, high = (METRICS[key].show(st[k]).partition(" ") for k in ("ci_low", "ci_high"))
+    low, high = (METRICS[key].show(v).partition(" ") for v in (st.ci_low, st.ci_high))
     if low[2] == high[2]:  # one unit for both: "159-189 MB/s"
         return f" [{low[0]}-{''.join(high)}]"
     return f" [{''.join(low)}-{''.join(high)}]"
 
 
 def rate_cells(r: Row) -> tuple[str, str]:
-    total = r.total
-    per_s = total.get("ops_per_second")
+    total = r.headline
+    per_s = total.ops_per_second
     if per_s is None:
-        return (units.format_rate(total["bw_bytes"]) + _spread(r, "bw"),
-                units.format_count(total["iops"]))
-    bw = units.format_rate(total["bw_bytes"]) if total["io_bytes"] else "-"
+        return (units.format_rate(total.bw_bytes) + _spread(r, "bw"),
+                units.format_count(total.iops))
+    bw = units.format_rate(total.bw_bytes) if total.io_bytes else "-"
     return bw, (units.format_count(per_s) + (" files/s" if r.kind == "files" else " ops/s")
                 + _spread(r, "ops"))
 
 
 def row(r: Row, saved: bool = False) -> tuple[str, ...]:
     """saved: add the column of the comparison with a saved run (its own verdict)."""
-    p99 = r.total.get("lat_p99_ns")
+    p99 = r.headline.lat_p99_ns
     cpu, mem = daemon_cells(r)
     bw, rate = rate_cells(r)
     lat = units.format_duration(p99) if p99 is not None else "-"
@@ -107,10 +106,10 @@ def row(r: Row, saved: bool = False) -> tuple[str, ...]:
                               str(r.verdict_own))
     if saved:
         c = r.run_comparison
-        cells += (str(c["outcome"]) if c else "-",)
+        cells += (str(c.outcome) if c else "-",)
     return cells
 
 
 def spark(r: Row) -> str:
     t = r.timeline
-    return sparkline(t["bw"]) if t else ""
+    return sparkline(t.bw) if t else ""

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.report.cells import figures
 from pytest_fsperf.report.model import (
     Bar,
@@ -20,9 +20,9 @@ from pytest_fsperf.vocab import METRICS
 
 def _bar(r: Row, text: str, value: float, metric: str, side: str = "now") -> Bar:
     """A bar of a workload's figure, with the test's threshold on it and whether it failed."""
-    limit = (r.limits or {}).get(metric)
-    return Bar(text, value, side, limit=limit["limit"] if limit else None,
-               limit_text=limit["text"] if limit else "",
+    limit = r.limits.get(metric)
+    return Bar(text, value, side, limit=limit.limit if limit else None,
+               limit_text=limit.text if limit else "",
                failing=r.verdict.failing)
 
 
@@ -39,10 +39,10 @@ def bar_charts(results: list[Row], references: Mapping[tuple[str, str], Row] | N
         ref = references.get((str(r.test), str(r.name)))
         drawn = [(ref, "a", " A"), (r, "b", " B")] if ref is not None else [(r, "now", "")]
         for row, side, tag in drawn:
-            per_round += [_bar(row, f"{label(r)}{tag} #{i + 1}", rnd["bw"], "bw", side)
-                          for i, rnd in enumerate(row.rounds or []) if rnd.get("bw")]
-            if not row.rounds and row.total.get("io_bytes"):
-                single.append(_bar(row, f"{label(r)}{tag}", row.total["bw_bytes"], "bw", side))
+            per_round += [_bar(row, f"{label(r)}{tag} #{i + 1}", bw, "bw", side)
+                          for i, rnd in enumerate(row.rounds) if (bw := rnd.get("bw"))]
+            if not row.rounds and row.headline.io_bytes:
+                single.append(_bar(row, f"{label(r)}{tag}", row.headline.bw_bytes, "bw", side))
     by_metric: dict[str, list[Bar]] = {"daemon_cpu": [], "daemon_rss": []}
     for r in results:
         for f in figures(r):
@@ -59,27 +59,26 @@ def trace(name: str, r: Row) -> Trace | None:
     t = r.timeline
     if not t:
         return None
-    ops = t.get("fuse_ops") or {}
-    spans = [b - a for a, b in zip(t["t"], t["t"][1:], strict=False)]
+    ops = t.fuse_ops
+    spans = [b - a for a, b in zip(t.t, t.t[1:], strict=False)]
     fuse = tuple(sum(row[i] for row in ops.values()) / span if span > 0 else 0.0
                  for i, span in enumerate(spans)) if ops else ()
-    return Trace(name, tuple(t["t"][1:]), tuple(b / 1e6 for b in t["bw"]),
-                 tuple(x / 1e6 if x is not None else None for x in t["rss"]), tuple(t["cpu"]),
-                 tuple((float(sec), ns / 1e6) for sec, ns in t.get("clat") or ()), fuse)
+    return Trace(name, tuple(t.t[1:]), tuple(b / 1e6 for b in t.bw),
+                 tuple(x / 1e6 if x is not None else None for x in t.rss), tuple(t.cpu),
+                 tuple((float(sec), ns / 1e6) for sec, ns in t.clat), fuse)
 
 
-def timelines(results: list[Row], comparisons: list[Mapping[str, Any]],
+def timelines(results: list[Row], comparisons: list[Comparison],
               behind: set[tuple[str, str]]) -> tuple[TimeChart, ...]:
     """A chart per workload with a timeline; for an A/B, its first A and first B overlaid."""
     by = {(str(r.test), str(r.name)): r for r in results}
     charts = [TimeChart(label(r), (tr,)) for r in results
               if (str(r.test), str(r.name)) not in behind and (tr := trace("", r))]
     for c in comparisons:
-        pair = [trace(side, by[key]) for side, names in (("A", c.get("a_results", ())),
-                                                          ("B", c.get("b_results", ())))
-                if names and (key := (str(c["test"]), str(names[0]))) in by]
+        pair = [trace(side, by[key]) for side, names in (("A", c.a_results), ("B", c.b_results))
+                if names and (key := (c.test, names[0])) in by]
         drawn = tuple(tr for tr in pair if tr is not None)
         if drawn:
-            charts.append(TimeChart(f"{short_test(c)} {c.get('name', '')}: A and B, first pair",
+            charts.append(TimeChart(f"{short_test(c.test)} {c.name}: A and B, first pair",
                                     drawn))
     return tuple(charts)

@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_fsperf.judge.comparison import interval_name, settled
+from pytest_fsperf.judge.comparison import Comparison, MetricComparison, settled
 from pytest_fsperf.judge.paired import ALPHA, PASS_ALPHA, SAME_LEVEL
 from pytest_fsperf.report.model import metric_name, short_test
+from pytest_fsperf.report.rows import comparisons as typed_comparisons
 from pytest_fsperf.report.rows import rows
 from pytest_fsperf.report.view import build, unexplained
-from pytest_fsperf.vocab import METRICS, CompareKind, Decision, ExitCode, Outcome
+from pytest_fsperf.vocab import METRICS, Decision, ExitCode, Outcome
 
 MARKER = "<!-- pytest-fsperf -->"  # how the CI step finds its own comment to update it
 LIMIT = 65536  # GitHub's largest comment, in characters
@@ -36,59 +37,54 @@ def _clip(text: str, most: int) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
-def _deciding(c: Mapping[str, Any]) -> Mapping[str, Any]:
-    metrics = c.get("metrics") or {}
-    return metrics.get(c.get("decided_by") or "bw") or {}
+def _deciding(c: Comparison) -> MetricComparison | None:
+    return c.metrics.get(c.decided_by or "bw")
 
 
-def _rank(c: Mapping[str, Any]) -> int:
+def _rank(c: Comparison) -> int:
     """B worse (or crashed) first, then the undecided, then the rest."""
     said = settled(c)
     return 0 if said.worse else 1 if said.undecided else 2
 
 
-def _line(c: Mapping[str, Any]) -> str:
+def _line(c: Comparison) -> str:
     m = _deciding(c)
-    ratio = f"{m['ratio']:.3f}" if isinstance(m.get("ratio"), int | float) else "-"
+    ratio = f"{m.ratio:.3f}" if m is not None and m.ratio is not None else "-"
     band = "-"
-    if isinstance(m.get("ci_low"), int | float) and isinstance(m.get("ci_high"), int | float):
-        named = interval_name(float(m.get("level") or 0.0), bool(m.get("anytime")))
-        band = f"{m['ci_low']:.3f}-{m['ci_high']:.3f}" + (f" ({named})" if named != "interval" else "")
+    if m is not None and m.ci_low is not None and m.ci_high is not None:
+        named = m.interval
+        band = f"{m.ci_low:.3f}-{m.ci_high:.3f}" + (f" ({named})" if named != "interval" else "")
     where = ""
     if settled(c).worse:
-        said = [str(c["crashed"])] if c.get("crashed") else []
-        said += [str(w) for w in (c.get("where") or [])[:2]]
-        said += [str(p).removeprefix("daemon samples: ") for p in (c.get("profile") or [])[:1]]
+        said = [c.crashed] if c.crashed else []
+        said += list(c.where[:2])
+        said += [p.removeprefix("daemon samples: ") for p in c.profile[:1]]
         where = "; ".join(said)
         where = where if len(where) <= WHERE else where[: WHERE - 1] + "…"
     outcome = str(settled(c))
     shown = f"**{outcome}**" if _rank(c) < 2 else outcome
-    name = f"{short_test(c)} {c.get('name', '')}"
-    return (f"| {_cell(name)} | {_cell(metric_name(str(m.get('metric') or 'bw')))} | "
+    name = f"{short_test(c)} {c.name}"
+    return (f"| {_cell(name)} | {_cell(metric_name(m.metric if m else 'bw'))} | "
             f"{_cell(_medians(m))} | {ratio} | {_cell(band)} | {shown} | "
-            f"{int(c.get('rounds') or 0)} | {float(c.get('seconds') or 0.0):.0f} s | "
-            f"{_cell(where) or '-'} |")
+            f"{c.rounds} | {c.seconds:.0f} s | {_cell(where) or '-'} |")
 
 
-def _medians(m: Mapping[str, Any]) -> str:
+def _medians(m: MetricComparison | None) -> str:
     """'10.0k -> 14.3k files/s': A's and B's medians over the pairs, in the figure's units."""
-    metric = METRICS.get(str(m.get("metric") or "bw"))
-    a, b = m.get("a_median"), m.get("b_median")
-    if metric is None or not isinstance(a, int | float) or not isinstance(b, int | float):
+    metric = METRICS.get(m.metric) if m is not None else None
+    if m is None or metric is None or m.a_median is None or m.b_median is None:
         return "-"
-    return f"{metric.show(float(a))} → {metric.show(float(b))}"
+    return f"{metric.show(m.a_median)} → {metric.show(m.b_median)}"
 
 
 HEAD = ("| workload | figure | A → B (medians) | B/A | interval | outcome | pairs | time | "
         "where B's time went |", "|---|---|---|---|---|---|---|---|---|")
 
 
-def _legend(gates: Sequence[Mapping[str, Any]], not_judged: int) -> list[str]:
+def _legend(gates: Sequence[Comparison], not_judged: int) -> list[str]:
     """What the reader needs to read the table: the intervals it shows, and the rows the
     decision counts as not judged."""
-    kinds = sorted({interval_name(float(_deciding(c).get("level") or 0.0),
-                                  bool(_deciding(c).get("anytime"))) for c in gates
-                    if isinstance(_deciding(c).get("ci_low"), int | float)})
+    kinds = sorted({m.interval for c in gates if (m := _deciding(c)) and m.ci_low is not None})
     out = []
     if kinds:
         out.append(f"interval: where B/A lies, at the confidence it names ({', '.join(kinds)}). "
@@ -106,18 +102,20 @@ def _legend(gates: Sequence[Mapping[str, Any]], not_judged: int) -> list[str]:
 
 def render(doc: Mapping[str, Any], inconclusive_fails: bool, link: str | None = None,
            limit: int = LIMIT) -> str:
-    """The comment's Markdown, at most `limit` characters, the decision always first."""
-    comparisons = [c for c in doc.get("comparisons") or [] if isinstance(c, Mapping)]
+    """The comment's Markdown, at most `limit` characters, the decision always first. A
+    results file that is not this version's, or whose results do not read as their types:
+    ValueError, naming where."""
+    comparisons = typed_comparisons(doc.get("comparisons") or [])
     failed = [t for t in doc.get("failed_tests") or [] if isinstance(t, Mapping)]
     view = build(doc.get("environment") or {}, doc.get("results") or [], comparisons,
                  gated=False, inconclusive_fails=inconclusive_fails, failed_tests=failed)
     decision, *rest = view.summary or (str(view.decision),)
-    gates = sorted(comparisons, key=lambda c: (_rank(c), short_test(c), str(c.get("name"))))
-    seconds = sum(float(c.get("seconds") or 0.0) for c in gates)
-    pairs = sum(int(c.get("rounds") or 0) for c in gates)
+    gates = sorted(comparisons, key=lambda c: (_rank(c), short_test(c), c.name))
+    seconds = sum(c.seconds for c in gates)
+    pairs = sum(c.rounds for c in gates)
     head = [MARKER, f"### pytest-fsperf: {_clip(_cell(decision), LINE)}", ""]
     if gates:
-        kinds = {CompareKind(c.get("kind") or "options").is_gate for c in gates}
+        kinds = {c.kind.is_gate for c in gates}
         what = "release gate" if kinds == {True} else "comparisons"
         roles = "; B = this change, A = the reference" if what == "release gate" else ""
         head.append(f"{what}: {len(gates)} workload{'s' * (len(gates) != 1)} compared, "
@@ -174,7 +172,7 @@ def exit_code(doc: Mapping[str, Any], inconclusive_fails: bool,
     """The decision as a CI branches on it: a failure or regression first, then a changed
     machine, then anything undecided; `warn` makes the undecided pass (the comment still
     says them)."""
-    comparisons = [c for c in doc.get("comparisons") or [] if isinstance(c, Mapping)]
+    comparisons = typed_comparisons(doc.get("comparisons") or [])
     results = rows(doc.get("results") or [])
     failed = [t for t in doc.get("failed_tests") or [] if isinstance(t, Mapping)]
     verdicts = {r.verdict for r in results}
@@ -188,7 +186,7 @@ def exit_code(doc: Mapping[str, Any], inconclusive_fails: bool,
         _rank(c) == 1 for c in comparisons)
     if undecided and inconclusive_fails:
         return ExitCode.INCONCLUSIVE
-    view = build({}, doc.get("results") or [], comparisons, gated=False,
+    view = build({}, results, comparisons, gated=False,
                  inconclusive_fails=inconclusive_fails, failed_tests=failed)
     if view.decision is Decision.NOTHING_JUDGED and not undecided:
         return ExitCode.NOTHING_JUDGED

@@ -3,10 +3,8 @@ was not traced (measure/fusetrace.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from pytest_fsperf import units
+from pytest_fsperf.measure.fusetrace import FuseOp, FuseRequests
 from pytest_fsperf.report.rows import ResultRow
 
 Row = ResultRow
@@ -17,30 +15,28 @@ def _us(value: float | None) -> str:
     return units.format_duration(value * 1e3) if value is not None else "-"
 
 
-def op_cell(name: str, op: Mapping[str, Any]) -> str:
+def op_cell(op: FuseOp) -> str:
     """READ 8192 (p50 85 us, p99 3.1 ms; 64 MiB); GETXATTR 406 (406 ENODATA)."""
-    parts = [f"p50 {_us(op.get('p50_us'))}, p99 {_us(op.get('p99_us'))}"]
-    if op.get("bytes"):
-        parts.append(units.format_size(op["bytes"]))
-    errors = op.get("errors") or {}
-    if errors:
-        parts.append(", ".join(f"{n} {code}" for code, n in sorted(errors.items())))
-    if op.get("unanswered"):
-        parts.append(f"{op['unanswered']} unanswered at the end")
-    return f"{name} {op['count']} ({'; '.join(parts)})"
+    parts = [f"p50 {_us(op.p50_us)}, p99 {_us(op.p99_us)}"]
+    if op.bytes:
+        parts.append(units.format_size(op.bytes))
+    if op.errors:
+        parts.append(", ".join(f"{n} {code}" for code, n in sorted(op.errors.items())))
+    if op.unanswered:
+        parts.append(f"{op.unanswered} unanswered at the end")
+    return f"{op.opcode} {op.count} ({'; '.join(parts)})"
 
 
-def mix(fuse: Mapping[str, Any], shown: int = SHOWN_OPS) -> str:
-    ops = list(fuse["ops"].items())
-    cells = [op_cell(name, op) for name, op in ops[:shown]]
-    rest = ops[shown:]
+def mix(fuse: FuseRequests, shown: int = SHOWN_OPS) -> str:
+    cells = [op_cell(op) for op in fuse.ops[:shown]]
+    rest = fuse.ops[shown:]
     if rest:
-        cells.append(f"{len(rest)} more opcodes: {sum(op['count'] for _n, op in rest)} requests")
+        cells.append(f"{len(rest)} more opcodes: {sum(op.count for op in rest)} requests")
     return "; ".join(cells)
 
 
-def _ratio(value: Any) -> str:
-    return units.format_ratio(value) if isinstance(value, int | float) else "-"
+def _ratio(value: float | None) -> str:
+    return units.format_ratio(value) if value is not None else "-"
 
 
 def table_rows(results: list[Row]) -> list[tuple[str, ...]]:
@@ -49,10 +45,9 @@ def table_rows(results: list[Row]) -> list[tuple[str, ...]]:
         f = r.fuse
         if not f:
             continue
-        m = {k: v["median"] for k, v in (r.stats or {}).items()}
-        lost = f" ({f['lost']} events lost: lower bounds)" if f.get("lost") else ""
-        rows.append((str(r.test).rpartition("::")[2], str(r.name), f"{f['total']}{lost}",
-                     _ratio(m.get("fuse_per_file")), _ratio(m.get("fuse_per_mib")), mix(f)))
+        lost = f" ({f.lost} events lost: lower bounds)" if f.lost else ""
+        rows.append((r.test.rpartition("::")[2], r.name, f"{f.total}{lost}",
+                     _ratio(r.median("fuse_per_file")), _ratio(r.median("fuse_per_mib")), mix(f)))
     return rows
 
 

@@ -1,24 +1,18 @@
-"""The machine-readable result file. Its schema ships as report/schema.json."""
+"""The machine-readable result file. Its schema ships as result/schema.json."""
 
 from __future__ import annotations
 
 import json
 import math
 import time
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pytest_fsperf.infra import outfile
+from pytest_fsperf.result.schema import SCHEMA_ID, schema
 from pytest_fsperf.saved import runs as saved
 
-SCHEMA_ID = "pytest-fsperf/1"
-
-
-def schema() -> dict[str, Any]:
-    text = resources.files("pytest_fsperf.report").joinpath("schema.json").read_text("utf-8")
-    data: dict[str, Any] = json.loads(text)
-    return data
+__all__ = ["SCHEMA_ID", "document", "finite", "schema", "write"]
 
 
 def document(environment: dict[str, Any], results: list[dict[str, Any]],

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_fsperf.report import terminal
 from pytest_fsperf.report.cells import figures
 from pytest_fsperf.report.model import View
-from pytest_fsperf.report.rows import ResultRow
+from pytest_fsperf.report.rows import ResultRow, rows
 
 
 def _text(text: object) -> str:
@@ -43,17 +44,18 @@ def document(view: View) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def benchmark_action(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def benchmark_action(given: Sequence[Mapping[str, Any] | ResultRow],
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """github-action-benchmark's custom format: [{name, unit, value}], split into figures
     where bigger is better and figures where smaller is better (by the metric registry)."""
     bigger: list[dict[str, Any]] = []
     smaller: list[dict[str, Any]] = []
-    for r in results:
-        if not r.get("judged", True):
+    for r in rows(given):
+        if not r.judged:
             continue
-        for f in figures(ResultRow.of(r)):
+        for f in figures(r):
             m = f.metric
             into = bigger if m.bigger_is_better else smaller
-            into.append({"name": f"{r['test']}::{r['name']} {m.series}", "unit": m.unit,
+            into.append({"name": f"{r.test}::{r.name} {m.series}", "unit": m.unit,
                          "value": f.value / m.scale})
     return bigger, smaller

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.report.rows import ResultRow
 from pytest_fsperf.vocab import METRICS, Decision, Metric, Outcome
 
@@ -98,19 +99,13 @@ class View:
         return sum(v.unsure for v in self.verdicts)
 
 
-def short_test(r: ResultRow | Mapping[str, Any]) -> str:
+def short_test(r: ResultRow | Comparison | str) -> str:
     """The test's name without its file: 'test_seq_read[4k]'."""
-    test = r.test if isinstance(r, ResultRow) else r["test"]
-    return str(test).rsplit("::", 1)[-1]
+    return (r if isinstance(r, str) else r.test).rsplit("::", 1)[-1]
 
 
 def label(r: Row) -> str:
     return f"{short_test(r)} {r.name}"
-
-
-def metric_cell(metric: str, figures: Mapping[str, Any]) -> str:
-    value = figures.get(metric)
-    return METRICS[metric].show(value) if value is not None else "-"
 
 
 def figure_cell(metric: str, value: float | None) -> str:

@@ -1,99 +1,81 @@
-"""The report's rows: each workload's result made once, from its JSON form (this run's, a
-worker's, a saved run's), into a frozen dataclass whose words are enums. The renderers read
-attributes, never keys of the JSON; tests/test_golden.py checks every field against the
-schema (report/schema.json)."""
+"""The report's rows: each workload's result with its judgement, read once from its JSON
+form (this run's, a worker's, a saved run's) into its types - the result's own
+(WorkloadResult.from_dict, checked against result/schema.json) and the judgement's. The
+renderers read attributes, never keys of the JSON."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
-from pytest_fsperf.vocab import ColdRead, DaemonCache, EngineKind, Outcome, PageCache, Text
-
-
-def _word(kind: type[Text], value: object) -> str:
-    """A word of the vocabulary as its enum (a str); a word this version does not know (a
-    saved run of another) as it was written."""
-    try:
-        return kind(value)
-    except ValueError:
-        return str(value) if value is not None else ""
+from pytest_fsperf.baselines import Described
+from pytest_fsperf.baselines.check import Check
+from pytest_fsperf.judge.comparison import Comparison
+from pytest_fsperf.judge.runs import RunComparison
+from pytest_fsperf.result.schema import check
+from pytest_fsperf.result.workload import Headline, Spread, WorkloadResult, summary
+from pytest_fsperf.vocab import Outcome
 
 
 @dataclass(frozen=True)
-class ResultRow:
-    """One measured workload, as every report shows it."""
+class Limit:
+    """A threshold the workload was judged by, as a chart draws it across its bar."""
 
-    test: str
-    name: str
-    kind: str  # an EngineKind
+    bound: str  # "min" or "max"
+    limit: float
+    text: str  # as the user wrote it: "min_bw 2GB/s"
+
+
+@dataclass(frozen=True)
+class ResultRow(WorkloadResult):
+    """One measured workload and how it was judged, as every report shows it."""
+
     verdict: Outcome = Outcome.NOT_JUDGED
     verdict_own: Outcome = Outcome.NOT_JUDGED  # by the test's own thresholds alone
-    judged: bool = True
-    scenario: str | None = None
-    cache: str = ""  # a PageCache
-    daemon_cache: str | None = None  # a DaemonCache
-    cold_read: str | None = None  # a ColdRead
-    wall_seconds: float = 0.0
-    tool_cpu_percent: float | None = None  # the load generator's own CPU over the window
-    ops: Mapping[str, Any] | None = None  # the small-file or metadata engine's run
-    total: Mapping[str, Any] = field(default_factory=dict)  # the headline figures (medians)
-    read: Mapping[str, Any] | None = None
-    write: Mapping[str, Any] | None = None
-    rounds: tuple[Mapping[str, Any], ...] = ()
-    stats: Mapping[str, Any] = field(default_factory=dict)  # per figure over rounds
-    daemon: Mapping[str, Any] | None = None
-    daemon_note: str = ""
-    daemon_counters: Mapping[str, float] | None = None
-    memory: Mapping[str, Any] | None = None  # the daemon's cgroup: limit, peak, oom_kills
-    rss_before: int | None = None  # the daemon's RSS before the window (with rss_after)
-    rss_after: int | None = None  # and --fsperf-rss-settle s after it: what it gave back
-    page_cache: int | None = None  # what the workload's processes took of the page cache
-    cache_disk_peak_bytes: int | None = None
-    requests: Mapping[str, Any] | None = None
-    requests_note: str = ""
-    cost: Mapping[str, Any] | None = None
-    fuse: Mapping[str, Any] | None = None
-    fuse_note: str = ""
-    timeline: Mapping[str, Any] | None = None
-    clients: tuple[Mapping[str, Any], ...] = ()
-    ceilings: tuple[Mapping[str, Any], ...] = ()
-    mount: Mapping[str, Any] | None = None
-    notes: tuple[str, ...] = ()
     failures: tuple[str, ...] = ()  # why it failed or is undecided, one line each
     not_judged: tuple[str, ...] = ()  # thresholds that could not be judged (PARTIAL)
-    limits: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # threshold lines
-    baseline: Mapping[str, Any] | None = None  # the shipped or saved baseline it was checked against
+    limits: dict[str, Limit] = field(default_factory=dict)  # by figure: the threshold lines
+    baseline: Described | None = None  # the shipped or saved baseline it was checked against
     baseline_key: str | None = None
-    baseline_checks: tuple[Mapping[str, Any], ...] = ()
-    run_comparison: Mapping[str, Any] | None = None
-    doc: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    baseline_checks: tuple[Check, ...] = ()
+    baseline_entry: dict[str, dict[str, str | float]] | None = None  # as a baseline file holds them
+    fingerprint: dict[str, str | float | None] = field(default_factory=dict)
+    run_comparison: RunComparison | None = None
 
     @classmethod
     def of(cls, doc: Mapping[str, Any]) -> ResultRow:
-        """The row of a result's JSON form; what it lacks takes the defaults above."""
-        verdict = Outcome.of(doc.get("verdict"))
-        seq = ("rounds", "clients", "ceilings", "notes", "failures", "not_judged",
-               "baseline_checks")
-        given: dict[str, Any] = {k: doc[k] for k in FIELDS if doc.get(k) is not None}
-        given.update({k: tuple(doc.get(k) or ()) for k in seq})
-        given.update(
-            kind=_word(EngineKind, doc.get("kind")), verdict=verdict,
-            verdict_own=Outcome.of(doc["verdict_own"]) if "verdict_own" in doc else verdict,
-            cache=_word(PageCache, doc.get("cache")), doc=doc,
-            daemon_cache=_word(DaemonCache, doc["daemon_cache"]) if doc.get("daemon_cache") else None,
-            cold_read=_word(ColdRead, doc["cold_read"]) if doc.get("cold_read") else None)
-        return cls(**given)
+        """The row of a result's JSON form (verdict_own: the verdict where not written)."""
+        check(doc, "result", f"result {str(doc.get('test', '?'))[:200]}::{str(doc.get('name', '?'))[:100]}")
+        row = cls.from_dict(doc)
+        return row if "verdict_own" in doc else replace(row, verdict_own=row.verdict)
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.test, self.name)
 
+    @cached_property
+    def headline(self) -> Headline:
+        """The headline figures (medians over rounds), worked out once."""
+        return self.total()
 
-FIELDS = frozenset(f.name for f in fields(ResultRow)) - {"doc"}
+    @cached_property
+    def stats(self) -> dict[str, Spread]:
+        """Each figure over the rounds, worked out once."""
+        return summary(self)
+
+    def median(self, metric: str) -> float | None:
+        """A figure's median over the rounds (None: not measured)."""
+        spread = self.stats.get(metric)
+        return spread.median if spread is not None else None
 
 
 def rows(results: Sequence[Mapping[str, Any] | ResultRow]) -> list[ResultRow]:
     """Each result as its row (made once; rows given are kept)."""
     return [r if isinstance(r, ResultRow) else ResultRow.of(r) for r in results]
+
+
+def comparisons(given: Iterable[Mapping[str, Any] | Comparison]) -> list[Comparison]:
+    """Each comparison as its type (read once; those given as types are kept)."""
+    return [c if isinstance(c, Comparison) else Comparison.from_dict(c) for c in given]

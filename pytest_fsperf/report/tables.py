@@ -8,9 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_fsperf import units
-from pytest_fsperf.baselines.check import Check
-from pytest_fsperf.baselines.relative import Expectation
-from pytest_fsperf.measure.figures import countable_cpu_of
+from pytest_fsperf.baselines import Described
+from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.report import fuseview
 from pytest_fsperf.report.cells import daemon_cells, rate_cells
 from pytest_fsperf.report.model import (
@@ -21,10 +20,10 @@ from pytest_fsperf.report.model import (
     Table,
     figure_cell,
     label,
-    metric_cell,
     metric_name,
     short_test,
 )
+from pytest_fsperf.result.workload import ClientStats
 from pytest_fsperf.scenarios.library import SCENARIOS
 from pytest_fsperf.stats import median
 from pytest_fsperf.vocab import METRICS, CompareKind
@@ -45,21 +44,20 @@ def requests_table(results: list[Row], price: Mapping[str, Any] | None) -> Secti
     counted = [r for r in results if r.requests]
     if not counted:
         return None
-    currency = next((r.cost["currency"] for r in counted if r.cost), "")
+    currency = next((r.cost.currency for r in counted if r.cost), "")
     head = ("test", "workload", "requests", "GET", "HEAD", "LIST", "PUT", "other",
             "per file", "per MiB", f"cost {currency}".strip(), "per TB moved")
     rows = []
     for r in counted:
         q = r.requests
         assert q is not None  # counted: those with requests
-        m = {k: v["median"] for k, v in (r.stats or {}).items()}
-        kinds = q["by_kind"]
-        other = q["total"] - sum(kinds[k] for k in ("GET", "HEAD", "LIST", "PUT"))
-        rows.append((short_test(r), r.name, str(q["total"]),
+        kinds = q.by_kind
+        other = q.total - sum(kinds[k] for k in ("GET", "HEAD", "LIST", "PUT"))
+        rows.append((short_test(r), r.name, str(q.total),
                      *(str(kinds[k]) for k in ("GET", "HEAD", "LIST", "PUT")), str(other),
-                     metric_cell("req_per_file", m), metric_cell("req_per_mib", m), metric_cell("cost", m),
-                     metric_cell("cost_per_tb", m)))
-    sources = sorted({(r.requests or {}).get("source", "?") for r in counted})
+                     *(figure_cell(k, r.median(k)) for k in ("req_per_file", "req_per_mib", "cost",
+                                                            "cost_per_tb"))))
+    sources = sorted({r.requests.source for r in counted if r.requests})
     lines = [f"counted by {' and '.join(sources)} around each measured window (not layout or "
              "remounts); 'other' includes multipart, COPY and DELETE"]
     if price:
@@ -81,9 +79,6 @@ def fuse_table(results: list[Row]) -> Section | None:
 CEILING_PATHS = ("store", "bindfs over tmpfs", "tmpfs")
 
 
-OLD_NAMES = {"bindfs over tmpfs": "FUSE passthrough"}  # in runs saved before 2026-11-26
-
-
 def ceilings_table(results: list[Row]) -> Section | None:
     """Each workload as a fraction of what the store, FUSE with nothing behind it and tmpfs
     moved for the same job (--fsperf-ceilings); how each ceiling was measured, once."""
@@ -94,24 +89,24 @@ def ceilings_table(results: list[Row]) -> Section | None:
     bars: list[Bar] = []  # each workload's share of each ceiling; the tick at 100% is the ceiling
     said: dict[str, str] = {}
     for r in found:
-        by_path = {c["path"]: c for c in r.ceilings}
-        bw = float(r.total.get("bw_bytes") or 0.0)
+        by_path = {str(c.path): c for c in r.ceilings}
+        bw = r.headline.bw_bytes
         cells = []
         for path in CEILING_PATHS:
-            c = by_path.get(path) or by_path.get(OLD_NAMES.get(path, ""))
-            if c is None or c["unavailable"] or not c["bw_bytes"]:
+            c = by_path.get(path)
+            if c is None or c.unavailable or not c.bw_bytes:
                 cells.append("-")
             else:
-                ceiling = units.format_rate(c["bw_bytes"])
-                cells.append(f"{100 * bw / c['bw_bytes']:.0f}% of {ceiling}")
+                ceiling = units.format_rate(c.bw_bytes)
+                cells.append(f"{100 * bw / c.bw_bytes:.0f}% of {ceiling}")
                 bars.append(Bar(f"{short_test(r)} {r.name}: of the {path}",
-                                100 * bw / c["bw_bytes"], limit=100.0,
+                                100 * bw / c.bw_bytes, limit=100.0,
                                 limit_text=f"the {path} ceiling, {ceiling}",
                                 failing=r.verdict.failing))
             if c is not None:
-                said.setdefault(c["how"] or c["unavailable"], (
-                    f"{path}: {c['how']} ({c['seconds']:.0f} s to measure)" if not c["unavailable"]
-                    else f"{path}: not measured: {c['unavailable']}"))
+                said.setdefault(c.how or c.unavailable, (
+                    f"{path}: {c.how} ({c.seconds:.0f} s to measure)" if not c.unavailable
+                    else f"{path}: not measured: {c.unavailable}"))
         rows.append((short_test(r), str(r.name), units.format_rate(bw), *cells))
     return Section("Ceilings: the same job straight to the store, through FUSE with nothing "
                    "behind it, and on tmpfs (--fsperf-ceilings or min_efficiency)", tuple(said.values()),
@@ -121,17 +116,17 @@ def ceilings_table(results: list[Row]) -> Section | None:
                          METRICS["efficiency"], tuple(bars)) if bars else None)
 
 
-def _client_bw(c: Mapping[str, Any]) -> float:
-    return float(sum(d["bw_bytes"] for d in (c.get("read"), c.get("write")) if d))
+def _client_bw(c: ClientStats) -> float:
+    return float(sum(d.bw_bytes for d in (c.read, c.write) if d))
 
 
-def _client_cells(c: Mapping[str, Any], whole: float) -> tuple[str, ...]:
+def _client_cells(c: ClientStats, whole: float) -> tuple[str, ...]:
     bw = _client_bw(c)
-    iops = sum(d["iops"] for d in (c.get("read"), c.get("write")) if d)
-    d = c.get("daemon")
-    cpu = (units.format_percent(cpu) if d and (cpu := countable_cpu_of(d)) is not None
+    iops = sum(d.iops for d in (c.read, c.write) if d)
+    d = c.daemon
+    cpu = (units.format_percent(cpu) if d and (cpu := d.countable_cpu) is not None
            else "-" if d else "not measured")
-    mem = units.format_mb(d["peak_rss_bytes"]) if d else "not measured"
+    mem = units.format_mb(d.peak_rss_bytes) if d else "not measured"
     return (units.format_rate(bw), units.format_count(iops),
             f"{100 * bw / whole:.0f}%" if whole else "-", cpu, mem)
 
@@ -143,7 +138,7 @@ def clients_table(results: list[Row]) -> Section | None:
         return None
     head: tuple[str, ...] = ("test", "workload", "client", "mount", "bandwidth", "IOPS", "share",
                              "daemon CPU", "daemon peak mem")
-    counted = any(c.get("requests") for r in many for c in r.clients)
+    counted = any(c.requests for r in many for c in r.clients)
     if counted:
         head += ("requests",)
     rows: list[tuple[str, ...]] = []
@@ -158,10 +153,10 @@ def clients_table(results: list[Row]) -> Section | None:
         bw, rate = rate_cells(r)
         q = r.requests
         rows.append((short_test(r), r.name, f"all {len(clients)}", "", bw, rate, "", cpu, mem,
-                     *([str(q["total"]) if q else "-"] if counted else [])))
-        rows += [("", "", c["server"], c["directory"].split(f"{os.sep}fsperf-work-")[0],
+                     *([str(q.total) if q else "-"] if counted else [])))
+        rows += [("", "", c.server, c.directory.split(f"{os.sep}fsperf-work-")[0],
                   *_client_cells(c, summed),
-                  *([str(c["requests"]["total"]) if c.get("requests") else "-"] if counted else []))
+                  *([str(c.requests.total) if c.requests else "-"] if counted else []))
                  for c in clients]
         if len(bws) > 1 and max(bws):
             lines.append(f"{label(r)}: imbalance {100 * (1 - min(bws) / max(bws)):.0f}% (the "
@@ -173,73 +168,60 @@ def clients_table(results: list[Row]) -> Section | None:
     return Section("Clients", tuple(lines), Table(head, tuple(rows), frozenset(range(4, len(head)))))
 
 
-def comparison(c: Mapping[str, Any]) -> Section:
+def comparison(c: Comparison) -> Section:
     """One A/B comparison: medians side by side, B/A over the pairs, and the runs behind them."""
-    a = " ".join(c["a_options"]) or "(defaults)"
-    b = " ".join(c["b_options"]) or "(defaults)"
+    a = " ".join(c.a_options) or "(defaults)"
+    b = " ".join(c.b_options) or "(defaults)"
     rows = []
-    for metric, m in c["metrics"].items():
-        ratio = f"{m['ratio']:.2f}" if m["ratio"] is not None else "-"
+    for metric, m in c.metrics.items():
+        ratio = f"{m.ratio:.2f}" if m.ratio is not None else "-"
         band = "-"
-        if m.get("ci_low") is not None:
-            level = (f"{100 * m['level']:.4g}%{' anytime' if m.get('anytime') else ''}: "
-                     if m.get("level") else "")
-            band = f"{level}{m['ci_low']:.2f}-{m['ci_high']:.2f}"
-        rows.append((metric_name(metric), figure_cell(metric, m["a_median"]),
-                     figure_cell(metric, m["b_median"]),
-                     ratio, band, str(m.get("outcome", "-")), _runs(metric, m["a"]),
-                     _runs(metric, m["b"])))
+        if m.ci_low is not None and m.ci_high is not None:
+            level = f"{100 * m.level:.4g}%{' anytime' if m.anytime else ''}: " if m.level else ""
+            band = f"{level}{m.ci_low:.2f}-{m.ci_high:.2f}"
+        rows.append((metric_name(metric), figure_cell(metric, m.a_median),
+                     figure_cell(metric, m.b_median), ratio, band, str(m.outcome),
+                     _runs(metric, list(m.a)), _runs(metric, list(m.b))))
     table = Table(("metric", "A median", "B median", "B/A", "interval", "outcome", "A runs",
                    "B runs"), tuple(rows), frozenset((1, 2, 3)))
-    bw = c["metrics"].get("bw")
+    bw = c.metrics.get("bw")
     chart = None
     if bw:
         # each pair's A and B side by side: the pairs are what is judged
         bars = [Bar(f"pair {i + 1} {side.upper()}", v, side)
-                for i, (a, b) in enumerate(zip(bw["a"], bw["b"], strict=True))
-                for side, v in (("a", a), ("b", b)) if v]
+                for i, (a_run, b_run) in enumerate(zip(bw.a, bw.b, strict=True))
+                for side, v in (("a", a_run), ("b", b_run)) if v]
         chart = Chart("bandwidth per pair, A (blue) beside B (red)", METRICS["bw"], tuple(bars))
-    kind = CompareKind(c.get("kind") or "options")
-    what = "release gate" if kind.is_gate else "A/B"
-    cold = "page-cache drop" if kind == CompareKind.MOUNT_GATE else "cold remount"
-    how = f"{c['rounds']} pairs, order {c['order']}, {cold} before each run"
-    if c.get("placement"):
-        how += f", {c['placement']}"
-    if c.get("machine"):
-        how += f"; {c['machine']}"
-    if c.get("stopped"):
-        how += f"; {c['stopped']} ({c.get('seconds', 0):.0f} s)"
+    what = "release gate" if c.kind.is_gate else "A/B"
+    cold = "page-cache drop" if c.kind == CompareKind.MOUNT_GATE else "cold remount"
+    how = f"{c.rounds} pairs, order {c.order}, {cold} before each run"
+    if c.placement:
+        how += f", {c.placement}"
+    if c.machine:
+        how += f"; {c.machine}"
+    if c.stopped:
+        how += f"; {c.stopped} ({c.seconds:.0f} s)"
     lines: tuple[str, ...] = (f"A: {a}", f"B: {b}")
-    if c.get("decided_by"):
-        lines += (f"decided on {metric_name(c['decided_by'])}: B/A is the geometric mean of the pairs' "
+    if c.decided_by:
+        lines += (f"decided on {metric_name(c.decided_by)}: B/A is the geometric mean of the pairs' "
                   "ratios; interval: on their logs, paired t (judged once) or an anytime "
                   "confidence sequence (looked at after every pair, valid at every look)",
-                  f"only {metric_name(c['decided_by'])} decides; the other figures' outcomes are "
+                  f"only {metric_name(c.decided_by)} decides; the other figures' outcomes are "
                   "shown for information (an 'inconclusive' among them, p99 latency's say, does "
                   "not make the comparison undecided)")
-    if c.get("short"):
-        lines += (c["short"],)
-    if c.get("needed"):
-        lines += (f"inconclusive: {c['needed']}",)
-    if c.get("unstable"):
-        lines += (f"the measurement is unstable, nothing decided: {c['unstable']}",)
-    if c.get("crashed"):
-        lines += (c["crashed"],)
-    if c.get("where"):
-        lines += ("where, in the FUSE requests (medians of each side's runs): "
-                  + "; ".join(c["where"]),)
-    if c.get("profile"):
-        lines += ("where, in the daemon's profile (share of its samples, A -> B): "
-                  + "; ".join(p.removeprefix("daemon samples: ") for p in c["profile"]),)
-    if c.get("profile_note"):
-        lines += (c["profile_note"],)
-    if c.get("dropped"):
-        lines += (f"{len(c['dropped'])} runs not used (x in the order: a pair dropped): "
-                  + "; ".join(c["dropped"]),)
-    if c.get("expectation"):
-        lines += ("documented gain " + Expectation(**c["expectation"]).message(),)
-    profiles = c.get("profiles")
-    return Section(f"{what} {short_test(c)} {c['name']} on {c['backend']}: {how}", lines, table, chart,
+    lines += tuple(line for line in (
+        c.short, c.needed and f"inconclusive: {c.needed}",
+        c.unstable and f"the measurement is unstable, nothing decided: {c.unstable}", c.crashed,
+        c.where and ("where, in the FUSE requests (medians of each side's runs): "
+                     + "; ".join(c.where)),
+        c.profile and ("where, in the daemon's profile (share of its samples, A -> B): "
+                       + "; ".join(p.removeprefix("daemon samples: ") for p in c.profile)),
+        c.profile_note,
+        c.dropped and (f"{len(c.dropped)} runs not used (x in the order: a pair dropped): "
+                       + "; ".join(c.dropped)),
+        c.expectation and "documented gain " + c.expectation.message()) if line)
+    profiles = c.profiles
+    return Section(f"{what} {short_test(c)} {c.name} on {c.backend}: {how}", lines, table, chart,
                    profiles if profiles and profiles.get("A") and profiles.get("B") else None)
 
 
@@ -249,93 +231,92 @@ def baseline_checks(results: list[Row], gated: bool, env: Mapping[str, Any]) -> 
     named = [r for r in results if r.baseline or r.baseline_checks]
     if not named:
         return None
-    infos = {info["name"]: info for r in named for info in _infos(r)}
+    infos = {info.name: info for r in named for info in _infos(r)}
     how = "gated (--fsperf-gate=baseline)" if gated else "shown, not gated (--fsperf-gate=baseline gates)"
     used = " ".join([*((env.get("daemon") or {}).get("cmdline") or ()),
-                     *(o for r in named for o in ((r.mount or {}).get("options") or ()))])
+                     *(o for r in named if r.mount for o in r.mount.options)])
     lines = [_origin(info, env) + _options_differ(info, used) for info in infos.values()]
-    missing = sorted({f"{r.baseline_key} ({r.baseline['name']})" for r in named
+    missing = sorted({f"{r.baseline_key} ({r.baseline.name})" for r in named
                       if r.baseline and not r.baseline_checks})
     if missing:
         lines.append(f"no documented figure, not compared: {', '.join(missing)}")
-    checked = sorted({c["key"] for r in named for c in r.baseline_checks})
+    checked = sorted({c.key for r in named for c in r.baseline_checks})
     lines += [f"{key} {SCENARIOS[key].fidelity}" for key in checked
               if key in SCENARIOS and SCENARIOS[key].differs]
     rows = []
     for r in named:
-        for c in r.baseline_checks:
-            check = Check(**c)  # shown as the failure message shows it
-            ratio = f"{c['ratio']:.2f}" if c["ratio"] is not None else "-"
-            mark = {True: "ok", False: "below" if c["metric"] == "bw" else "above",
-                    None: ""}[c["ok"]]
-            mark = "; ".join(m for m in (mark, c.get("note")) if m) or "-"
-            rows.append((short_test(r), c["key"], c["metric"], check.measured_shown, check.shown,
-                         ratio, mark))
-    saved = all(info.get("origin") not in ("shipped", None) for info in infos.values())
+        for c in r.baseline_checks:  # shown as the failure message shows it
+            ratio = f"{c.ratio:.2f}" if c.ratio is not None else "-"
+            mark = {True: "ok", False: "below" if c.metric == "bw" else "above", None: ""}[c.ok]
+            mark = "; ".join(m for m in (mark, c.note) if m) or "-"
+            rows.append((short_test(r), c.key, c.metric, c.measured_shown, c.shown, ratio, mark))
+    saved = all(info.origin not in ("shipped", "") for info in infos.values())
     column = "saved" if saved else "documented"
     table = (Table(("test", "scenario", "figure", "measured", column, "ratio", ""), tuple(rows),
                    frozenset((3, 4, 5))) if rows else None)
     return Section(f"baseline {', '.join(infos)}: measured / {column}, {how}", tuple(lines), table)
 
 
-def _infos(r: Row) -> list[Mapping[str, Any]]:
+def _infos(r: Row) -> list[Described]:
     if r.baseline:
         return [r.baseline]
-    return [{"name": c["baseline"]} for c in r.baseline_checks]
+    return [Described(c.baseline) for c in r.baseline_checks]
 
 
-def _machine_differs(info: Mapping[str, Any], env: Mapping[str, Any]) -> str:
+def _machine_differs(info: Described, env: Mapping[str, Any]) -> str:
     """The conditions of a baseline's source this machine does not share, named."""
     said = []
-    conditions = info.get("conditions") or {}
+    conditions = info.conditions
     machine = env.get("machine") or {}
     cpus, mem = machine.get("cpus"), machine.get("mem_total_bytes")
     if conditions.get("vcpu") and cpus and cpus != conditions["vcpu"]:
         said.append(f"{cpus} CPUs here, {conditions['vcpu']} vCPU documented")
-    if conditions.get("memory_gib") and mem and abs(mem / 2**30 - conditions["memory_gib"]) > 1:
+    gib = conditions.get("memory_gib")
+    if isinstance(gib, int | float) and gib and mem and abs(mem / 2**30 - gib) > 1:
         said.append(f"{mem / 2**30:.0f} GiB here, {conditions['memory_gib']} GiB documented")
-    if info.get("kernel") and env.get("kernel") and env["kernel"] != info["kernel"]:
-        said.append(f"kernel {env['kernel']} here, {info['kernel']} documented")
+    if info.kernel and env.get("kernel") and env["kernel"] != info.kernel:
+        said.append(f"kernel {env['kernel']} here, {info.kernel} documented")
     return "; ".join(said)
 
 
-def _options_differ(info: Mapping[str, Any], used: str) -> str:
+def _options_differ(info: Described, used: str) -> str:
     """The documented mount options not found on this daemon's command line or among the
     options the plugin mounted with (an option inside a config file is not seen here)."""
-    missing = [o for o in (info.get("conditions") or {}).get("options", ()) if o not in used]
+    documented = info.conditions.get("options")
+    missing = [o for o in documented if o not in used] if isinstance(documented, list) else []
     return (f"; documented with {', '.join(missing)}, not seen on this daemon's command line "
             "or mount options" if missing else "")
 
 
-def _origin(info: Mapping[str, Any], env: Mapping[str, Any]) -> str:
+def _origin(info: Described, env: Mapping[str, Any]) -> str:
     scale = env.get("scale")
     here = f"measured here at scale {scale:g}" if isinstance(scale, int | float) else "measured here"
-    if "origin" not in info:
-        return f"{info['name']}: {here}"
-    if info.get("origin") == "shipped":
+    if not info.origin:
+        return f"{info.name}: {here}"
+    if info.origin == "shipped":
         differ = _machine_differs(info, env)
-        return (f"{info['name']}: documented at full scale on {info.get('hardware') or '?'}; "
+        return (f"{info.name}: documented at full scale on {info.hardware or '?'}; "
                 f"{here}" + (f" ({differ})" if differ else "")
                 + ": read the ratios as shapes, not as a verdict on this machine")
-    return (f"{info['name']}: saved by an earlier run ({info.get('origin')}) at scale "
-            f"{info.get('scale')} on {info.get('hardware') or '?'}; {here}")
+    return (f"{info.name}: saved by an earlier run ({info.origin}) at scale "
+            f"{info.scale} on {info.hardware or '?'}; {here}")
 
 
 def run_comparisons(results: list[Row]) -> Section | None:
     """This run against a saved one, per workload: the outcome and the ratio behind it."""
-    found = [(r, r.run_comparison) for r in results if r.run_comparison]
+    found = [(r, c) for r in results if (c := r.run_comparison) is not None]
     if not found:
         return None
     rows, bars = [], []
     for r, c in found:
-        ratio = f"{c['ratio']:.3f}" if c["ratio"] is not None else "-"
-        band = (f"{c['ci_low']:.3f}-{c['ci_high']:.3f}" if c["ci_low"] is not None else "-")
-        outcome = c["outcome"] + (f" ({', '.join(c['differs'])} differ)" if c["differs"] else "")
-        rows.append((short_test(r), r.name, c["metric"], ratio, band,
-                     f"{len(c['new'])} vs {len(c['old'])}", outcome))
-        if c["ratio"] is not None:
-            bars += [Bar(f"{label(r)} saved", median(c["old"]), "saved"),
-                     Bar(f"{label(r)} now", median(c["new"]), "now")]
+        ratio = f"{c.ratio:.3f}" if c.ratio is not None else "-"
+        band = f"{c.ci_low:.3f}-{c.ci_high:.3f}" if c.ci_low is not None and c.ci_high is not None else "-"
+        outcome = str(c.outcome) + (f" ({', '.join(c.differs)} differ)" if c.differs else "")
+        rows.append((short_test(r), r.name, c.metric, ratio, band, f"{len(c.new)} vs {len(c.old)}",
+                     outcome))
+        if c.ratio is not None:
+            bars += [Bar(f"{label(r)} saved", median(c.old), "saved"),
+                     Bar(f"{label(r)} now", median(c.new), "now")]
     table = Table(("test", "workload", "figure", "ratio", "interval", "rounds", "outcome"), tuple(rows))
-    return Section(f"against saved run {found[0][1]['run']!r} (median ratio this / saved, 95% interval)",
+    return Section(f"against saved run {found[0][1].run!r} (median ratio this / saved, 95% interval)",
                    (), table, Chart("median, saved against now", METRICS["bw"], tuple(bars)))

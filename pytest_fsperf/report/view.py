@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_fsperf import units
-from pytest_fsperf.judge.comparison import interval_name
-from pytest_fsperf.measure.figures import SHORT_WINDOW, countable_cpu_of
+from pytest_fsperf.judge.comparison import Comparison
+from pytest_fsperf.measure.figures import SHORT_WINDOW, countable_cpu
 from pytest_fsperf.report import fuseview
 from pytest_fsperf.report.cells import row
 from pytest_fsperf.report.charts import bar_charts, timelines
@@ -23,6 +23,7 @@ from pytest_fsperf.report.model import (
     short_test,
 )
 from pytest_fsperf.report.rows import ResultRow, rows
+from pytest_fsperf.report.rows import comparisons as typed_comparisons
 from pytest_fsperf.report.tables import (
     baseline_checks,
     ceilings_table,
@@ -32,13 +33,12 @@ from pytest_fsperf.report.tables import (
     requests_table,
     run_comparisons,
 )
-from pytest_fsperf.vocab import CompareKind, Decision, Difference, Outcome
+from pytest_fsperf.vocab import Decision, Difference, Outcome
 
 
-def in_comparisons(results: list[Row], comparisons: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
+def in_comparisons(results: list[Row], comparisons: Iterable[Comparison]) -> set[tuple[str, str]]:
     """The runs behind A/B comparisons (shown in their sections, not as workloads)."""
-    return {(str(c["test"]), str(name)) for c in comparisons
-            for name in (*c.get("a_results", ()), *c.get("b_results", ()))}
+    return {(c.test, name) for c in comparisons for name in (*c.a_results, *c.b_results)}
 
 
 def unexplained(results: list[Row], failed_tests: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -50,7 +50,7 @@ def unexplained(results: list[Row], failed_tests: Iterable[Mapping[str, Any]]) -
     return [t for t in failed_tests if t.get("when") != "call" or str(t["test"]) not in explained]
 
 
-def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
+def summary(results: list[Row], comparisons: Iterable[Comparison],
             inconclusive_fails: bool,
             failed_tests: Iterable[Mapping[str, Any]] = ()) -> tuple[Decision, tuple[str, ...]]:
     """The decision first: what failed and why, what could not be decided, every A/B, and
@@ -93,30 +93,28 @@ def summary(results: list[Row], comparisons: Iterable[Mapping[str, Any]],
         if v.failing or v.unsure:
             lines += [f"{v}: {short_test(r)} {line}" for line in r.failures or [r.name]]
     for c in comparisons:
-        m = c["metrics"].get(c.get("decided_by") or "bw")
-        if not m or m.get("ratio") is None:
+        m = c.metrics.get(c.decided_by or "bw")
+        if not m or m.ratio is None:
             continue
-        named = interval_name(m.get("level") or 0.0, bool(m.get("anytime")))
-        band = (f", {named} {m['ci_low']:.3f} to {m['ci_high']:.3f}"
-                if m.get("ci_low") is not None else "")
-        kind = CompareKind(c.get("kind") or "options")
-        lines.append(f"{'release gate' if kind.is_gate else 'A/B'} {short_test(c)} {c['name']}: "
-                     f"{metric_name(m['metric'])} B/A {m['ratio']:.3f}{band}: {m.get('outcome')} "
-                     f"({c['rounds']} pairs)")
+        band = (f", {m.interval} {m.ci_low:.3f} to {m.ci_high:.3f}"
+                if m.ci_low is not None and m.ci_high is not None else "")
+        lines.append(f"{'release gate' if c.kind.is_gate else 'A/B'} {short_test(c)} {c.name}: "
+                     f"{metric_name(m.metric)} B/A {m.ratio:.3f}{band}: {m.outcome} "
+                     f"({c.rounds} pairs)")
     return decision, tuple(lines)
 
 
-def time_spent(comparisons: Iterable[Mapping[str, Any]], budget: float | None,
+def time_spent(comparisons: Iterable[Comparison], budget: float | None,
                elapsed: float | None) -> list[str]:
     """How a gated session's time went: each gated workload's seconds, pairs and outcome,
     against the session's budget (--fsperf-gate-seconds) where it has one."""
-    gates = [c for c in comparisons if CompareKind(c.get("kind") or "options").is_gate]
+    gates = [c for c in comparisons if c.kind.is_gate]
     if not gates:
         return []
-    spent = sum(float(c.get("seconds") or 0.0) for c in gates)
+    spent = sum(c.seconds for c in gates)
     each = "; ".join(
-        f"{short_test(c)} {c['name']} {float(c.get('seconds') or 0.0):.0f} s, {c['rounds']} pairs, "
-        f"{(c['metrics'].get(c.get('decided_by') or 'bw') or {}).get('outcome', '-')}"
+        f"{short_test(c)} {c.name} {c.seconds:.0f} s, {c.rounds} pairs, "
+        f"{m.outcome if (m := c.metrics.get(c.decided_by or 'bw')) else '-'}"
         for c in gates)
     whole = f" of the session's {elapsed:.0f} s" if elapsed is not None else ""
     cap = f" (budget {budget:.0f} s, --fsperf-gate-seconds)" if budget is not None else ""
@@ -124,18 +122,17 @@ def time_spent(comparisons: Iterable[Mapping[str, Any]], budget: float | None,
             f"{spent:.0f} s{whole}{cap}: {each}"]
 
 
-def _decided(c: Mapping[str, Any]) -> bool:
+def _decided(c: Comparison) -> bool:
     """An A/B or gate that reached an outcome on its deciding figure (and is not unstable)."""
-    m = c["metrics"].get(c.get("decided_by") or "bw")
-    return bool(c.get("crashed")) or (
-        m is not None and m.get("outcome") is not None and not c.get("unstable")
-        and Difference(m["outcome"]) != Difference.INCONCLUSIVE)
+    m = c.metrics.get(c.decided_by or "bw")
+    return bool(c.crashed) or (m is not None and not c.unstable
+                               and m.outcome != Difference.INCONCLUSIVE)
 
 
 def latency_notes(results: list[Row]) -> list[str]:
     """Which latency fio's p99 is: total unless the test asked for completion latency."""
-    kinds = {(label(r), d["lat_kind"]) for r in results for d in (r.read, r.write)
-             if isinstance(d, dict) and d.get("lat_kind")}
+    kinds = {(label(r), d.lat_kind) for r in results for d in (r.read, r.write)
+             if d is not None and d.lat_kind}
     out = []
     if any(k == "lat" for _l, k in kinds):
         out.append("p99 lat of fio: total latency, submission + completion (fio's lat_percentiles)")
@@ -151,14 +148,14 @@ def notes(results: list[Row]) -> list[str]:
     if any(not r.daemon for r in results):
         seen = sorted({r.daemon_note for r in results if not r.daemon})
         out += [f"daemon figures missing: {n}" for n in seen]
-    if any(r.daemon and r.daemon["peak_rss_method"] != "VmHWM" for r in results):
+    if any(r.daemon and r.daemon.peak_rss_method != "VmHWM" for r in results):
         out.append("(sampled): the kernel refused to reset VmHWM; peak memory is the highest "
                    "RSS sampled every 0.25 s and may miss short peaks")
-    if any(r.daemon and countable_cpu_of({**r.daemon, "cpu_percent": 0.0}) is None
-           for r in results):
+    if any(d and countable_cpu(d.cpu_window_seconds or d.wall_seconds, 0.0, d.cpu_exact) is None
+           for r in results if (d := r.daemon)):
         out.append(f"daemon CPU '-': I/O ran under {SHORT_WINDOW:g} s, too short for CPU "
                    "time counted in 10 ms ticks")
-    if any((r.daemon or {}).get("cpu_window") == "I/O" for r in results):
+    if any(r.daemon and r.daemon.cpu_window == "I/O" for r in results):
         out.append("daemon CPU: over the time I/O ran, not the tool's start-up and teardown")
     out += latency_notes(results)
     out += _folded([(label(r), n) for r in results for n in r.notes])
@@ -186,8 +183,8 @@ def load_generator_lines(results: list[Row]) -> list[str]:
             if r.tool_cpu_percent is not None and r.judged]
     out = ([f"load generator CPU (fio's processes; for the engines the plugin's process and its "
             f"worker): {', '.join(each)}"] if each else [])
-    python = sorted({str(r.ops["generator"]) for r in results
-                     if r.ops and str(r.ops.get("generator", "")).startswith("python (")})
+    python = sorted({r.ops.generator for r in results
+                     if r.ops and r.ops.generator.startswith("python (")})
     out += [f"small files moved by Python threads, not the compiled worker: {g[len('python ('):-1]}"
             for g in python]
     return out
@@ -198,11 +195,11 @@ def memory_lines(results: list[Row]) -> list[str]:
     each = []
     for r in results:
         m = r.memory
-        if not m or not m.get("limit"):
+        if not m or not m.limit:
             continue
-        peak = f"peak {units.format_mb(m['peak'])} of " if m.get("peak") is not None else ""
-        kills = f", {m['oom_kills']} OOM kills" if m.get("oom_kills") else ""
-        each.append(f"{label(r)} {peak}{units.format_limit(m['limit'])}{kills}")
+        peak = f"peak {units.format_mb(m.peak)} of " if m.peak is not None else ""
+        kills = f", {m.oom_kills} OOM kills" if m.oom_kills else ""
+        each.append(f"{label(r)} {peak}{units.format_limit(m.limit)}{kills}")
     out = ([f"daemon memory limit (its cgroup's own counters, page cache it owns included): "
             f"{', '.join(each)}"] if each else [])
     back = [f"{label(r)} {units.format_mb(r.rss_before)} before, {units.format_mb(r.rss_after)} "
@@ -242,26 +239,25 @@ def requests_line(r: Row) -> str:
         return f"object-store requests not available: {note}" if r.mount and note else ""
         # (an existing mount's note stays in the JSON: its store is not the plugin's to know)
     parts = []
-    errors = q["errors_4xx"] + q["errors_5xx"]
+    errors = q.errors_4xx + q.errors_5xx
     if errors:  # a 404 for a HEAD of a name not there yet is how s3fs creates a file
-        parts.append(f"{errors} answered with errors: {q['errors_4xx']} 4xx, {q['errors_5xx']} 5xx"
-                     + (" (a 503 SlowDown is a 5xx: the store throttled)" if q["errors_5xx"] else ""))
-    if q.get("errors_unclassified"):
-        parts.append(f"{q['errors_unclassified']} failed ({q['source']} does not say how)")
-    if q.get("sent_bytes") is not None:
-        parts.append(f"store sent {units.format_size(q['sent_bytes'])}, received "
-                     f"{units.format_size(q['received_bytes'] or 0)}")
-    if q.get("get_bytes_mean"):
-        parts.append(f"GETs of {units.format_size(q['get_bytes_mean'])} on average")
-    ttfb = q.get("ttfb_at_most") or {}
-    if ttfb:
+        parts.append(f"{errors} answered with errors: {q.errors_4xx} 4xx, {q.errors_5xx} 5xx"
+                     + (" (a 503 SlowDown is a 5xx: the store throttled)" if q.errors_5xx else ""))
+    if q.errors_unclassified:
+        parts.append(f"{q.errors_unclassified} failed ({q.source} does not say how)")
+    if q.sent_bytes is not None:
+        parts.append(f"store sent {units.format_size(q.sent_bytes)}, received "
+                     f"{units.format_size(q.received_bytes or 0)}")
+    if q.get_bytes_mean:
+        parts.append(f"GETs of {units.format_size(q.get_bytes_mean)} on average")
+    if q.ttfb_at_most:
         parts.append("server TTFB " + ", ".join(
-            f"{k} <= {units.format_duration(v * 1e9)}" for k, v in ttfb.items()))
+            f"{k} <= {units.format_duration(v * 1e9)}" for k, v in q.ttfb_at_most.items()))
     cost = r.cost
-    if cost and cost.get("egress"):
-        parts.append(f"egress {units.format_money(cost['egress'])} {cost['currency']} "
+    if cost and cost.egress:
+        parts.append(f"egress {units.format_money(cost.egress)} {cost.currency} "
                      "were it served to the internet")
-    return f"object-store requests {q['total']}: " + "; ".join(parts) if parts else ""
+    return f"object-store requests {q.total}: " + "; ".join(parts) if parts else ""
 
 
 def header(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -320,13 +316,14 @@ def _test_id(t: Mapping[str, Any]) -> str:
 
 
 def build(env: Mapping[str, Any], given: Sequence[Mapping[str, Any] | ResultRow],
-          comparisons: Iterable[Mapping[str, Any]], gated: bool, inconclusive_fails: bool = True,
+          given_comparisons: Iterable[Mapping[str, Any] | Comparison], gated: bool,
+          inconclusive_fails: bool = True,
           failed_tests: Iterable[Mapping[str, Any]] = (),
           clock: tuple[float | None, float | None] = (None, None)) -> View:
     """The view of a session: its results (their JSON form, made into rows here, once), its
     A/B comparisons, and the tests that failed."""
     results = rows(given)
-    comparisons = list(comparisons)
+    comparisons = typed_comparisons(given_comparisons)
     sections = [comparison(c) for c in comparisons]
     behind = in_comparisons(results, comparisons)
     shown = [r for r in results if (str(r.test), str(r.name)) not in behind]
@@ -348,17 +345,16 @@ def build(env: Mapping[str, Any], given: Sequence[Mapping[str, Any] | ResultRow]
 
 
 def references(results: list[Row], shown: list[Row],
-               comparisons: list[Mapping[str, Any]]) -> dict[tuple[str, str], Row]:
+               comparisons: list[Comparison]) -> dict[tuple[str, str], Row]:
     """Each gated workload shown (test, name) -> its reference's (A's) first run, for the
     charts."""
     by = {(str(r.test), str(r.name)): r for r in results}
     out: dict[tuple[str, str], Row] = {}
     for c in comparisons:
-        if not CompareKind(c.get("kind") or "options").is_gate or not c.get("a_results"):
+        if not c.kind.is_gate or not c.a_results:
             continue
-        b = next((r for r in shown if str(r.test) == str(c["test"]) and str(r.name) == c.get("name")),
-                 None)
-        a = by.get((str(c["test"]), str(c["a_results"][0])))
+        b = next((r for r in shown if r.test == c.test and r.name == c.name), None)
+        a = by.get((c.test, c.a_results[0]))
         if a is not None and b is not None:
             out[(str(b.test), str(b.name))] = a
     return out
@@ -366,12 +362,12 @@ def references(results: list[Row], shown: list[Row],
 
 def processes_line(r: Row) -> str:
     """A daemon of several processes: each one, and that the figures are their sums."""
-    procs = (r.daemon or {}).get("processes") or []
+    procs = r.daemon.processes if r.daemon else ()
     if not procs:
         return ""
     each = "; ".join(
-        f"{p['role']} PID {p['pid']}: {p['cpu_seconds']:.2f} CPU-s, peak "
-        + (units.format_mb(p["peak_rss_bytes"]) if p.get("peak_rss_bytes") is not None else "-")
+        f"{p.role} PID {p.pid}: {p.cpu_seconds:.2f} CPU-s, peak "
+        + (units.format_mb(p.peak_rss_bytes) if p.peak_rss_bytes is not None else "-")
         for p in procs)
     return f"daemon of {len(procs)} processes, figures summed: {each}"
 

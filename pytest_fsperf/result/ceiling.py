@@ -19,6 +19,10 @@ class CeilingPath(Text):
     FUSE = "bindfs over tmpfs"
     TMPFS = "tmpfs"
 
+    @classmethod
+    def _missing_(cls, value: object) -> CeilingPath | None:
+        return cls.FUSE if value == "FUSE passthrough" else None  # runs saved before 2026-11-26
+
 
 @dataclass(frozen=True)
 class Ceiling:

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from statistics import linear_regression, median
-from typing import Any
+from typing import Any, TypeVar
 
+from pytest_fsperf.infra import typed
 from pytest_fsperf.infra.cgroup import Reading
-from pytest_fsperf.measure.cache import SERVED_SHARE
 from pytest_fsperf.measure.figures import DaemonStats, short_cpu_note
 from pytest_fsperf.measure.fusetrace import FuseRequests
 from pytest_fsperf.measure.placement import Placement
 from pytest_fsperf.measure.profile import Profile
 from pytest_fsperf.measure.rest import Rest
 from pytest_fsperf.measure.timeline import Timeline, shape
+from pytest_fsperf.mounts.mounter import Mounted
 from pytest_fsperf.result.ceiling import Ceiling, CeilingPath
+from pytest_fsperf.result.schema import check
 from pytest_fsperf.stats import mad, median_ci
 from pytest_fsperf.store.cost import Cost
 from pytest_fsperf.store.requests import Requests
@@ -97,10 +101,35 @@ class OpStats:
     generator: str = "python"
 
 
+@dataclass(frozen=True)
+class Headline:
+    """The figures a report leads with (medians over rounds); 0.0: none moved."""
+
+    io_bytes: int
+    bw_bytes: float
+    iops: float
+    ops_per_second: float | None
+    lat_p99_ns: float | None
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One figure over the rounds: how many, the median, MAD, its 95% bootstrap interval."""
+
+    n: int
+    median: float
+    mad: float
+    ci_low: float
+    ci_high: float
+
+
 SHAPE = ("stall_s", "decay", "bw_swing", "rss_growth")  # from the timeline
 # a workload's bandwidth (a listing's entries/s) as a percentage of each ceiling (min_efficiency)
 SHARES = {"efficiency": CeilingPath.STORE, "efficiency:fuse": CeilingPath.FUSE,
           "efficiency:tmpfs": CeilingPath.TMPFS}
+
+
+R = TypeVar("R", bound="WorkloadResult")
 
 
 @dataclass(frozen=True)
@@ -125,7 +154,7 @@ class WorkloadResult:
     notes: tuple[str, ...] = ()  # e.g. the juicefs bench grade of the row
     cache_disk_peak_bytes: int | None = None  # peak disk use of the daemon's cache dirs, sampled
     rounds: tuple[dict[str, float | None], ...] = ()  # every round's figures (--fsperf-rounds)
-    mount: dict[str, Any] | None = None  # the backend the plugin mounted: name, options (redacted)
+    mount: Mounted | None = None  # the backend the plugin mounted: name, options (redacted)
     cold_steps: tuple[str, ...] = ()  # what cold() did: unmount, wiped DIR, mount, drop_caches
     canary: tuple[float, ...] = ()  # machine canary scores around its rounds (saved/compared runs)
     cold_read: ColdRead = ColdRead.UNCHECKED  # was a cold read served by the daemon?
@@ -360,19 +389,18 @@ class WorkloadResult:
             return [own] if own is not None else []
         return [v for r in self.rounds if (v := pick(r, metric)) is not None]
 
-    def total(self) -> dict[str, Any]:
+    def total(self) -> Headline:
         """The headline figures (medians over rounds), as the report and JSON show them."""
         m = self.metrics()
-        return {"io_bytes": self.io_bytes, "bw_bytes": m.get("bw") or 0.0,
-                "iops": m.get("iops") or 0.0, "ops_per_second": m.get("ops"),
-                "lat_p99_ns": m.get("lat_p99")}
+        return Headline(self.io_bytes, m.get("bw") or 0.0, m.get("iops") or 0.0, m.get("ops"),
+                        m.get("lat_p99"))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (the enums as their words): it travels through xdist and into JSON."""
         data = asdict(self, dict_factory=_plain_dict)
         del data["output_file"]
-        data["total"] = self.total()
-        data["stats"] = summary(self)
+        data["total"] = asdict(self.total())
+        data["stats"] = {k: asdict(v) for k, v in summary(self).items()}
         data["requests"] = self.requests.to_dict() if self.requests else None
         for c, row in zip(self.clients, data["clients"], strict=True):
             row["requests"] = c.requests.to_dict() if c.requests else None
@@ -388,6 +416,29 @@ class WorkloadResult:
                 row["cpu_percent"] = None
                 row["cpu_percent_note"] = short_cpu_note(stats.cpu_window_seconds or stats.wall_seconds)
         return data
+
+    @classmethod
+    def from_dict(cls: type[R], data: Mapping[str, Any], extra: frozenset[str] = frozenset()) -> R:
+        """A result's JSON (to_dict's, a worker's, a saved run's) back into its types, checked
+        against the schema's result and each field's annotation; what to_dict derives (total,
+        stats) is left, and so are `extra` keys (a report's judgement). ValueError names the
+        result and its wrong field. to_dict(from_dict(x)) writes x again."""
+        what = f"result {str(data.get('test', '?'))[:200]}::{str(data.get('name', '?'))[:100]}"
+        check(data, "measured", what)
+        own = {k: v for k, v in data.items() if k not in extra and k not in ("total", "stats")}
+        return typed.read(cls, own, what, READERS)
+
+
+def _daemon(data: Mapping[str, Any]) -> DaemonStats:
+    """A daemon's JSON: a CPU% not countable was written null, with why."""
+    own = {k: v for k, v in data.items() if k != "cpu_percent_note"}
+    if own.get("cpu_percent") is None:
+        own["cpu_percent"] = math.nan
+    return typed.read(DaemonStats, own, "daemon")
+
+
+READERS: typed.Hooks = {DaemonStats: _daemon, Requests: Requests.from_dict, Timeline: Timeline.from_dict,
+                        FuseRequests: FuseRequests.from_dict, Profile: Profile.from_summary}
 
 
 def pick(figures: dict[str, float | None], metric: str) -> float | None:
@@ -409,37 +460,12 @@ def median_round(runs: list[WorkloadResult], name: str) -> WorkloadResult:
         round_cold=tuple(r.cold_read for r in runs))
 
 
-def summary(r: WorkloadResult) -> dict[str, dict[str, float | int]]:
+def summary(r: WorkloadResult) -> dict[str, Spread]:
     """Per figure over the rounds: n, median, MAD, and the 95% bootstrap interval of the median."""
-    out: dict[str, dict[str, float | int]] = {}
+    out: dict[str, Spread] = {}
     for key in r.metrics():
         values = r.values(key)
         if values:
             lo, hi = median_ci(values)
-            out[key] = {"n": len(values), "median": median(values), "mad": mad(values),
-                        "ci_low": lo, "ci_high": hi}
+            out[key] = Spread(len(values), median(values), mad(values), lo, hi)
     return out
-
-
-def check_cold(cache: PageCache, daemon: DaemonStats | None, read_bytes: int,
-               fuse: FuseRequests | None = None) -> tuple[ColdRead, str]:
-    """A read that started cold must have been served by the daemon: what the kernel took from
-    its page cache never reaches it. Where the FUSE requests were traced, the data its READ
-    replies carried tells exactly how much it served; else its written bytes (wchar) over the
-    window, which carry those replies (and whatever else it wrote)."""
-    if not cache.cold or read_bytes <= 0:
-        return ColdRead.UNCHECKED, ""
-    read = fuse.op("READ") if fuse is not None else None
-    if fuse is not None:
-        served = read.bytes if read is not None else 0
-        said = (f"the daemon's FUSE READ replies carried {served / 1e6:.1f} MB for "
-                f"{read_bytes / 1e6:.1f} MB read")
-    elif daemon is not None and daemon.write_bytes is not None:
-        served = daemon.write_bytes
-        said = (f"the daemon sent {served / 1e6:.1f} MB through FUSE for {read_bytes / 1e6:.1f} "
-                "MB read")
-    else:
-        return ColdRead.UNCHECKED, ""
-    if served < SERVED_SHARE * read_bytes:
-        return ColdRead.NOT_COLD, said + "; the rest came from the page cache"
-    return ColdRead.VERIFIED, said

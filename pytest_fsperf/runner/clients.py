@@ -21,9 +21,10 @@ from pytest_fsperf.engine import fio_clients
 from pytest_fsperf.engine.fio_clients import Server
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.measure import progress
+from pytest_fsperf.measure.cache import check_cold
 from pytest_fsperf.measure.figures import DaemonStats, ProcessStats
 from pytest_fsperf.mounts.daemon import Lookup
-from pytest_fsperf.result.workload import ClientStats, WorkloadResult, check_cold
+from pytest_fsperf.result.workload import ClientStats, WorkloadResult
 from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.vocab import ColdRead, EngineKind, PageCache
 

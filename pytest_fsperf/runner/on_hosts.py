@@ -17,9 +17,10 @@ from pytest_fsperf.engine import fio_clients
 from pytest_fsperf.errors import MeasurementError, UsageError
 from pytest_fsperf.hosts import link
 from pytest_fsperf.hosts.spec import SshSettings
+from pytest_fsperf.measure.cache import check_cold
 from pytest_fsperf.measure.figures import DaemonStats
 from pytest_fsperf.mounts.daemon import Lookup
-from pytest_fsperf.result.workload import ClientStats, WorkloadResult, check_cold
+from pytest_fsperf.result.workload import ClientStats, WorkloadResult
 from pytest_fsperf.runner.clients import Client, client_dirs, job_files, summed
 from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.store.requests import Requests, combined

@@ -18,6 +18,7 @@ from pytest_fsperf.engine import fio as fio_engine
 from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.judge.paired import Budget
 from pytest_fsperf.measure import balloon, cache, pagecache
+from pytest_fsperf.mounts.mounter import Mounted
 from pytest_fsperf.options.config import Settings
 from pytest_fsperf.result.workload import WorkloadResult, median_round
 from pytest_fsperf.runner.target import Session, Target, safe_name
@@ -108,7 +109,7 @@ class Space:
         return self.state.settings.scale
 
     @property
-    def mount(self) -> dict[str, object] | None:
+    def mount(self) -> Mounted | None:
         """The backend the plugin mounted for this test (options redacted), or None."""
         return self.target.describe()
 

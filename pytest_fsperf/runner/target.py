@@ -10,14 +10,14 @@ import shutil
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.infra import leftovers, trust
 from pytest_fsperf.infra.mountinfo import Mount, find_mount, read_mounts
 from pytest_fsperf.infra.probe import NoAnswer, probe
 from pytest_fsperf.mounts.daemon import Lookup, describe, find_daemon
-from pytest_fsperf.mounts.mounter import MountedFs, MountPlan
+from pytest_fsperf.mounts.mounter import Mounted, MountedFs, MountPlan
 from pytest_fsperf.options.config import Settings
 from pytest_fsperf.runner.budget import SessionClock
 from pytest_fsperf.store import juicefs
@@ -70,7 +70,7 @@ class Target:
             return self.owned.daemon
         return find_daemon(self.mount())
 
-    def describe(self) -> dict[str, Any] | None:
+    def describe(self) -> Mounted | None:
         return self.owned.describe() if self.owned is not None else None
 
     def request_meter(self) -> tuple[Meter | None, str]:

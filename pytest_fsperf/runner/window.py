@@ -15,13 +15,13 @@ from pytest_fsperf import units
 from pytest_fsperf.errors import MeasurementError, WorkloadHung
 from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import progress, timeline
-from pytest_fsperf.measure.cache import served_itself, waited_outside
+from pytest_fsperf.measure.cache import check_cold, served_itself, waited_outside
 from pytest_fsperf.measure.diskmeter import DiskMeter
 from pytest_fsperf.measure.meters import DaemonExited, DaemonMeter, status_kib
 from pytest_fsperf.measure.placement import pinned
 from pytest_fsperf.measure.rest import own_cpu
 from pytest_fsperf.mounts.daemon import Lookup
-from pytest_fsperf.result.workload import OpStats, WorkloadResult, check_cold
+from pytest_fsperf.result.workload import OpStats, WorkloadResult
 from pytest_fsperf.runner.instruments import (
     DaemonProfile,
     Daemons,

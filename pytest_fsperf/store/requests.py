@@ -21,6 +21,8 @@ from typing import Any, Protocol
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from pytest_fsperf.infra import typed
+
 PATH = "/minio/metrics/v3/api/requests"
 KINDS = ("GET", "HEAD", "LIST", "PUT", "MULTIPART", "COPY", "DELETE", "OTHER")
 API_KIND = {
@@ -77,6 +79,14 @@ class Requests:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "total": self.total, "get_bytes_mean": self.get_bytes_mean}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Requests:
+        """to_dict's JSON back (what it adds, derived, is left)."""
+        return typed.read(cls, {k: v for k, v in data.items() if k not in DERIVED}, "requests")
+
+
+DERIVED = ("total", "get_bytes_mean")
 
 
 def combined(parts: Sequence[Requests], source: str) -> Requests:

@@ -1,0 +1,63 @@
+"""The results file's contract: its version and its JSON schema (schema.json, shipped
+beside this module). Every reader of results checks them here."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from importlib import resources
+from typing import Any
+
+import jsonschema
+
+SCHEMA_ID = "pytest-fsperf/1"
+
+
+@functools.cache
+def _text() -> str:
+    return resources.files("pytest_fsperf.result").joinpath("schema.json").read_text("utf-8")
+
+
+def schema() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(_text())
+    return data
+
+
+# what a report adds to a result (its judgement) and what to_dict derives: a measured result
+# alone ("measured") need not have them
+ADDED = frozenset({"total", "stats", "verdict", "failures", "baseline_checks", "baseline_key",
+                   "baseline_entry", "fingerprint", "run_comparison"})
+
+
+@functools.cache
+def _validator(part: str) -> jsonschema.protocols.Validator:
+    whole = schema()
+    if part == "measured":
+        result = whole["$defs"]["result"]
+        target = {**result, "required": [k for k in result["required"] if k not in ADDED],
+                  "$defs": whole["$defs"]}
+    else:
+        target = whole if part == "document" else {**whole["$defs"][part], "$defs": whole["$defs"]}
+    kind = jsonschema.validators.validator_for(whole)
+    arrays = kind.TYPE_CHECKER.redefine("array", lambda _c, x: isinstance(x, list | tuple))
+    made: jsonschema.protocols.Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        kind, type_checker=arrays)(target)  # to_dict's tuples are arrays too
+    return made
+
+
+def check(data: Mapping[str, Any], part: str, what: str) -> None:
+    """data must be a `part` of the schema ('document', 'result', 'measured': a result without
+    its judgement, 'comparison'): else one
+    ValueError naming what and where it is wrong."""
+    error = jsonschema.exceptions.best_match(_validator(part).iter_errors(data))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "the top"
+        raise ValueError(f"{what}: at {where}: {error.message[:200]}")
+
+
+def check_version(doc: Mapping[str, Any], what: str) -> None:
+    """A results file of this version: another's fields may mean other things."""
+    found = doc.get("schema")
+    if found != SCHEMA_ID:
+        raise ValueError(f"{what}: written as {str(found)[:60]!r}, this version reads {SCHEMA_ID!r}")
