@@ -276,7 +276,11 @@ def run_json(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, A
     """pytester.runpytest with the fsperf JSON written, and that document (None if none)."""
     out = pytester.path / "r.json"
     result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-json={out}", *args)
-    return result, json.loads(out.read_text()) if out.exists() else None
+    doc = json.loads(out.read_text()) if out.exists() else None
+    if doc is not None:  # every session's file reads back into the types, and writes the same
+        from tests.results import reads_back
+        reads_back(doc)
+    return result, doc
 
 
 def measured_fio() -> bool:

@@ -3,6 +3,7 @@ schema): for the tests of what reads results."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pytest_fsperf.judge.runs import fingerprint
@@ -22,7 +23,7 @@ def result_json(test: str = "t.py::test_x", name: str = "read", verdict: str = "
         "daemon_note": "no daemon: tmpfs is not a FUSE filesystem", "wall_seconds": 1.0,
         "tool_cpu_percent": 10.0, **fields})
     return {**r.to_dict(), "verdict": verdict, "verdict_own": verdict, "failures": [],
-            "not_judged": [], "baseline_checks": [], "baseline_key": f"{test}:{name}", "baseline_entry": {},
+            "not_judged": [], "limits": {}, "baseline": None, "baseline_checks": [], "baseline_key": f"{test}:{name}", "baseline_entry": {},
             "fingerprint": fingerprint(r.scenario, r.options, r.mount, {}), "run_comparison": None}
 
 
@@ -30,3 +31,17 @@ def row(test: str = "t.py::test_x", name: str = "read", verdict: str = "pass",
         **fields: Any) -> ResultRow:
     """That result as the report's row."""
     return ResultRow.of(result_json(test, name, verdict, **fields))
+
+
+def reads_back(doc: dict[str, Any]) -> None:
+    """Every result and comparison of a session's JSON reads into its types and writes out the
+    same JSON again."""
+    from pytest_fsperf.judge.comparison import Comparison
+    from pytest_fsperf.report.jsonout import finite
+
+    for r in doc.get("results") or []:
+        again = json.loads(json.dumps(finite(ResultRow.of(r).to_dict())))
+        differ = sorted(k for k in set(r) | set(again) if r.get(k) != again.get(k))
+        assert not differ, (r["name"], [(k, r.get(k), again.get(k)) for k in differ][:3])
+    for c in doc.get("comparisons") or []:
+        assert json.loads(json.dumps(finite(Comparison.from_dict(c).to_dict()))) == c, c["name"]

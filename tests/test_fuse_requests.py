@@ -13,6 +13,7 @@ import pytest
 from pytest_fsperf.infra.mountinfo import find_mount, read_mounts
 from pytest_fsperf.measure import fusetrace
 from tests.conftest import need
+from tests.results import reads_back
 
 TIER = "fuse"  # every test here, unless one says otherwise (conftest.py)
 MiB = 2**20
@@ -145,7 +146,9 @@ def test_an_ab_of_mount_options_names_the_opcode_that_changed(pytester):
                                 "--fsperf-settle=off", f"--fsperf-json={out}",
                                 "--fsperf-profile=on")
     result.assert_outcomes(passed=1)
-    (c,) = json.loads(out.read_text())["comparisons"]
+    doc = json.loads(out.read_text())
+    reads_back(doc)
+    (c,) = doc["comparisons"]
     # one more pair, profiled: both sides' folded stacks are in the record, named by the daemon
     assert c["profile_note"].startswith("profiled one more pair (not in the figures): "), c
     for side in ("A", "B"):
@@ -195,7 +198,9 @@ def test_a_throttled_build_is_served_unlike_with_the_same_requests(pytester, tmp
             "-p", "no:cacheprovider", "--fsperf-backend=bindfs", "--fsperf-settle=off",
             f"--fsperf-reference={builds['ref']}", f"--fsperf-candidate={builds['slow']}",
             "--fsperf-ab-max-rounds=3", "--fsperf-profile=on", f"--fsperf-json={out}")
-        (c,) = json.loads(out.read_text())["comparisons"]
+        doc = json.loads(out.read_text())
+        reads_back(doc)
+        (c,) = doc["comparisons"]
         assert c["metrics"]["fuse_requests"]["outcome"] == "same", c["metrics"]["fuse_requests"]
         assert any(w.startswith(("FUSE_READ service time p50 ", "FUSE_READ service time p99 "))
                    and w.endswith("(same count)") for w in c["where"]), c["where"]

@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 
 from pytest_fsperf.report.jsonout import schema
+from tests.results import reads_back
 
 pytestmark = pytest.mark.usefixtures("need_fio")
 
@@ -77,6 +78,7 @@ def test_json_follows_schema_and_matches_fio(pytester, tmp_path):
     result.assert_outcomes(passed=1)
     doc = json.loads(out.read_text())
     jsonschema.validate(doc, schema())
+    reads_back(doc)
     w, r = doc["results"]
     assert (w["name"], r["name"], r["cache"], w["cache"]) == ("w", "r", "cold: drop_caches", "warm")
     assert r["total"]["bw_bytes"] == r["raw"]["job"]["read"]["bw_bytes"]

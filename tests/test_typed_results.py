@@ -79,3 +79,88 @@ def test_bisect_judges_a_gates_json_through_the_types() -> None:
     odd = {**fine, "rounds": "three"}
     verdict, why, _ = judge({"comparisons": [odd]})
     assert verdict == BisectVerdict.UNDECIDED and "could not be read" in why
+
+
+def test_the_schema_names_every_verdict_the_plugin_writes() -> None:
+    """As found: the schema allowed 5 of Outcome's 8 words, so a session with a saved run's
+    REGRESSION wrote a file its own schema refused."""
+    from pytest_fsperf.result.schema import schema
+    from pytest_fsperf.vocab import Outcome
+
+    said = schema()["$defs"]["result"]["properties"]["verdict"]["enum"]
+    assert sorted(said) == sorted(o.value for o in Outcome)
+
+
+def test_a_result_reads_back_as_the_one_that_wrote_it_with_its_nested_readings() -> None:
+    from dataclasses import replace
+
+    from pytest_fsperf.infra.cgroup import Reading
+    from pytest_fsperf.measure.figures import DaemonStats, ProcessStats
+    from pytest_fsperf.measure.fusetrace import FuseOp, FuseRequests
+    from pytest_fsperf.measure.timeline import Timeline
+    from pytest_fsperf.mounts.mounter import Mounted
+    from pytest_fsperf.report.rows import ResultRow
+    from pytest_fsperf.result.ceiling import Ceiling, CeilingPath
+    from pytest_fsperf.result.workload import WorkloadResult
+    from pytest_fsperf.store.requests import Requests
+    from pytest_fsperf.vocab import ColdRead, Outcome
+    from tests.results import result_json
+
+    daemon = DaemonStats(41, 2.0, 1.5, 75.0, 90 * 2**20, "VmHWM", 10**9, 10**9, "I/O", 1.9, True,
+                         (ProcessStats(41, "supervisor", "ossfs2", 0.1, 2**20),))
+    short = replace(daemon, cpu_window_seconds=0.05, wall_seconds=0.05, cpu_exact=False)
+    fuse = FuseRequests(42, 2.0, (FuseOp("READ", 256, {}, 2**28, 80.0, 900.0, 0),
+                                  FuseOp("GETXATTR", 4, {"ENODATA": 4}, 0, 3.0, 5.0, 1)), lost=2)
+    timeline = Timeline(1.0, [0.0, 1.0, 2.0], [10**8, 2 * 10**8], [50.0, None], [2**20, None],
+                        [4, 4], [9, 9], [None, None], [(0.5, 1e6)], {"READ": [100, 156]})
+    requests = Requests({"GET": 64, "HEAD": 1, "LIST": 0, "PUT": 0, "MULTIPART": 0, "COPY": 0,
+                         "DELETE": 0, "OTHER": 0}, {"GetObject": 64, "HeadObject": 1}, 1, 0,
+                        2**26, 0, ttfb_at_most={"p99": 0.05})
+    doc = result_json(daemon=daemon, fuse=fuse, timeline=timeline, requests=requests,
+                      mount=Mounted("ossfs2", ("-o", "secret=***"), ("ossfs2", "mount")),
+                      ceilings=(Ceiling(CeilingPath.FUSE, "bindfs over tmpfs", 2e9),),
+                      memory=Reading(2, 2**30, 2**29, 0), cold_read=ColdRead.VERIFIED,
+                      rounds=({"bw": 1e9, "seconds": 1.0}, {"bw": 1.1e9, "seconds": 0.9}))
+    text = json.dumps(doc)
+    row = ResultRow.of(json.loads(text))
+    assert isinstance(row.fuse, FuseRequests) and row.fuse.op("GETXATTR").errors == {"ENODATA": 4}
+    assert row.daemon == daemon and row.timeline == timeline and row.requests == requests
+    assert row.verdict is Outcome.PASS and row.cold_read is ColdRead.VERIFIED
+    assert json.loads(json.dumps(row.to_dict())) == json.loads(text)
+    # a daemon CPU% over too short a window was written null with why: it reads back as not known
+    brief = json.loads(json.dumps(WorkloadResult.from_dict(doc).to_dict() | {"daemon": None}))
+    brief["daemon"] = json.loads(json.dumps(result_json(daemon=short)["daemon"]))
+    assert brief["daemon"]["cpu_percent"] is None and brief["daemon"]["cpu_percent_note"]
+    again = WorkloadResult.from_dict(brief)
+    assert again.daemon is not None and again.daemon.countable_cpu is None
+    assert json.loads(json.dumps(again.to_dict()["daemon"])) == brief["daemon"]
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"cache": "lukewarm"}, "result t.py::test_x::read: at cache"),
+    ({"read": {"io_bytes": "lots"}}, "result t.py::test_x::read: at read"),
+    ({"colour": "red"}, 'can not match "colour"'),
+    ({"wall_seconds": True}, "wall_seconds"),
+])
+def test_a_wrong_result_is_one_error_naming_it(change, said) -> None:
+    from pytest_fsperf.report.rows import ResultRow
+    from tests.results import result_json
+
+    with pytest.raises(ValueError, match=said):
+        ResultRow.of({**result_json(), **change})
+
+
+def test_fsperf_comment_refuses_another_versions_file_or_a_wrong_result_in_one_line(tmp_path, capsys) -> None:
+    from pytest_fsperf import cli
+    from tests.results import result_json
+
+    base = {"schema": "pytest-fsperf/1", "created": "2026-11-27T06:00:00+0000", "environment": {},
+            "results": [result_json()], "comparisons": [], "failed_tests": []}
+    for name, doc, said in (
+            ("other", {**base, "schema": "pytest-fsperf/2"}, "written as 'pytest-fsperf/2'"),
+            ("wrong", {**base, "results": [{**result_json(), "cache": "lukewarm"}]}, "at cache")):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(doc))
+        assert cli.main(["comment", str(path)]) == 4
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and said in err[0] and "Traceback" not in err[0], err

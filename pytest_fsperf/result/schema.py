@@ -28,6 +28,7 @@ def schema() -> dict[str, Any]:
 # alone ("measured") need not have them
 ADDED = frozenset({"total", "stats", "verdict", "failures", "baseline_checks", "baseline_key",
                    "baseline_entry", "fingerprint", "run_comparison"})
+JUDGEMENT = ADDED | {"verdict_own", "not_judged", "limits", "baseline"}
 
 
 @functools.cache

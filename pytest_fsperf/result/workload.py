@@ -19,7 +19,7 @@ from pytest_fsperf.measure.rest import Rest
 from pytest_fsperf.measure.timeline import Timeline, shape
 from pytest_fsperf.mounts.mounter import Mounted
 from pytest_fsperf.result.ceiling import Ceiling, CeilingPath
-from pytest_fsperf.result.schema import check
+from pytest_fsperf.result.schema import JUDGEMENT, check
 from pytest_fsperf.stats import mad, median_ci
 from pytest_fsperf.store.cost import Cost
 from pytest_fsperf.store.requests import Requests
@@ -418,14 +418,15 @@ class WorkloadResult:
         return data
 
     @classmethod
-    def from_dict(cls: type[R], data: Mapping[str, Any], extra: frozenset[str] = frozenset()) -> R:
+    def from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
         """A result's JSON (to_dict's, a worker's, a saved run's) back into its types, checked
         against the schema's result and each field's annotation; what to_dict derives (total,
-        stats) is left, and so are `extra` keys (a report's judgement). ValueError names the
-        result and its wrong field. to_dict(from_dict(x)) writes x again."""
+        stats) is left, and so is a report's judgement where cls holds none. ValueError names
+        the result and its wrong field. to_dict(from_dict(x)) writes x again."""
         what = f"result {str(data.get('test', '?'))[:200]}::{str(data.get('name', '?'))[:100]}"
         check(data, "measured", what)
-        own = {k: v for k, v in data.items() if k not in extra and k not in ("total", "stats")}
+        left = (JUDGEMENT | {"total", "stats"}) - typed.names(cls)
+        own = {k: v for k, v in data.items() if k not in left}
         return typed.read(cls, own, what, READERS)
 
 
