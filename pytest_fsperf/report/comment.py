@@ -12,8 +12,8 @@ from typing import Any
 from pytest_fsperf.judge.comparison import Comparison, MetricComparison, settled
 from pytest_fsperf.judge.paired import ALPHA, PASS_ALPHA, SAME_LEVEL
 from pytest_fsperf.report.model import metric_name, short_test
+from pytest_fsperf.report.rows import FailedTest, rows
 from pytest_fsperf.report.rows import comparisons as typed_comparisons
-from pytest_fsperf.report.rows import rows
 from pytest_fsperf.report.view import build, unexplained
 from pytest_fsperf.vocab import METRICS, Decision, ExitCode, Outcome
 
@@ -106,7 +106,7 @@ def render(doc: Mapping[str, Any], inconclusive_fails: bool, link: str | None = 
     results file that is not this version's, or whose results do not read as their types:
     ValueError, naming where."""
     comparisons = typed_comparisons(doc.get("comparisons") or [])
-    failed = [t for t in doc.get("failed_tests") or [] if isinstance(t, Mapping)]
+    failed = [FailedTest.of(t) for t in doc.get("failed_tests") or [] if isinstance(t, Mapping)]
     view = build(doc.get("environment") or {}, doc.get("results") or [], comparisons,
                  gated=False, inconclusive_fails=inconclusive_fails, failed_tests=failed)
     decision, *rest = view.summary or (str(view.decision),)
@@ -174,7 +174,7 @@ def exit_code(doc: Mapping[str, Any], inconclusive_fails: bool,
     says them)."""
     comparisons = typed_comparisons(doc.get("comparisons") or [])
     results = rows(doc.get("results") or [])
-    failed = [t for t in doc.get("failed_tests") or [] if isinstance(t, Mapping)]
+    failed = [FailedTest.of(t) for t in doc.get("failed_tests") or [] if isinstance(t, Mapping)]
     verdicts = {r.verdict for r in results}
     if (any(v.failing for v in verdicts) or unexplained(results, failed)
             or any(_rank(c) == 0 for c in comparisons)):

@@ -5,27 +5,33 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from pytest_fsperf.infra import outfile
+from pytest_fsperf.judge.comparison import Comparison
+from pytest_fsperf.report.rows import FailedTest, ResultRow
 from pytest_fsperf.result.schema import SCHEMA_ID, schema
 from pytest_fsperf.saved import runs as saved
 
 __all__ = ["SCHEMA_ID", "document", "finite", "schema", "write"]
 
 
-def document(environment: dict[str, Any], results: list[dict[str, Any]],
-             leftovers: list[str], comparisons: list[dict[str, Any]],
+def document(environment: dict[str, Any], results: Sequence[ResultRow],
+             leftovers: list[str], comparisons: Sequence[Comparison],
              swept: list[str] | None = None,
-             failed_tests: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+             failed_tests: Sequence[FailedTest] = ()) -> dict[str, Any]:
+    """The results file: every type written as its JSON (read back by ResultRow.of,
+    Comparison.from_dict and FailedTest.of)."""
     return {
-        "failed_tests": failed_tests or [],
+        "failed_tests": [asdict(t) for t in failed_tests],
         "schema": SCHEMA_ID,
         "created": time.strftime(saved.CREATED),
         "environment": environment,
-        "results": results,
-        "comparisons": comparisons,
+        "results": [r.to_dict() for r in results],
+        "comparisons": [c.to_dict() for c in comparisons],
         "leftovers": leftovers,
         "swept": swept or [],
     }

@@ -20,6 +20,25 @@ from pytest_fsperf.vocab import Outcome
 
 
 @dataclass(frozen=True)
+class FailedTest:
+    """A test that failed or errored, whatever the cause: it makes the decision FAIL."""
+
+    test: str  # pytest's node id
+    when: str  # setup, call, teardown or collect
+    fsperf: bool = False  # it uses the fsperf fixture or marker
+    message: str = ""  # the first line of why, secrets masked
+
+    @classmethod
+    def of(cls, given: Mapping[str, Any] | FailedTest) -> FailedTest:
+        """From a results file (a field it lacks takes its default; what it cannot hold is
+        said as text)."""
+        if isinstance(given, FailedTest):
+            return given
+        return cls(str(given.get("test", "?")), str(given.get("when", "call")),
+                   bool(given.get("fsperf", False)), str(given.get("message", "")))
+
+
+@dataclass(frozen=True)
 class Limit:
     """A threshold the workload was judged by, as a chart draws it across its bar."""
 

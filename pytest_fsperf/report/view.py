@@ -22,7 +22,7 @@ from pytest_fsperf.report.model import (
     metric_name,
     short_test,
 )
-from pytest_fsperf.report.rows import ResultRow, rows
+from pytest_fsperf.report.rows import FailedTest, ResultRow, rows
 from pytest_fsperf.report.rows import comparisons as typed_comparisons
 from pytest_fsperf.report.tables import (
     baseline_checks,
@@ -41,18 +41,19 @@ def in_comparisons(results: list[Row], comparisons: Iterable[Comparison]) -> set
     return {(c.test, name) for c in comparisons for name in (*c.a_results, *c.b_results)}
 
 
-def unexplained(results: list[Row], failed_tests: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def unexplained(results: list[Row], failed_tests: Iterable[Mapping[str, Any] | FailedTest],
+                ) -> list[FailedTest]:
     """Failed tests whose failure no failing workload row explains: an error in setup or
     teardown, or a test that failed without a failing or undecided workload (no space left,
     a crashed daemon, the user's own assertion)."""
-    explained = {str(r.test) for r in results
-                 if (v := r.verdict).failing or v.unsure}
-    return [t for t in failed_tests if t.get("when") != "call" or str(t["test"]) not in explained]
+    explained = {r.test for r in results if (v := r.verdict).failing or v.unsure}
+    return [t for t in map(FailedTest.of, failed_tests) if t.when != "call" or t.test not in explained]
 
 
 def summary(results: list[Row], comparisons: Iterable[Comparison],
             inconclusive_fails: bool,
-            failed_tests: Iterable[Mapping[str, Any]] = ()) -> tuple[Decision, tuple[str, ...]]:
+            failed_tests: Iterable[Mapping[str, Any] | FailedTest] = (),
+            ) -> tuple[Decision, tuple[str, ...]]:
     """The decision first: what failed and why, what could not be decided, every A/B, and
     every test that failed for a reason no workload shows (the decision is never greener
     than pytest)."""
@@ -88,7 +89,7 @@ def summary(results: list[Row], comparisons: Iterable[Comparison],
                 if comparisons else "")
              + (f"; {len(errors)} test{'' if len(errors) == 1 else 's'} failed or errored"
                 if errors else "")]
-    lines += [f"FAIL: {_test_id(t)} ({t.get('when')}): {t.get('message')}" for t in errors]
+    lines += [f"FAIL: {t.test.rsplit('/', 1)[-1]} ({t.when}): {t.message}" for t in errors]
     for r, v in zip(results, verdicts, strict=True):
         if v.failing or v.unsure:
             lines += [f"{v}: {short_test(r)} {line}" for line in r.failures or [r.name]]
@@ -311,14 +312,10 @@ def _scale(scale: object) -> str:
             "documented ones, or your test's)")
 
 
-def _test_id(t: Mapping[str, Any]) -> str:
-    return str(t["test"]).rsplit("/", 1)[-1]
-
-
 def build(env: Mapping[str, Any], given: Sequence[Mapping[str, Any] | ResultRow],
           given_comparisons: Iterable[Mapping[str, Any] | Comparison], gated: bool,
           inconclusive_fails: bool = True,
-          failed_tests: Iterable[Mapping[str, Any]] = (),
+          failed_tests: Iterable[Mapping[str, Any] | FailedTest] = (),
           clock: tuple[float | None, float | None] = (None, None)) -> View:
     """The view of a session: its results (their JSON form, made into rows here, once), its
     A/B comparisons, and the tests that failed."""

@@ -14,6 +14,7 @@ from pytest_fsperf.infra.redact import redact_text
 from pytest_fsperf.judge import history
 from pytest_fsperf.report import benchmark_json, html, jsonout, markdown, terminal, view
 from pytest_fsperf.report.model import View
+from pytest_fsperf.report.rows import FailedTest, comparisons, rows
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.session.state import FsperfSession
 from pytest_fsperf.vocab import Gate, Unsure
@@ -41,7 +42,7 @@ def live_line(config: pytest.Config) -> tuple[Callable[[str], None], Callable[[]
     return write, column
 
 
-def failed_test(report: pytest.TestReport) -> dict[str, Any]:
+def failed_test(report: pytest.TestReport) -> FailedTest:
     """A failed or errored test as the decision names it: its id, the phase, why (the first
     line of its crash message, secrets masked)."""
     crash = getattr(report.longrepr, "reprcrash", None)
@@ -51,9 +52,8 @@ def failed_test(report: pytest.TestReport) -> dict[str, Any]:
         text = lines[-1] if lines else ""
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "no message")
     first = first.removeprefix("Failed: ")  # pytest.fail's own word before the plugin's line
-    return {"test": report.nodeid, "when": report.when,
-            "fsperf": bool(getattr(report, "fsperf_test", False)),
-            "message": redact_text(first)[:300]}
+    return FailedTest(report.nodeid, report.when or "call", bool(getattr(report, "fsperf_test", False)),
+                      redact_text(first)[:300])
 
 
 class Reporter:
@@ -66,8 +66,14 @@ class Reporter:
         self.env: dict[str, Any] | None = None  # read at the session's end, for every report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.state.results.extend(getattr(report, "fsperf_results", None) or [])
-        self.state.comparisons.extend(getattr(report, "fsperf_comparisons", None) or [])
+        """Each result and comparison the report carries (this process's or an xdist
+        worker's), read into its type; one that does not read fails its test, saying why."""
+        try:
+            self.state.results += rows(getattr(report, "fsperf_results", None) or [])
+            self.state.comparisons += comparisons(getattr(report, "fsperf_comparisons", None) or [])
+        except ValueError as exc:
+            self.state.failed_tests.append(FailedTest(report.nodeid, report.when or "call", True,
+                                                      f"its results could not be read: {exc}"[:300]))
         if report.failed:  # whatever the cause: the decision is never greener than pytest
             self.state.failed_tests.append(failed_test(report))
             self.state.usage_errors |= bool(getattr(report, "fsperf_usage_error", False))
@@ -84,7 +90,7 @@ class Reporter:
                                         f"({state.unrecorded}): had it been killed, nothing would "
                                         "have removed its mounts and processes", yellow=True)
         if not state.results and not state.leftovers and not any(
-                t["fsperf"] for t in state.failed_tests):
+                t.fsperf for t in state.failed_tests):
             return
         terminalreporter.write_sep("=", "fsperf")
         for line in terminal.render(self.view(self.env)):

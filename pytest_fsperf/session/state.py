@@ -11,12 +11,14 @@ from pytest_fsperf.baselines import Baseline
 from pytest_fsperf.infra import leftovers
 from pytest_fsperf.infra.mountinfo import Mount
 from pytest_fsperf.infra.redact import mask
+from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.measure import canary
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.mounts.mounter import MountedFs, MountPlan
 from pytest_fsperf.options.config import Settings
 from pytest_fsperf.report import jsonout
 from pytest_fsperf.report.environment import environment
+from pytest_fsperf.report.rows import FailedTest, ResultRow
 from pytest_fsperf.runner.budget import SessionClock
 from pytest_fsperf.runner.target import Target
 from pytest_fsperf.saved import runs as saved
@@ -26,11 +28,11 @@ class FsperfSession:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.clock = SessionClock(settings.gate_seconds)  # the gated workloads' shared budget
-        self.results: list[dict[str, Any]] = []  # every measured workload, as reported
-        self.comparisons: list[dict[str, Any]] = []  # every A/B comparison, as reported
+        self.results: list[ResultRow] = []  # every measured workload, as reported
+        self.comparisons: list[Comparison] = []  # every A/B comparison, as reported
         self.leftovers: list[str] = []  # work dirs or mounts that could not be removed
         self.swept: list[str] = []  # what earlier, killed sessions left, removed at the start
-        self.failed_tests: list[dict[str, Any]] = []  # every test that failed or errored
+        self.failed_tests: list[FailedTest] = []  # every test that failed or errored
         self.usage_errors = False  # a test failed on bad input: the session exits 4
         self.unrecorded: str | None = None  # why this session keeps no record (no watchdog)
         self._default: Target | None = None
@@ -95,9 +97,9 @@ class FsperfSession:
         name = self.settings.save_baseline
         if name is None:
             return
-        entries = {r["baseline_key"]: r["baseline_entry"] for r in self.results
-                   if r.get("judged") and r.get("baseline_entry")}
-        mounts = sorted({" ".join(r["mount"]["options"]) for r in self.results if r.get("mount")})
+        entries = {r.baseline_key: r.baseline_entry for r in self.results
+                   if r.judged and r.baseline_entry}
+        mounts = sorted({" ".join(r.mount.options) for r in self.results if r.mount})
         m = env.get("mount") or {}
         data = {
             "name": name, "system": m.get("fstype", ""), "version": "",
