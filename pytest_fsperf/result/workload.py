@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import Enum
 from statistics import linear_regression, median
 from typing import Any, TypeVar
@@ -15,6 +16,7 @@ from pytest_fsperf.measure.figures import DaemonStats, short_cpu_note
 from pytest_fsperf.measure.fusetrace import FuseRequests
 from pytest_fsperf.measure.placement import Placement
 from pytest_fsperf.measure.profile import Profile
+from pytest_fsperf.measure.reading import Figured
 from pytest_fsperf.measure.rest import Rest
 from pytest_fsperf.measure.timeline import Timeline, shape
 from pytest_fsperf.mounts.mounter import Mounted
@@ -312,6 +314,10 @@ class WorkloadResult:
                             if self.cost and self.io_bytes else None),
         })
         figures.update(self._fuse_figures())
+        for name in _figured(type(self)):  # a meter's own figures (measure/reading.py)
+            value = getattr(self, name)
+            if isinstance(value, Figured):
+                figures.update(value.figures())
         figures.update({k: shape_of.get(k) for k in SHAPE})  # None: too short to have a shape
         if not self.io_bytes:  # nothing moved: no such figures
             for key in ("daemon_cpu_per_gb", "req_per_mib", "cost_per_tb"):
@@ -440,6 +446,19 @@ def _daemon(data: Mapping[str, Any]) -> DaemonStats:
 
 READERS: typed.Hooks = {DaemonStats: _daemon, Requests: Requests.from_dict, Timeline: Timeline.from_dict,
                         FuseRequests: FuseRequests.from_dict, Profile: Profile.from_summary}
+
+
+_FIGURED: dict[type, tuple[str, ...]] = {}
+
+
+def _figured(cls: type) -> tuple[str, ...]:
+    """The fields whose type names figures of its own (worked out once per class)."""
+    if cls not in _FIGURED:
+        hints = typing.get_type_hints(cls)
+        _FIGURED[cls] = tuple(f.name for f in fields(cls) if any(
+            isinstance(t, type) and issubclass(t, Figured)
+            for t in (hints[f.name], *typing.get_args(hints[f.name]))))
+    return _FIGURED[cls]
 
 
 def pick(figures: dict[str, float | None], metric: str) -> float | None:

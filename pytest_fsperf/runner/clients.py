@@ -25,6 +25,7 @@ from pytest_fsperf.measure.cache import check_cold
 from pytest_fsperf.measure.figures import DaemonStats, ProcessStats
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.result.workload import ClientStats, WorkloadResult
+from pytest_fsperf.runner.readings import DaemonReading
 from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.vocab import ColdRead, EngineKind, PageCache
 
@@ -176,7 +177,7 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
                              lookup.note if d is None else "")
                  for c, r, (d, lookup) in zip(clients, each, daemons, strict=True))
     measured = [(i, d, lookup) for i, (d, lookup) in enumerate(daemons) if d is not None]
-    w.daemon = summed(measured) if measured else None
+    w.put(DaemonReading(summed(measured) if measured else None))
     if w.daemon is None:
         w.lookup = daemons[0][1]
     notes = [f"{n} clients on fio's client/server mode: bandwidth and IOPS are fio's 'All "

@@ -21,6 +21,7 @@ from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.mounts.spec import Need
 from pytest_fsperf.result.workload import JobStats, WorkloadResult
 from pytest_fsperf.runner import window
+from pytest_fsperf.runner.readings import PageCacheReading, TimelineReading
 from pytest_fsperf.vocab import EngineKind
 
 if TYPE_CHECKING:
@@ -189,15 +190,16 @@ def measure(ws: Space, label: str, judged: bool, job: dict[str, str], layout: bo
             read, write, raw, jobs = fio_engine.parse_output(out + ".json")
             runtime = max((d.runtime_ms for d in (read, write) if d is not None), default=0)
             w.io_span = fio_status.io_span(out, runtime, status)
-            w.page_cache, w.page_cache_note = pagecache.taken(cage, uncounted)
-        if w.timeline is not None:
-            w.timeline = dataclasses.replace(w.timeline, clat=fio_engine.read_clat_logs(out, w.started))
+            w.put(PageCacheReading(*pagecache.taken(cage, uncounted)))
+        if (line := w.timeline) is not None:
+            line = dataclasses.replace(line, clat=fio_engine.read_clat_logs(out, w.started))
             total = sum(d.io_bytes for d in (read, write) if d is not None)
-            if w.io_span is not None and abs(sum(w.timeline.moved) - total) > 0.05 * total:
+            if w.io_span is not None and abs(sum(line.moved) - total) > 0.05 * total:
                 # the samples did not see fio's bytes: its reports, placed on its clock
-                edges = [w.started + x for x in w.timeline.t]
-                w.timeline = dataclasses.replace(w.timeline, moved=fio_status.per_interval(
+                edges = [w.started + x for x in line.t]
+                line = dataclasses.replace(line, moved=fio_status.per_interval(
                     status.series(*w.io_span, total), edges))
+            w.put(TimelineReading(line))
         return window.record(ws, w, name=label, kind=EngineKind.FIO, options=job, read=read, write=write,
                            tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
                            judged=judged, raw=raw, output_file=out + ".json",

@@ -1,6 +1,7 @@
-"""What the measured window (window.py) composes: each meter behind one small protocol,
-started before the workload, stopped into the window after it, and released however the
-window ended."""
+"""The meters a measured window (window.py) composes, each an Instrument (measure/reading.py):
+started before the workload, stopped after it into its typed reading (readings.py), and
+released however the window ended. Adding a meter: its module in measure/ (the meter and
+its Reading), a field for the reading on the result, and one line in `made` below."""
 
 from __future__ import annotations
 
@@ -8,77 +9,59 @@ import contextlib
 import dataclasses
 import os
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import psutil
 
-from pytest_fsperf.infra.cgroup import Reading
+from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import fusetrace, profile
+from pytest_fsperf.measure.diskmeter import DiskMeter
 from pytest_fsperf.measure.figures import DaemonStats
-from pytest_fsperf.measure.fusetrace import FuseRequests, Trace, Tracing
-from pytest_fsperf.measure.meters import DaemonMeter
-from pytest_fsperf.measure.placement import Placement
-from pytest_fsperf.measure.profile import Profile, Profiler
-from pytest_fsperf.measure.rest import Rest, RestMeter
+from pytest_fsperf.measure.fusetrace import Trace, Tracing
+from pytest_fsperf.measure.meters import DaemonMeter, status_kib
+from pytest_fsperf.measure.profile import Profiler
+from pytest_fsperf.measure.reading import Instrument, Reading, Span
+from pytest_fsperf.measure.rest import RestMeter
 from pytest_fsperf.measure.timeline import Sampler, Timeline
 from pytest_fsperf.mounts.daemon import Lookup
+from pytest_fsperf.runner.readings import (
+    DaemonReading,
+    DiskReading,
+    FuseReading,
+    MemoryReading,
+    ProfileReading,
+    RestReading,
+    RssReading,
+    StoreReading,
+    TimelineReading,
+)
 from pytest_fsperf.runner.target import safe_name
 from pytest_fsperf.store import juicefs
-from pytest_fsperf.store.requests import Requests
-from pytest_fsperf.vocab import DaemonCache, PageCache
 
 if TYPE_CHECKING:
     from pytest_fsperf.runner.space import Space
 
-
-@dataclass
-class Window:
-    """What a measured window saw around the workload: cache state, daemon, cache disk."""
-
-    lookup: Lookup
-    cache: PageCache
-    daemon_cache: DaemonCache
-    cold_steps: tuple[str, ...]
-    wall: float = 0.0
-    daemon: DaemonStats | None = None
-    disk_peak: int | None = None
-    requests: Requests | None = None
-    requests_note: str = ""
-    timeline: Timeline | None = None
-    daemon_counters: dict[str, float] | None = None
-    placement: Placement | None = None
-    fuse: FuseRequests | None = None  # the kernel's FUSE requests in the window
-    fuse_note: str = ""  # why there is no trace, when there is none
-    profile: Profile | None = None  # the daemon's CPU profile, inside profiling()
-    profile_note: str = ""  # why a profile asked for was not taken
-    peers: list[tuple[Lookup, DaemonMeter | None]] = dataclasses.field(default_factory=list)
-    peer_stats: list[DaemonStats | None] = dataclasses.field(default_factory=list)
-    cache_filled: int | None = None  # how much the machine's page cache grew in the window, bytes
-    rest: Rest | None = None  # what the rest of the machine used in the window
-    memory: Reading | None = None  # the daemon's cgroup, where it has a memory limit
-    rss_after: int | None = None  # the daemon's RSS a while after the window
-    rss_before: int | None = None  # and just before it
-    page_cache: int | None = None  # the page cache the workload's files held at its end
-    page_cache_note: str = ""  # why it was not counted
-    io_span: tuple[float, float] | None = None  # when the I/O ran (monotonic s), if known
-    expected: int | None = None  # the bytes the load generator says it moved, if known
-    started: float = 0.0  # monotonic s of the timeline's t = 0
-    began: float = 0.0  # monotonic s the workload began (after the pinning)
-
-
 NOT_HERE = "not counted here: this machine's JuiceFS client did not run the workload"
 
 
-class Instrument(Protocol):
-    def start(self) -> None:
-        """Begin: just before the workload."""
+@dataclass(frozen=True)
+class Context:
+    """What an instrument may need to be made: the test's space, its daemon, the daemons'
+    processes, the workload's name."""
 
-    def stop(self, w: Window) -> None:
-        """The workload ended well: put the reading into the window."""
+    ws: Space
+    lookup: Lookup
+    pids: list[int]
+    label: str
 
-    def abort(self) -> None:
-        """However the window ended: release what it holds (a no-op once stopped)."""
+
+def rss_of(lookup: Lookup) -> int | None:
+    """The daemon's resident memory now, all its processes."""
+    found = [status_kib(m.pid, "VmRSS") for m in lookup.daemon.members] if lookup.daemon else []
+    return 1024 * sum(k for k in found if k is not None) if found and None not in found else None
 
 
 class Daemons:
@@ -87,6 +70,7 @@ class Daemons:
     def __init__(self, label: str, meter: DaemonMeter | None,
                  peers: list[tuple[Lookup, DaemonMeter | None]]) -> None:
         self.label, self.meter, self.peers = label, meter, peers
+        self.peer_stats: list[DaemonStats | None] = []
 
     def _all(self) -> list[DaemonMeter]:
         return [m for m in (self.meter, *(m for _o, m in self.peers)) if m is not None]
@@ -100,10 +84,11 @@ class Daemons:
         for m in self._all():
             m.stop(self.label)
 
-    def stop(self, w: Window) -> None:
-        w.daemon = self.meter.stop(self.label, w.io_span, w.expected) if self.meter else None
-        w.peer_stats = [m.stop(self.label, w.io_span, w.expected) if m else None
-                        for _o, m in self.peers]
+    def stop(self, span: Span) -> DaemonReading:
+        self.peer_stats = [m.stop(self.label, span.io_span, span.expected) if m else None
+                           for _o, m in self.peers]
+        return DaemonReading(self.meter.stop(self.label, span.io_span, span.expected)
+                             if self.meter else None)
 
     def abort(self) -> None:
         for m in self._all():
@@ -116,12 +101,11 @@ class StoreRequests:
     around the whole window. here=False: the workload ran elsewhere: this machine's JuiceFS
     client's own counts are not taken for it (a store's counters are: they count every client)."""
 
-    def __init__(self, ws: Space, w: Window, here: bool) -> None:
-        self.store, w.requests_note = ws.target.request_meter()
+    def __init__(self, ws: Space, here: bool) -> None:
+        self.store, self.note = ws.target.request_meter()
         if not here and isinstance(self.store, juicefs.StatsMeter):
-            self.store, w.requests_note = None, NOT_HERE
+            self.store, self.note = None, NOT_HERE
         self.own: juicefs.OwnMeter | None = None
-        self.note = w.requests_note
         self._here, self._ws = here, ws
 
     def start(self) -> None:
@@ -140,17 +124,19 @@ class StoreRequests:
             except (OSError, ValueError):
                 self.own = None
 
-    def stop(self, w: Window) -> None:
+    def stop(self, span: Span) -> StoreReading:
+        requests, note, counters = None, self.note, None
         if self.store is not None:
             try:
-                w.requests = self.store.stop()
+                requests = self.store.stop()
             except (OSError, ValueError) as exc:
-                w.requests_note = f"the store's metrics failed: {exc}"
+                note = f"the store's metrics failed: {exc}"
         if self.own is not None:
             with contextlib.suppress(OSError, ValueError):
-                w.daemon_counters = self.own.stop()
-        elif isinstance(self.store, juicefs.StatsMeter) and w.requests is not None:
-            w.daemon_counters = self.store.counters
+                counters = self.own.stop()
+        elif isinstance(self.store, juicefs.StatsMeter) and requests is not None:
+            counters = self.store.counters
+        return StoreReading(requests, note, counters)
 
     def abort(self) -> None:
         pass  # counters read twice: nothing held
@@ -163,46 +149,41 @@ class FuseTrace:
         self.trace = trace
 
     @classmethod
-    def armed(cls, ws: Space, lookup: Lookup, w: Window) -> FuseTrace | None:
-        """The trace of the window, or None with why in w.fuse_note."""
+    def armed(cls, ws: Space, lookup: Lookup) -> FuseTrace | FuseReading | None:
+        """The trace of the window; else why not (a reading without a trace); None: not FUSE."""
         if not lookup.fuse:
             return None
         if ws.settings.fuse_trace == Tracing.OFF:
-            w.fuse_note = "not traced (--fsperf-fuse-trace=off)"
-            return None
+            return FuseReading(None, "not traced (--fsperf-fuse-trace=off)")
         why = fusetrace.unavailable()
         if why:
-            w.fuse_note = f"not available: {why}"
-            return None
+            return FuseReading(None, f"not available: {why}")
         try:
             mount = ws.target.mount()
         except (OSError, LookupError) as exc:
-            w.fuse_note = f"not available: the mount could not be read ({exc})"
-            return None
+            return FuseReading(None, f"not available: the mount could not be read ({exc})")
         trace = Trace(fusetrace.connection_id(mount.major, mount.minor))
         try:
             trace.open()
         except OSError as exc:
             trace.close()
-            w.fuse_note = f"not available: tracefs refused the trace ({exc.strerror or exc})"
-            return None
+            return FuseReading(None, f"not available: tracefs refused the trace ({exc.strerror or exc})")
         return cls(trace)
 
     def start(self) -> None:
         self.trace.start()
 
-    def stop(self, w: Window) -> None:
+    def stop(self, span: Span) -> FuseReading:
         self.trace.stop()
+        try:
+            return FuseReading(self.trace.summary(span.began, span.began + span.wall))
+        except (OSError, ValueError):
+            return FuseReading(None)
 
-    def finish(self, w: Window, sampler: Sampler) -> None:
-        """After a workload that ended well and the timeline: the requests of its window, and
-        per interval of the timeline."""
-        with contextlib.suppress(OSError, ValueError):
-            w.fuse = self.trace.summary(w.began, w.began + w.wall)
-        if w.timeline is not None and w.fuse is not None:
-            edges = [sampler.started + x for x in w.timeline.t[1:]]
-            w.timeline = dataclasses.replace(w.timeline, fuse_ops=self.trace.per_interval(
-                sampler.started, edges[-1], edges))
+    def per_interval(self, timeline: Timeline, started: float) -> Timeline:
+        """The timeline with the FUSE requests of each of its intervals."""
+        edges = [started + x for x in timeline.t[1:]]
+        return dataclasses.replace(timeline, fuse_ops=self.trace.per_interval(started, edges[-1], edges))
 
     def abort(self) -> None:
         self.trace.close()
@@ -215,23 +196,22 @@ class DaemonProfile:
         self.profiler = profiler
 
     @classmethod
-    def wanted(cls, ws: Space, pids: list[int], label: str, w: Window) -> DaemonProfile | None:
-        if not (ws.profiled and pids):
+    def wanted(cls, c: Context) -> DaemonProfile | ProfileReading | None:
+        if not (c.ws.profiled and c.pids):
             return None
-        why = profile.refused(pids)
+        why = profile.refused(c.pids)
         if why:
-            w.profile_note = f"not profiled: {why}"
-            return None
-        return cls(Profiler(pids, os.path.join(ws.local_dir(), f"{safe_name(label)}.perf.data")))
+            return ProfileReading(None, f"not profiled: {why}")
+        return cls(Profiler(c.pids, os.path.join(c.ws.local_dir(), f"{safe_name(c.label)}.perf.data")))
 
     def start(self) -> None:
         self.profiler.start()
 
-    def stop(self, w: Window) -> None:
+    def stop(self, span: Span) -> ProfileReading:
         try:
-            w.profile = self.profiler.stop()
+            return ProfileReading(self.profiler.stop())
         except (OSError, subprocess.SubprocessError) as exc:
-            w.profile_note = f"the profile failed: {exc}"
+            return ProfileReading(None, f"the profile failed: {exc}")
 
     def abort(self) -> None:
         self.profiler.close()
@@ -248,9 +228,113 @@ class MachineRest:
         self.cached = psutil.virtual_memory().cached
         self.meter.start()
 
-    def stop(self, w: Window) -> None:
-        w.rest = self.meter.stop()
-        w.cache_filled = max(0, psutil.virtual_memory().cached - self.cached)
+    def stop(self, span: Span) -> RestReading:
+        return RestReading(self.meter.stop(), max(0, psutil.virtual_memory().cached - self.cached))
 
     def abort(self) -> None:
         pass  # counters read twice: nothing held
+
+
+class CacheDisk:
+    """Peak disk use of the daemon's cache directories, sampled (started when made)."""
+
+    def __init__(self, meter: DiskMeter) -> None:
+        self.meter = meter
+        self.peak: int | None = None
+
+    @classmethod
+    def made(cls, c: Context) -> CacheDisk | None:
+        paths = [p for p in c.ws.cache_dirs if os.path.isdir(p)]
+        if not paths:
+            return None
+        meter = DiskMeter(paths)
+        meter.start()
+        return cls(meter)
+
+    def start(self) -> None:
+        pass  # sampling since it was made
+
+    def stop(self, span: Span) -> DiskReading:
+        if self.peak is None:
+            self.peak = self.meter.stop()
+        return DiskReading(self.peak)
+
+    def abort(self) -> None:
+        self.stop(_NO_SPAN)
+
+
+class CageMemory:
+    """The daemon's cgroup, where it runs under a memory limit: its peak and OOM kills."""
+
+    def __init__(self, cage: cgroup.MemoryCage) -> None:
+        self.cage = cage
+        self.killed = cage.read().oom_kills  # before: a kill in the window is the window's
+
+    def start(self) -> None:
+        self.cage.reset_peak()
+
+    def stop(self, span: Span) -> MemoryReading:
+        return MemoryReading(self.cage.read())
+
+    def abort(self) -> None:
+        pass
+
+
+class DaemonRss:
+    """The daemon's RSS just before the window and, --fsperf-rss-settle s after it, what it
+    gave back (read outside the window)."""
+
+    def __init__(self, lookup: Lookup, before: int | None, settle: float) -> None:
+        self.lookup, self.before, self.settle = lookup, before, settle
+
+    def start(self) -> None:
+        pass
+
+    def stop(self, span: Span) -> RssReading:
+        if not self.settle or self.lookup.daemon is None:
+            return RssReading(self.before)
+        time.sleep(self.settle)
+        return RssReading(self.before, rss_of(self.lookup))
+
+    def abort(self) -> None:
+        pass
+
+
+class Sampled:
+    """The timeline: bytes, the daemon's CPU, RSS, threads, fds and cache disk per interval."""
+
+    def __init__(self, sampler: Sampler) -> None:
+        self.sampler = sampler
+        self.timeline: Timeline | None = None
+        self._stopped = False
+
+    def start(self) -> None:
+        self.sampler.start()
+
+    def stop(self, span: Span) -> TimelineReading:
+        if not self._stopped:
+            self._stopped = True
+            self.timeline = self.sampler.stop()
+        return TimelineReading(self.timeline)
+
+    def abort(self) -> None:
+        self.stop(_NO_SPAN)
+
+
+@dataclass
+class _Span:
+    wall: float = 0.0
+    began: float = 0.0
+    io_span: tuple[float, float] | None = None
+    expected: int | None = None
+
+
+_NO_SPAN = _Span()
+
+# The meters started pinned, just before the workload, and stopped in reverse order after it:
+# each made from the window's context (None: not wanted here, or a reading saying why not).
+PINNED: list[Callable[[Context], Instrument[Reading] | Reading | None]] = [
+    DaemonProfile.wanted,
+    lambda c: FuseTrace.armed(c.ws, c.lookup),
+    lambda c: MachineRest(c.pids),
+]

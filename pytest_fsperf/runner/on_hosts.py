@@ -22,6 +22,7 @@ from pytest_fsperf.measure.figures import DaemonStats
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.result.workload import ClientStats, WorkloadResult
 from pytest_fsperf.runner.clients import Client, client_dirs, job_files, summed
+from pytest_fsperf.runner.readings import DaemonReading, FuseReading, StoreReading, TimelineReading
 from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.store.requests import Requests, combined
 from pytest_fsperf.vocab import ColdRead, EngineKind, PageCache
@@ -83,24 +84,26 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
     for lk, (host, d), r, s, cache in zip(found, dirs, each, stops, host_cache, strict=True):
         stats = link.daemon_stats(s["daemon"])
         state, evidence = check_cold(cache, stats, r.read.io_bytes if r.read and not r.write else 0)
-        counted = s.get("requests")
+        counted, why = _requests(s.get("requests")), s.get("requests_note", "")
+        if isinstance(counted, str):
+            counted, why = None, counted
         rows.append(ClientStats(lk.server.address if lk.server else host, d, r.read, r.write,
                                 stats, "" if stats else f"on {host}: {s['note']}", host,
-                                state, evidence, Requests(**counted) if counted else None,
-                                "" if counted else f"on {host}: {s.get('requests_note', '')}"))
+                                state, evidence, counted,
+                                "" if counted else f"on {host}: {why}"))
     measured: list[tuple[int, DaemonStats, Lookup]] = [
         (i, c.daemon, Lookup(None, c.daemon_note)) for i, c in enumerate(rows) if c.daemon]
-    w.daemon = summed(measured, lambda i: f"host {rows[i].host}") if measured else None
-    # this machine's tracepoints and timeline saw none of the hosts' work
-    w.fuse, w.fuse_note = None, "not traced: the workload ran on the hosts"
-    w.timeline = None
+    w.put(DaemonReading(summed(measured, lambda i: f"host {rows[i].host}") if measured else None),
+          # this machine's tracepoints and timeline saw none of the hosts' work
+          FuseReading(None, "not traced: the workload ran on the hosts"), TimelineReading(None))
     if w.daemon is None:
         w.lookup = Lookup(None, "; ".join(c.daemon_note for c in rows))
     hosts_counted = [c.requests for c in rows if c.requests is not None]
     by_store = w.requests is not None  # a store's own counters: every host at once
     if not by_store and hosts_counted and len(hosts_counted) == len(rows):
-        w.requests = combined(hosts_counted, "JuiceFS .stats on each host")
-        w.requests_note = ""
+        store = w.get(StoreReading)
+        w.put(StoreReading(combined(hosts_counted, "JuiceFS .stats on each host"), "",
+                           store.daemon_counters if store else None))
     exited = [c.host for c, s in zip(rows, stops, strict=True) if s.get("exited")]
     if exited:
         raise link.HostError(f"{label}: the FUSE daemon on host {', '.join(exited)} exited "
@@ -122,3 +125,13 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
     return ws.record(w, cold=_cold(rows), name=label, kind=EngineKind.FIO, options=job,
                      read=total.read, write=total.write, tool_cpu_percent=tool, judged=judged,
                      output_file=out + ".json", notes=tuple(notes), clients=tuple(rows))
+
+
+def _requests(given: object) -> Requests | str | None:
+    """A host's request counts as their type, or why they could not be read."""
+    if not given:
+        return None
+    try:
+        return Requests.from_dict(given) if isinstance(given, dict) else "not an object"
+    except ValueError as exc:
+        return f"its request counts could not be read: {exc}"[:300]

@@ -16,21 +16,25 @@ from pytest_fsperf.errors import MeasurementError, WorkloadHung
 from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import progress, timeline
 from pytest_fsperf.measure.cache import check_cold, served_itself, waited_outside
-from pytest_fsperf.measure.diskmeter import DiskMeter
-from pytest_fsperf.measure.meters import DaemonExited, DaemonMeter, status_kib
+from pytest_fsperf.measure.meters import DaemonExited, DaemonMeter
 from pytest_fsperf.measure.placement import pinned
+from pytest_fsperf.measure.reading import Instrument, Reading
 from pytest_fsperf.measure.rest import own_cpu
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.result.workload import OpStats, WorkloadResult
 from pytest_fsperf.runner.instruments import (
-    DaemonProfile,
+    PINNED,
+    CacheDisk,
+    CageMemory,
+    Context,
+    DaemonRss,
     Daemons,
     FuseTrace,
-    Instrument,
-    MachineRest,
+    Sampled,
     StoreRequests,
-    Window,
+    rss_of,
 )
+from pytest_fsperf.runner.readings import PlacementReading, TimelineReading, Window
 from pytest_fsperf.runner.space import Space
 from pytest_fsperf.store.cost import Cost
 from pytest_fsperf.store.requests import Requests
@@ -90,16 +94,16 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
              timed_io: bool = False, peers: int = 0,
              here: bool = True, spanned: bool = False,
              before: Callable[[Window], None] | None = None) -> Iterator[Window]:
-    """Take the pending cold state, then measure the body with the daemon meter, the
-    cache-disk sampler and the progress line. A failure because the daemon died is
-    reported as the daemon's death. timed_io: the counter counts the workload's bytes
-    and nothing else (fio's processes), so the daemon's CPU% is taken over the time
-    they moved; an in-process engine's run is its window already. peers: the daemons of
-    the first `peers` other clients are measured too (w.peers, in the order of ws.peers).
-    spanned: the body sets w.io_span, the time the I/O ran as the load generator says
-    (fio): the meters sample the daemons' CPU for it. here=False: the workload ran
-    elsewhere (hosts): this machine's JuiceFS client's own counts are not taken for it
-    (a store's counters are: they count every client)."""
+    """Take the pending cold state, then measure the body with every instrument, the
+    sampler and the progress line; each instrument's reading goes into the window. A failure
+    because the daemon died is reported as the daemon's death. timed_io: the counter counts
+    the workload's bytes and nothing else (fio's processes), so the daemon's CPU% is taken
+    over the time they moved; an in-process engine's run is its window already. peers: the
+    daemons of the first `peers` other clients are measured too (w.peers, in the order of
+    ws.peers). spanned: the body sets w.io_span, the time the I/O ran as the load generator
+    says (fio): the meters sample the daemons' CPU for it. here=False: the workload ran
+    elsewhere (hosts): this machine's JuiceFS client's own counts are not taken for it (a
+    store's counters are: they count every client)."""
     lookup = ws.target.lookup_daemon()  # after any remount
     page, daemon_cold, steps = ws.take_cold()
     w = Window(lookup, page or PageCache.WARM, _daemon_cache(lookup, page, daemon_cold),
@@ -113,41 +117,48 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
     daemons = Daemons(label, DaemonMeter(lookup.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
                       if lookup.daemon else None, w.peers)
     pids = [m.pid for o in (lookup, *others) if o.daemon for m in o.daemon.members]
+    context = Context(ws, lookup, pids, label)
     # (also for a cold read on a daemon not restarted: what its memory may already hold)
     unknown = w.cache.cold and w.daemon_cache == DaemonCache.UNKNOWN
-    if (ws.rss_settle or unknown) and w.rss_before is None:
-        w.rss_before = rss_of(lookup)
-    cage = ws.target.owned.cage if ws.target.owned is not None else None
-    killed = cage.read().oom_kills if cage is not None else 0
-    if cage is not None:
-        cage.reset_peak()
-    disk = _disk_meter(ws)
-    store = StoreRequests(ws, w, here)
-    store.start()  # read around the whole window
-    trace = FuseTrace.armed(ws, lookup, w)
-    # started pinned, just before the workload; stopped in the reverse order after it
-    inner: list[Instrument] = [i for i in (DaemonProfile.wanted(ws, pids, label, w), trace,
-                                           MachineRest(pids)) if i is not None]
+    rss_before = w.rss_before
+    if (ws.rss_settle or unknown) and rss_before is None:
+        rss_before = rss_of(lookup)
+    owned = ws.target.owned
+    cage = CageMemory(owned.cage) if owned is not None and owned.cage is not None else None
+    disk = CacheDisk.made(context)
+    store = StoreRequests(ws, here)
+    # read around the whole window: the store's counters first, the cgroup's and the RSS last
+    outer: list[Instrument[Reading]] = [i for i in (
+        store, cage, DaemonRss(lookup, rss_before, ws.rss_settle)) if i is not None]
+    made = [make(context) for make in PINNED]
+    w.put(*(m for m in made if isinstance(m, Reading)))  # why a meter is not here
+    inner: list[Instrument[Reading]] = [m for m in made if m is not None and not isinstance(m, Reading)]
+    trace = next((m for m in inner if isinstance(m, FuseTrace)), None)
     limit = ws.state.settings.stall_limit
-    sampler = timeline.Sampler(counter, pids, (lambda: disk.last) if disk else None,
+    sampler = timeline.Sampler(counter, pids, (lambda: disk.meter.last) if disk else None,
                                stall_limit=limit if on_exit is not None else None,
                                on_stall=on_exit)
-    sampler.start()
+    sampled = Sampled(sampler)
+    for each in outer:
+        each.start()
+    sampled.start()
     w.started = sampler.started
     shown = _progress(ws, label, counter, sampler)
     with contextlib.ExitStack() as release:  # however the window ends, last first:
-        release.callback(_disk_peak, w, disk)
+        if disk is not None:
+            release.callback(lambda: w.put(disk.stop(w)))
         release.callback(daemons.abort)
         if shown:
             release.callback(shown.stop)
         for each in inner:
             release.callback(each.abort)
-        release.callback(_timeline, w, sampler, trace)
+        release.callback(_timeline, w, sampled, trace)
         try:
             daemons.start()
-            w.placement = ws.settings.cpus.placement(ws.paired)
+            w.put(PlacementReading(ws.settings.cpus.placement(ws.paired)))
+            placement = w.get(PlacementReading)
             try:
-                with pinned(w.placement, pids):
+                with pinned(placement.placement if placement else None, pids):
                     for each in inner:
                         each.start()
                     w.began = time.monotonic()  # after the pinning: its cost is not the workload's
@@ -161,20 +172,17 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
                 raise
             w.wall = time.monotonic() - w.began
             for each in reversed(inner):
-                each.stop(w)
+                w.put(each.stop(w))
             if sampler.stalled is not None:
                 raise MeasurementError(_stalled(label, sampler.stalled, limit))
-            daemons.stop(w)
-            store.stop(w)
-            w.memory = cage.read() if cage is not None else None
-            if ws.rss_settle and lookup.daemon is not None:  # outside the window: what it gave back
-                time.sleep(ws.rss_settle)
-                w.rss_after = rss_of(lookup)
+            w.put(daemons.stop(w))
+            w.peer_stats = daemons.peer_stats
+            for each in outer:
+                w.put(each.stop(w))
         except DaemonExited as exc:  # the target's own daemon: what its log said last
-            owned = ws.target.owned
             mine = daemons.meter is not None and exc.pid == daemons.meter.daemon.pid
             said = owned.last_words() if owned is not None and mine else ""
-            oom = oom_cause(cage, killed) if mine else ""
+            oom = oom_cause(cage.cage if cage else None, cage.killed if cage else 0) if mine else ""
             if not said and not oom:
                 raise
             kind = KilledForMemory if oom else DaemonExited
@@ -183,12 +191,6 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
 
 class KilledForMemory(DaemonExited):
     """The daemon died because the kernel killed it for its cgroup's memory limit."""
-
-
-def rss_of(lookup: Lookup) -> int | None:
-    """The daemon's resident memory now, all its processes."""
-    found = [status_kib(m.pid, "VmRSS") for m in lookup.daemon.members] if lookup.daemon else []
-    return 1024 * sum(k for k in found if k is not None) if found and None not in found else None
 
 
 def oom_cause(cage: cgroup.MemoryCage | None, before: int) -> str:
@@ -204,15 +206,12 @@ def oom_cause(cage: cgroup.MemoryCage | None, before: int) -> str:
             f"(cgroup v{now.cgroup}'s own count); ")
 
 
-def _timeline(w: Window, sampler: timeline.Sampler, trace: FuseTrace | None) -> None:
+def _timeline(w: Window, sampled: Sampled, trace: FuseTrace | None) -> None:
     """The window's timeline; with the FUSE requests of a workload that ended well."""
-    w.timeline = sampler.stop()
-    if trace is not None and w.wall:
-        trace.finish(w, sampler)
-
-
-def _disk_peak(w: Window, disk: DiskMeter | None) -> None:
-    w.disk_peak = disk.stop() if disk else None
+    found = sampled.stop(w)
+    if trace is not None and w.wall and found.timeline is not None and w.fuse is not None:
+        found = TimelineReading(trace.per_interval(found.timeline, w.started))
+    w.put(found)
 
 
 def _cost(ws: Space, q: Requests | None) -> Cost | None:
@@ -222,17 +221,12 @@ def _cost(ws: Space, q: Requests | None) -> Cost | None:
 
 def record(ws: Space, w: Window, cold: tuple[ColdRead, str] | None = None,
            **fields: Any) -> WorkloadResult:
-    """The result of a measured window; cold: the cold-read check, where the caller made
-    it (many clients: each client's daemon against its own bytes)."""
-    result = WorkloadResult(
-        test=ws.test, cache=w.cache, daemon_cache=w.daemon_cache, daemon=w.daemon,
-        daemon_note=w.lookup.note, wall_seconds=w.wall, mount=ws.target.describe(),
-        cold_steps=w.cold_steps, cache_disk_peak_bytes=w.disk_peak, requests=w.requests,
-        requests_note=w.requests_note, cost=_cost(ws, w.requests), timeline=w.timeline,
-        daemon_counters=w.daemon_counters, placement=w.placement, fuse=w.fuse,
-        fuse_note=w.fuse_note, profile=w.profile, profile_note=w.profile_note,
-        cache_filled=w.cache_filled, rest=w.rest, memory=w.memory, rss_after=w.rss_after,
-        rss_before=w.rss_before, page_cache=w.page_cache, page_cache_note=w.page_cache_note, **fields)
+    """The result of a measured window, built from its readings; cold: the cold-read check,
+    where the caller made it (many clients: each client's daemon against its own bytes)."""
+    result = WorkloadResult(**{
+        "test": ws.test, "cache": w.cache, "daemon_cache": w.daemon_cache, "daemon": None,
+        "daemon_note": w.lookup.note, "wall_seconds": w.wall, "mount": ws.target.describe(),
+        "cold_steps": w.cold_steps, "cost": _cost(ws, w.requests), **w.fields(), **fields})
     found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes, w.fuse)
     itself = served_itself(w.cache, w.daemon_cache, result.read_only_bytes,
                            w.requests.sent_bytes if w.requests is not None else None,
@@ -274,15 +268,6 @@ def _progress(ws: Space, label: str, counter: Callable[[], int],
     line = progress.Progress(terminal[0], label, counter, terminal[1], now)
     line.start()
     return line
-
-
-def _disk_meter(ws: Space) -> DiskMeter | None:
-    paths = [p for p in ws.cache_dirs if os.path.isdir(p)]
-    if not paths:
-        return None
-    meter = DiskMeter(paths)
-    meter.start()
-    return meter
 
 
 def _stalled(label: str, seconds: float, limit: float | None) -> str:

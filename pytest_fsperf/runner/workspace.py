@@ -12,7 +12,7 @@ from typing import Any
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.result.workload import OpStats, WorkloadResult
 from pytest_fsperf.runner import ab, fio_run, window
-from pytest_fsperf.runner.instruments import Window
+from pytest_fsperf.runner.readings import Window
 from pytest_fsperf.runner.space import Space
 from pytest_fsperf.vocab import ColdRead, EngineKind
 

@@ -27,8 +27,8 @@ from pytest_fsperf.mounts.spec import Need
 from pytest_fsperf.result.phases import MdtestResult
 from pytest_fsperf.result.workload import OpStats, WorkloadResult
 from pytest_fsperf.runner.fio_run import refuse
-from pytest_fsperf.runner.instruments import Window
-from pytest_fsperf.runner.window import rss_of
+from pytest_fsperf.runner.instruments import rss_of
+from pytest_fsperf.runner.readings import RssReading, Window
 from pytest_fsperf.vocab import EngineKind, FilesOp
 
 if TYPE_CHECKING:
@@ -218,7 +218,7 @@ def _hold(fs: Workspace, label: str, judged: bool, options: dict[str, str], path
     fds: list[int] = []
 
     def open_all(w: Window) -> None:
-        w.rss_before = rss_of(w.lookup)
+        w.put(RssReading(rss_of(w.lookup)))
         for path in paths:
             fds.append(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
             os.pread(fds[-1], first, 0)

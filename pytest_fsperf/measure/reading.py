@@ -1,0 +1,45 @@
+"""The one protocol every meter of a measured window follows: started just before the
+workload, stopped after it into a typed reading, released however the window ended."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, TypeVar, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a meter read over a window: a frozen dataclass whose fields are the workload
+    result's fields of the same names; the result is built from the readings. A field whose
+    value has figures() adds them to the figures thresholds judge (WorkloadResult.metrics)."""
+
+
+@runtime_checkable
+class Figured(Protocol):
+    """A reading's value that names figures of its own (a threshold's figure where vocab's
+    METRICS has it; else in the JSON's stats)."""
+
+    def figures(self) -> dict[str, float | None]: ...
+
+
+R_co = TypeVar("R_co", bound=Reading, covariant=True)
+
+
+class Span(Protocol):
+    """When the workload ran, as the window knows it when the meters stop."""
+
+    wall: float  # seconds from the workload's start to its end
+    began: float  # monotonic s it began
+    io_span: tuple[float, float] | None  # when the I/O ran (monotonic s), if the tool said
+    expected: int | None  # the bytes the load generator says it moved, if known
+
+
+class Instrument(Protocol[R_co]):
+    def start(self) -> None:
+        """Begin: just before the workload."""
+
+    def stop(self, span: Span) -> R_co:
+        """The workload ended well: what was read over it."""
+
+    def abort(self) -> None:
+        """However the window ended: release what it holds (a no-op once stopped)."""
