@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pytest_fsperf.infra import typed
 from pytest_fsperf.infra.cgroup import Reading
+from pytest_fsperf.measure.faults import Faults
 from pytest_fsperf.measure.figures import DaemonStats, short_cpu_note
 from pytest_fsperf.measure.fusetrace import FuseRequests
 from pytest_fsperf.measure.placement import Placement
@@ -183,6 +184,7 @@ class WorkloadResult:
     memory: Reading | None = None  # the daemon's cgroup: its memory limit, peak, OOM kills
     rss_after: int | None = None  # the daemon's RSS after --fsperf-rss-settle s, bytes
     rss_before: int | None = None  # its RSS just before the window (with rss_after), bytes
+    faults: Faults | None = None  # the daemon's page faults in the window (measure/faults.py)
     page_cache: int | None = None  # the page cache its files held at the window's end, bytes
     page_cache_note: str = ""  # why it was not counted
     # many clients (fsperf.fio(clients=N)): each one; read/write above are fio's "All clients"

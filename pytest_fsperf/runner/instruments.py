@@ -19,6 +19,7 @@ import psutil
 from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import fusetrace, profile
 from pytest_fsperf.measure.diskmeter import DiskMeter
+from pytest_fsperf.measure.faults import PageFaults
 from pytest_fsperf.measure.figures import DaemonStats
 from pytest_fsperf.measure.fusetrace import Trace, Tracing
 from pytest_fsperf.measure.meters import DaemonMeter, status_kib
@@ -337,4 +338,5 @@ PINNED: list[Callable[[Context], Instrument[Reading] | Reading | None]] = [
     DaemonProfile.wanted,
     lambda c: FuseTrace.armed(c.ws, c.lookup),
     lambda c: MachineRest(c.pids),
+    lambda c: PageFaults(c.pids) if c.pids else None,
 ]

@@ -1,0 +1,59 @@
+"""The FUSE daemon's page faults over a window: minor (a page mapped from memory) and major
+(read back from disk). A cold start's drop_caches drops the daemon's own code and data
+pages too; a cold read's throughput then includes the daemon faulting them back in, and the
+major count says how much. Read from /proc/PID/stat (minflt, majflt: the whole process, its
+exited threads included; psutil gives neither), summed over the daemon's processes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_fsperf.measure.reading import Reading, Span
+from pytest_fsperf.mounts.daemon import stat_fields
+
+MINFLT, MAJFLT, STARTED = 7, 9, 19  # /proc/PID/stat fields 10, 12 and 22 (stat_fields' count)
+
+
+@dataclass(frozen=True)
+class Faults:
+    minor: int
+    major: int
+    processes: int  # of the daemon's processes alive at both ends (one that exited: not counted)
+
+    def figures(self) -> dict[str, float | None]:
+        return {"daemon_major_faults": float(self.major)}
+
+
+@dataclass(frozen=True)
+class FaultsReading(Reading):
+    faults: Faults | None  # None: the daemon's counts could not be read
+
+
+def _counts(pid: int) -> tuple[int, int, int] | None:
+    """Its start time (the same process at both ends, not a PID reused) and its counts."""
+    found = stat_fields(pid)
+    if not found or len(found) <= STARTED:
+        return None
+    return int(found[STARTED]), int(found[MINFLT]), int(found[MAJFLT])
+
+
+class PageFaults:
+    """Each daemon process's fault counts at the window's start and end."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+        self.before: dict[int, tuple[int, int, int]] = {}
+
+    def start(self) -> None:
+        self.before = {pid: c for pid in self.pids if (c := _counts(pid)) is not None}
+
+    def stop(self, span: Span) -> FaultsReading:
+        after = {pid: c for pid, was in self.before.items()
+                 if (c := _counts(pid)) is not None and c[0] == was[0]}
+        if not after:
+            return FaultsReading(None)
+        return FaultsReading(Faults(sum(after[p][1] - self.before[p][1] for p in after),
+                                    sum(after[p][2] - self.before[p][2] for p in after), len(after)))
+
+    def abort(self) -> None:
+        pass  # counters read twice: nothing held

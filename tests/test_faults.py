@@ -1,0 +1,64 @@
+"""The daemon's page faults over the window (measure/faults.py): the worked example of adding
+a meter (docs/explanation/architecture.md)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pytest_fsperf.measure import faults
+from pytest_fsperf.measure.faults import PageFaults
+from tests.conftest import run_json
+
+TIER = "fuse"
+
+
+class _Span:
+    wall, began, io_span, expected = 1.0, 0.0, None, None
+
+
+@pytest.mark.unit
+def test_the_faults_of_a_process_touching_new_memory_are_counted() -> None:
+    meter = PageFaults([os.getpid()])
+    meter.start()
+    touched = bytearray(64 * 2**20)
+    for i in range(0, len(touched), 4096):
+        touched[i] = 1
+    found = meter.stop(_Span()).faults
+    assert found is not None and found.processes == 1
+    assert found.minor >= len(touched) // 4096 // 2, found  # (huge pages fault fewer times)
+    assert found.figures() == {"daemon_major_faults": float(found.major)}
+
+
+@pytest.mark.unit
+def test_a_pid_reused_by_another_process_is_not_counted(monkeypatch) -> None:
+    """Its counts are another process's: a delta of them would be nonsense (even negative)."""
+    given = iter([["S"] + ["0"] * 6 + ["500", "0", "7"] + ["0"] * 9 + ["111"],
+                  ["S"] + ["0"] * 6 + ["3", "0", "0"] + ["0"] * 9 + ["222"]])
+    monkeypatch.setattr(faults, "stat_fields", lambda pid: next(given))
+    meter = PageFaults([4242])
+    meter.start()
+    assert meter.stop(_Span()).faults is None
+
+
+def test_a_cold_read_says_the_daemons_faults_in_its_result_and_json(pytester, bindfs) -> None:
+    mount = bindfs()
+    pytester.makepyfile("""
+        def test_read(fsperf):
+            fsperf.fio(name="w", rw="write", bs="1M", size="32M", direct=1)
+            fsperf.cold()
+            r = fsperf.fio(name="r", rw="read", bs="1M", size="32M")
+            assert r.faults is not None and r.faults.processes == 1, r.faults
+            assert r.metrics()["daemon_major_faults"] == r.faults.major
+    """)
+    before = faults._counts(mount.pid)
+    result, doc = run_json(pytester, f"--fsperf-mount={mount.point}")  # reads back: run_json
+    after = faults._counts(mount.pid)
+    result.assert_outcomes(passed=1)
+    assert before is not None and after is not None
+    for r in doc["results"]:  # each window's counts are within the whole session's
+        assert r["faults"]["processes"] == 1
+        assert 0 <= r["faults"]["minor"] <= after[1] - before[1]
+        assert 0 <= r["faults"]["major"] <= after[2] - before[2]
+        assert r["stats"]["daemon_major_faults"]["median"] == r["faults"]["major"]
