@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pytest_fsperf import units
 from pytest_fsperf.baselines import load as load_baseline
@@ -323,7 +323,7 @@ def _ceilings_run(scenarios: Sequence[str], scale: float, keyword: str | None) -
                 server.stop()
 
 
-def _run_doc(ref: str, storage: Path, where: str) -> tuple[str, dict[str, object]]:
+def _run_doc(ref: str, storage: Path, where: str) -> tuple[str, dict[str, Any]]:
     path = Path(ref)
     if ref.endswith(".json") or os.sep in ref:
         if not path.is_file():
@@ -343,10 +343,10 @@ def compare_runs(a: argparse.Namespace) -> int:
     storage = Path(a.storage)
     base_name, base = _run_doc(a.base, storage, where)
     new_name, new = _run_doc(a.new, storage, where)
-    old_rows = {f"{r['test']}::{r['name']}": r for r in base["results"]}  # type: ignore[attr-defined]
+    old_rows = {r.key: r for r in map(saved.SavedResult.of, base["results"])}
     rows, failing, unsure = [], 0, 0
-    for r in new["results"]:  # type: ignore[attr-defined]
-        key = f"{r['test']}::{r['name']}"
+    for r in map(saved.SavedResult.of, new["results"]):  # each checked when its run was read
+        key = r.key
         old = old_rows.get(key)
         if old is None:
             rows.append((key, "-", "-", "-", "-", f"not in {base_name}"))

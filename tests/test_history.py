@@ -210,7 +210,8 @@ def gated(n: int = 30, at: int | None = 20, step: float = 0.9, drift: float = 0.
         ratio = level * rng.lognormvariate(0, pair_noise)
         r = result(1e9 * machine * level, rng=rng)
         c = {"test": r["test"], "name": r["name"], "kind": "gate", "a_options": [reference],
-             "b_options": ["/opt/next/bindfs"], "rounds": 3,
+             "b_options": ["/opt/next/bindfs"], "rounds": 3, "backend": "bindfs", "order": "ABBAAB",
+             "a_results": [], "b_results": [],
              "metrics": {"bw": {"metric": "bw", "ratio": ratio, "ci_low": ratio * 0.95,
                                 "ci_high": ratio * 1.05}}}
         out.append(run(i, r, build=f"c{i}"))
@@ -260,7 +261,7 @@ def test_a_busy_neighbour_leaves_no_run_of_a_b_over_a_series_out():
     """Both sides of a pair met the neighbour: its B/A stays in, its raw figure does not."""
     found = gated(at=None)
     for i, r in enumerate(found):
-        r.doc["results"][0]["rest"] = {"cpu": 0.9 if i % 4 == 0 else 0.0}
+        r.doc["results"][0]["rest"] = {"cpu": 0.9 if i % 4 == 0 else 0.0, "steal": 0.0}
     raw, ratio = sorted((history.analyse(s) for s in history.series(found, ("bw",))),
                         key=lambda a: a.series.against)
     assert "runs left out" in raw.note and ratio.note == ""

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_fsperf.judge import runs
+from pytest_fsperf.saved.runs import SavedResult
 from pytest_fsperf.vocab import RunOutcome
 from tests.conftest import need
 
@@ -18,12 +19,18 @@ from tests.conftest import need
 def res(values, **fp):
     fingerprint = {"workload": "w", "scale": 1.0, "fs": "fuse", "mount_options": "x", "kernel": "k",
                    "machine": "m", **fp}
-    return {"total": {"io_bytes": 1, "bw_bytes": sorted(values)[len(values) // 2]},
+    return {"test": "t", "name": "w", "total": {"io_bytes": 1, "bw_bytes": sorted(values)[len(values) // 2]},
             "rounds": [{"bw": v} for v in values] if len(values) > 1 else [],
             "fingerprint": fingerprint}
 
 
 OLD = [100.0, 101.0, 99.0, 100.5, 99.5]
+
+
+def compare(run, key, old, new, tolerance, history=None):
+    """runs.compare of saved results given as their JSON (read into their type here)."""
+    return runs.compare(run, key, SavedResult.of(old), SavedResult.of(new), tolerance,
+                        [(n, SavedResult.of(r)) for n, r in history] if history else None)
 
 
 @pytest.mark.parametrize(("new", "outcome"), [
@@ -33,18 +40,18 @@ OLD = [100.0, 101.0, 99.0, 100.5, 99.5]
     ([60.0, 140.0, 95.0, 70.0, 130.0], RunOutcome.INCONCLUSIVE),  # too noisy to tell
 ])
 def test_outcomes(new, outcome):
-    c = runs.compare("base", "t::w", res(OLD), res(new), 0.05)
+    c = compare("base", "t::w", res(OLD), res(new), 0.05)
     assert c.outcome == outcome, c
     assert c.ratio == pytest.approx(sorted(new)[2] / 100.0)
 
 
 def test_one_round_is_never_a_significant_regression():
-    c = runs.compare("base", "t::w", res([100.0]), res([50.0]), 0.05)
+    c = compare("base", "t::w", res([100.0]), res([50.0]), 0.05)
     assert c.outcome == RunOutcome.INCONCLUSIVE and c.ci_low is None
 
 
 def test_a_changed_fingerprint_is_refused():
-    c = runs.compare("base", "t::w", res(OLD), res(OLD, mount_options="y", kernel="k2"), 0.05)
+    c = compare("base", "t::w", res(OLD), res(OLD, mount_options="y", kernel="k2"), 0.05)
     assert c.outcome == RunOutcome.INCOMPARABLE and c.differs == ["mount_options", "kernel"]
     assert c.message(0.05) == "t::w: not compared with run 'base': the mount_options, kernel differ"
 
@@ -52,29 +59,29 @@ def test_a_changed_fingerprint_is_refused():
 def test_a_changed_machine_is_named_not_blamed_on_the_filesystem():
     old = {**res(OLD), "canary": [100.0, 101.0, 99.0]}
     slower = [89.0, 90.0, 91.0, 90.5, 89.5]
-    busy = runs.compare("base", "t::w", old, {**res(slower), "canary": [80.0, 81.0]}, 0.05)
+    busy = compare("base", "t::w", old, {**res(slower), "canary": [80.0, 81.0]}, 0.05)
     assert busy.outcome == RunOutcome.MACHINE_CHANGED and busy.canary == pytest.approx(80.5 / 100)
     assert "the machine changed since run 'base': its canary ran 0.805x as fast" in busy.message(0.05)
-    steady = runs.compare("base", "t::w", old, {**res(slower), "canary": [99.0, 100.5]}, 0.05)
+    steady = compare("base", "t::w", old, {**res(slower), "canary": [99.0, 100.5]}, 0.05)
     assert steady.outcome == RunOutcome.REGRESSION  # the machine is the same: the filesystem is slower
 
 
 def test_against_several_runs_their_run_to_run_spread_counts():
     new = res([94.0, 94.5, 95.0, 94.2, 94.8])
     newest = ("r3", res([100.0, 100.2, 99.8]))
-    alone = runs.compare("r3", "t::w", newest[1], new, 0.03)
+    alone = compare("r3", "t::w", newest[1], new, 0.03)
     assert alone.outcome == RunOutcome.REGRESSION  # one tight run: a 5% drop is significant
     history = [newest, ("r2", res([91.0, 91.2, 90.8])), ("r1", res([104.0, 104.3, 103.9]))]
-    spread = runs.compare("r3", "t::w", newest[1], new, 0.03, history)
+    spread = compare("r3", "t::w", newest[1], new, 0.03, history)
     assert spread.outcome == RunOutcome.INCONCLUSIVE and spread.old == [100.0, 91.0, 104.0]
     assert "against the last 3 matching runs (r3, r2, r1)" in spread.message(0.03)
 
 
 def test_one_round_says_what_it_cannot_show_and_what_would():
-    c = runs.compare("base", "t::w", res([100.0]), res([50.0]), 0.05)
+    c = compare("base", "t::w", res([100.0]), res([50.0]), 0.05)
     assert "one round cannot show a difference" in c.note
     assert f"--fsperf-rounds={runs.rounds_needed(0.10, 0.05)}" in c.message(0.05)
-    c = runs.compare("base", "t::w", res([100.0]), res([90.0, 110.0, 100.0]), 0.05)
+    c = compare("base", "t::w", res([100.0]), res([90.0, 110.0, 100.0]), 0.05)
     assert "at the spread seen here (10% per round)" in c.note
     assert runs.rounds_needed(0.10, 0.05) > runs.rounds_needed(0.02, 0.05) >= 2
 
@@ -200,12 +207,12 @@ def test_more_requests_at_the_same_speed_is_a_regression_in_cost():
 
     old = with_requests(OLD, [1004] * 5)
     same_speed = [99.0, 100.0, 101.0, 100.2, 99.8]
-    c = runs.compare("base", "t::w", old, with_requests(same_speed, [2008, 2006, 2008, 2010, 2008]), 0.05)
+    c = compare("base", "t::w", old, with_requests(same_speed, [2008, 2006, 2008, 2010, 2008]), 0.05)
     assert c.outcome == RunOutcome.REGRESSION and c.metric == "req_total" and c.ratio == pytest.approx(2.0)
     assert "object-store requests 1004 -> 2008" in c.message(0.05)
-    noisy = runs.compare("base", "t::w", old, with_requests(same_speed, [1004, 1005, 1004, 1003, 1004]), 0.05)
+    noisy = compare("base", "t::w", old, with_requests(same_speed, [1004, 1005, 1004, 1003, 1004]), 0.05)
     assert noisy.outcome == RunOutcome.PASS and noisy.metric == "bw"
-    fewer = runs.compare("base", "t::w", old, with_requests(same_speed, [2] * 5), 0.05)
+    fewer = compare("base", "t::w", old, with_requests(same_speed, [2] * 5), 0.05)
     assert fewer.outcome == RunOutcome.PASS  # fewer requests never fail a run
 
 
@@ -228,7 +235,7 @@ def test_against_history_false_alarms_stay_rare_when_runs_differ_more_than_round
     trials = 400
     for _ in range(trials):
         *history, new = _runs(rng, 4, 5, 0.04, 0.01)
-        c = runs.compare("r0", "t::w", res(history[0]), res(new), 0.05,
+        c = compare("r0", "t::w", res(history[0]), res(new), 0.05,
                          [(f"r{i}", res(h)) for i, h in enumerate(history)])
         flagged += c.outcome in (RunOutcome.REGRESSION, RunOutcome.IMPROVEMENT)
     assert flagged / trials <= 0.05, flagged
@@ -239,7 +246,7 @@ def test_against_history_a_real_slowdown_of_steady_runs_is_caught():
     caught = 0
     for _ in range(100):
         *history, new = _runs(rng, 6, 5, 0.01, 0.01)
-        c = runs.compare("r0", "t::w", res(history[0]), res([v * 0.8 for v in new]), 0.05,
+        c = compare("r0", "t::w", res(history[0]), res([v * 0.8 for v in new]), 0.05,
                          [(f"r{i}", res(h)) for i, h in enumerate(history)])
         caught += c.outcome == RunOutcome.REGRESSION
     assert caught >= 95, caught

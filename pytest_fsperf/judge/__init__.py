@@ -20,6 +20,7 @@ from pytest_fsperf.judge.thresholds import Verdict, judge
 from pytest_fsperf.plan.marker import Plan
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.saved import runs as saved
+from pytest_fsperf.saved.runs import SavedResult
 from pytest_fsperf.vocab import Difference, Outcome
 
 __all__ = ["Earlier", "Judgement", "Past", "Verdict", "judge", "judge_item"]
@@ -31,7 +32,7 @@ class Earlier:
     newest run first."""
 
     name: str
-    results: Mapping[str, Sequence[tuple[str, dict[str, Any]]]]
+    results: Mapping[str, Sequence[tuple[str, SavedResult]]]
     env: dict[str, Any]  # this run's environment, for the fingerprints
     last: int = 1  # compare with the last N runs whose fingerprint matches
 
@@ -101,7 +102,7 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
             if not saved:
                 continue
             new = _as_saved(r, earlier.env)
-            matching = [(n, old) for n, old in saved if old.get("fingerprint") == new["fingerprint"]]
+            matching = [(n, old) for n, old in saved if old.fingerprint == new.fingerprint]
             history = matching[:earlier.last] or list(saved[:1])  # none: says what differs
             cmp = runs.compare(history[0][0], f"{r.test}::{r.name}", history[0][1], new, tolerance,
                                history)
@@ -118,18 +119,17 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
     return j
 
 
-def _as_saved(r: WorkloadResult, env: dict[str, Any]) -> dict[str, Any]:
+def _as_saved(r: WorkloadResult, env: dict[str, Any]) -> SavedResult:
     """A result of this run as a saved run holds it, to be judged with saved runs."""
-    return {"test": r.test, "name": r.name, "total": asdict(r.total()), "rounds": list(r.rounds),
-            "canary": list(r.canary),
-            "fingerprint": runs.fingerprint(r.scenario, r.options, r.mount, env)}
+    return SavedResult(r.test, r.name, runs.fingerprint(r.scenario, r.options, r.mount, env),
+                       r.total(), r.rounds, canary=r.canary)
 
 
 def _history_gate(j: Judgement, judged: Sequence[WorkloadResult], past: Past,
                   builds: Sequence[Comparison] = ()) -> None:
     """A workload whose series over the saved runs, this run last, starts a worse level now
     (its B/A against the reference build where the run is gated)."""
-    doc = {"environment": past.env, "results": [_as_saved(r, past.env) for r in judged],
+    doc = {"environment": past.env, "results": [asdict(_as_saved(r, past.env)) for r in judged],
            "comparisons": [c.to_dict() for c in builds]}
     run = saved.Run(past.name, time.strftime(saved.CREATED), saved.build_of(doc), doc)
     by_key = {f"{r.test}::{r.name}": r.name for r in judged}

@@ -15,6 +15,7 @@ in the ratio, so a step there is the candidate's.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import math
@@ -23,11 +24,10 @@ import shlex
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
-from pytest_fsperf.judge.runs import values
+from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.measure.rest import REST_LIMIT
-from pytest_fsperf.saved.runs import Run
+from pytest_fsperf.saved.runs import Run, SavedResult
 from pytest_fsperf.vocab import METRICS, CompareKind
 
 INSTALL = "pip install 'pytest-fsperf[history]' (Apache Otava)"
@@ -43,8 +43,7 @@ NEAR = 1  # a workload's change point within this many runs of the canary's is t
 FIGURES = ("bw", "ops", "daemon_cpu_per_gb", "daemon_rss")
 CANARY = "canary"  # the machine canary's series: a score, higher is faster
 # comparisons of a candidate build against a reference build (or mount)
-AGAINST_KINDS = frozenset(k.value for k in (CompareKind.GATE, CompareKind.BUILDS,
-                                            CompareKind.MOUNT_GATE))
+AGAINST_KINDS = frozenset({CompareKind.GATE, CompareKind.BUILDS, CompareKind.MOUNT_GATE})
 
 
 class Cause(enum.Enum):
@@ -148,8 +147,8 @@ def _median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _fingerprint(result: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-    fp = result.get("fingerprint") or {}
+def _fingerprint(result: SavedResult | None) -> tuple[tuple[str, str], ...]:
+    fp = result.fingerprint if result is not None else {}
     return tuple(sorted((str(k), json.dumps(v, sort_keys=True)) for k, v in fp.items()))
 
 
@@ -158,36 +157,41 @@ def series(found: Sequence[Run], figures: Sequence[str] = FIGURES) -> list[Serie
     saved by a release gate, each workload's B/A against each reference build."""
     points: dict[tuple[str, str, tuple[tuple[str, str], ...], str], list[Point]] = {}
     for run in found:
-        results = run.doc.get("results", [])
+        results = [r for r in run.results if r.judged]
         for r in results:
-            if r.get("judged") is False:
-                continue
             for figure in figures:
-                got = [v for v in values(r, figure) if math.isfinite(v) and v > 0]
+                got = [v for v in r.values(figure) if math.isfinite(v) and v > 0]
                 if got:
-                    points.setdefault((_key(r), figure, _fingerprint(r), ""), []).append(
+                    points.setdefault((r.key, figure, _fingerprint(r), ""), []).append(
                         _point(run, r, statistics.median(got), min(got), max(got)))
-        for c in run.doc.get("comparisons", []) or []:
-            if not isinstance(c, dict) or c.get("kind") not in AGAINST_KINDS:
+        for c in _comparisons(run):
+            if c.kind not in AGAINST_KINDS:
                 continue
-            r = next((r for r in results if _key(r) == _key(c) and r.get("judged") is not False),
-                     {})
-            against = " ".join(str(o) for o in c.get("a_options") or ()) or "the reference"
+            key = f"{c.test}::{c.name}"
+            ours = next((r for r in results if r.key == key), None)
+            against = " ".join(c.a_options) or "the reference"
             for figure in figures:
-                m = (c.get("metrics") or {}).get(figure) or {}
-                ratio, low, high = (_positive(m.get(k)) for k in ("ratio", "ci_low", "ci_high"))
+                m = c.metrics.get(figure)
+                ratio, low, high = ((_positive(v) for v in (m.ratio, m.ci_low, m.ci_high))
+                                    if m else (None, None, None))
                 if ratio is None:
                     continue
-                points.setdefault((_key(c), figure, _fingerprint(r), against), []).append(
-                    _point(run, r, ratio, low or ratio, high or ratio))
+                points.setdefault((key, figure, _fingerprint(ours), against), []).append(
+                    _point(run, ours, ratio, low or ratio, high or ratio))
     return [Series(key, figure, fp, tuple(p), against)
             for (key, figure, fp, against), p in sorted(
                 points.items(), key=lambda kv: (kv[0][0], kv[0][3], FIGURES.index(kv[0][1])
                                                 if kv[0][1] in FIGURES else 99, len(kv[1]) * -1))]
 
 
-def _key(r: dict[str, Any]) -> str:
-    return f"{r.get('test')}::{r.get('name')}"
+def _comparisons(run: Run) -> list[Comparison]:
+    """A run's comparisons read into their type; one that does not read is left out (the run's
+    own figures still count)."""
+    found = []
+    for c in run.doc.get("comparisons") or []:
+        with contextlib.suppress(ValueError):
+            found.append(Comparison.from_dict(c))
+    return found
 
 
 def _positive(v: object) -> float | None:
@@ -195,13 +199,12 @@ def _positive(v: object) -> float | None:
     return float(v) if isinstance(v, int | float) and math.isfinite(v) and v > 0 else None
 
 
-def _point(run: Run, r: dict[str, Any], value: float, low: float, high: float) -> Point:
+def _point(run: Run, r: SavedResult | None, value: float, low: float, high: float) -> Point:
     """A run's point: its value, with the run's canary and rest-of-the-machine readings."""
-    canary = _median([float(x) for x in r.get("canary") or [] if isinstance(x, int | float)])
-    rest = r.get("rest") if isinstance(r.get("rest"), dict) else None
-    busy = rest.get("cpu") if rest else None
+    canary = _median(list(r.canary)) if r is not None else None
+    busy = r.rest.cpu if r is not None and r.rest is not None else None
     return Point(run.name, run.build, run.created, float(value), float(low), float(high), canary,
-                 float(busy) if isinstance(busy, int | float) else None)
+                 busy)
 
 
 @dataclass(frozen=True)
@@ -455,6 +458,6 @@ def gate_new(found: Sequence[Run], new: Run, tolerance: float, recent: int = 5,
     """--fsperf-history-gate for the workloads of `new` (a run not saved yet, last): the
     change points to fail with (gate()), and the workloads (TEST::WORKLOAD) judged: those
     whose series, `new` included, has MIN_RUNS runs or more."""
-    keys = {f"{r['test']}::{r['name']}" for r in new.doc.get("results", [])}
+    keys = {r.key for r in new.results}
     every = [s for s in series([*found, new]) if s.key in keys and len(s.points) >= MIN_RUNS]
     return gate([analyse(s) for s in every], tolerance, new.name, recent), {s.key for s in every}

@@ -24,6 +24,7 @@ from typing import Any
 from pytest_fsperf.judge.paired import t_quantile
 from pytest_fsperf.measure import canary
 from pytest_fsperf.mounts.mounter import Mounted
+from pytest_fsperf.saved.runs import SavedResult
 from pytest_fsperf.stats import direction, mad, shift
 from pytest_fsperf.vocab import Direction, RunOutcome
 
@@ -88,27 +89,16 @@ class RunComparison:
         return asdict(self)
 
 
-def values(result: dict[str, Any], metric: str) -> list[float]:
-    if result.get("rounds"):
-        return [float(r[metric]) for r in result["rounds"] if r.get(metric) is not None]
-    total = result.get("total", {})
-    if metric in ("bw", "ops"):
-        v = total.get("bw_bytes") if metric == "bw" else total.get("ops_per_second")
-        return [float(v)] if v else []
-    v = (result.get("stats") or {}).get(metric, {}).get("median")
-    return [float(v)] if v is not None else []
-
-
-def _more_requests(run: str, key: str, old: dict[str, Any], new: dict[str, Any],
-                   history: list[tuple[str, dict[str, Any]]], tolerance: float
+def _more_requests(run: str, key: str, old: SavedResult, new: SavedResult,
+                   history: list[tuple[str, SavedResult]], tolerance: float
                    ) -> RunComparison | None:
     """The object-store requests of a workload are near fixed for a build and its options:
     more than the tolerance more in every round than in any saved one is a regression in
     what the workload costs, even at the same speed."""
     metric = "req_total"
-    a = ([statistics.median(v) for _n, r in history if (v := values(r, metric))]
-         if len(history) > 1 else values(old, metric))
-    b = values(new, metric)
+    a = ([statistics.median(v) for _n, r in history if (v := r.values(metric))]
+         if len(history) > 1 else old.values(metric))
+    b = new.values(metric)
     if not a or not b:
         return None
     then, now = statistics.median(a), statistics.median(b)
@@ -168,23 +158,23 @@ def predicted(new: list[float], medians: list[float], tolerance: float,
     return ratio, lo, hi, direction(ratio, lo, hi, tolerance)
 
 
-def compare(run: str, key: str, old: dict[str, Any], new: dict[str, Any], tolerance: float,
-            history: list[tuple[str, dict[str, Any]]] | None = None) -> RunComparison:
+def compare(run: str, key: str, old: SavedResult, new: SavedResult, tolerance: float,
+            history: list[tuple[str, SavedResult]] | None = None) -> RunComparison:
     """This run's workload against a saved one (`old`), or against the last matching runs
     (`history`, newest first, `old` among them): machine canary first, then the shift rule."""
-    metric = "bw" if new.get("total", {}).get("io_bytes") else "ops"
-    differs = [k for k, v in new["fingerprint"].items() if old.get("fingerprint", {}).get(k) != v]
+    metric = "bw" if new.total is not None and new.total.io_bytes else "ops"
+    differs = [k for k, v in new.fingerprint.items() if old.fingerprint.get(k) != v]
     history = history or [(run, old)]
     names = [name for name, _r in history]
     if len(history) > 1:
-        a = [statistics.median(v) for _n, r in history if (v := values(r, metric))]
+        a = [statistics.median(v) for _n, r in history if (v := r.values(metric))]
     else:
-        a = values(old, metric)
-    b = values(new, metric)
+        a = old.values(metric)
+    b = new.values(metric)
     if differs or not a or not b:
         return RunComparison(run, key, metric, RunOutcome.INCOMPARABLE, a, b, None, None, None,
                              differs or ["figures"], names)
-    now, then = new.get("canary") or [], [x for _n, r in history for x in r.get("canary") or []]
+    now, then = list(new.canary), [x for _n, r in history for x in r.canary]
     machine = canary.moved(now, then)
     if canary.changed(now, then, tolerance):
         return RunComparison(run, key, metric, RunOutcome.MACHINE_CHANGED, a, b, None, None, None, [], names,

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.infra import inputs
+from pytest_fsperf.infra import inputs, typed
+from pytest_fsperf.measure.rest import Rest
+from pytest_fsperf.result.workload import Headline, Spread
 
 CREATED = "%Y-%m-%dT%H:%M:%S%z"  # when a run was written (its `created`), as strftime writes it
 
@@ -60,10 +62,6 @@ def _read(path: Path, where: str) -> dict[str, Any]:
     return doc
 
 
-def _number(value: object) -> bool:
-    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
-
-
 def shape_problem(doc: object) -> str | None:
     """What the comparison would trip over in a saved run, or None."""
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
@@ -77,17 +75,57 @@ def shape_problem(doc: object) -> str | None:
             isinstance(build.get(k), str | None) for k in ("id", "daemon_sha256"))):
         return "`environment.build` must be an object whose `id` and `daemon_sha256` are text"
     for i, r in enumerate(doc["results"]):
-        if not (isinstance(r, dict) and isinstance(r.get("test"), str) and isinstance(r.get("name"), str)):
-            return f"result {i} has no `test` and `name`"
-        if not isinstance(r.get("fingerprint", {}), dict) or not isinstance(r.get("total", {}), dict):
-            return f"result {i}: `fingerprint` and `total` must be objects"
-        if not all(_number(r.get("total", {}).get(k)) for k in ("bw_bytes", "ops_per_second", "io_bytes")):
-            return f"result {i}: the figures in `total` must be numbers"
-        rounds = r.get("rounds") or []
-        if not isinstance(rounds, list) or not all(
-                isinstance(x, dict) and _number(x.get("bw")) and _number(x.get("ops")) for x in rounds):
-            return f"result {i}: `rounds` must be a list of objects with numeric figures"
+        try:
+            SavedResult.of(r)
+        except ValueError as exc:
+            return f"result {i}: {exc}"[:300]
     return None
+
+
+Figure = dict[str, float | None]
+
+
+@dataclass(frozen=True)
+class SavedResult:
+    """A saved run's workload as the judges of saved runs read it, in the result's own types:
+    what identifies it, its rounds' figures and its headline ones, the machine's readings."""
+
+    test: str
+    name: str
+    fingerprint: dict[str, str | float | None] = field(default_factory=dict)
+    total: Headline | None = None
+    rounds: tuple[Figure, ...] = ()
+    stats: dict[str, Spread] = field(default_factory=dict)
+    canary: tuple[float, ...] = ()  # the machine canary's scores around its rounds
+    rest: Rest | None = None  # the rest of the machine over its window
+    judged: bool = True
+
+    @classmethod
+    def of(cls, data: object) -> SavedResult:
+        """From a result's JSON (the rest of its fields left); ValueError names what is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+        own = {k: v for k, v in data.items() if k in typed.names(cls) and v is not None}
+        total = own.get("total")
+        if isinstance(total, dict):  # files from before these were written keep 0 for them
+            own["total"] = {"io_bytes": 0, "bw_bytes": 0.0, "iops": 0.0, "ops_per_second": None,
+                            "lat_p99_ns": None, **total}
+        return typed.read(cls, own, f"result {str(data.get('test', '?'))[:200]}::"
+                                    f"{str(data.get('name', '?'))[:100]}")
+
+    @property
+    def key(self) -> str:
+        return f"{self.test}::{self.name}"
+
+    def values(self, metric: str) -> list[float]:
+        """The figure of each round; without rounds, its one headline or median figure."""
+        if self.rounds:
+            return [float(v) for r in self.rounds if (v := r.get(metric)) is not None]
+        if metric in ("bw", "ops"):
+            v = (self.total.bw_bytes if metric == "bw" else self.total.ops_per_second) if self.total else None
+            return [float(v)] if v else []
+        spread = self.stats.get(metric)
+        return [spread.median] if spread is not None else []
 
 
 @dataclass(frozen=True)
@@ -98,6 +136,11 @@ class Run:
     created: str  # ISO time the run was written
     build: str  # the build it measured (build id, commit, daemon hash), or ""
     doc: dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def results(self) -> list[SavedResult]:
+        """Its workloads, read into their type (each was checked when the run was read)."""
+        return [SavedResult.of(r) for r in self.doc.get("results") or []]
 
 
 def paths(given: Sequence[str], default: Path) -> list[Path]:

@@ -45,7 +45,7 @@ class FsperfSession:
         self.saved_baseline: str | None = None  # where --fsperf-save-baseline wrote
         self.saved_run: str | None = None  # where --fsperf-save wrote
         # --fsperf-compare: TEST::WORKLOAD -> [(run, its result)], newest run first
-        self.earlier: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        self.earlier: dict[str, list[tuple[str, saved.SavedResult]]] = {}
         self.earlier_name = ""
         self.canary: list[float] = []  # machine canary scores, this session (canary.py)
         self._history: list[saved.Run] | None = None  # saved runs, read once when asked
@@ -59,9 +59,9 @@ class FsperfSession:
         folder = saved.storage(s.root, s.storage)
         found = saved.load(folder, s.compare, s.where("compare"))
         self.earlier_name = found[0][0] if s.compare != "latest" else "latest"
-        for name, doc in found:
-            for r in doc.get("results", []):
-                self.earlier.setdefault(f"{r['test']}::{r['name']}", []).append((name, r))
+        for name, doc in found:  # each result was checked when its run was read
+            for r in map(saved.SavedResult.of, doc.get("results", [])):
+                self.earlier.setdefault(r.key, []).append((name, r))
 
     def history_runs(self) -> list[saved.Run]:
         """The saved runs in the storage dir, oldest first, without one of this run's own
