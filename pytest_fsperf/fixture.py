@@ -100,12 +100,13 @@ class Fsperf:
                 note = (f"{sec.name}: from job file {os.fspath(jobfile)}"
                         + (f"; run in the work dir, not {'; '.join(sec.dropped)}" if sec.dropped
                            else ""))
-                before, self._runner.notes = self._runner.notes, (*self._runner.notes, note)
+                config = self._runner.config
+                self._runner.config = dataclasses.replace(config, notes=(*config.notes, note))
                 try:
                     found = self._fio(sec.name, judged, clients, per_job,
                                       {**sec.options, **options})
                 finally:
-                    self._runner.notes = before
+                    self._runner.config = config
             assert found is not None  # read() returns at least one section
             return found
         return self._fio(name, judged, clients, per_job, options)

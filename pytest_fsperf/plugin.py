@@ -32,9 +32,9 @@ from pytest_fsperf.options.parse import RULE
 from pytest_fsperf.plan.marker import KEYWORDS, Plan, build_plan
 from pytest_fsperf.report import benchmark_json, junit
 from pytest_fsperf.result.workload import WorkloadResult
-from pytest_fsperf.runner.space import Release
 from pytest_fsperf.runner.target import Target
 from pytest_fsperf.runner.workspace import Workspace
+from pytest_fsperf.session.per_test import per_test
 from pytest_fsperf.session.reporter import Reporter, live_line
 from pytest_fsperf.session.second_pass import HELD, SecondPass
 from pytest_fsperf.session.state import FsperfSession
@@ -314,31 +314,15 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
             state.environment(target)  # read once while the mount and daemon are up
             plan = request.node.stash.get(PLAN, None)
             s = state.settings
-            rounds = for_item(s, "rounds", plan and plan.rounds,
-                              f"fsperf marker rounds={plan and plan.rounds}")
-            warmup = for_item(s, "warmup", plan and plan.warmup,
-                              f"fsperf marker warmup={plan and plan.warmup}")
-            handle = Workspace(state, target, test_id(request.node), workdir, rounds.value,
-                               warmup.value)
-            tolerance = for_item(s, "tolerance", plan and plan.tolerance,
-                                 f"fsperf marker tolerance={plan and plan.tolerance}")
-            handle.tolerance = tolerance.value
-            wants = plan is not None and plan.wants_rss_after
-            handle.rss_settle = s.rss_settle if s.rss_settle is not None else 2.0 if wants else 0.0
-            handle.page_cache = s.page_cache
-            if s.ceilings or (plan is not None and plan.wants_ceilings):
-                handle.beside = request.config.stash.setdefault(CEILINGS, Ceilings(state)).beside(handle)
-            handle.notes = tuple(f"{c.describe(n)} ({RULE})" for n, c in
-                                 (("rounds", rounds), ("warmup", warmup), ("tolerance", tolerance))
-                                 if c.over)
-            if s.reference is not None:
-                owned = target.owned
-                assert owned is not None  # --fsperf-reference needs --fsperf-backend
-                handle.release = Release(s.reference, s.candidate or owned.build)
-            elif s.reference_mount is not None and shared is not None:
+            place = None
+            if s.reference is None and s.reference_mount is not None and shared is not None:
                 reference = state.reference_target()
                 ref_workdir = reference.new_workdir(request.node.name)
-                handle.release = Release(reference.path, target.path, (reference, ref_workdir))
+                place = (reference, ref_workdir)
+            beside = (request.config.stash.setdefault(CEILINGS, Ceilings(state)).beside
+                      if s.ceilings or (plan is not None and plan.wants_ceilings) else None)
+            handle = Workspace(state, target, test_id(request.node), workdir,
+                               per_test(s, plan, target, place), beside)
             request.node.stash[RECORD] = ItemRecord(handle.results, handle.comparisons)
             yield Fsperf(handle)
         finally:

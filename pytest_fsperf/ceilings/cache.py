@@ -10,8 +10,8 @@ from pytest_fsperf.ceilings.fuse import fuse_ceilings
 from pytest_fsperf.ceilings.store import Op, Shape, shape_of, store_ceiling
 from pytest_fsperf.result.ceiling import Ceiling, CeilingPath, missing
 from pytest_fsperf.result.workload import WorkloadResult
+from pytest_fsperf.runner.space import Space
 from pytest_fsperf.runner.target import Session, Target
-from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.vocab import EngineKind, FilesOp
 
 FIO_ONLY = "measured for fio jobs only (the same job is run on tmpfs and through bindfs)"
@@ -72,7 +72,7 @@ class Ceilings:
                                 store_ceiling(store, shape))
         return self._found[key]
 
-    def beside(self, ws: Workspace) -> Callable[[WorkloadResult], WorkloadResult]:
+    def beside(self, ws: Space) -> Callable[[WorkloadResult], WorkloadResult]:
         """What finishes each judged result of a workspace: the ceilings of its shape beside it."""
         return lambda r: self.finish(ws.target, r)
 

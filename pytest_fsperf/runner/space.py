@@ -41,20 +41,34 @@ class Release:
     reference_place: tuple[Target, str] | None = None
 
 
+@dataclass(frozen=True)
+class PerTest:
+    """One test's settings, each resolved once by the one precedence rule (the plugin's
+    session/per_test.py) and then fixed for the test."""
+
+    rounds: int = 1  # each workload call runs this often; its figures are the medians
+    warmup: bool = False  # and first once more, unjudged and discarded
+    tolerance: float = 0.10
+    rss_settle: float = 0.0  # s after each window before the daemon's RSS is read again
+    page_cache: pagecache.Counting = pagecache.Counting.AUTO  # the page cache its files hold
+    notes: tuple[str, ...] = ()  # added to every result kept (e.g. an overridden setting)
+    release: Release | None = None  # under a release gate
+
+
 class Space:
     """One test's measuring state on one target: its work dir, the pending cold start, the
     rounds and the results."""
 
     def __init__(self, state: Session, target: Target, test: str, workdir: str,
-                 rounds: int = 1, warmup: bool = False) -> None:
+                 config: PerTest = PerTest(),
+                 beside: Callable[[Space], Callable[[WorkloadResult], WorkloadResult]] | None = None,
+                 ) -> None:
         self.state = state
         self.target = target
         self.test = test
         self.workdir = Path(workdir)
+        self.config = config
         self.results: list[WorkloadResult] = []
-        self.notes: tuple[str, ...] = ()  # added to every result kept (e.g. an overridden setting)
-        self.rounds = rounds  # each workload call runs this often; its figures are the medians
-        self.warmup = warmup  # and first once more, unjudged and discarded
         self._cold: PageCache | None = None  # page cache state for the next workload
         self._daemon_cold: DaemonCache | None = None
         self._cold_steps: tuple[str, ...] = ()
@@ -72,17 +86,42 @@ class Space:
         #: "auto" waits out each cache drop from then on, until the pairing ends.
         self.unsteady = False
         self.profiled = False  # inside profiling(): each window profiles the daemon
-        self.rss_settle = 0.0  # s after each window before the daemon's RSS is read again
-        self.page_cache = pagecache.Counting.AUTO  # counting the page cache its files hold
         #: What each read job's layout left (work dir, job -> its files): found again
         #: unchanged, the layout (and the cold start it makes again) is not repeated.
         self.laid_out: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, tuple[int, int]]] = {}
         self.comparisons: list[Comparison] = []  # every A/B of the test, gate pairs included
-        self.tolerance = 0.10  # by the one precedence rule (options/config.py), set by the plugin
-        self.release: Release | None = None  # under a release gate
         #: Each judged result finished (--fsperf-ceilings: the ceilings of its shape beside it)
-        self.beside: Callable[[WorkloadResult], WorkloadResult] | None = None
+        self.beside = beside(self) if beside is not None else None
         self.place(target, workdir)
+
+    # the test's settings (PerTest), read where the runner needs them
+    @property
+    def rounds(self) -> int:
+        return self.config.rounds
+
+    @property
+    def warmup(self) -> bool:
+        return self.config.warmup
+
+    @property
+    def tolerance(self) -> float:
+        return self.config.tolerance
+
+    @property
+    def rss_settle(self) -> float:
+        return self.config.rss_settle
+
+    @property
+    def page_cache(self) -> pagecache.Counting:
+        return self.config.page_cache
+
+    @property
+    def release(self) -> Release | None:
+        return self.config.release
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.config.notes
 
     def place(self, target: Target, workdir: str) -> None:
         """Measure on `target`, in `workdir`, from now on (a gate between two mounts moves
