@@ -29,7 +29,7 @@ from pytest_fsperf.judge import history, runs
 from pytest_fsperf.options.config import OPTIONS
 from pytest_fsperf.options.parse import MAX_SCALE
 from pytest_fsperf.report import comment
-from pytest_fsperf.result.schema import check_version
+from pytest_fsperf.report.rows import Document
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.scenarios.library import SCENARIOS
 from pytest_fsperf.vocab import ExitCode, RunOutcome, Unsure
@@ -217,13 +217,13 @@ def show_comment(a: argparse.Namespace) -> int:
     if path.suffix != ".json":
         raise UsageError(f"{where}: {a.results!r} is not a .json file")
     doc = saved.load(path.parent, path.stem, where)[0][1]
-    fails = a.inconclusive == "fail"
-    changed = None if a.machine_changed is None else a.machine_changed == "fail"
+    fails, changed = a.inconclusive == "fail", a.machine_changed and a.machine_changed == "fail"
     try:  # another version's file, or results that do not read as their types: usage
-        check_version(doc, f"{where}: {a.results}")
-        text, code = comment.render(doc, fails, a.link, a.limit), comment.exit_code(doc, fails, changed)
+        read = Document.read(doc, f"{where}: {a.results}")
     except ValueError as exc:
-        raise UsageError(str(exc) if str(exc).startswith(where) else f"{where}: {a.results}: {exc}") from None
+        raise UsageError(str(exc)) from None
+    try:
+        text, code = comment.render(read, fails, a.link, a.limit), comment.exit_code(read, fails, changed)
     except Exception as exc:  # a file the schema allows that the renderer trips over: ours
         print(f"{where}: internal error on {path}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return int(ExitCode.INTERNAL)

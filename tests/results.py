@@ -24,7 +24,7 @@ def result_json(test: str = "t.py::test_x", name: str = "read", verdict: str = "
         "tool_cpu_percent": 10.0, **fields})
     return {**r.to_dict(), "verdict": verdict, "verdict_own": verdict, "failures": [],
             "not_judged": [], "limits": {}, "baseline": None, "baseline_checks": [], "baseline_key": f"{test}:{name}", "baseline_entry": {},
-            "fingerprint": fingerprint(r.scenario, r.options, r.mount, {}), "run_comparison": None}
+            "fingerprint": fingerprint(r.scenario, r.options, r.mount, None), "run_comparison": None}
 
 
 def row(test: str = "t.py::test_x", name: str = "read", verdict: str = "pass",

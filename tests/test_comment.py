@@ -14,8 +14,17 @@ import pytest
 
 from pytest_fsperf import cli
 from pytest_fsperf.report import comment
+from pytest_fsperf.report.rows import Document
 from pytest_fsperf.vocab import ExitCode
 from tests.results import result_json
+
+
+def render(data: dict[str, Any], *args: Any, **kwargs: Any) -> str:
+    return comment.render(Document.of(data), *args, **kwargs)
+
+
+def exit_code(data: dict[str, Any], *args: Any, **kwargs: Any) -> ExitCode:
+    return comment.exit_code(Document.of(data), *args, **kwargs)
 
 TIER = "unit"
 
@@ -68,17 +77,17 @@ UNDECIDED = doc([result("seq_read", "INCONCLUSIVE")],
     ("inconclusive", UNDECIDED, True, ExitCode.INCONCLUSIVE),
 ])
 def test_comment_matches_its_golden_and_exits_with_its_decision(name, data, fails, code) -> None:
-    text = comment.render(data, fails, "https://ci.example/run/7")
+    text = render(data, fails, "https://ci.example/run/7")
     path = GOLDEN / f"comment-{name}.md"
     if UPDATE:
         path.write_text(text)
     assert text == path.read_text()
     assert text.startswith(comment.MARKER + "\n### pytest-fsperf: ")
-    assert comment.exit_code(data, fails) is code
+    assert exit_code(data, fails) is code
 
 
 def test_the_regression_is_named_first_with_where_its_time_went() -> None:
-    text = comment.render(REGRESSION, True)
+    text = render(REGRESSION, True)
     decision = text.splitlines()[1]
     assert decision.startswith("### pytest-fsperf: FAIL"), decision
     table = [line for line in text.splitlines() if line.startswith("| perf/") or line.startswith("| test_")]
@@ -88,8 +97,8 @@ def test_the_regression_is_named_first_with_where_its_time_went() -> None:
 
 
 def test_an_undecided_gate_warns_or_fails_as_the_user_chose() -> None:
-    assert comment.exit_code(UNDECIDED, inconclusive_fails=False) is ExitCode.PASS
-    warned = comment.render(UNDECIDED, inconclusive_fails=False)
+    assert exit_code(UNDECIDED, inconclusive_fails=False) is ExitCode.PASS
+    warned = render(UNDECIDED, inconclusive_fails=False)
     assert "PASS with warnings" in warned.splitlines()[1]
     assert "**inconclusive**" in warned
 
@@ -98,14 +107,14 @@ def test_a_test_that_errored_is_never_green() -> None:
     """A session whose every comparison passed but a test errored in setup: FAIL, exit 1."""
     errored = {**PASSING, "failed_tests": [{"test": "perf/test_x.py::test_x", "when": "setup",
                                             "message": "mount failed: no such device"}]}
-    assert comment.exit_code(errored, True) is ExitCode.FAILED
-    text = comment.render(errored, True)
+    assert exit_code(errored, True) is ExitCode.FAILED
+    text = render(errored, True)
     assert text.splitlines()[1].startswith("### pytest-fsperf: FAIL")
     assert "mount failed: no such device" in text
 
 
 def test_nothing_judged_has_its_own_code() -> None:
-    assert comment.exit_code(doc([result("seq_read")], []), True) is ExitCode.NOTHING_JUDGED
+    assert exit_code(doc([result("seq_read")], []), True) is ExitCode.NOTHING_JUDGED
 
 
 def test_200_workloads_fit_with_the_decision_first_and_the_rest_counted() -> None:
@@ -115,7 +124,7 @@ def test_200_workloads_fit_with_the_decision_first_and_the_rest_counted() -> Non
                      test="perf/test_z.py::test_z"))
     data = doc([result("slow", "REGRESSION", "perf/test_z.py::test_z")], many)
     for limit in (comment.LIMIT, 5000):
-        text = comment.render(data, True, "https://ci.example/run/7", limit=limit)
+        text = render(data, True, "https://ci.example/run/7", limit=limit)
         assert len(text) <= limit
         assert text.splitlines()[1].startswith("### pytest-fsperf: FAIL")
         rows = [line for line in text.splitlines() if line.startswith("| test_")]
@@ -130,7 +139,7 @@ def test_table_cells_cannot_break_out() -> None:
     """A test id or a daemon's message with a pipe, HTML or a new line stays in its cell."""
     odd = gate("r|<script>x</script>\n# head [click](https://evil.example)", 0.8, 0.7, 0.9,
                "B worse", 3, 9.0, ["a | b <img src=x>"])
-    text = comment.render(doc([], [odd]), True)
+    text = render(doc([], [odd]), True)
     row = next(line for line in text.splitlines() if "B worse" in line)
     assert "<script>" not in text and "<img" not in text and "\n# head" not in text
     assert "[click](" not in text and "\\[click\\](https&#58;//evil.example)" in text
@@ -140,7 +149,7 @@ def test_table_cells_cannot_break_out() -> None:
 def test_test_ids_neither_mention_nor_link_and_no_text_passes_the_limit() -> None:
     named = "perf/t.py::test_x[@maintainers http://evil.example/a www.evil.example]"
     odd = gate("seq_read", 0.8, 0.7, 0.9, "B worse", 3, 9.0, test=named)
-    text = comment.render(doc([], [odd], [{"test": named, "when": "call",
+    text = render(doc([], [odd], [{"test": named, "when": "call",
                                           "message": "@alice see https://evil.example " * 4000}]),
                           True, "https://ci.example/run/" + "x" * 200_000, 1000)
     assert len(text) <= 1000, len(text)
@@ -152,7 +161,7 @@ def test_cli_prints_the_comment_and_exits_with_the_decision(tmp_path, capsys) ->
     path = tmp_path / "results.json"
     path.write_text(json.dumps(REGRESSION))
     assert cli.main(["comment", str(path), "--link", "https://ci.example/run/7"]) == 1
-    assert capsys.readouterr().out == comment.render(REGRESSION, True, "https://ci.example/run/7")
+    assert capsys.readouterr().out == render(REGRESSION, True, "https://ci.example/run/7")
     path.write_text(json.dumps(UNDECIDED))
     assert cli.main(["comment", str(path)]) == 8
     assert cli.main(["comment", str(path), "--inconclusive=warn"]) == 0
@@ -200,7 +209,7 @@ def test_the_comment_shows_absolute_figures_and_explains_its_intervals_and_not_j
     g = gate("files_read", 1.43, 1.2, 1.7, "B better", 6, 40.0)
     g["metrics"]["bw"].update(metric="ops", a_median=10_000.0, b_median=14_300.0, level=0.7)
     g["decided_by"] = "bw"
-    text = comment.render(doc([result("files_read", "pass"), result("files_read[reference]")],
+    text = render(doc([result("files_read", "pass"), result("files_read[reference]")],
                               [g]), True)
     row = next(line for line in text.splitlines() if line.startswith("| test_read files_read |"))
     assert "| 10.0k → 14.3k |" in row, row

@@ -48,7 +48,7 @@ def test_the_schema_names_every_figure_a_comparison_holds_and_every_page_cache_s
 
 
 def the_view(doc: dict[str, Any]) -> view.View:
-    return view.build(doc["environment"], doc["results"], doc["comparisons"], False)
+    return view.build(*_read(doc), False)
 
 
 def test_terminal(doc):
@@ -64,10 +64,10 @@ def test_html(doc):
 
 
 def test_benchmark_files(doc):
-    bigger, smaller = markdown.benchmark_action(doc["results"])
+    bigger, smaller = markdown.benchmark_action(_read(doc)[1])
     golden("benchmark-action.json", json.dumps({"bigger": bigger, "smaller": smaller}, indent=1,
                                                 sort_keys=True) + "\n")
-    pb = benchmark_json.document(doc["results"], doc["environment"])
+    pb = benchmark_json.document(_read(doc)[1], _env(doc))
     for bench in pb["benchmarks"]:
         bench.pop("fullname", None)
     golden("pytest-benchmark.json", json.dumps(pb["benchmarks"], indent=1, sort_keys=True) + "\n")
@@ -104,3 +104,17 @@ def test_the_load_generators_cost_and_engine_are_said():
         "worker): test_f files_read 35%",
         "small files moved by Python threads, not the compiled worker: no C compiler (cc) to "
         "build the compiled worker"]
+
+
+def _read(doc):
+    """A canned results file, read into its types: environment, results, comparisons."""
+    from pytest_fsperf.report.rows import Document
+
+    read = Document.of(doc)
+    return read.environment, list(read.results), list(read.comparisons)
+
+
+def _env(doc):
+    env = _read(doc)[0]
+    assert env is not None
+    return env

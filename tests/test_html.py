@@ -159,7 +159,7 @@ def test_a_session_where_nothing_ran_says_so_not_none_cpus():
     workload ran."""
     from pytest_fsperf.report.view import header
 
-    said = dict(header({}))
+    said = dict(header(None))
     assert said == {"measured": "nothing: no workload ran, so no machine, mount or tools to show"}
     assert "None" not in " ".join(said.values())
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from pytest_fsperf.baselines import Baseline, Described
 from pytest_fsperf.baselines.check import Check, check
@@ -18,6 +17,7 @@ from pytest_fsperf.judge import history, runs
 from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.judge.thresholds import Verdict, judge
 from pytest_fsperf.plan.marker import Plan
+from pytest_fsperf.result.environment import Environment
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.saved.runs import SavedResult
@@ -33,7 +33,7 @@ class Earlier:
 
     name: str
     results: Mapping[str, Sequence[tuple[str, SavedResult]]]
-    env: dict[str, Any]  # this run's environment, for the fingerprints
+    env: Environment | None  # this run's environment, for the fingerprints
     last: int = 1  # compare with the last N runs whose fingerprint matches
 
 
@@ -42,7 +42,7 @@ class Past:
     """Saved runs whose series this run's workloads join (--fsperf-history-gate)."""
 
     runs: Sequence[saved.Run]
-    env: dict[str, Any]  # this run's environment, for the fingerprints and its build
+    env: Environment | None  # this run's environment, for the fingerprints and its build
     name: str  # this run's name, as it will be saved
     tolerance: float
 
@@ -119,7 +119,7 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
     return j
 
 
-def _as_saved(r: WorkloadResult, env: dict[str, Any]) -> SavedResult:
+def _as_saved(r: WorkloadResult, env: Environment | None) -> SavedResult:
     """A result of this run as a saved run holds it, to be judged with saved runs."""
     return SavedResult(r.test, r.name, runs.fingerprint(r.scenario, r.options, r.mount, env),
                        r.total(), r.rounds, canary=r.canary)
@@ -129,7 +129,8 @@ def _history_gate(j: Judgement, judged: Sequence[WorkloadResult], past: Past,
                   builds: Sequence[Comparison] = ()) -> None:
     """A workload whose series over the saved runs, this run last, starts a worse level now
     (its B/A against the reference build where the run is gated)."""
-    doc = {"environment": past.env, "results": [asdict(_as_saved(r, past.env)) for r in judged],
+    doc = {"environment": past.env.to_dict() if past.env else {},
+           "results": [asdict(_as_saved(r, past.env)) for r in judged],
            "comparisons": [c.to_dict() for c in builds]}
     run = saved.Run(past.name, time.strftime(saved.CREATED), saved.build_of(doc), doc)
     by_key = {f"{r.test}::{r.name}": r.name for r in judged}

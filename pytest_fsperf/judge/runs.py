@@ -24,6 +24,7 @@ from typing import Any
 from pytest_fsperf.judge.paired import t_quantile
 from pytest_fsperf.measure import canary
 from pytest_fsperf.mounts.mounter import Mounted
+from pytest_fsperf.result.environment import Environment
 from pytest_fsperf.saved.runs import SavedResult
 from pytest_fsperf.stats import direction, mad, shift
 from pytest_fsperf.vocab import Direction, RunOutcome
@@ -32,19 +33,21 @@ Z_975, Z_80 = 1.96, 0.8416  # a two-sided 5% test with 80% power
 
 
 def fingerprint(scenario: str | None, options: Mapping[str, str], mount: Mounted | None,
-                env: dict[str, Any]) -> dict[str, Any]:
+                env: Environment | None) -> dict[str, Any]:
     """What must be equal for two measurements to be compared: the workload (scenario id or
     its options), scale, filesystem, mount options, kernel and machine."""
-    env_mount = env.get("mount") or {}
-    mount_options = " ".join(mount.options) if mount else env_mount.get("super_options", "")
-    m = env.get("machine", {})
+    env_mount = env.mount if env is not None else None
+    mount_options = (" ".join(mount.options) if mount
+                     else env_mount.super_options if env_mount is not None else "")
+    m = env.machine if env is not None else None
     return {
         "workload": scenario or json.dumps(dict(options), sort_keys=True),
-        "scale": env.get("scale"),
-        "fs": mount.backend if mount else env_mount.get("fstype"),
+        "scale": env.scale if env is not None else None,
+        "fs": mount.backend if mount else env_mount.fstype if env_mount is not None else None,
         "mount_options": hashlib.sha256(mount_options.encode()).hexdigest()[:16],
-        "kernel": env.get("kernel"),
-        "machine": f"{m.get('cpu_model')} x{m.get('cpus')} {m.get('mem_total_bytes')}",
+        "kernel": env.kernel if env is not None else None,
+        "machine": (f"{m.cpu_model} x{m.cpus} {m.mem_total_bytes}" if m is not None
+                    else "None xNone None"),
     }
 
 

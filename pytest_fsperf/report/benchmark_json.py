@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import datetime
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.report.model import short_test
-from pytest_fsperf.report.rows import ResultRow, rows
+from pytest_fsperf.report.rows import ResultRow
+from pytest_fsperf.result.environment import Environment
 
 INSTALL = "pip install pytest-benchmark"
 
@@ -31,10 +32,10 @@ def _stats(seconds: list[float]) -> dict[str, Any]:
     return data
 
 
-def entries(given: Sequence[Mapping[str, Any] | ResultRow]) -> list[dict[str, Any]]:
+def entries(given: Sequence[ResultRow]) -> list[dict[str, Any]]:
     """pytest-benchmark's entries (the format it writes) of the judged results."""
     out = []
-    for r in rows(given):
+    for r in given:
         if not r.judged:
             continue
         seconds = [s for x in r.rounds if (s := x.get("seconds"))] or [r.wall_seconds]
@@ -55,13 +56,14 @@ def entries(given: Sequence[Mapping[str, Any] | ResultRow]) -> list[dict[str, An
     return out
 
 
-def document(results: Sequence[Mapping[str, Any] | ResultRow], env: dict[str, Any]) -> dict[str, Any]:
-    m = env.get("machine", {})
+def document(results: Sequence[ResultRow], env: Environment) -> dict[str, Any]:
+    """pytest-benchmark's JSON (the format it writes) of this session's workloads."""
+    m = env.machine
     return {
-        "machine_info": {"node": m.get("hostname"), "processor": m.get("cpu_model"),
-                         "machine": m.get("arch"), "python_version": platform.python_version(),
-                         "release": env.get("kernel"), "system": platform.system(),
-                         "cpu": {"count": m.get("cpus"), "brand_raw": m.get("cpu_model")}},
+        "machine_info": {"node": m.hostname, "processor": m.cpu_model,
+                         "machine": m.arch, "python_version": platform.python_version(),
+                         "release": env.kernel, "system": platform.system(),
+                         "cpu": {"count": m.cpus, "brand_raw": m.cpu_model}},
         "commit_info": {},
         "benchmarks": entries(results),
         "datetime": datetime.datetime.now(datetime.timezone.utc).isoformat(),
@@ -81,7 +83,7 @@ def _version() -> str:
 class BenchmarkJsonHook:
     """Registered when pytest-benchmark is active: its own JSON gets our workloads too."""
 
-    def __init__(self, results: Sequence[Mapping[str, Any] | ResultRow]) -> None:
+    def __init__(self, results: Sequence[ResultRow]) -> None:
         self.results = results
 
     def pytest_benchmark_update_json(self, output_json: dict[str, Any]) -> None:

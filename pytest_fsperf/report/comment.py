@@ -6,14 +6,12 @@ and exits with the code of the decision (vocab.ExitCode)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from pytest_fsperf.judge.comparison import Comparison, MetricComparison, settled
 from pytest_fsperf.judge.paired import ALPHA, PASS_ALPHA, SAME_LEVEL
 from pytest_fsperf.report.model import metric_name, short_test
-from pytest_fsperf.report.rows import FailedTest, rows
-from pytest_fsperf.report.rows import comparisons as typed_comparisons
+from pytest_fsperf.report.rows import Document
 from pytest_fsperf.report.view import build, unexplained
 from pytest_fsperf.vocab import METRICS, Decision, ExitCode, Outcome
 
@@ -100,15 +98,12 @@ def _legend(gates: Sequence[Comparison], not_judged: int) -> list[str]:
     return out
 
 
-def render(doc: Mapping[str, Any], inconclusive_fails: bool, link: str | None = None,
+def render(read: Document, inconclusive_fails: bool, link: str | None = None,
            limit: int = LIMIT) -> str:
-    """The comment's Markdown, at most `limit` characters, the decision always first. A
-    results file that is not this version's, or whose results do not read as their types:
-    ValueError, naming where."""
-    comparisons = typed_comparisons(doc.get("comparisons") or [])
-    failed = [FailedTest.of(t) for t in doc.get("failed_tests") or [] if isinstance(t, Mapping)]
-    view = build(doc.get("environment") or {}, doc.get("results") or [], comparisons,
-                 gated=False, inconclusive_fails=inconclusive_fails, failed_tests=failed)
+    """The comment's Markdown, at most `limit` characters, the decision always first."""
+    comparisons = list(read.comparisons)
+    view = build(read.environment, read.results, comparisons,
+                 gated=False, inconclusive_fails=inconclusive_fails, failed_tests=read.failed_tests)
     decision, *rest = view.summary or (str(view.decision),)
     gates = sorted(comparisons, key=lambda c: (_rank(c), short_test(c), c.name))
     seconds = sum(c.seconds for c in gates)
@@ -123,8 +118,7 @@ def render(doc: Mapping[str, Any], inconclusive_fails: bool, link: str | None = 
         head.append("")
     others = [f"- {_clip(_cell(line), LINE)}" for line in rest
               if not line.startswith(("release gate ", "A/B "))]
-    legend = _legend(gates, sum(1 for r in rows(doc.get("results") or [])
-                                if r.verdict is Outcome.NOT_JUDGED))
+    legend = _legend(gates, sum(1 for r in read.results if r.verdict is Outcome.NOT_JUDGED))
     tail = ["", *(f"<sub>{_cell(line)}</sub>" for line in legend)] if legend else [""]
     if link and len(link) <= LINE and not any(c in link for c in " ()<>\n\r"):
         tail.append(f"[The report, the JSON and every figure]({link})")
@@ -167,14 +161,12 @@ def _take(lines: list[str], budget: int) -> tuple[list[str], int]:
     return kept, budget
 
 
-def exit_code(doc: Mapping[str, Any], inconclusive_fails: bool,
+def exit_code(read: Document, inconclusive_fails: bool,
               machine_changed_fails: bool | None = None) -> ExitCode:
     """The decision as a CI branches on it: a failure or regression first, then a changed
     machine, then anything undecided; `warn` makes the undecided pass (the comment still
     says them)."""
-    comparisons = typed_comparisons(doc.get("comparisons") or [])
-    results = rows(doc.get("results") or [])
-    failed = [FailedTest.of(t) for t in doc.get("failed_tests") or [] if isinstance(t, Mapping)]
+    comparisons, results, failed = list(read.comparisons), list(read.results), read.failed_tests
     verdicts = {r.verdict for r in results}
     if (any(v.failing for v in verdicts) or unexplained(results, failed)
             or any(_rank(c) == 0 for c in comparisons)):
@@ -186,7 +178,7 @@ def exit_code(doc: Mapping[str, Any], inconclusive_fails: bool,
         _rank(c) == 1 for c in comparisons)
     if undecided and inconclusive_fails:
         return ExitCode.INCONCLUSIVE
-    view = build({}, results, comparisons, gated=False,
+    view = build(None, results, comparisons, gated=False,
                  inconclusive_fails=inconclusive_fails, failed_tests=failed)
     if view.decision is Decision.NOTHING_JUDGED and not undecided:
         return ExitCode.NOTHING_JUDGED

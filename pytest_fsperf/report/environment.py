@@ -9,12 +9,19 @@ import platform
 import socket
 import time
 from importlib import metadata
-from typing import Any
 
 from pytest_fsperf.engine.fio import fio_version
 from pytest_fsperf.infra.mountinfo import Mount, read_mounts
 from pytest_fsperf.infra.redact import redact_args, redact_options
 from pytest_fsperf.mounts.daemon import Lookup
+from pytest_fsperf.result.environment import (
+    Build,
+    DaemonFacts,
+    Environment,
+    FuseKernel,
+    Machine,
+    MountFacts,
+)
 
 
 def _cpu_model() -> str | None:
@@ -46,19 +53,17 @@ def _mem_total() -> int | None:
     return None
 
 
-def mount_dict(path: str, mount: Mount) -> dict[str, Any]:
-    return {
-        "path": path,
-        "mount_point": mount.mount_point,
-        "source": redact_options(mount.source),
-        "fstype": mount.fstype,
-        "options": redact_options(mount.mount_options),
-        "super_options": redact_options(mount.super_options),
-    }
+def mount_facts(path: str, mount: Mount) -> MountFacts:
+    return MountFacts(path, mount.mount_point, redact_options(mount.source), mount.fstype,
+                      redact_options(mount.mount_options), redact_options(mount.super_options))
 
 
 MAX_HASHED = 1 << 30  # bytes: a larger daemon binary is named, not hashed (time)
 BUILD_ENV = ("GIT_COMMIT", "GITHUB_SHA", "CI_COMMIT_SHA")  # a CI's commit, where none is given
+
+
+def build_of(build_id: str | None, daemon_pid: int | None) -> Build:
+    return Build(**build_dict(build_id, daemon_pid))
 
 
 def build_dict(build_id: str | None, daemon_pid: int | None) -> dict[str, str]:
@@ -115,11 +120,11 @@ def on_plain_disk(pid: int, path: str) -> bool:
     return bool(mounts) and not any(m.is_fuse for m in mounts)
 
 
-def daemon_dict(lookup: Lookup) -> dict[str, Any] | None:
+def daemon_facts(lookup: Lookup) -> DaemonFacts | None:
     d = lookup.daemon
     if d is None:
         return None
-    return {"pid": d.pid, "cmdline": redact_args(d.cmdline), "found_by": d.found_by}
+    return DaemonFacts(d.pid, tuple(redact_args(d.cmdline)), d.found_by)
 
 
 def _read(path: str) -> str | None:
@@ -144,7 +149,7 @@ def _has_symbol(names: tuple[str, ...], kallsyms: str = "/proc/kallsyms") -> boo
 
 
 @functools.cache
-def fuse_kernel(proc: str = "/proc", sys: str = "/sys") -> dict[str, Any]:
+def fuse_kernel(proc: str = "/proc", sys: str = "/sys") -> FuseKernel:
     """What this kernel's FUSE allows, which bounds every FUSE figure: the largest request in
     pages (fs.fuse.max_pages_limit; a daemon asks for up to it), FUSE over io_uring (its
     module parameter, Linux 6.14+) and FUSE_PASSTHROUGH (Linux 6.9+, built in or not: its
@@ -153,42 +158,26 @@ def fuse_kernel(proc: str = "/proc", sys: str = "/sys") -> dict[str, Any]:
     uring = _read(f"{sys}/module/fuse/parameters/enable_uring")
     passthrough = _has_symbol(("fuse_passthrough_open", "fuse_passthrough_read_iter"),
                               f"{proc}/kallsyms")
-    return {
-        "max_pages_limit": int(pages) if pages and pages.isdigit() else None,
-        "io_uring": ("unknown (the fuse module is not loaded)"
-                     if not os.path.isdir(f"{sys}/module/fuse") else
-                     "not in this kernel" if uring is None else
-                     "enabled" if uring.upper().startswith("Y") else
-                     "built, off (fuse.enable_uring=N)"),
-        "passthrough": ("unknown (kernel symbols unreadable)" if passthrough is None else
-                        "built in" if passthrough else "not in this kernel"),
-    }
+    return FuseKernel(
+        int(pages) if pages and pages.isdigit() else None,
+        ("unknown (the fuse module is not loaded)" if not os.path.isdir(f"{sys}/module/fuse") else
+         "not in this kernel" if uring is None else
+         "enabled" if uring.upper().startswith("Y") else "built, off (fuse.enable_uring=N)"),
+        ("unknown (kernel symbols unreadable)" if passthrough is None else
+         "built in" if passthrough else "not in this kernel"))
 
 
 def environment(path: str, mount: Mount | None, lookup: Lookup | None,
-                scale: float, embedded: bool, build_id: str | None = None) -> dict[str, Any]:
+                scale: float, embedded: bool, build_id: str | None = None) -> Environment:
     from pytest_fsperf.version import __version__
 
-    return {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        "kernel": platform.release(),
-        "fuse_kernel": dict(fuse_kernel()),  # the kernel's, read once (10 MB of symbols)
-        "os": _os_name(),
-        "machine": {
-            "hostname": socket.gethostname(),
-            "arch": platform.machine(),
-            "cpus": os.cpu_count(),
-            "cpu_model": _cpu_model(),
-            "mem_total_bytes": _mem_total(),
-        },
-        "python": platform.python_version(),
-        "pytest": metadata.version("pytest"),
-        "pytest_fsperf": __version__,
-        "fio": fio_version(),
-        "scale": scale,
-        "embedded_default": embedded,
-        "mount": mount_dict(path, mount) if mount else None,
-        "daemon": daemon_dict(lookup) if lookup else None,
-        "daemon_note": lookup.note if lookup else "not looked up",
-        "build": build_dict(build_id, lookup.daemon.pid if lookup and lookup.daemon else None),
-    }
+    return Environment(
+        platform.release(),
+        Machine(socket.gethostname(), platform.machine(), os.cpu_count(), _cpu_model(), _mem_total()),
+        platform.python_version(), metadata.version("pytest"), __version__, fio_version(), scale,
+        embedded, mount_facts(path, mount) if mount else None,
+        daemon_facts(lookup) if lookup else None,
+        lookup.note if lookup else "not looked up",
+        date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), os=_os_name(),
+        fuse_kernel=fuse_kernel(),  # the kernel's, read once (10 MB of symbols)
+        build=build_of(build_id, lookup.daemon.pid if lookup and lookup.daemon else None))

@@ -13,13 +13,14 @@ from typing import Any
 from pytest_fsperf.infra import outfile
 from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.report.rows import FailedTest, ResultRow
+from pytest_fsperf.result.environment import Environment
 from pytest_fsperf.result.schema import SCHEMA_ID, schema
 from pytest_fsperf.saved import runs as saved
 
 __all__ = ["SCHEMA_ID", "document", "finite", "schema", "write"]
 
 
-def document(environment: dict[str, Any], results: Sequence[ResultRow],
+def document(environment: Environment, results: Sequence[ResultRow],
              leftovers: list[str], comparisons: Sequence[Comparison],
              swept: list[str] | None = None,
              failed_tests: Sequence[FailedTest] = ()) -> dict[str, Any]:
@@ -29,7 +30,7 @@ def document(environment: dict[str, Any], results: Sequence[ResultRow],
         "failed_tests": [asdict(t) for t in failed_tests],
         "schema": SCHEMA_ID,
         "created": time.strftime(saved.CREATED),
-        "environment": environment,
+        "environment": environment.to_dict(),
         "results": [r.to_dict() for r in results],
         "comparisons": [c.to_dict() for c in comparisons],
         "leftovers": leftovers,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pytest_fsperf.report import terminal
 from pytest_fsperf.report.cells import figures
 from pytest_fsperf.report.model import View
-from pytest_fsperf.report.rows import ResultRow, rows
+from pytest_fsperf.report.rows import ResultRow
 
 
 def _text(text: object) -> str:
@@ -44,13 +44,12 @@ def document(view: View) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def benchmark_action(given: Sequence[Mapping[str, Any] | ResultRow],
-                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def benchmark_action(given: Sequence[ResultRow]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """github-action-benchmark's custom format: [{name, unit, value}], split into figures
     where bigger is better and figures where smaller is better (by the metric registry)."""
     bigger: list[dict[str, Any]] = []
     smaller: list[dict[str, Any]] = []
-    for r in rows(given):
+    for r in given:
         if not r.judged:
             continue
         for f in figures(r):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.report.rows import ResultRow
@@ -50,7 +49,7 @@ class Section:
     table: Table | None = None
     chart: Chart | None = None
     # an A/B's two daemon profiles, folded (stack, samples): a differential flame graph
-    profiles: Mapping[str, Any] | None = None
+    profiles: Mapping[str, list[tuple[str, int]]] | None = None
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from pytest_fsperf.baselines import Described
 from pytest_fsperf.baselines.check import Check
 from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.judge.runs import RunComparison
-from pytest_fsperf.result.schema import check
+from pytest_fsperf.result.environment import Environment
+from pytest_fsperf.result.schema import check, check_version
 from pytest_fsperf.result.workload import Headline, Spread, WorkloadResult, summary
 from pytest_fsperf.vocab import Outcome
 
@@ -98,3 +99,32 @@ def rows(results: Sequence[Mapping[str, Any] | ResultRow]) -> list[ResultRow]:
 def comparisons(given: Iterable[Mapping[str, Any] | Comparison]) -> list[Comparison]:
     """Each comparison as its type (read once; those given as types are kept)."""
     return [c if isinstance(c, Comparison) else Comparison.from_dict(c) for c in given]
+
+
+@dataclass(frozen=True)
+class Document:
+    """A results file (--fsperf-json's) read into its types."""
+
+    environment: Environment | None
+    results: tuple[ResultRow, ...]
+    comparisons: tuple[Comparison, ...]
+    failed_tests: tuple[FailedTest, ...]
+
+    @classmethod
+    def read(cls, doc: Mapping[str, Any], what: str) -> Document:
+        """A file's document: of this version, and read (ValueError: what is wrong, and where)."""
+        check_version(doc, what)
+        try:
+            return cls.of(doc)
+        except ValueError as exc:
+            raise ValueError(f"{what}: {exc}") from None
+
+    @classmethod
+    def of(cls, doc: Mapping[str, Any]) -> Document:
+        """ValueError names what does not read (the file's version is not checked here)."""
+        env = doc.get("environment")
+        return cls(Environment.from_dict(env) if isinstance(env, Mapping) and env else None,
+                   tuple(rows(doc.get("results") or [])),
+                   tuple(comparisons(doc.get("comparisons") or [])),
+                   tuple(FailedTest.of(t) for t in doc.get("failed_tests") or []
+                         if isinstance(t, Mapping)))

@@ -4,8 +4,6 @@ clients, comparisons, baselines, saved runs."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any
 
 from pytest_fsperf import units
 from pytest_fsperf.baselines import Described
@@ -23,6 +21,7 @@ from pytest_fsperf.report.model import (
     metric_name,
     short_test,
 )
+from pytest_fsperf.result.environment import Environment, Priced
 from pytest_fsperf.result.workload import ClientStats
 from pytest_fsperf.scenarios.library import SCENARIOS
 from pytest_fsperf.stats import median
@@ -39,7 +38,7 @@ def _runs(metric: str, values: list[float | None]) -> str:
     return f"{shown}, ... ({len(values)} runs)" if more > 0 else shown
 
 
-def requests_table(results: list[Row], price: Mapping[str, Any] | None) -> Section | None:
+def requests_table(results: list[Row], price: Priced | None) -> Section | None:
     """Requests by kind, amplification and cost of every workload the store counted for."""
     counted = [r for r in results if r.requests]
     if not counted:
@@ -61,8 +60,8 @@ def requests_table(results: list[Row], price: Mapping[str, Any] | None) -> Secti
     lines = [f"counted by {' and '.join(sources)} around each measured window (not layout or "
              "remounts); 'other' includes multipart, COPY and DELETE"]
     if price:
-        lines.append(f"cost at {price['title']} prices ({price['name']}, {price['currency']}, "
-                     f"checked {price['checked']}, {price['origin']}); source: {price['source']}")
+        lines.append(f"cost at {price.title} prices ({price.name}, {price.currency}, "
+                     f"checked {price.checked}, {price.origin}); source: {price.source}")
     return Section("Object-store requests", tuple(lines),
                    Table(head, tuple(rows), frozenset(range(2, len(head)))))
 
@@ -225,7 +224,7 @@ def comparison(c: Comparison) -> Section:
                    profiles if profiles and profiles.get("A") and profiles.get("B") else None)
 
 
-def baseline_checks(results: list[Row], gated: bool, env: Mapping[str, Any]) -> Section | None:
+def baseline_checks(results: list[Row], gated: bool, env: Environment | None) -> Section | None:
     """Measured / documented per scenario and figure, for every baseline a test named; the
     workloads it has no figure for; where the figures came from."""
     named = [r for r in results if r.baseline or r.baseline_checks]
@@ -233,7 +232,7 @@ def baseline_checks(results: list[Row], gated: bool, env: Mapping[str, Any]) -> 
         return None
     infos = {info.name: info for r in named for info in _infos(r)}
     how = "gated (--fsperf-gate=baseline)" if gated else "shown, not gated (--fsperf-gate=baseline gates)"
-    used = " ".join([*((env.get("daemon") or {}).get("cmdline") or ()),
+    used = " ".join([*(env.daemon.cmdline if env and env.daemon else ()),
                      *(o for r in named if r.mount for o in r.mount.options)])
     lines = [_origin(info, env) + _options_differ(info, used) for info in infos.values()]
     missing = sorted({f"{r.baseline_key} ({r.baseline.name})" for r in named
@@ -263,19 +262,18 @@ def _infos(r: Row) -> list[Described]:
     return [Described(c.baseline) for c in r.baseline_checks]
 
 
-def _machine_differs(info: Described, env: Mapping[str, Any]) -> str:
+def _machine_differs(info: Described, env: Environment | None) -> str:
     """The conditions of a baseline's source this machine does not share, named."""
     said = []
     conditions = info.conditions
-    machine = env.get("machine") or {}
-    cpus, mem = machine.get("cpus"), machine.get("mem_total_bytes")
+    cpus, mem = (env.machine.cpus, env.machine.mem_total_bytes) if env else (None, None)
     if conditions.get("vcpu") and cpus and cpus != conditions["vcpu"]:
         said.append(f"{cpus} CPUs here, {conditions['vcpu']} vCPU documented")
     gib = conditions.get("memory_gib")
     if isinstance(gib, int | float) and gib and mem and abs(mem / 2**30 - gib) > 1:
         said.append(f"{mem / 2**30:.0f} GiB here, {conditions['memory_gib']} GiB documented")
-    if info.kernel and env.get("kernel") and env["kernel"] != info.kernel:
-        said.append(f"kernel {env['kernel']} here, {info.kernel} documented")
+    if info.kernel and env and env.kernel != info.kernel:
+        said.append(f"kernel {env.kernel} here, {info.kernel} documented")
     return "; ".join(said)
 
 
@@ -288,9 +286,8 @@ def _options_differ(info: Described, used: str) -> str:
             "or mount options" if missing else "")
 
 
-def _origin(info: Described, env: Mapping[str, Any]) -> str:
-    scale = env.get("scale")
-    here = f"measured here at scale {scale:g}" if isinstance(scale, int | float) else "measured here"
+def _origin(info: Described, env: Environment | None) -> str:
+    here = f"measured here at scale {env.scale:g}" if env else "measured here"
     if not info.origin:
         return f"{info.name}: {here}"
     if info.origin == "shipped":

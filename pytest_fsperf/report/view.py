@@ -4,8 +4,7 @@ terminal, Markdown and HTML renderers only lay this out."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from pytest_fsperf import units
 from pytest_fsperf.judge.comparison import Comparison
@@ -22,8 +21,7 @@ from pytest_fsperf.report.model import (
     metric_name,
     short_test,
 )
-from pytest_fsperf.report.rows import FailedTest, ResultRow, rows
-from pytest_fsperf.report.rows import comparisons as typed_comparisons
+from pytest_fsperf.report.rows import FailedTest, ResultRow
 from pytest_fsperf.report.tables import (
     baseline_checks,
     ceilings_table,
@@ -33,6 +31,7 @@ from pytest_fsperf.report.tables import (
     requests_table,
     run_comparisons,
 )
+from pytest_fsperf.result.environment import Environment, FuseKernel
 from pytest_fsperf.vocab import Decision, Difference, Outcome
 
 
@@ -41,19 +40,17 @@ def in_comparisons(results: list[Row], comparisons: Iterable[Comparison]) -> set
     return {(c.test, name) for c in comparisons for name in (*c.a_results, *c.b_results)}
 
 
-def unexplained(results: list[Row], failed_tests: Iterable[Mapping[str, Any] | FailedTest],
-                ) -> list[FailedTest]:
+def unexplained(results: Sequence[Row], failed_tests: Iterable[FailedTest]) -> list[FailedTest]:
     """Failed tests whose failure no failing workload row explains: an error in setup or
     teardown, or a test that failed without a failing or undecided workload (no space left,
     a crashed daemon, the user's own assertion)."""
     explained = {r.test for r in results if (v := r.verdict).failing or v.unsure}
-    return [t for t in map(FailedTest.of, failed_tests) if t.when != "call" or t.test not in explained]
+    return [t for t in failed_tests if t.when != "call" or t.test not in explained]
 
 
 def summary(results: list[Row], comparisons: Iterable[Comparison],
             inconclusive_fails: bool,
-            failed_tests: Iterable[Mapping[str, Any] | FailedTest] = (),
-            ) -> tuple[Decision, tuple[str, ...]]:
+            failed_tests: Iterable[FailedTest] = ()) -> tuple[Decision, tuple[str, ...]]:
     """The decision first: what failed and why, what could not be decided, every A/B, and
     every test that failed for a reason no workload shows (the decision is never greener
     than pytest)."""
@@ -261,46 +258,42 @@ def requests_line(r: Row) -> str:
     return f"object-store requests {q.total}: " + "; ".join(parts) if parts else ""
 
 
-def header(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+def header(env: Environment | None) -> tuple[tuple[str, str], ...]:
     """What was measured, where and when: the facts a reader needs before any figure."""
-    if not env.get("machine"):  # no workload ran: no `?: None CPUs (None)` to print
+    if env is None:  # no workload ran: no `?: None CPUs (None)` to print
         return (("measured", "nothing: no workload ran, so no machine, mount or tools to show"),)
-    m = env.get("machine") or {}
-    mount = env.get("mount") or {}
-    daemon = env.get("daemon") or {}
-    backend = env.get("backend")
-    path, point = mount.get("path", "?"), mount.get("mount_point", "?")
-    fs = f"{mount.get('fstype', '?')} at {path}" + (f", mounted at {point}" if point != path else "")
-    if env.get("embedded_default"):
+    m, mount, daemon, backend = env.machine, env.mount, env.daemon, env.backend
+    path, point = (mount.path, mount.mount_point) if mount else ("?", "?")
+    fs = f"{mount.fstype if mount else '?'} at {path}" + (f", mounted at {point}" if point != path else "")
+    if env.embedded_default:
         fs += "; the embedded default: a fresh directory on the local disk, no FUSE daemon"
-    source = str(mount.get("source") or "-")
-    if env.get("source_note"):
-        source += f" ({env['source_note']})"
-    mem = m.get("mem_total_bytes")
+    source = (mount.source if mount else "") or "-"
+    if env.source_note:
+        source += f" ({env.source_note})"
+    mem = m.mem_total_bytes
     facts = [
         ("filesystem", fs),
         ("backend", f"{backend}, mounted by the plugin" if backend else "an existing mount"),
         ("source", source),
-        ("mount options", " ".join(o for o in (mount.get("options"), mount.get("super_options")) if o)
-         or "-"),
-        ("daemon", (f"{' '.join(daemon.get('cmdline') or [])} (PID {daemon.get('pid')})"
-                    if daemon else str(env.get("daemon_note") or "none found"))),
-        ("machine", f"{m.get('hostname', '?')}: {m.get('cpus')} CPUs ({m.get('cpu_model')}), "
+        ("mount options", (" ".join(o for o in (mount.options, mount.super_options) if o)
+                           if mount else "") or "-"),
+        ("daemon", (f"{' '.join(daemon.cmdline)} (PID {daemon.pid})"
+                    if daemon else env.daemon_note or "none found")),
+        ("machine", f"{m.hostname}: {m.cpus} CPUs ({m.cpu_model}), "
                     + (f"{float(mem) / 2**30:.0f} GiB RAM, " if mem else "")
-                    + f"{env.get('os') or '?'}, kernel {env.get('kernel')}"),
-        *((("kernel FUSE", fuse_facts(env["fuse_kernel"])),) if env.get("fuse_kernel") else ()),
-        ("tools", f"fio {env.get('fio') or '-'}, pytest-fsperf {env.get('pytest_fsperf', '?')}"),
-        ("date", str(env.get("date") or "-")),
-        ("scale", _scale(env.get("scale"))),
+                    + f"{env.os or '?'}, kernel {env.kernel}"),
+        *((("kernel FUSE", fuse_facts(env.fuse_kernel)),) if env.fuse_kernel else ()),
+        ("tools", f"fio {env.fio or '-'}, pytest-fsperf {env.pytest_fsperf}"),
+        ("date", env.date or "-"),
+        ("scale", _scale(env.scale)),
     ]
     return tuple(facts)
 
 
-def fuse_facts(k: Mapping[str, Any]) -> str:
-    pages = k.get("max_pages_limit")
+def fuse_facts(k: FuseKernel) -> str:
+    pages = k.max_pages_limit
     return (f"requests up to {pages} pages (fs.fuse.max_pages_limit)" if pages else
-            "max_pages_limit unknown") + (f"; io_uring: {k.get('io_uring', '?')}; "
-                                          f"passthrough: {k.get('passthrough', '?')}")
+            "max_pages_limit unknown") + f"; io_uring: {k.io_uring}; passthrough: {k.passthrough}"
 
 
 def _scale(scale: object) -> str:
@@ -312,19 +305,18 @@ def _scale(scale: object) -> str:
             "documented ones, or your test's)")
 
 
-def build(env: Mapping[str, Any], given: Sequence[Mapping[str, Any] | ResultRow],
-          given_comparisons: Iterable[Mapping[str, Any] | Comparison], gated: bool,
+def build(env: Environment | None, given: Sequence[ResultRow],
+          given_comparisons: Iterable[Comparison], gated: bool,
           inconclusive_fails: bool = True,
-          failed_tests: Iterable[Mapping[str, Any] | FailedTest] = (),
+          failed_tests: Iterable[FailedTest] = (),
           clock: tuple[float | None, float | None] = (None, None)) -> View:
     """The view of a session: its results (their JSON form, made into rows here, once), its
     A/B comparisons, and the tests that failed."""
-    results = rows(given)
-    comparisons = typed_comparisons(given_comparisons)
+    results, comparisons = list(given), list(given_comparisons)
     sections = [comparison(c) for c in comparisons]
     behind = in_comparisons(results, comparisons)
     shown = [r for r in results if (str(r.test), str(r.name)) not in behind]
-    sections += [s for s in (clients_table(shown), requests_table(shown, env.get("price")),
+    sections += [s for s in (clients_table(shown), requests_table(shown, env.price if env else None),
                              fuse_table(shown), ceilings_table(shown),
                              baseline_checks(results, gated, env),
                              run_comparisons(results)) if s]

@@ -15,6 +15,7 @@ from pytest_fsperf.judge import history
 from pytest_fsperf.report import benchmark_json, html, jsonout, markdown, terminal, view
 from pytest_fsperf.report.model import View
 from pytest_fsperf.report.rows import FailedTest, comparisons, rows
+from pytest_fsperf.result.environment import Environment
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.session.state import FsperfSession
 from pytest_fsperf.vocab import Gate, Unsure
@@ -63,7 +64,7 @@ class Reporter:
         self.state = state
         self.is_worker = hasattr(config, "workerinput")
         self.output_errors: list[str] = []  # files that could not be written
-        self.env: dict[str, Any] | None = None  # read at the session's end, for every report
+        self.env: Environment | None = None  # read at the session's end, for every report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Each result and comparison the report carries (this process's or an xdist
@@ -124,7 +125,7 @@ class Reporter:
         if state.usage_errors and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR  # bad input: exit 4, as documented
 
-    def _write(self, env: dict[str, Any]) -> None:
+    def _write(self, env: Environment) -> None:
         """Each file asked for; one that cannot be written is named, and the others still are."""
         for write in self._writers(env):
             try:
@@ -132,7 +133,7 @@ class Reporter:
             except outfile.OutputError as exc:
                 self.output_errors.append(f"pytest-fsperf: {exc}")
 
-    def _writers(self, env: dict[str, Any]) -> list[Callable[[], object]]:
+    def _writers(self, env: Environment) -> list[Callable[[], object]]:
         state, s = self.state, self.state.settings
         doc = jsonout.document(env, state.results, state.leftovers, state.comparisons, state.swept,
                                state.failed_tests)
@@ -157,9 +158,9 @@ class Reporter:
                 todo.append(partial(jsonout.write, out, data, streams=False))
         return todo
 
-    def view(self, env: dict[str, Any] | None = None) -> View:
+    def view(self, env: Environment | None = None) -> View:
         state = self.state
-        return view.build(env or {}, state.results, state.comparisons,
+        return view.build(env, state.results, state.comparisons,
                           state.settings.gate is Gate.BASELINE, state.settings.inconclusive is Unsure.FAIL,
                           state.failed_tests, (state.settings.gate_seconds, state.clock.elapsed()))
 

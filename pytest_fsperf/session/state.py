@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from typing import Any
+from dataclasses import replace
 
 from pytest_fsperf import baselines, units
 from pytest_fsperf.baselines import Baseline
@@ -19,6 +19,7 @@ from pytest_fsperf.options.config import Settings
 from pytest_fsperf.report import jsonout
 from pytest_fsperf.report.environment import environment
 from pytest_fsperf.report.rows import FailedTest, ResultRow
+from pytest_fsperf.result.environment import Environment, Priced
 from pytest_fsperf.runner.budget import SessionClock
 from pytest_fsperf.runner.target import Target
 from pytest_fsperf.saved import runs as saved
@@ -40,7 +41,7 @@ class FsperfSession:
         self._targets: list[Target] = []
         self._local: str | None = None
         self._local_entry: leftovers.Entry = None
-        self._env: dict[str, Any] | None = None
+        self._env: Environment | None = None
         self._baselines: dict[str, Baseline] = {}
         self.saved_baseline: str | None = None  # where --fsperf-save-baseline wrote
         self.saved_run: str | None = None  # where --fsperf-save wrote
@@ -84,15 +85,15 @@ class FsperfSession:
         return score
 
     @property
-    def env(self) -> dict[str, Any]:
-        return self._env or {}
+    def env(self) -> Environment | None:
+        return self._env
 
     def baseline(self, name: str, where: str) -> Baseline:
         if name not in self._baselines:
             self._baselines[name] = baselines.load(name, self.settings.root, where)
         return self._baselines[name]
 
-    def save_baseline(self, env: dict[str, Any]) -> None:
+    def save_baseline(self, env: Environment) -> None:
         """This run's figures, per scenario (or test:workload), in the baseline format."""
         name = self.settings.save_baseline
         if name is None:
@@ -100,14 +101,14 @@ class FsperfSession:
         entries = {r.baseline_key: r.baseline_entry for r in self.results
                    if r.judged and r.baseline_entry}
         mounts = sorted({" ".join(r.mount.options) for r in self.results if r.mount})
-        m = env.get("mount") or {}
+        m, machine = env.mount, env.machine
         data = {
-            "name": name, "system": m.get("fstype", ""), "version": "",
-            "hardware": f"{env['machine']['cpu_model']}, {env['machine']['cpus']} CPUs, "
-                        f"{units.format_size(env['machine']['mem_total_bytes'])} RAM",
-            "os": env.get("os") or "", "kernel": env["kernel"], "source": "saved run",
-            "number_format": "en", "mount_options": "; ".join(mounts) or m.get("options", ""),
-            "scale": self.settings.scale, "environment": env, "entries": entries,
+            "name": name, "system": m.fstype if m else "", "version": "",
+            "hardware": f"{machine.cpu_model}, {machine.cpus} CPUs, "
+                        f"{units.format_size(machine.mem_total_bytes or 0)} RAM",
+            "os": env.os or "", "kernel": env.kernel, "source": "saved run",
+            "number_format": "en", "mount_options": "; ".join(mounts) or (m.options if m else ""),
+            "scale": self.settings.scale, "environment": env.to_dict(), "entries": entries,
         }
         path = baselines.saved_dir(self.settings.root) / f"{name}.json"
         jsonout.write(path, data, streams=False)
@@ -155,7 +156,7 @@ class FsperfSession:
             self._targets.remove(target)
             self.leftovers += target.close()
 
-    def environment(self, target: Target) -> dict[str, Any]:
+    def environment(self, target: Target) -> Environment:
         """The run's environment, read once (on first use, while the mount is up)."""
         if self._env is None:
             mount: Mount | None = None
@@ -169,17 +170,18 @@ class FsperfSession:
                               self.embedded and target.owned is None, self.settings.build_id)
             price = self.settings.price_list
             if price is not None:  # what request costs are priced at
-                env["price"] = {k: getattr(price, k) for k in (
-                    "name", "title", "currency", "source", "checked", "origin")}
+                env = replace(env, price=Priced(price.name, price.title, price.currency,
+                                                price.source, price.checked, price.origin))
             if target.owned:
-                env["backend"] = target.owned.backend.name
-                env["source_note"] = _source_note(target.owned)
-            self._env = mask(env, target.owned.rendered.secrets) if target.owned else env
+                env = replace(env, backend=target.owned.backend.name,
+                              source_note=_source_note(target.owned))
+                env = Environment.from_dict(mask(env.to_dict(), target.owned.rendered.secrets))
+            self._env = env
         return self._env
 
-    def final_environment(self) -> dict[str, Any]:
+    def final_environment(self) -> Environment:
         env = self._env if self._env is not None else self.environment(self.default_target())
-        return {**env, "canary": list(self.canary)} if self.canary else env
+        return replace(env, canary=tuple(self.canary)) if self.canary else env
 
     def local_dir(self) -> str:
         """A private local directory for fio's output files (never on the mount)."""
