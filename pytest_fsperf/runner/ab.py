@@ -88,7 +88,7 @@ def fills_cache(r: WorkloadResult) -> bool:
             or r.cache_filled >= max(SETTLE_CACHE, r.io_bytes // 2))
 
 
-def interleave(sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResult],
+def interleave(sides: tuple[Side, Side], run: Callable[[AB, int], WorkloadResult],
                budget: Budget, tolerance: float, gate: bool = False,
                started: float | None = None,
                steady: Callable[[], str] | None = None, earlier: Pairs | None = None) -> Pairs:
@@ -112,7 +112,7 @@ class Interleaving:
     """One interleaved comparison's state: the runs kept per side, the order they ran in,
     what was dropped and why, where the time went. `pairs()` runs it to its end."""
 
-    def __init__(self, sides: tuple[Side, Side], run: Callable[[str, int], WorkloadResult],
+    def __init__(self, sides: tuple[Side, Side], run: Callable[[AB, int], WorkloadResult],
                  budget: Budget, tolerance: float, gate: bool, started: float | None,
                  steady: Callable[[], str] | None, earlier: Pairs | None) -> None:
         self.sides = {AB(s.name): s for s in sides}
@@ -335,10 +335,10 @@ def run_compare(fs: Space, workload: Workload, a: Sequence[str] | str, b: Sequen
         raise UsageError(f"{where}: needs a backend the plugin mounts (fsperf_mount marker or "
                          "--fsperf-backend), not an existing directory")
     budget = _rounds(rounds, max_rounds, seconds, fs.budget(), where)
-    options = {"A": parse_options(a, f"{where} a"), "B": parse_options(b, f"{where} b")}
+    options = {AB.A: parse_options(a, f"{where} a"), AB.B: parse_options(b, f"{where} b")}
     original, original_build = owned.options, owned.build
-    builds = {"A": check_build(a_build, f"{where} a_build") or original_build,
-              "B": check_build(b_build, f"{where} b_build") or original_build}
+    builds = {AB.A: check_build(a_build, f"{where} a_build") or original_build,
+              AB.B: check_build(b_build, f"{where} b_build") or original_build}
     if a_build or b_build:
         why = owned.can_build()
         if why:
@@ -351,20 +351,20 @@ def run_compare(fs: Space, workload: Workload, a: Sequence[str] | str, b: Sequen
     else:
         raise UsageError(f"{where}: workload must be fio options (a dict) or a function")
 
-    def run(side: str, pair: int) -> WorkloadResult:
+    def run(side: AB, pair: int) -> WorkloadResult:
         if job is not None:
             return fs.keep(fio_run.measure(fs, fs.unique(f"{base}[{side}{pair}]"), False, job,
                                            layout=False))
         assert callable(workload)
         return workload(fs)
 
-    def side(name: str) -> Side:
+    def side(name: AB) -> Side:
         shown = tuple(owned.shown(options[name]))
         if builds[name] != original_build or a_build or b_build:
             shown += (f"build {builds[name]}",)
-        return Side(AB(name), shown, lambda: fs.cold_start(options[name], build=builds[name]))
+        return Side(name, shown, lambda: fs.cold_start(options[name], build=builds[name]))
 
-    def probe(name: str) -> WorkloadResult:
+    def probe(name: AB) -> WorkloadResult:
         if job is not None:  # not kept: the profiled runs are not the comparison's
             return fio_run.measure(fs, fs.unique(f"{base}[{name}.profiled]"), False, job, layout=False)
         return run(name, len(pairs.a) + 1)
@@ -373,22 +373,22 @@ def run_compare(fs: Space, workload: Workload, a: Sequence[str] | str, b: Sequen
     try:  # the original options and build are back after the pairs and any profiled pair
         with fs.pairing():
             if job is not None and fio_engine.is_reading(job):
-                fs.remount(options["A"], wipe=False, build=builds["A"])
+                fs.remount(options[AB.A], wipe=False, build=builds[AB.A])
                 fio_run.lay_out(fs, job, fs.output(base))
-            pairs = interleave((side("A"), side("B")), run, budget, tolerance, started=started,
+            pairs = interleave((side(AB.A), side(AB.B)), run, budget, tolerance, started=started,
                                steady=fs.settle_from_now)
-        c = compare(fs.test, base, owned.backend.name, side("A").shown, side("B").shown,
+        c = compare(fs.test, base, owned.backend.name, side(AB.A).shown, side(AB.B).shown,
                     pairs.a, pairs.b, pairs.order, tolerance, budget, pairs.stopped,
                     pairs.seconds, CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS,
                     pairs.dropped, pairs.died)
-        return profiled(fs, c, (side("A"), side("B")), probe)
+        return profiled(fs, c, (side(AB.A), side(AB.B)), probe)
     finally:
         if owned.options != original or owned.build != original_build or not owned.alive():
             fs.remount(original, wipe=False, build=original_build)
 
 
 def profiled(fs: Space, c: Comparison, sides: tuple[Side, Side],
-             run: Callable[[str], WorkloadResult]) -> Comparison:
+             run: Callable[[AB], WorkloadResult]) -> Comparison:
     """One more pair, A then B, each after its cold start, with the daemon profiled
     (--fsperf-profile: auto when B is worse, on always): which functions' share of its
     samples moved. Its runs are not in the figures; a failure is said, never raised."""
@@ -398,7 +398,7 @@ def profiled(fs: Space, c: Comparison, sides: tuple[Side, Side],
     why = profile.unavailable()
     if why:
         return dataclasses.replace(c, profile_note=f"not profiled: {why}")
-    got: dict[str, Profile] = {}
+    got: dict[AB, Profile] = {}
     try:
         with fs.pairing(), fs.profiling():
             for side in sides:
@@ -410,9 +410,9 @@ def profiled(fs: Space, c: Comparison, sides: tuple[Side, Side],
                 got[side.name] = r.profile
     except MeasurementError as exc:
         return dataclasses.replace(c, profile_note=f"not profiled: the profiled pair failed: {exc}")
-    a, b = got["A"], got["B"]
+    a, b = got[AB.A], got[AB.B]
     return dataclasses.replace(
-        c, profile=profile.diff(a, b), profiles={"A": profile.top(a), "B": profile.top(b)},
+        c, profile=profile.diff(a, b), profiles={str(AB.A): profile.top(a), str(AB.B): profile.top(b)},
         profile_note=f"profiled one more pair (not in the figures): {a.samples} samples of A's "
                      f"daemon, {b.samples} of B's, perf record -g at {profile.FREQUENCY} Hz")
 
@@ -436,21 +436,21 @@ def gate(fs: Space, label: str, run: Callable[[str], WorkloadResult], release: R
     carry: given the pairs where the budget ran out undecided (for a second pass)."""
     owned = fs.target.owned
     home = (fs.target, str(fs.workdir))
-    builds = {"A": release.reference, "B": release.candidate}
-    places = {"A": release.reference_place or home, "B": home}
+    builds = {AB.A: release.reference, AB.B: release.candidate}
+    places = {AB.A: release.reference_place or home, AB.B: home}
 
-    def enter(name: str) -> object:
+    def enter(name: AB) -> object:
         if release.reference_place is None:
             return fs.cold_start(build=builds[name])
         fs.place(*places[name])
         return fs.cold_start()
 
-    def side(name: str) -> Side:
-        return Side(AB(name), (builds[name],), lambda: enter(name))
+    def side(name: AB) -> Side:
+        return Side(name, (builds[name],), lambda: enter(name))
 
     try:  # home again, on the candidate's build, after the pairs and any profiled pair
         with fs.pairing():
-            pairs = interleave((side("A"), side("B")),
+            pairs = interleave((side(AB.A), side(AB.B)),
                                lambda s, n: run(f"{label}.{s}{n}"), budget, tolerance, gate=True,
                                steady=fs.settle_from_now, earlier=earlier)
         if pairs.out_of_time and carry is not None:
@@ -463,7 +463,7 @@ def gate(fs: Space, label: str, run: Callable[[str], WorkloadResult], release: R
                     pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
                     CompareKind.MOUNT_GATE if release.reference_place else CompareKind.GATE,
                     pairs.dropped, pairs.died)
-        c = profiled(fs, c, (side("A"), side("B")), lambda s: run(f"{label}.{s}.profiled"))
+        c = profiled(fs, c, (side(AB.A), side(AB.B)), lambda s: run(f"{label}.{s}.profiled"))
     finally:
         fs.place(*home)
         if owned is not None and (owned.build != release.candidate or not owned.alive()):
