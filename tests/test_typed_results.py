@@ -164,3 +164,28 @@ def test_fsperf_comment_refuses_another_versions_file_or_a_wrong_result_in_one_l
         assert cli.main(["comment", str(path)]) == 4
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and said in err[0] and "Traceback" not in err[0], err
+
+
+# what a report module may take untyped: the writers of JSON files and pytest-benchmark's hook
+WRITERS = {("jsonout", "finite"), ("jsonout", "write"),
+           ("benchmark_json", "pytest_benchmark_update_json")}
+
+
+def test_the_reports_read_types_not_mappings() -> None:
+    """Only report/rows.py (the reader of a results file's JSON) takes a mapping: every other
+    function of report/ is given the types (rows, comparisons, failed tests, environment)."""
+    import ast
+
+    folder = Path(__file__).resolve().parent.parent / "pytest_fsperf" / "report"
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        if path.stem == "rows":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                for a in args:
+                    shown = ast.unparse(a.annotation) if a.annotation is not None else ""
+                    if "Any" in shown and (path.stem, node.name) not in WRITERS:
+                        found.append(f"{path.stem}.{node.name}({a.arg}: {shown})")
+    assert not found, found
