@@ -21,7 +21,8 @@ collect_ignore = ["examples", "benchmarks"]
 NOT_LOADED = ""
 _args = sys.argv[1:] + shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
 if "pytest_fsperf.plugin" not in sys.modules and not any(a.endswith("no:fsperf") for a in _args):
-    missing = [m for m in ("psutil", "prometheus_client") if find_spec(m) is None]
+    missing = [m for m in ("psutil", "prometheus_client", "dacite", "jsonschema")
+               if find_spec(m) is None]
     if missing:
         NOT_LOADED = (f"pytest-fsperf is not installed in this Python, and the checkout's copy "
                       f"needs {', '.join(missing)}: pip install -e '.[test]'")

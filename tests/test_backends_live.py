@@ -50,7 +50,7 @@ def test_s3fs_write_read_and_remount_cold_is_really_cold(pytester, minio, clean)
             assert cold.daemon_cache == "cold: remounted, disk cache wiped"
             assert any(s.startswith("wiped ") and s.endswith("/cache/" + fsperf_s3.bucket)
                        for s in cold.cold_steps)
-            assert cold.mount["backend"] == "s3fs"
+            assert cold.mount.backend == "s3fs"
             assert cold.daemon.pid != warm.daemon.pid  # a new daemon served the cold read
             assert cold.cold_read == "verified", cold.cold_evidence  # s3fs replies with write(2)
             assert cold.cache_disk_peak_bytes >= 32 * 2**20  # s3fs staged the file in use_cache
@@ -141,14 +141,14 @@ def test_backend_from_conftest_and_from_the_command_line(pytester, clean):
 
         def test_one(fsperf):
             r = fsperf.fio(rw="write", bs="1M", size="8M", direct=1)
-            assert r.mount["backend"] == "mybind" and r.daemon is not None
+            assert r.mount.backend == "mybind" and r.daemon is not None
             PIDS.append(r.daemon.pid)
 
         def test_two(fsperf):
             r = fsperf.fio(rw="write", bs="1M", size="8M", direct=1)
             assert r.daemon.pid == PIDS[0]       # one mount for the whole session
-            assert "-r" not in r.mount["options"]
-            assert r.mount["options"] == ["--no-allow-other"]
+            assert "-r" not in r.mount.options
+            assert r.mount.options == ("--no-allow-other",)
     """)
     result, doc, _ = run(pytester, "--fsperf-backend=mybind", "--fsperf-mount-options=--no-allow-other")
     result.assert_outcomes(passed=2)
@@ -171,8 +171,8 @@ def test_backend_defined_in_a_config_file(pytester, clean):
         @fsperf_mount("inibind", options="-o kernel_cache")
         def test_x(fsperf):
             r = fsperf.fio(rw="write", bs="1M", size="8M", direct=1)
-            assert r.mount["backend"] == "inibind"
-            assert r.mount["command"][:4] == ["bindfs", "-f", "-o", "kernel_cache"]
+            assert r.mount.backend == "inibind"
+            assert r.mount.command[:4] == ("bindfs", "-f", "-o", "kernel_cache")
             assert r.daemon is not None
     """)
     result, _, _ = run(pytester, "--fsperf-backend-config=fsperf.ini")
@@ -304,7 +304,7 @@ def test_local_backend_and_usage_errors(pytester, clean):
     pytester.makepyfile("""
         def test_x(fsperf):
             r = fsperf.fio(rw="write", bs="1M", size="4M", direct=1)
-            assert r.daemon is None and r.mount["backend"] == "local"
+            assert r.daemon is None and r.mount.backend == "local"
             fsperf.compare(dict(rw="read", bs="1M", size="4M"))
     """)
     result, _, _ = run(pytester, "--fsperf-backend=local")

@@ -294,7 +294,7 @@ def test_python_m_pytest_help_in_a_checkout_not_installed_yet_shows_the_plugin(t
                               env=env, capture_output=True, text=True, timeout=120, check=False)
 
     said = ("fsperf: pytest-fsperf is not installed in this Python, and the checkout's copy "
-            "needs psutil, prometheus_client: pip install -e '.[test]'")
+            "needs psutil, prometheus_client, dacite, jsonschema: pip install -e '.[test]'")
     r = help_("--help")  # without the plugin's dependencies: its last line says what to install
     assert r.returncode == 0
     assert "filesystem performance (pytest-fsperf)" not in r.stdout
@@ -302,7 +302,8 @@ def test_python_m_pytest_help_in_a_checkout_not_installed_yet_shows_the_plugin(t
     r = help_("-q")  # a run stops on that line, not on tests/conftest.py's import of psutil
     assert r.returncode == pytest.ExitCode.USAGE_ERROR
     assert said.removeprefix("fsperf: ") in r.stdout + r.stderr and "psutil'" not in r.stdout
-    subprocess.run([*pip, "psutil", "prometheus_client"], check=True, timeout=600)
+    subprocess.run([*pip, "psutil", "prometheus_client", "dacite", "jsonschema"], check=True,
+                   timeout=600)
     r = help_("--help")
     assert r.returncode == 0, r.stderr
     assert "filesystem performance (pytest-fsperf)" in r.stdout
@@ -310,7 +311,7 @@ def test_python_m_pytest_help_in_a_checkout_not_installed_yet_shows_the_plugin(t
     assert "Warning" not in r.stdout.split("to see available fixtures")[-1], r.stdout[-600:]
     r = help_("-q")  # without the test extras: one line, not a traceback per test file
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout[-600:]
-    assert ("ERROR: the plugin's own tests need its test extras (hypothesis, jsonschema, fusepy "
+    assert ("ERROR: the plugin's own tests need its test extras (hypothesis, fusepy "
             "missing): pip install -e '.[test]'") in r.stdout + r.stderr
     assert "Traceback" not in r.stdout + r.stderr
 

@@ -300,12 +300,20 @@ def test_a_session_budget_is_shared_by_the_tests_still_to_run(monkeypatch):
 
 
 def test_the_report_says_how_a_gated_sessions_time_went():
+    from pytest_fsperf.judge.comparison import Comparison
     from pytest_fsperf.report.view import time_spent
 
-    gates = [{"test": "t.py::test_x", "name": n, "kind": "gate", "seconds": s, "rounds": p, "decided_by": "bw",
-              "metrics": {"bw": {"outcome": o}}}
+    def made(name: str, kind: str, seconds: float = 0.0, pairs: int = 0,
+             outcome: str = "inconclusive") -> Comparison:
+        return Comparison.from_dict({
+            "test": "t.py::test_x", "name": name, "kind": kind, "seconds": seconds, "rounds": pairs,
+            "decided_by": "bw", "backend": "bindfs", "a_options": [], "b_options": [], "order": "",
+            "a_results": [], "b_results": [],
+            "metrics": {"bw": {"metric": "bw", "outcome": outcome}}})
+
+    gates = [made(n, "gate", s, p, o)
              for n, s, p, o in (("seq_read", 80.4, 12, "B worse"), ("seq_write", 41.0, 5, "same"))]
-    assert time_spent([{"kind": "options"}], 600.0, 700.0) == []  # an A/B is not a gate
+    assert time_spent([made("read", "options")], 600.0, 700.0) == []  # an A/B is not a gate
     (line,) = time_spent(gates, 600.0, 130.2)
     assert line == ("time: 2 gated workloads took 121 s of the session's 130 s (budget 600 s, "
                     "--fsperf-gate-seconds): test_x seq_read 80 s, 12 pairs, B worse; "

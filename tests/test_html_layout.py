@@ -36,14 +36,17 @@ def _doc() -> dict[str, Any]:
     doc: dict[str, Any] = json.loads((DATA / "canned-results.json").read_text())
     doc = copy.deepcopy(doc)
     slow = doc["results"][0]  # a timeline of tiny rates (axis labels such as 0.00032) and no daemon
-    slow["timeline"] = {"t": [0, 1, 2, 3], "bw": [320.0, 310.0, 330.0], "rss": [None, None, None],
-                        "cpu": [0.0, 0.0, 0.0]}
+    slow["timeline"] = {"interval": 1.0, "t": [0, 1, 2, 3], "moved": [320, 310, 330],
+                        "bw": [320.0, 310.0, 330.0],
+                        "rss": [None, None, None], "cpu": [0.0, 0.0, 0.0], "threads": [None] * 3,
+                        "fds": [None] * 3, "disk": [None] * 3}
     slow["daemon"] = None
     # a parametrized suite's ids are long: the table is wider than the window
     doc["results"][1]["test"] += "[oss_cn_hangzhou_internal_bucket_with_a_long_name_and_the_ossfs2_options_readdir_optimize_direct_read_max_cached_mem_mb_4096_parallel_count_64]"
     for r in doc["results"]:  # thresholds as a run with @fsperf(min_bw=...) records them
         if r.get("verdict") in ("pass", "FAIL") and r["total"].get("io_bytes"):
-            r["limits"] = {"bw": {"limit": 0.8 * r["total"]["bw_bytes"], "text": "min_bw 1MB/s"}}
+            r["limits"] = {"bw": {"bound": "min", "limit": 0.8 * r["total"]["bw_bytes"],
+                                  "text": "min_bw 1MB/s"}}
     return doc
 
 
