@@ -309,7 +309,8 @@ def test_the_report_says_how_a_gated_sessions_time_went():
             "test": "t.py::test_x", "name": name, "kind": kind, "seconds": seconds, "rounds": pairs,
             "decided_by": "bw", "backend": "bindfs", "a_options": [], "b_options": [], "order": "",
             "a_results": [], "b_results": [],
-            "metrics": {"bw": {"metric": "bw", "outcome": outcome}}})
+            "metrics": {"bw": {"metric": "bw", "a": [], "b": [], "a_median": None, "b_median": None,
+                               "ratio": None, "outcome": outcome}}})
 
     gates = [made(n, "gate", s, p, o)
              for n, s, p, o in (("seq_read", 80.4, 12, "B worse"), ("seq_write", 41.0, 5, "same"))]

@@ -212,7 +212,8 @@ def gated(n: int = 30, at: int | None = 20, step: float = 0.9, drift: float = 0.
         c = {"test": r["test"], "name": r["name"], "kind": "gate", "a_options": [reference],
              "b_options": ["/opt/next/bindfs"], "rounds": 3, "backend": "bindfs", "order": "ABBAAB",
              "a_results": [], "b_results": [],
-             "metrics": {"bw": {"metric": "bw", "ratio": ratio, "ci_low": ratio * 0.95,
+             "metrics": {"bw": {"metric": "bw", "a": [], "b": [], "a_median": None, "b_median": None,
+                                "ratio": ratio, "ci_low": ratio * 0.95,
                                 "ci_high": ratio * 1.05}}}
         out.append(run(i, r, build=f"c{i}"))
         out[-1].doc["comparisons"] = [c]

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pytest_fsperf.baselines.relative import Expectation
 from pytest_fsperf.errors import NotCompared
+from pytest_fsperf.infra import typed
 from pytest_fsperf.judge import where as fuse_where
 from pytest_fsperf.judge.paired import Budget, Paired, log_ratios, paired, pairs_needed, spread_of
 from pytest_fsperf.measure.figures import SHORT_WINDOW
+from pytest_fsperf.result.schema import check
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.vocab import METRICS as FIGURES
 from pytest_fsperf.vocab import CompareKind, Difference, Direction, EngineKind, Settled, Text
@@ -164,69 +166,14 @@ class Comparison:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Comparison:
         """A comparison read back from its JSON (to_dict's, or an older file's: a field it
-        lacks takes its default), the enums as enums; ValueError names the field that is
-        wrong. to_dict(from_dict(x)) writes x again."""
+        lacks takes its default), checked against the schema's comparison and each field by
+        its annotation, the enums as enums; ValueError names the field that is wrong.
+        to_dict(from_dict(x)) writes x again."""
+        what = f"comparison {str(d.get('name', '?'))[:100]!r}" if isinstance(d, Mapping) else "comparison"
         if not isinstance(d, Mapping):
-            raise ValueError("a comparison is not an object")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"comparison: unknown field {unknown[0]!r}")
-        kw: dict[str, Any] = {}
-        types = {f.name: str(f.type) for f in fields(cls)}
-        for name, value in d.items():
-            try:
-                kw[name] = _READ[name](value) if name in _READ else _plain(value, types[name])
-            except (TypeError, ValueError, KeyError) as exc:
-                raise ValueError(f"comparison {d.get('name', '?')!r}: field {name!r}: {exc}") from None
-        try:
-            return cls(**kw)
-        except TypeError as exc:  # a required field missing
-            raise ValueError(f"comparison: {exc}") from None
-
-
-def _number(value: object) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{value!r} is not a number")
-    return float(value)
-
-
-def _texts(value: object) -> tuple[str, ...]:
-    if not isinstance(value, list | tuple) or not all(isinstance(x, str) for x in value):
-        raise TypeError("not a list of text")
-    return tuple(value)
-
-
-_PLAIN = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,)}
-
-
-def _plain(value: object, kind: str) -> object:
-    """A field of text, a whole number, a number or true/false, as its annotation says."""
-    allowed = _PLAIN[kind]
-    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
-        raise TypeError(f"{type(value).__name__} where {kind} belongs")
-    return float(value) if kind == "float" and isinstance(value, int | float) else value
-
-
-def _metric(d: Mapping[str, Any]) -> MetricComparison:
-    return MetricComparison(
-        str(d["metric"]), tuple(map(_number, d.get("a") or ())),
-        tuple(map(_number, d.get("b") or ())), _number(d.get("a_median")),
-        _number(d.get("b_median")), _number(d.get("ratio")), _number(d.get("ci_low")),
-        _number(d.get("ci_high")), _number(d.get("level")) or 0.0,
-        Difference(d.get("outcome") or Difference.INCONCLUSIVE), bool(d.get("anytime", False)))
-
-
-_READ: dict[str, Callable[[Any], object]] = {
-    **{k: _texts for k in ("a_options", "b_options", "a_results", "b_results", "dropped",
-                           "where", "profile")},
-    "metrics": lambda v: {str(k): _metric(m) for k, m in dict(v).items()},
-    "kind": CompareKind,
-    "expectation": lambda v: Expectation(**v) if v else None,
-    "profiles": lambda v: {str(k): [(str(s), int(n)) for s, n in rows] for k, rows in dict(v).items()},
-}
+            raise ValueError(f"{what} is not an object")
+        check(d, "comparison", what)
+        return typed.read(cls, d, what)
 
 
 def _outcome(metric: str, p: Paired, gate: bool) -> Difference:
