@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_fsperf.baselines import Described
 from pytest_fsperf.baselines.check import Check
+from pytest_fsperf.infra import typed
 from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.judge.runs import RunComparison
 from pytest_fsperf.result.environment import Environment
@@ -37,6 +38,11 @@ class FailedTest:
             return given
         return cls(str(given.get("test", "?")), str(given.get("when", "call")),
                    bool(given.get("fsperf", False)), str(given.get("message", "")))
+
+
+@dataclass(frozen=True)
+class _Spreads:
+    by: dict[str, Spread]
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,11 @@ class ResultRow(WorkloadResult):
         """The row of a result's JSON form (verdict_own: the verdict where not written)."""
         check(doc, "result", f"result {str(doc.get('test', '?'))[:200]}::{str(doc.get('name', '?'))[:100]}")
         row = cls.from_dict(doc)
-        return row if "verdict_own" in doc else replace(row, verdict_own=row.verdict)
+        row = row if "verdict_own" in doc else replace(row, verdict_own=row.verdict)
+        given = doc.get("stats")
+        if isinstance(given, Mapping) and given:  # what to_dict worked out (the same, seeded)
+            row.__dict__["stats"] = typed.read(_Spreads, {"by": given}, "stats").by
+        return row
 
     @property
     def key(self) -> tuple[str, str]:
@@ -82,8 +92,11 @@ class ResultRow(WorkloadResult):
 
     @cached_property
     def stats(self) -> dict[str, Spread]:
-        """Each figure over the rounds, worked out once."""
+        """Each figure over the rounds, worked out once (or as the file gave them)."""
         return summary(self)
+
+    def spreads(self) -> dict[str, Spread]:
+        return self.stats
 
     def median(self, metric: str) -> float | None:
         """A figure's median over the rounds (None: not measured)."""

@@ -408,7 +408,7 @@ class WorkloadResult:
         data = asdict(self, dict_factory=_plain_dict)
         del data["output_file"]
         data["total"] = asdict(self.total())
-        data["stats"] = {k: asdict(v) for k, v in summary(self).items()}
+        data["stats"] = {k: asdict(v) for k, v in self.spreads().items()}
         data["requests"] = self.requests.to_dict() if self.requests else None
         for c, row in zip(self.clients, data["clients"], strict=True):
             row["requests"] = c.requests.to_dict() if c.requests else None
@@ -424,6 +424,10 @@ class WorkloadResult:
                 row["cpu_percent"] = None
                 row["cpu_percent_note"] = short_cpu_note(stats.cpu_window_seconds or stats.wall_seconds)
         return data
+
+    def spreads(self) -> dict[str, Spread]:
+        """Each figure over the rounds (summary)."""
+        return summary(self)
 
     @classmethod
     def from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
@@ -485,8 +489,10 @@ def median_round(runs: list[WorkloadResult], name: str) -> WorkloadResult:
 def summary(r: WorkloadResult) -> dict[str, Spread]:
     """Per figure over the rounds: n, median, MAD, and the 95% bootstrap interval of the median."""
     out: dict[str, Spread] = {}
+    own = None if r.rounds else r.single_metrics()  # one run's figures, worked out once
     for key in r.metrics():
-        values = r.values(key)
+        found = pick(own, key) if own is not None and key not in SHARES else None
+        values = r.values(key) if own is None or key in SHARES else [found] if found is not None else []
         if values:
             lo, hi = median_ci(values)
             out[key] = Spread(len(values), median(values), mad(values), lo, hi)
