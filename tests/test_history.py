@@ -517,3 +517,13 @@ def test_a_worsening_between_two_commits_prints_the_bisect_command():
                     "--build 'YOUR BUILD' --binary PATH/TO/DAEMON --backend NAME")
     # builds that are not commit ids (c0, c1, ...): no command
     assert not [line for line in history.report(stepped(), ("bw",))[2] if "look inside" in line]
+
+
+def test_a_comparison_that_does_not_read_is_said_not_dropped_silently():
+    found = gated(n=6, at=None)
+    found[2].doc["comparisons"][0]["rounds"] = "three"
+    _analyses, notes, lines = history.report(found, ("bw",))
+    said = [n for n in notes if n.startswith(f"run {found[2].name}: a comparison left out: ")]
+    assert len(said) == 1 and "rounds" in said[0] and said[0] in lines
+    ratio = next(s for s in history.series(found, ("bw",)) if s.against)
+    assert len(ratio.points) == 5  # the other runs' B/A still count

@@ -15,7 +15,6 @@ in the ratio, so a step there is the candidate's.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import json
 import math
@@ -164,7 +163,7 @@ def series(found: Sequence[Run], figures: Sequence[str] = FIGURES) -> list[Serie
                 if got:
                     points.setdefault((r.key, figure, _fingerprint(r), ""), []).append(
                         _point(run, r, statistics.median(got), min(got), max(got)))
-        for c in _comparisons(run):
+        for c in _comparisons(run)[0]:
             if c.kind not in AGAINST_KINDS:
                 continue
             key = f"{c.test}::{c.name}"
@@ -184,14 +183,16 @@ def series(found: Sequence[Run], figures: Sequence[str] = FIGURES) -> list[Serie
                                                 if kv[0][1] in FIGURES else 99, len(kv[1]) * -1))]
 
 
-def _comparisons(run: Run) -> list[Comparison]:
-    """A run's comparisons read into their type; one that does not read is left out (the run's
-    own figures still count)."""
-    found = []
+def _comparisons(run: Run) -> tuple[list[Comparison], list[str]]:
+    """A run's comparisons read into their type, and why each that does not read is left out
+    (the run's own figures still count; report() says so)."""
+    found, left = [], []
     for c in run.doc.get("comparisons") or []:
-        with contextlib.suppress(ValueError):
+        try:
             found.append(Comparison.from_dict(c))
-    return found
+        except ValueError as exc:
+            left.append(f"run {run.name}: a comparison left out: {exc}"[:300])
+    return found, left
 
 
 def _positive(v: object) -> float | None:
@@ -396,7 +397,8 @@ def report(found: Sequence[Run], figures: Sequence[str] = FIGURES,
     all (as `fsperf history` and --fsperf-history print them)."""
     every = series(found, figures)
     analyses = [analyse(s, max_pvalue, min_magnitude, window) for s in every]
-    notes = [m.said() for m in differences(every)]
+    notes = [m.said() for m in differences(every)] + [
+        line for run in found for line in _comparisons(run)[1]]
     lines = [f"{len(found)} runs, {found[0].name} to {found[-1].name}; {len(every)} series"
              if found else "no saved run", *notes]
     for a in analyses:
