@@ -303,7 +303,7 @@ def test_the_report_says_how_a_gated_sessions_time_went():
     from pytest_fsperf.judge.comparison import Comparison
     from pytest_fsperf.report.view import time_spent
 
-    def made(name: str, kind: str, seconds: float = 0.0, pairs: int = 0,
+    def made(name: str, kind: str, seconds: float = 0.0, pairs: int = 1,
              outcome: str = "inconclusive") -> Comparison:
         return Comparison.from_dict({
             "test": "t.py::test_x", "name": name, "kind": kind, "seconds": seconds, "rounds": pairs,
