@@ -155,8 +155,9 @@ def test_sigterm_leaves_no_worktree(tmp_path):
     user's repository and its folder behind."""
     repo, commits = history(tmp_path, ["a", "b"])
     env = {**os.environ, "HOME": str(tmp_path)}  # its own build cache
+    mark = f"300.{os.getpid()}"  # this test's build alone (another test's `sleep 300` is not it)
     proc = subprocess.Popen([sys.executable, "-P", "-m", "pytest_fsperf", "bisect", "--good",
-                             commits[0], "--bad", commits[1], "--build", "sleep 300",
+                             commits[0], "--bad", commits[1], "--build", f"sleep {mark}",
                              *ARGS[2:]], cwd=repo, env=env, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while len(git(repo, "worktree", "list").splitlines()) < 2:
@@ -168,7 +169,7 @@ def test_sigterm_leaves_no_worktree(tmp_path):
     proc.wait(timeout=30)
     assert len(git(repo, "worktree", "list").splitlines()) == 1
     assert not worktree.exists() and not worktree.parent.exists()
-    assert subprocess.run(["pgrep", "-f", "^sleep 300$"], capture_output=True).returncode == 1
+    assert subprocess.run(["pgrep", "-f", f"^sleep {mark}$"], capture_output=True).returncode == 1
 
 
 def test_the_gate_imports_nothing_from_where_bisect_was_started(tmp_path, monkeypatch):
