@@ -1,7 +1,7 @@
 """The meters a measured window (window.py) composes, each an Instrument (measure/reading.py):
 started before the workload, stopped after it into its typed reading (readings.py), and
 released however the window ended. Adding a meter: its module in measure/ (the meter and
-its Reading), a field for the reading on the result, and one line in `made` below."""
+its Reading), a field for the reading on the result, and one line in `PINNED` below."""
 
 from __future__ import annotations
 
