@@ -45,3 +45,17 @@ def reads_back(doc: dict[str, Any]) -> None:
         assert not differ, (r["name"], [(k, r.get(k), again.get(k)) for k in differ][:3])
     for c in doc.get("comparisons") or []:
         assert json.loads(json.dumps(finite(Comparison.from_dict(c).to_dict()))) == c, c["name"]
+
+
+def read_doc(doc):
+    """A canned results file, read into its types: environment, results, comparisons."""
+    from pytest_fsperf.report.rows import Document
+
+    read = Document.of(doc)
+    return read.environment, list(read.results), list(read.comparisons)
+
+
+def read_env(doc):
+    env = read_doc(doc)[0]
+    assert env is not None
+    return env

@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 
 from pytest_fsperf.report import benchmark_json, html, jsonout, markdown, terminal, view
+from tests.results import read_doc, read_env
 
 DATA = Path(__file__).parent / "data"
 GOLDEN = DATA / "golden"
@@ -48,7 +49,7 @@ def test_the_schema_names_every_figure_a_comparison_holds_and_every_page_cache_s
 
 
 def the_view(doc: dict[str, Any]) -> view.View:
-    return view.build(*_read(doc), False)
+    return view.build(*read_doc(doc), False)
 
 
 def test_terminal(doc):
@@ -64,10 +65,10 @@ def test_html(doc):
 
 
 def test_benchmark_files(doc):
-    bigger, smaller = markdown.benchmark_action(_read(doc)[1])
+    bigger, smaller = markdown.benchmark_action(read_doc(doc)[1])
     golden("benchmark-action.json", json.dumps({"bigger": bigger, "smaller": smaller}, indent=1,
                                                 sort_keys=True) + "\n")
-    pb = benchmark_json.document(_read(doc)[1], _env(doc))
+    pb = benchmark_json.document(read_doc(doc)[1], read_env(doc))
     for bench in pb["benchmarks"]:
         bench.pop("fullname", None)
     golden("pytest-benchmark.json", json.dumps(pb["benchmarks"], indent=1, sort_keys=True) + "\n")
@@ -104,17 +105,3 @@ def test_the_load_generators_cost_and_engine_are_said():
         "worker): test_f files_read 35%",
         "small files moved by Python threads, not the compiled worker: no C compiler (cc) to "
         "build the compiled worker"]
-
-
-def _read(doc):
-    """A canned results file, read into its types: environment, results, comparisons."""
-    from pytest_fsperf.report.rows import Document
-
-    read = Document.of(doc)
-    return read.environment, list(read.results), list(read.comparisons)
-
-
-def _env(doc):
-    env = _read(doc)[0]
-    assert env is not None
-    return env

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_fsperf.report import html, view
+from tests.results import read_doc
 from tests.test_html import browser
 
 TIER = "fio"  # starts a browser
@@ -65,7 +66,7 @@ def _laid_out(tmp_path: Path, page: str, width: int = 1400) -> tuple[str, dict[s
 
 def test_at_1400_px_nothing_is_clipped_and_the_verdict_is_in_view(tmp_path: Path) -> None:
     doc = _doc()
-    page = html.document(view.build(*_read(doc), False))
+    page = html.document(view.build(*read_doc(doc), False))
     dom, probe = _laid_out(tmp_path, page)
     assert probe["ticks"] and min(probe["ticks"]) >= 0, probe["ticks"]  # labels like 0.00032
     assert 0 < probe["verdict_right"] <= probe["width"], probe
@@ -82,20 +83,6 @@ def test_at_1400_px_nothing_is_clipped_and_the_verdict_is_in_view(tmp_path: Path
 @pytest.mark.parametrize("width", [420])
 def test_on_a_phone_the_verdict_column_stays_in_view(tmp_path: Path, width: int) -> None:
     doc = _doc()
-    page = html.document(view.build(*_read(doc), False))
+    page = html.document(view.build(*read_doc(doc), False))
     _dom, probe = _laid_out(tmp_path, page, width)
     assert 0 < probe["verdict_right"] <= probe["width"], probe
-
-
-def _read(doc):
-    """A canned results file, read into its types: environment, results, comparisons."""
-    from pytest_fsperf.report.rows import Document
-
-    read = Document.of(doc)
-    return read.environment, list(read.results), list(read.comparisons)
-
-
-def _env(doc):
-    env = _read(doc)[0]
-    assert env is not None
-    return env
