@@ -189,3 +189,16 @@ def test_the_reports_read_types_not_mappings() -> None:
                     if "Any" in shown and (path.stem, node.name) not in WRITERS:
                         found.append(f"{path.stem}.{node.name}({a.arg}: {shown})")
     assert not found, found
+
+
+@pytest.mark.parametrize("sent", [
+    {"by_kind": "all of them", "by_api": {}, "errors_4xx": 0, "errors_5xx": 0, "sent_bytes": 0,
+     "received_bytes": 0},
+    {"__class__": "x"}, ["a list"], {"by_kind": {}, "by_api": {}, "errors_4xx": 10**400}])
+def test_a_hosts_request_counts_that_do_not_read_are_said_never_trusted(sent) -> None:
+    """A hostile agent's reply: counts of the wrong shape become the line saying why, never a
+    Requests holding what it sent (nor a traceback through the session)."""
+    from pytest_fsperf.runner.on_hosts import _requests
+
+    said = _requests(sent)
+    assert isinstance(said, str) and len(said) <= 300, said
