@@ -25,6 +25,7 @@ from pytest_fsperf.baselines.check import show_documented
 from pytest_fsperf.baselines.relative import entries as relative_entries
 from pytest_fsperf.bisect import cli as bisect_cli
 from pytest_fsperf.errors import UsageError
+from pytest_fsperf.infra.plain import plain_output
 from pytest_fsperf.judge import history, runs
 from pytest_fsperf.options.config import OPTIONS
 from pytest_fsperf.options.parse import MAX_SCALE
@@ -216,7 +217,7 @@ def show_comment(a: argparse.Namespace) -> int:
         raise UsageError(f"{where}: --limit={a.limit} is too small (at least 1000 characters)")
     if path.suffix != ".json":
         raise UsageError(f"{where}: {a.results!r} is not a .json file")
-    doc = saved.load(path.parent, path.stem, where)[0][1]
+    doc = saved.read_run(path, where)  # the file named (`latest.json` too), not a search
     fails, changed = a.inconclusive == "fail", a.machine_changed and a.machine_changed == "fail"
     try:  # another version's file, or results that do not read as their types: usage
         read = Document.read(doc, f"{where}: {a.results}")
@@ -324,11 +325,8 @@ def _ceilings_run(scenarios: Sequence[str], scale: float, keyword: str | None) -
 
 
 def _run_doc(ref: str, storage: Path, where: str) -> tuple[str, dict[str, Any]]:
-    path = Path(ref)
-    if ref.endswith(".json") or os.sep in ref:
-        if not path.is_file():
-            raise UsageError(f"{where}: no saved run file {ref!r}")
-        return path.stem, saved.load(path.parent, path.stem, where)[0][1]
+    if ref.endswith(".json") or os.sep in ref:  # that file (`latest.json` too); one line if none
+        return Path(ref).stem, saved.read_run(Path(ref), where)
     if ref == "latest":
         raise UsageError(f"{where}: name a run ('latest' is for --fsperf-compare)")
     return saved.load(storage, ref, where)[0]
@@ -488,10 +486,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv, extra = argv[:cut], argv[cut + 1:]
     a = parser().parse_args(argv)
     a.pytest_args = extra
-    try:
-        return {"bench": bench, "compare-runs": compare_runs, "baselines": baselines,
-                "history": show_history, "comment": show_comment, "ci": show_recipe,
-                "bisect": bisect_cli.main}[a.command](a)
+    try:  # what saved runs and results hold reaches the terminal without control characters
+        with plain_output(a.command not in ("bench", "bisect")):
+            return {"bench": bench, "compare-runs": compare_runs, "baselines": baselines,
+                    "history": show_history, "comment": show_comment, "ci": show_recipe,
+                    "bisect": bisect_cli.main}[a.command](a)
     except UsageError as exc:
         print(f"fsperf: error: {exc}", file=sys.stderr)
         return USAGE_ERROR

@@ -55,6 +55,10 @@ while True:
         conn.sendall(frame(11, struct.pack("<II", 1, 1)))
         conn.sendall(frame(22, struct.pack("<HHI", 0, 0, 1000) + b"bs".ljust(64, b"\0")
                            + b"4k".ljust(128, b"\0")))
+    elif ask == "text":  # a text whose length reaches past the heap block fio allocates
+        conn.sendall(frame(5, struct.pack("<IIQQ", 0, 0x7FFFFFF0, 0, 0) + b"x"))
+    elif ask == "update":  # an UPDATE_JOB fio never asked for: it calls a NULL handler
+        conn.sendall(frame(18, struct.pack("<IH", 0, 0).ljust(16, b"\0")))
     else:  # an I/O log of the server's choosing, to <name>.<server>
         pdu = struct.pack("<QIIIIII", 1, 1, 0, 0, 0, 0, 0) + b"planted".ljust(256, b"\0")
         conn.sendall(frame(17, pdu + b"\x01" * 64))
@@ -108,6 +112,8 @@ def _one_client(pytester: pytest.Pytester, tmp_path: Path, port: int
     ("sendfile", "asked the controller to SENDFILE: send it a file of this machine: refused"),
     ("iolog", "asked the controller to IOLOG: write an I/O log of its choosing: refused"),
     ("jobopt", "sent an option for job group 1000 of 1 jobs: refused"),
+    ("text", "sent a text that says it is 2147483632 bytes long in 1: refused"),
+    ("update", "asked the controller to UPDATE_JOB, unasked: refused"),
 ])
 def test_a_server_that_asks_for_a_file_or_writes_a_log_is_cut_off_and_named(pytester, tmp_path,
                                                                               ask, said):
@@ -163,7 +169,8 @@ def test_a_relay_passes_what_the_controller_sends_and_cuts_a_refused_frame(tmp_p
         conn, _ = server.accept()
         client.sendall(b"job file")
         assert conn.recv(100) == b"job file"
-        ok = fio_relay.HEADER.pack(97, 5, 0, 0, 3, 0, 0) + b"hi\n"
+        text = struct.pack("<IIQQ", 0, 3, 0, 0) + b"hi\n"  # fio's cmd_text_pdu
+        ok = fio_relay.HEADER.pack(97, 5, 0, 0, len(text), 0, 0) + text
         conn.sendall(ok)
         assert client.recv(100) == ok
         conn.sendall(fio_relay.HEADER.pack(97, 21, 0, 0, 0, 0, 0) + struct.pack("<I", 0))
@@ -257,3 +264,45 @@ def test_another_users_listener_on_this_machines_own_address_is_refused(pytester
                                     "--fsperf-plain-dir=1", f"--fsperf-fio-servers={own[0]}:{port}")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*fio server {own[0]}:{port} is listening as uid {NOBODY}*"])
+
+
+def _text(buf_len: int, body: bytes, flags: int = 0) -> tuple[int, bytes]:
+    return flags, struct.pack("<IIQQ", 0, buf_len, 0, 0) + body
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("frames", "why"), [
+    # fio's client writes a NUL at buf[buf_len]: 0x7FFFFFF0 wrote far past the heap block,
+    # 0xFFFFFFF0 (-16) hung it for 124 s
+    ([_text(0x7FFFFFF0, b"x")], "says it is 2147483632 bytes long in 1"),
+    ([_text(0xFFFFFFF0, b"")], "says it is 4294967280 bytes long in 0"),
+    ([(0, b"short")], "a text too short"),
+    # a text in fragments is judged whole, as fio reassembles it
+    ([_text(10, b"12345", flags=1), (0, b"123456")], None),
+    ([_text(20, b"12345", flags=1), (0, b"123456")], "says it is 20 bytes long in 11"),
+])
+def test_a_servers_text_must_be_as_long_as_it_says(frames, why):
+    seen = fio_relay.Seen()
+    said = [seen.frame(fio_relay.TEXT, flags, payload) for flags, payload in frames]
+    if why is None:
+        assert said == ["", ""]
+    else:
+        assert why in said[-1], said
+
+
+@pytest.mark.unit
+def test_a_text_flood_is_cut_off_and_fios_own_text_passes():
+    seen = fio_relay.Seen()
+    line = b"fio: a line of the server's own, as fio sends them\n"
+    frames = 0
+    while not (why := seen.frame(fio_relay.TEXT, 0, _text(len(line), line)[1])):
+        frames += 1
+    assert frames * (24 + len(line)) <= fio_relay.MAX_TEXT < (frames + 1) * (24 + len(line)) + 1
+    assert "more than 1048576 bytes of text" in why
+
+
+@pytest.mark.unit
+def test_an_unasked_update_job_is_refused():
+    """fio 3.33 calls a NULL handler for an UPDATE_JOB it did not ask for (SIGSEGV, root's
+    controller gone): the controller never asks, so the relay passes none."""
+    assert "UPDATE_JOB" in fio_relay._refusal(97, 18, 8)

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from pytest_fsperf.cli import main
+from tests.conftest import need
 
 
 def _fifo(path):
@@ -44,13 +45,18 @@ def test_a_saved_run_whose_environment_is_not_an_object_is_skipped_with_why(tmp_
     assert "Traceback" not in err.out + err.err
 
 
-@pytest.mark.parametrize("value", ["1e308", "inf", "101"])
-def test_a_scale_past_any_machine_is_a_usage_error(pytester, value):
+@pytest.mark.parametrize(("value", "says"), [
+    ("1e308", "must be"), ("inf", "not a number"), ("101", "must be"),
+    # Python's float() and int() take these; no one writing a scale means them
+    ("1_0", "not a number"), ("\u0661", "not a number"), ("9" * 5000, "not a number")])
+def test_a_scale_past_any_machine_is_a_usage_error(pytester, value, says):
     pytester.makeini(f"[pytest]\nfsperf_scale = {value}\n")
     pytester.makepyfile("def test_x(): pass")
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*fsperf_scale = {value} (ini file *): must be*"])
+    shown = value if len(value) <= 80 else f"{value[:80]}... ({len(value)} characters)"
+    result.stderr.fnmatch_lines([f"*fsperf_scale = {shown} (ini file *): {says}*"])
+    assert max(map(len, result.stderr.lines)) < 400  # the input is not echoed whole
 
 
 @pytest.mark.fio
@@ -97,3 +103,41 @@ def test_a_daemon_binary_on_a_detached_stopped_fuse_mount_is_not_read(bindfs, tm
         runner.kill()
         os.kill(m.pid, signal.SIGCONT)
         runner.wait()
+
+
+LONG_NAME = "/tmp/" + "x" * 300 + ".json"  # past NAME_MAX: ENAMETOOLONG from every call
+
+
+@pytest.mark.parametrize(("option", "says"), [
+    *[(f"--fsperf-{name}={LONG_NAME}", "File name too long")
+      for name in ("json", "html", "markdown", "benchmark-json", "storage")],
+    ("--fsperf-cpus=" + "1" * 5000 + "/0", "is not a CPU list"),
+    # a range of 4 billion CPUs grew pytest to 22.5 GB before
+    ("--fsperf-cpus=0-4294967296/0", "is not a CPU list"),
+    ("--fsperf-rounds=1_0", "not a whole number"),
+])
+def test_an_option_past_what_the_system_takes_is_one_usage_line(pytester, option, says):
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("-p", "no:cacheprovider", option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert says in err and "Traceback" not in err and "INTERNALERROR" not in err
+    assert max(map(len, result.stderr.lines)) < 600  # the value is not echoed whole
+
+
+@pytest.mark.fio
+@pytest.mark.parametrize(("size", "says"), [
+    ("str(10**4000)", "is not a fio size (a number of at most 20 digits"),
+    ("10**5000", "a number of 16610 bits: past any value fio takes")])  # str() refuses it
+def test_a_size_past_any_fio_size_fails_its_test_in_one_line(pytester, tmp_path, size, says):
+    need("fio")
+    pytester.makepyfile(f"""
+        def test_x(fsperf):
+            fsperf.fio(name="w", rw="read", bs="4k", size={size})
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--fsperf-mount={tmp_path}",
+                                "--fsperf-plain-dir=1")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert says in out and "INTERNALERROR" not in out and "Traceback" not in out
+    assert max(map(len, result.stdout.lines)) < 400

@@ -151,12 +151,19 @@ HOSTILE_RUNS = {
     "infinite": lambda p: p.write_text('{"results": [{"test": "t", "name": "w", '
                                        '"total": {"bw_bytes": 1e999}}]}'),
     "huge-int": lambda p: p.write_text('{"results": [], "x": ' + "9" * 5000 + "}"),
+    # 309 digits: past a float (OverflowError where a figure was divided); 1.7e308: finite,
+    # but a sum of two is not
+    "past-float": lambda p: p.write_text('{"results": [{"test": "t", "name": "w", '
+                                         '"total": {"bw_bytes": ' + "9" * 309 + "}}]}"),
+    "near-max": lambda p: p.write_text('{"results": [{"test": "t", "name": "w", '
+                                       '"total": {"bw_bytes": 1.7e308}}]}'),
     "dangling": lambda p: p.symlink_to(p.parent / "missing"),
     "directory": lambda p: p.mkdir(),
     "fifo": lambda p: os.mkfifo(p),
 }
 SAYS = {"nested": "is not JSON this plugin reads: nested too deeply", "nan": "holds NaN, which no measurement gives",
-        "infinite": "holds 1e999, which no measurement gives", "huge-int": "is not JSON: Exceeds",
+        "infinite": "holds 1e999, which no measurement gives", "huge-int": "holds a number of 5000 digits",
+        "past-float": "holds a number of 309 digits", "near-max": "holds 1.7e308, which no",
         "dangling": "does not exist (a dangling symlink)", "directory": "is a directory, not a file",
         "fifo": "is a FIFO, not a file"}
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from pytest_fsperf.bisect.plan import Plan
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.infra import trust
+from pytest_fsperf.infra import elf, trust
 
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "pytest-fsperf", "bisect")
 BUILD_MOST = 3600.0  # s one build may take
@@ -76,7 +76,7 @@ class Builds:
 
     def __init__(self, plan: Plan, worktree: str, log_dir: str, deadline: float) -> None:
         self.plan, self.worktree, self.log_dir, self.deadline = plan, worktree, log_dir, deadline
-        recipe = hashlib.sha256(f"{plan.build}\0{plan.binary}".encode()).hexdigest()[:16]
+        recipe = hashlib.sha256(f"{plan.build}\0{plan.binary}\0bundled".encode()).hexdigest()[:16]
         self.recipe = recipe
         root = os.path.join(CACHE, hashlib.sha256(os.path.realpath(plan.repo).encode()).hexdigest()[:16])
         # where it will be made checked before anything is made there, the cache itself after
@@ -107,9 +107,16 @@ class Builds:
                           if code != 0 else f"the build made no {self.plan.binary}")
         with tempfile.TemporaryDirectory(dir=self.root) as tmp:  # all or nothing
             os.chmod(tmp, 0o700)
+            # the libraries it ships beside itself ($ORIGIN) go with it: the copy runs with
+            # this commit's, not none or the system's
+            for lib in elf.bundled(os.path.realpath(built)):
+                shutil.copy2(lib, os.path.join(tmp, os.path.basename(lib)))
             shutil.copy2(built, os.path.join(tmp, os.path.basename(kept)))
-            os.makedirs(os.path.dirname(kept), 0o700, exist_ok=True)
-            os.replace(os.path.join(tmp, os.path.basename(kept)), kept)
+            place = os.path.dirname(kept)
+            if os.path.isdir(place):  # an incomplete earlier copy: replaced whole
+                shutil.rmtree(place)
+            os.replace(tmp, place)
+            os.makedirs(tmp, 0o700)  # for TemporaryDirectory's own clean-up
         return kept, "built"
 
     def _checkout(self, commit: str) -> None:

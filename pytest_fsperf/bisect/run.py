@@ -26,7 +26,7 @@ from typing import Any
 from pytest_fsperf.bisect.builds import Builds, check_repo
 from pytest_fsperf.bisect.plan import Plan
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra import elf, leftovers
 from pytest_fsperf.judge.comparison import Comparison, MetricComparison, settled
 from pytest_fsperf.vocab import BisectVerdict, CompareKind, Settled
 
@@ -259,7 +259,8 @@ class Seen:
         if known is not None and known.verdict != BisectVerdict.SKIP:
             same = known.commit[:12] or plan.good[:12]
             return Step(commit, subject, known.verdict,
-                        f"byte-identical to {same}'s build ({known.verdict}): not measured",
+                        f"byte-identical to {same}'s build, its bundled libraries too "
+                        f"({known.verdict}): not measured",
                         known.ratio, known.low, known.high)
         found = measure()
         if found.verdict != BisectVerdict.SKIP:
@@ -268,10 +269,14 @@ class Seen:
 
 
 def digest(path: str) -> str:
+    """A build's identity: the binary's bytes and those of each library it ships beside
+    itself (found through its $ORIGIN RUNPATH: ossfs2 ships libfuse3), names included."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
+    for part in [path, *elf.bundled(os.path.realpath(path))]:
+        h.update(os.path.basename(part).encode() + b"\0")
+        with open(part, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
     return h.hexdigest()
 
 

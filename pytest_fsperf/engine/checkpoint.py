@@ -40,7 +40,7 @@ def save(directory: str, shards: int, size: int, threads: int) -> OpStats:
     def one(final: str) -> None:
         temp = final + ".tmp"
         t0 = time.perf_counter_ns()
-        fd = os.open(temp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+        fd = os.open(temp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
         try:
             offset = 0
             while offset < size:
@@ -70,7 +70,7 @@ def save(directory: str, shards: int, size: int, threads: int) -> OpStats:
     seconds = timed_pool([work] * threads, go)
     start = time.perf_counter()
     if not errors:
-        dfd = os.open(directory, os.O_RDONLY)
+        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         try:
             os.fsync(dfd)  # the renames are durable too
         except OSError as exc:  # some FUSE daemons refuse fsync of a directory: say so

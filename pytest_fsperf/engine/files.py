@@ -55,7 +55,8 @@ def _one(path: str, write: bool, size: int, view: memoryview, w: _Worker,
     program does: no per-call allocation, and no read past the size it listed. `head`: the
     size of the first call (1: time to the first byte, then the rest in 1 MiB calls)."""
     t0 = time.perf_counter_ns()
-    flags = os.O_CREAT | os.O_WRONLY | os.O_TRUNC if write else os.O_RDONLY
+    # never through a link: a store others can write may present one at a file's name
+    flags = (os.O_CREAT | os.O_WRONLY | os.O_TRUNC if write else os.O_RDONLY) | os.O_NOFOLLOW
     fd = os.open(path, flags, 0o644)
     t1 = time.perf_counter_ns()
     first = 0

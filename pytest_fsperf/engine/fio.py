@@ -79,6 +79,9 @@ def build_job(options: dict[str, object], scale: float, where: str) -> dict[str,
             raise UsageError(f"{where}: {key!r} is not a fio option name")
         if value is None or not isinstance(value, str | int | float | bool):
             raise UsageError(f"{where}: {key}={value!r} must be a string, number or bool")
+        if isinstance(value, int) and abs(value) >= 10**20:  # (str() refuses 4300 digits)
+            raise UsageError(f"{where}: {key}= a number of {value.bit_length()} bits: past any "
+                             "value fio takes")
         job[key] = _render(value)
         why = refusal(key, job[key])
         if why:
@@ -92,7 +95,7 @@ def build_job(options: dict[str, object], scale: float, where: str) -> dict[str,
             try:
                 check_size(job[key], kb_base)
             except ValueError as exc:
-                raise UsageError(f"{where}: {key}={job[key]!r}: {exc}") from None
+                raise UsageError(f"{where}: {key}={job[key][:40]!r}: {exc}") from None
     block = _block(job, kb_base)
     scaled_keys = [k for k in SIZE_KEYS if k in job]
     if "nrfiles" in job and "filesize" in job:

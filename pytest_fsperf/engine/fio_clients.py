@@ -248,7 +248,9 @@ class Controller:
             lines = [ln.strip() for ln in (said or "").splitlines() if ln.strip()]
             why = (f"fio server {', '.join(unreachable)} not reachable" if unreachable else
                    " | ".join(lines[-2:]) or "no output")
-            raise MeasurementError(f"fio's controller failed (exit {code}): {why}")
+            named = ", ".join(s.address for s in self.servers)
+            raise MeasurementError(f"fio's controller failed (exit {code}) with fio server "
+                                   f"{named}: {why[:300]}")
         try:
             return parse(text, through)
         except MeasurementError:

@@ -29,19 +29,24 @@ from dataclasses import dataclass, field
 import psutil
 
 from pytest_fsperf.errors import MeasurementError
+from pytest_fsperf.infra.tcp import listener_uids, peer_uids
 
 HEADER = struct.Struct("<HHIQIHH")  # version, opcode, flags, tag, pdu_len, cmd_crc16, pdu_crc16
 VERSION = 97  # FIO_SERVER_VER of fio 3.33
 MAX_PDU = 1024  # FIO_SERVER_MAX_FRAGMENT_PDU: larger frames are not fio's
 # server-to-client opcodes a benchmark needs (fio 3.33's client.c handles these)
+# (not UPDATE_JOB: an answer to a request the controller never makes; fio 3.33 calls a NULL
+# handler for one it did not ask for)
 PASSED = {1: "QUIT", 5: "TEXT", 6: "TS", 7: "GS", 9: "ETA", 10: "PROBE", 11: "START",
-          12: "STOP", 13: "DU", 14: "SERVER_START", 15: "ADD_JOB", 18: "UPDATE_JOB",
-          22: "JOB_OPT"}
-START, TS, JOB_OPT = 11, 6, 22
+          12: "STOP", 13: "DU", 14: "SERVER_START", 15: "ADD_JOB", 22: "JOB_OPT"}
+START, TS, JOB_OPT, TEXT = 11, 6, 22, 5
+TEXT_HEAD = 24  # struct cmd_text_pdu: level, buf_len, log_sec, log_usec, then buf
+MAX_TEXT = 1 << 20  # text bytes one connection may send (fio's own messages are a few KB)
 MAX_JOBS = 4096  # jobs one server may announce (fio's own limit is REAL_MAX_JOBS, 4096)
 MORE = 1  # FIO_NET_CMD_F_MORE: a fragment of a larger payload follows
 TS_THREAD_NUMBER = 260  # struct thread_stat: name[128], verror[128], error, thread_number
-REFUSED = {17: "IOLOG: write an I/O log of its choosing", 19: "LOAD_FILE",
+REFUSED = {17: "IOLOG: write an I/O log of its choosing", 18: "UPDATE_JOB, unasked",
+           19: "LOAD_FILE",
            20: "VTRIGGER: save verify state and run a trigger",
            21: "SENDFILE: send it a file of this machine"}
 
@@ -174,9 +179,14 @@ class Seen:
 
     jobs: int | None = None  # START's count
     ts: bytearray = field(default_factory=bytearray)  # a status's fragments so far
+    text: bytearray = field(default_factory=bytearray)  # a text's head so far
+    text_size: int = 0  # the text's payload so far, its fragments together
+    text_sent: int = 0  # text bytes of the connection
 
     def frame(self, opcode: int, flags: int, payload: bytes) -> str:
         """Why this frame may not reach fio's client, or ""."""
+        if opcode == TEXT:
+            return self._text(flags, payload)
         if opcode == START:
             if len(payload) < 8:
                 return "sent a START of the wrong size"
@@ -204,6 +214,28 @@ class Seen:
                             "refused (fio would index past its list)")
         return ""
 
+    def _text(self, flags: int, payload: bytes) -> str:
+        """fio's client writes a NUL at buf[buf_len] of the whole (reassembled) payload, as
+        the server states it; fio's server sends buf_len = the text's length exactly (no NUL
+        of its own): more than was sent is refused."""
+        self.text_sent += len(payload)
+        if self.text_sent > MAX_TEXT:
+            return f"sent more than {MAX_TEXT} bytes of text: refused (a flood)"
+        if len(self.text) < TEXT_HEAD:
+            self.text += payload[: TEXT_HEAD - len(self.text)]
+        self.text_size += len(payload)
+        if flags & MORE:
+            return ""
+        head, size = bytes(self.text), self.text_size
+        self.text, self.text_size = bytearray(), 0
+        if len(head) < TEXT_HEAD:
+            return "sent a text too short to be fio's"
+        length = struct.unpack_from("<I", head, 4)[0]
+        if TEXT_HEAD + length > size:
+            return (f"sent a text that says it is {length} bytes long in {size - TEXT_HEAD}: "
+                    "refused (fio would write past it)")
+        return ""
+
 
 def _exactly(s: socket.socket, n: int) -> bytes | None:
     """n bytes, or None where the connection ended first."""
@@ -214,33 +246,6 @@ def _exactly(s: socket.socket, n: int) -> bytes | None:
             return None
         got += chunk
     return bytes(got)
-
-
-def _tcp_sockets(proc: str = "/proc") -> Iterator[tuple[int, int, str, int]]:
-    """(local port, remote port, state, owner uid) of this machine's TCP sockets."""
-    for name in ("tcp", "tcp6"):
-        try:
-            with open(f"{proc}/net/{name}", encoding="ascii") as f:
-                lines = f.read().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) > 7:
-                yield (int(fields[1].rsplit(":", 1)[1], 16), int(fields[2].rsplit(":", 1)[1], 16),
-                       fields[3], int(fields[7]))
-
-
-def listener_uids(port: int, proc: str = "/proc") -> set[int]:
-    """The users whose sockets listen on TCP `port` on this machine (/proc/net/tcp, tcp6)."""
-    return {uid for local, _r, state, uid in _tcp_sockets(proc) if state == "0A" and local == port}
-
-
-def peer_uids(ours: int, port: int, proc: str = "/proc") -> set[int]:
-    """The owners of the server's end of our connection from local port `ours` to `port`
-    on this machine (an accepted socket belongs to its listener's user)."""
-    return {uid for local, remote, state, uid in _tcp_sockets(proc)
-            if state == "01" and local == port and remote == ours}
 
 
 def local(address: object) -> bool:

@@ -9,19 +9,24 @@ from __future__ import annotations
 
 import re
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)(i?)(b?)\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*([0-9]{1,20})\s*([kmgtp]?)(i?)(b?)\s*$", re.IGNORECASE)
+MAX_SIZE = 2**63 - 1  # fio keeps sizes in unsigned 64 bits; a file's offset is signed
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 
 
 def parse_fio_size(text: str, kb_base: int = 1024) -> int:
     match = _SIZE.match(text)
     if not match:
-        raise ValueError(f"{text!r} is not a fio size")
+        raise ValueError(f"{text[:40]!r} is not a fio size (a number of at most 20 digits, "
+                         "then k, m, g, t or p)")
     number, prefix, iec, _b = match.groups()
     power = _POWERS[prefix.lower()]
     base = kb_base if not iec else (1000 if kb_base == 1024 else 1024)
     multiplier: int = base**power  # int ** non-negative int
-    return int(number) * multiplier
+    size = int(number) * multiplier
+    if size > MAX_SIZE:
+        raise ValueError(f"{text[:40]!r} is past any size fio takes (2^63 bytes)")
+    return size
 
 
 def check_size(text: str, kb_base: int = 1024) -> None:

@@ -38,7 +38,7 @@ def _create(size: int) -> Callable[[str], int]:
 
 def _read(size: int) -> Callable[[str], int]:
     def read(path: str) -> int:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         try:
             return len(os.read(fd, max(size, 1)))
         finally:

@@ -27,7 +27,7 @@ def make_tree(root: str, count: int, per_dir: int = 0) -> list[str]:
         if parent not in made:
             os.makedirs(parent, exist_ok=True)
             made.add(parent)
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, 0o644))
     return paths
 
 

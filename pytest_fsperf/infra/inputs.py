@@ -20,6 +20,7 @@ else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 MAX_BYTES = 64 << 20  # a saved run of thousands of workloads is a few MB
+MAX_NUMBER = 2 ** 62  # any figure, count or size a run holds is far below
 
 
 class InputError(ValueError):
@@ -73,15 +74,28 @@ def _no_constant(name: str) -> Any:
 
 def _finite(text: str) -> float:
     value = float(text)
-    if not math.isfinite(value):
-        raise InputError(f"holds {text}, which no measurement gives")
+    if not math.isfinite(value) or abs(value) > MAX_NUMBER:
+        raise InputError(f"holds {_cut(text)}, which no measurement gives")
     return value
 
 
+def _bounded(text: str) -> int:
+    if len(text.lstrip("-")) > 19 or abs(value := int(text)) > MAX_NUMBER:
+        raise InputError(f"holds a number of {len(text.lstrip('-'))} digits ({_cut(text)}), "
+                         "which no measurement gives")
+    return value
+
+
+def _cut(text: str, n: int = 24) -> str:
+    return text if len(text) <= n else text[:n] + "..."
+
+
 def parse_json(text: str) -> Any:
-    """JSON without NaN or Infinity; InputError for anything that is not such JSON."""
+    """JSON without NaN or Infinity, its numbers within 2^62 (sums and ratios of them stay
+    finite); InputError for anything that is not such JSON."""
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite,
+                          parse_int=_bounded)
     except InputError:
         raise
     except RecursionError:

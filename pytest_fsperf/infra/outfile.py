@@ -91,6 +91,14 @@ def check_theirs(path: Path) -> Path:
     real, why = trust.resolved(str(path.absolute()), exists=False)
     if why:
         raise OutputError(f"{why}; another user could put a link there before it is written")
+    try:  # its own directory: a sticky one (/tmp) still lets others add a new name
+        st = os.stat(os.path.dirname(real))
+    except OSError as exc:
+        raise OutputError(f"{os.path.dirname(real)}: {exc.strerror or exc}") from None
+    if st.st_mode & 0o022:
+        raise OutputError(f"its directory {os.path.dirname(real)} lets other users add names "
+                          f"(mode {stat.S_IMODE(st.st_mode):o}): one could put a link at "
+                          "its name before pytest writes it there; name a directory of yours")
     return Path(real)
 
 

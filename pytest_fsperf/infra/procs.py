@@ -127,3 +127,30 @@ def empty_cgroup(path: str, wait: float = 5.0) -> str:
         time.sleep(0.05)
     n = len(stopped)
     return f"stopped {n} process{'es' * (n != 1)} left in the memory cgroup {path}" if n else ""
+
+
+def listening(pid: int, port: int) -> str | None:
+    """Whether the TCP listeners on `port` are all the process `pid`'s (or its children's),
+    by socket inode: None while none listens yet, "" when only ours does, else who else
+    does. A local user who reads the port from the store's command line and binds it first
+    would otherwise be sent root's signed requests and its daemons' traffic."""
+    try:
+        mine = {p.pid for p in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]}
+        found = [c for c in psutil.net_connections(kind="tcp")
+                 if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port]
+    except (psutil.Error, OSError) as exc:
+        return f"its listeners cannot be read: {exc}"
+    others = [c for c in found if c.pid not in mine]
+    if others:
+        who = ", ".join(sorted({_owner(c.pid) for c in others}))
+        return f"port {port} is also listened on by {who}: refused (it would receive root's requests)"
+    return "" if found else None
+
+
+def _owner(pid: int | None) -> str:
+    if pid is None:
+        return "a process of another user"
+    try:
+        return f"PID {pid} (uid {psutil.Process(pid).uids().real})"
+    except psutil.Error:
+        return f"PID {pid}"

@@ -5,7 +5,10 @@ real path is resolved once and checked as that string, for the caller to use."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+
+from pytest_fsperf.infra import elf
 
 
 def closed(st: os.stat_result, sticky_ok: bool = False) -> bool:
@@ -50,3 +53,39 @@ def resolved(path: str, exists: bool = True) -> tuple[str, str]:
             above = os.path.dirname(above)
     except OSError as exc:
         return real, f"{real}: {exc.strerror or exc}"
+
+
+def program(name: str, search: str | None = None) -> tuple[list[str], str]:
+    """How root may run the program `name` (a path, or a name looked up on PATH once): the
+    argv that runs what was checked, and why it may not ("" where it may). Checked: the
+    program's real path and every directory above it; an ELF program's RUNPATH/RPATH
+    directories (libraries it loads from beside itself, `$ORIGIN`); a script's interpreter
+    (`#!/usr/bin/env node` is a PATH lookup too), which then runs the script by its real path."""
+    found = name if os.sep in name else shutil.which(name, path=search)
+    if found is None:
+        return [], f"{name} is not on PATH"
+    real, why = resolved(found)
+    if why:
+        return [real], why
+    for where in elf.search_dirs(real):
+        if not os.path.isabs(where):
+            return [real], f"{real} loads libraries from {where!r}, relative to the current directory"
+        if os.path.lexists(where) and (why := untrusted(where)):
+            return [real], f"{real} loads libraries from {where}: {why}"
+    try:
+        with open(real, "rb") as f:
+            head = f.read(256)
+    except OSError as exc:
+        return [real], f"{real}: {exc.strerror or exc}"
+    if not head.startswith(b"#!"):
+        return [real], ""
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if not words:
+        return [real], f"{real} names no interpreter"
+    if os.path.basename(words[0]) == "env" and len(words) > 1 and not words[1].startswith("-"):
+        words = words[1:]  # `env NAME`: NAME from PATH, as env would find it
+    if len(words) > 2:
+        return [real], f"{real}: an interpreter line of more than one argument"
+    interpreter, why = program(words[0], search)
+    return ([*interpreter, *words[1:], real],
+            f"{real}'s interpreter {words[0]}: {why}" if why else "")

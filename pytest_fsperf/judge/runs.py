@@ -174,7 +174,7 @@ def compare(run: str, key: str, old: SavedResult, new: SavedResult, tolerance: f
     else:
         a = old.values(metric)
     b = new.values(metric)
-    if differs or not a or not b:
+    if differs or not a or not b or min(a) <= 0 or min(b) <= 0:  # no ratio of a zero
         return RunComparison(run, key, metric, RunOutcome.INCOMPARABLE, a, b, None, None, None,
                              differs or ["figures"], names)
     now, then = list(new.canary), [x for _n, r in history for x in r.canary]

@@ -54,7 +54,7 @@ def _file_ops(directory: str) -> Callable[[], None]:
     def run() -> None:
         path = os.path.join(directory, "canary")
         block = b"x" * 4096
-        fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o600)
+        fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
             for i in range(64):
                 os.pwrite(fd, block, i * 4096)
@@ -96,8 +96,8 @@ def measure(directory: str, tries: int = TRIES) -> Reading:
 
 def moved(now: Sequence[float], then: Sequence[float]) -> float | None:
     """median(now) / median(then): how the machine changed between two sets of readings."""
-    if not now or not then:
-        return None
+    if not now or not then or min(now) <= 0 or min(then) <= 0:
+        return None  # a score of 0 or less was never measured: no move to tell
     return statistics.median(now) / statistics.median(then)
 
 

@@ -76,7 +76,7 @@ def parse(text: str, where: str, allowed: Iterable[int] | None = None) -> CpuSet
     have = set(os.sched_getaffinity(0) if allowed is None else allowed)
     sets = []
     for part, who in ((daemon, "daemon"), (load, "load")):
-        cpus = _cpu_list(part, f"{where}: the {who}'s CPUs {part!r}")
+        cpus = _cpu_list(part, f"{where}: the {who}'s CPUs {part[:40]!r}")
         missing = sorted(set(cpus) - have)
         if missing:
             raise UsageError(f"{where}: the {who}'s CPU {_cpus(tuple(missing))} is not one this "
@@ -89,13 +89,20 @@ def _cpu_list(text: str, where: str) -> tuple[int, ...]:
     found: set[int] = set()
     for item in text.split(","):
         low, dash, high = item.strip().partition("-")
-        if not low.isdigit() or (dash and not high.isdigit()):
-            raise UsageError(f"{where} is not a CPU list such as 1 or 2-3,6")
+        if not _cpu_number(low) or (dash and not _cpu_number(high)):
+            raise UsageError(f"{where} is not a CPU list such as 1 or 2-3,6 (CPUs 0 to {MAX_CPU})")
         first, last = int(low), int(high) if dash else int(low)
         if last < first:
             raise UsageError(f"{where}: {item.strip()} runs backwards")
         found.update(range(first, last + 1))
     return tuple(sorted(found))
+
+
+MAX_CPU = 65535  # a CPU number past any machine's (Linux's NR_CPUS is at most 8192)
+
+
+def _cpu_number(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= 5 and int(text) <= MAX_CPU
 
 
 def _cpus(cpus: tuple[int, ...]) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pytest_fsperf.errors import MountError
-from pytest_fsperf.infra import cgroup, leftovers, trust
+from pytest_fsperf.infra import cgroup, leftovers, nofollow, trust
 from pytest_fsperf.infra.mountinfo import Mount, read_mounts
 from pytest_fsperf.infra.probe import abort_connection
 from pytest_fsperf.infra.procs import Proc, kill, kill_tree, tree
@@ -180,7 +180,8 @@ class MountedFs:
         if self.backend.prepare is not None and not self._prepared:
             self.backend.prepare(r, env)  # raises MountError, its output redacted by the caller
             self._prepared = True
-        exe = self._executable(r.argv[0])  # run by the real path checked; its argv[0] as named
+        prefix = self._executable(r.argv[0])  # run by the real path checked; its argv[0] as named
+        exe, named = prefix[0], (list(r.argv) if len(prefix) == 1 else [*prefix, *r.argv[1:]])
         if self.plan.memory_limit is not None:
             try:
                 self.cage = cgroup.MemoryCage(self.plan.memory_limit)
@@ -189,8 +190,8 @@ class MountedFs:
                                  f"{exc.strerror or exc}") from None
         with open(self.log, "ab") as log:
             try:
-                argv = (list(r.argv) if self.cage is None
-                        else cgroup.launcher(self.cage, [exe, *r.argv[1:]]))
+                argv = (named if self.cage is None
+                        else cgroup.launcher(self.cage, [exe, *named[1:]]))
                 self.proc = subprocess.Popen(argv, executable=exe if self.cage is None else None,
                                              stdin=subprocess.DEVNULL, stdout=log,
                                              stderr=log, env=env, start_new_session=True)
@@ -209,17 +210,18 @@ class MountedFs:
             self.stop()
             raise
 
-    def _executable(self, name: str) -> str:
+    def _executable(self, name: str) -> list[str]:
         """The daemon's program as root runs it: found on PATH once, resolved, and checked with
-        every directory above it (one another user can change would be their program as you);
-        the real path checked is what is executed, not PATH's answer a moment later."""
+        every directory above it, its RUNPATH and its interpreter (one another user can change
+        would be their program as you); what was checked is executed, not PATH's answer a
+        moment later. A script: its interpreter, then the script's real path."""
         found = name if os.sep in name else shutil.which(name)
         if found is None:
             raise MountError(f"{self.backend.name}: {name} is not installed ({self.backend.install})")
-        real, why = trust.resolved(found)
+        argv, why = trust.program(found)
         if why:
             raise MountError(f"{self.backend.name}: {why}; it would run as you")
-        return real
+        return argv
 
     def _wait_ready(self) -> None:
         assert self.proc is not None
@@ -228,6 +230,9 @@ class MountedFs:
         while True:
             mount = _mounted(self.mountpoint)
             if mount is not None:
+                no_links = nofollow.forbid_links(self.mountpoint)
+                if no_links and os.geteuid() == 0 and "(Linux >= 5.12)" not in no_links:
+                    raise MountError(f"{self.backend.name}: {no_links}")
                 lookup = find_daemon(mount)
                 if lookup.daemon is None and self.proc.poll() is None:
                     lookup = describe(self.proc.pid, "started by the plugin")

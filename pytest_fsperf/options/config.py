@@ -324,6 +324,15 @@ def add_options(parser: pytest.Parser) -> None:
         parser.addini(opt.name, opt.help, default="")
 
 
+MAX_VALUE = 8192  # characters of one option's value (a path, a list of hosts)
+
+
+def shown(text: str, limit: int = 80) -> str:
+    """A value as a message quotes it: cut, its control characters escaped."""
+    text = text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _raw(config: pytest.Config, opt: Option) -> Raw | None:
     """The strongest of flag and ini key; where the flag beat the ini key, it says so."""
     ini_raw = None
@@ -332,11 +341,11 @@ def _raw(config: pytest.Config, opt: Option) -> Raw | None:
         inipath = config.inipath
         name = str(inipath) if inipath else "ini file"
         base = inipath.parent if inipath else config.rootpath
-        ini_raw = Raw(ini, f"{opt.name} = {ini} (ini file {name})", base, Source.INI)
+        ini_raw = Raw(ini, f"{opt.name} = {shown(ini)} (ini file {name})", base, Source.INI)
     value: Any = config.getoption(opt.name)
     if value is None:
         return ini_raw
-    return Raw(str(value), f"{opt.flag}={value} (command line)", Path.cwd(), Source.COMMAND_LINE,
+    return Raw(str(value), f"{opt.flag}={shown(str(value))} (command line)", Path.cwd(), Source.COMMAND_LINE,
                ini_raw.where if ini_raw else "")
 
 
@@ -374,6 +383,17 @@ def read_settings(config: pytest.Config) -> Settings:
     return settings_from(given, config.rootpath)
 
 
+def _converted(opt: Option, raw: Raw) -> Any:
+    """A row's value; a path the system refuses (a name too long, a loop) is one usage line
+    naming the option, not a traceback. Overlong text is cut in the line."""
+    if len(raw.text) > MAX_VALUE:
+        raise UsageError(f"{raw.where}: {len(raw.text)} characters; at most {MAX_VALUE}")
+    try:
+        return opt.convert(raw)
+    except OSError as exc:
+        raise UsageError(f"{raw.where}: {exc.strerror or exc}") from None
+
+
 def settings_from(given: Mapping[str, Raw], root: Path) -> Settings:
     """Every row converted (its default where not given), then the rules across rows."""
     backend, mount, options = given.get("backend"), given.get("mount"), given.get("mount_options")
@@ -397,7 +417,7 @@ def settings_from(given: Mapping[str, Raw], root: Path) -> Settings:
         raise UsageError(f"{last.where}: needs --fsperf-compare=latest (the runs to choose from)")
     if candidate is not None and reference is None:
         raise UsageError(f"{candidate.where}: needs --fsperf-reference (the build to compare with)")
-    values = {opt.field: opt.convert(given[opt.field]) if opt.field in given else opt.default
+    values = {opt.field: _converted(opt, given[opt.field]) if opt.field in given else opt.default
               for opt in OPTIONS if opt.field not in ("mount", "reference_mount")}
     if mount is not None:  # probed with the timeout the user gave
         values["mount"] = parse.mount(mount, values["mount_timeout"], values["plain_dir"])

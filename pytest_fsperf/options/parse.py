@@ -110,10 +110,18 @@ def mount(raw: Raw, timeout: float, plain_dir: bool = False) -> Path:
     return Path(real)
 
 
+INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
+DECIMAL = re.compile(r"[+-]?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})(?:[eE][+-]?[0-9]{1,3})?")
+
+
 def number(raw: Raw, cast: Callable[[str], T], what: str) -> T:
-    """raw as a number, or a usage error saying what it should have been."""
+    """raw as a number written plainly (Python's int() also takes 1_0, Arabic-Indic digits and
+    thousands of them), or a usage error saying what it should have been."""
+    text = raw.text.strip()
+    if not (INTEGER if cast is int else DECIMAL).fullmatch(text):
+        raise UsageError(f"{raw.where}: not {what}")
     try:
-        return cast(raw.text)
+        return cast(text)
     except ValueError:
         raise UsageError(f"{raw.where}: not {what}") from None
 

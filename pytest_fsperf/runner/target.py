@@ -249,7 +249,49 @@ def _held(root: str) -> int:
         os.close(fd)
         raise MeasurementError(f"the work root {root} was replaced as it was made (owner uid "
                                f"{st.st_uid}); another user can change {os.path.dirname(root)}")
+    why = _open_to_others(root, os.fstat(fd))
+    if why:
+        os.close(fd)
+        os.rmdir(root)  # just made, empty, ours (checked above)
+        raise MeasurementError(why)
     return fd
+
+
+def _open_to_others(root: str, st: os.stat_result) -> str:
+    """Why other users could write inside the work root, or "": a filesystem whose modes read
+    back as group- or world-writable whatever was asked (ossfs2's defaults: every directory
+    0777, enforced by the kernel under default_permissions) and that lets other users in (a
+    FUSE mount with allow_other; any other filesystem)."""
+    if not st.st_mode & 0o022:
+        return ""
+    try:
+        mount = find_mount(os.path.realpath(root), read_mounts())
+    except (OSError, LookupError, ValueError):
+        mount = None
+    if mount is not None and mount.is_fuse and "allow_other" not in mount.super_options.split(","):
+        return ""  # the kernel lets no other user into this mount at all
+    if mount is not None and _closed_above(mount.mount_point):
+        return ""  # a directory above the mount lets no one else through (the plugin's own)
+    where = mount.mount_point if mount is not None else os.path.dirname(root)
+    return (f"{where} shows the work root as mode {stat.S_IMODE(st.st_mode):o} whatever it is "
+            "made with, and lets other users in (allow_other): another user could write inside "
+            "it during the run; refused. Mount it with modes that keep others out (e.g. ossfs2 "
+            "--dir_mode=0700 --file_mode=0600, or without allow_other)")
+
+
+def _closed_above(point: str) -> bool:
+    """Whether a directory above `point` is ours and lets no other user through it."""
+    above = os.path.dirname(point)
+    while True:
+        try:
+            st = os.lstat(above)
+        except OSError:
+            return False
+        if st.st_uid == os.geteuid() and not st.st_mode & 0o011:
+            return True
+        if os.path.dirname(above) == above:
+            return False
+        above = os.path.dirname(above)
 
 
 def _ignores_modes(fd: int) -> bool:

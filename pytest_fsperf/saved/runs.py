@@ -35,23 +35,24 @@ def load(folder: Path, name: str, where: str) -> list[tuple[str, dict[str, Any]]
         found = sorted(folder.glob("*.json"), key=_mtime) if folder.is_dir() else []
         if not found:
             raise UsageError(f"{where}: no saved run in {folder}")
-        return [(path.stem, _read(path, where)) for path in reversed(found)]
+        return [(path.stem, read_run(path, where)) for path in reversed(found)]
     path = folder / f"{name}.json"
-    if not os.path.lexists(path):  # something else of that name: _read says what
+    if not os.path.lexists(path):  # something else of that name: read_run says what
         have = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
         raise UsageError(f"{where}: no saved run {name!r} in {folder}"
                          + (f" (have: {', '.join(have)})" if have else ""))
-    return [(path.stem, _read(path, where))]
+    return [(path.stem, read_run(path, where))]
 
 
 def _mtime(path: Path) -> float:
     try:
         return path.stat().st_mtime
     except OSError:
-        return 0.0  # a dangling link: _read names it
+        return 0.0  # a dangling link: read_run names it
 
 
-def _read(path: Path, where: str) -> dict[str, Any]:
+def read_run(path: Path, where: str) -> dict[str, Any]:
+    """The run in the file `path` (that one, whatever its name)."""
     try:
         doc: dict[str, Any] = inputs.read_json(path)
     except inputs.InputError as exc:
@@ -83,6 +84,7 @@ def shape_problem(doc: object) -> str | None:
 
 
 Figure = dict[str, float | None]
+MAX_ROUNDS = 2000  # rounds (or canary readings) of one workload: --fsperf-rounds is at most 1000
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,9 @@ class SavedResult:
         """From a result's JSON (the rest of its fields left); ValueError names what is wrong."""
         if not isinstance(data, dict):
             raise ValueError("not an object")
+        for many in ("rounds", "canary"):  # each is bootstrapped: a million took 600 s
+            if isinstance(data.get(many), list) and len(data[many]) > MAX_ROUNDS:
+                raise ValueError(f"{len(data[many])} {many}: a run makes at most {MAX_ROUNDS}")
         own = {k: v for k, v in data.items() if k in typed.names(cls) and v is not None}
         total = own.get("total")
         if isinstance(total, dict):  # files from before these were written keep 0 for them

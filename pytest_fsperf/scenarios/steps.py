@@ -220,7 +220,7 @@ def _hold(fs: Workspace, label: str, judged: bool, options: dict[str, str], path
     def open_all(w: Window) -> None:
         w.put(RssReading(rss_of(w.lookup)))
         for path in paths:
-            fds.append(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
+            fds.append(os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW))
             os.pread(fds[-1], first, 0)
 
     def idle() -> OpStats:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import secrets
 import shutil
 import subprocess
@@ -12,14 +13,15 @@ import urllib.request
 from dataclasses import dataclass, field
 
 from pytest_fsperf.errors import MeasurementError
-from pytest_fsperf.infra import leftovers
-from pytest_fsperf.infra.procs import Proc, stop_child
+from pytest_fsperf.infra import leftovers, trust
+from pytest_fsperf.infra.procs import Proc, listening, stop_child
 from pytest_fsperf.measure.meters import io_counters
 from pytest_fsperf.mounts.spec import free_port
 from pytest_fsperf.store.sigv4 import signed_request
 
 MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
-CACHE_BIN = os.path.expanduser("~/.cache/fsperf-bin")
+# the effective user's own home, never $HOME (`sudo -E` keeps the caller's: their binaries)
+CACHE_BIN = os.path.join(pwd.getpwuid(os.geteuid()).pw_dir, ".cache", "fsperf-bin")
 INSTALL = f"GOBIN={CACHE_BIN} go install github.com/minio/minio@{MINIO_VERSION}"
 
 
@@ -94,6 +96,9 @@ def _live(endpoint: str) -> bool:
 
 
 def start_minio(binary: str, timeout: float = 30.0) -> S3Server:
+    argv, why = trust.program(binary)  # resolved once and checked: what runs as root
+    if why:
+        raise MeasurementError(f"MinIO is not run: {why}; it would run as you")
     data_dir, dir_entry = leftovers.private_dir("pytest-fsperf-minio-")
     access_key = "fsperf" + secrets.token_hex(6)
     secret_key = secrets.token_urlsafe(24)
@@ -103,30 +108,36 @@ def start_minio(binary: str, timeout: float = 30.0) -> S3Server:
     env.update(MINIO_ROOT_USER=access_key, MINIO_ROOT_PASSWORD=secret_key, MINIO_BROWSER="off",
                MINIO_PROMETHEUS_AUTH_TYPE="public")
     log_path = os.path.join(data_dir, "minio.log")
-    last = ""
+    last, taken = "", None
     for _attempt in range(3):  # a free port may be taken between probe and bind
         port, console = free_port(), free_port()
         endpoint = f"http://127.0.0.1:{port}"
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [binary, "server", "--quiet", "--address", f"127.0.0.1:{port}",
+                [*argv, "server", "--quiet", "--address", f"127.0.0.1:{port}",
                  "--console-address", f"127.0.0.1:{console}", os.path.join(data_dir, "data")],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, start_new_session=True)
         entry = leftovers.note_process(Proc.of(proc.pid))
         deadline = time.monotonic() + timeout
-        while proc.poll() is None and time.monotonic() < deadline and not _live(endpoint):
+        # the listener ours (by socket inode) before anything, signed or not, is sent to it
+        while proc.poll() is None and time.monotonic() < deadline and not (
+                (taken := listening(proc.pid, port)) == "" and _live(endpoint)):
+            if taken:
+                last = taken
+                break
             time.sleep(0.1)
         server = S3Server(endpoint, "fsperf-" + secrets.token_hex(4), access_key, secret_key,
                           "us-east-1", proc, data_dir, (entry, dir_entry))
-        if proc.poll() is None and _live(endpoint):
+        if proc.poll() is None and not taken and listening(proc.pid, port) == "" and _live(endpoint):
             try:
                 server.make_bucket(server.bucket)
             except BaseException:
                 server.stop()
                 raise
             return server
-        with open(log_path, encoding="utf-8", errors="replace") as f:
-            last = " | ".join(f.read().split("\n")[-4:]).strip()
+        if not taken:
+            with open(log_path, encoding="utf-8", errors="replace") as f:
+                last = " | ".join(f.read().split("\n")[-4:]).strip()
         if proc.poll() is None:
             proc.kill()
         proc.wait()

@@ -17,8 +17,10 @@ from __future__ import annotations
 import hmac
 import http.client
 import json
+import os
 import re
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import IO, Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
@@ -27,7 +29,12 @@ from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from pytest_fsperf.infra.tcp import peer_uids
+
 CHUNK = 1 << 20
+MAX_CONNECTIONS = 2048  # at once: past it a connection is closed as it is accepted
+IDLE = 300.0  # seconds a connection may wait for the next bytes of a request
+MAX_CHUNKED = 64 * CHUNK  # a chunked upload is held in memory: at most this
 DROPPED_QUERY = {"objectMeta"}  # OSS's HEAD of an object's metadata only: a HEAD for S3
 HEADER_MAP = {"x-oss-copy-source": "x-amz-copy-source",
               "x-oss-copy-source-range": "x-amz-copy-source-range",
@@ -117,6 +124,11 @@ class _Body:
 
 
 class Gateway(ThreadingHTTPServer):
+    """Only root's and the session user's connections get a thread (the owner of the
+    client's socket, from the kernel's table, checked as it is accepted: another local user's
+    is closed at once), at most MAX_CONNECTIONS at a time, each idle for at most IDLE s; a
+    client's error is never written anywhere (nothing it sends can fill a pipe and block)."""
+
     daemon_threads = True
     # socketserver's backlog is 5: 128 threads connecting at once lost SYNs, each retried
     # after 1 s (ossfs2's small-file p99 was 1.02 s through the gateway)
@@ -124,6 +136,9 @@ class Gateway(ThreadingHTTPServer):
 
     def __init__(self, conf: dict[str, str]) -> None:
         super().__init__(("127.0.0.1", 0), Handler)
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.trusted = {0, os.geteuid()}
+        self.refused = 0
         up = urlsplit(conf["upstream"])
         self.up_host, self.up_port = up.hostname or "127.0.0.1", up.port or 80
         self.upstream = conf["upstream"].rstrip("/")
@@ -134,8 +149,28 @@ class Gateway(ThreadingHTTPServer):
         self.domain = conf["domain"].lower()
 
 
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """In the accepting thread, before any thread or byte is spent on the client."""
+        mine = self.server_address[1]
+        owners = peer_uids(mine, client_address[1])
+        if not owners or not owners <= self.trusted or not self.slots.acquire(blocking=False):
+            self.refused += 1
+            return False
+        return True
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return  # a client's broken request ends its connection; nothing is printed
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    timeout = IDLE  # an idle or trickling connection is closed
     disable_nagle_algorithm = True  # headers and body go in two writes: no 40 ms ACK wait
     server: Gateway
     _up: http.client.HTTPConnection | None = None
@@ -160,7 +195,10 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _drain(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
+        length = _length(self.headers.get("Content-Length"))
+        if length < 0:
+            self.close_connection = True
+            return
         if length and length <= CHUNK * 64:
             _Body(self.rfile, length).read()
         elif length:
@@ -187,12 +225,14 @@ class Handler(BaseHTTPRequestHandler):
         headers = request_headers(self.headers, self.server.bucket)
         if isinstance(headers, str):
             return self._error(403, "AccessDenied", headers)
+        if _length(headers.get("content-length")) < 0:
+            return self._error(400, "InvalidArgument", "Content-Length is not a length")
         body: _Body | bytes | None = None
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             body = self._read_chunked()
             headers["content-length"] = str(len(body))
-        elif int(headers.get("content-length", "0") or 0):
-            body = _Body(self.rfile, int(headers["content-length"]))
+        elif _length(headers.get("content-length")) > 0:
+            body = _Body(self.rfile, _length(headers["content-length"]))
         query = upstream_query(urlsplit(self.path).query)
         url = self.server.upstream + upstream_path(self.server.bucket, target[1])
         url += "?" + query if query else ""
@@ -208,7 +248,10 @@ class Handler(BaseHTTPRequestHandler):
     def _read_chunked(self) -> bytes:
         out = bytearray()
         while True:
-            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            line = self.rfile.readline(80).split(b";")[0].strip()
+            if not re.fullmatch(rb"[0-9a-fA-F]{0,8}", line) or len(out) > MAX_CHUNKED:
+                raise ConnectionError("a chunked body of the wrong shape")
+            size = int(line or b"0", 16)
             if size == 0:
                 while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                     pass
@@ -261,11 +304,21 @@ class Handler(BaseHTTPRequestHandler):
             self._up.close()
 
 
+def _length(value: str | None) -> int:
+    """A Content-Length as a number of bytes; -1 where it is not one."""
+    text = (value or "0").strip()
+    return int(text) if text.isdigit() and len(text) <= 15 and text.isascii() else -1
+
+
 def main() -> None:
     conf = json.loads(sys.stdin.readline())
     sys.stdin.close()
     server = Gateway(conf)
     print(server.server_address[1], flush=True)
+    # nothing more is written: stdout and stderr are pipes no one reads once started
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
     server.serve_forever()
 
 

@@ -21,11 +21,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pytest_fsperf.errors import MeasurementError
-from pytest_fsperf.infra import leftovers
-from pytest_fsperf.infra.procs import Proc, stop_child
+from pytest_fsperf.infra import leftovers, trust
+from pytest_fsperf.infra.procs import Proc, listening, stop_child
 from pytest_fsperf.mounts.spec import free_port
+from pytest_fsperf.store.minio import CACHE_BIN
 
-CACHE_BIN = os.path.expanduser("~/.cache/fsperf-bin")
 AZURITE_INSTALL = "npm install -g azurite@3.35.0 (Node 20; 3.36 and later need Node 21)"
 FAKE_GCS_INSTALL = (f"GOBIN={CACHE_BIN} go install github.com/fsouza/fake-gcs-server@v1.56.1")
 GCSFUSE_INSTALL = (f"GOTOOLCHAIN=go1.27.3 GOBIN={CACHE_BIN} go install "
@@ -71,16 +71,28 @@ def _start(name: str, argv: Callable[[int, str], list[str]], env: Mapping[str, s
                                                          tuple[leftovers.Entry, ...]]:
     data_dir, dir_entry = leftovers.private_dir(f"pytest-fsperf-{name}-")
     log_path = os.path.join(data_dir, "log")
+    command = argv(0, data_dir)  # the program, resolved once and checked: what runs as root
+    prefix, why = trust.program(command[0])
+    if why:
+        shutil.rmtree(data_dir, ignore_errors=True)
+        leftovers.done(dir_entry)
+        raise MeasurementError(f"{name} is not run: {why}; it would run as you")
+    impostor = ""
     for _attempt in range(3):  # a free port may be taken between probe and bind
         port = free_port()
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(argv(port, data_dir), stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=log, env={**_base_env(), **env}, cwd=data_dir,
+            proc = subprocess.Popen([*prefix, *argv(port, data_dir)[1:]],
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    env={**_base_env(), **env}, cwd=data_dir,
                                     start_new_session=True)
         entry = leftovers.note_process(Proc.of(proc.pid))
         deadline = time.monotonic() + timeout
         while proc.poll() is None and time.monotonic() < deadline:
-            if _answers(ready.format(port=port)):
+            # ours, by socket inode, before anything is sent to it
+            if taken := listening(proc.pid, port):
+                impostor = taken
+                break
+            if taken == "" and _answers(ready.format(port=port)):
                 return proc, data_dir, port, (entry, dir_entry)
             time.sleep(0.2)
         if proc.poll() is None:
@@ -91,7 +103,7 @@ def _start(name: str, argv: Callable[[int, str], list[str]], env: Mapping[str, s
         last = " | ".join(f.read().strip().split("\n")[-3:])
     shutil.rmtree(data_dir, ignore_errors=True)
     leftovers.done(dir_entry)
-    raise MeasurementError(f"{name} did not start: {last or 'no output'}")
+    raise MeasurementError(f"{name} did not start: {impostor or last or 'no output'}")
 
 
 def _base_env() -> dict[str, str]:

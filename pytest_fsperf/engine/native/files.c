@@ -51,8 +51,8 @@ static void fail(const char *path, int err) {
 
 static int one(struct file *f, char *buf) {
     int64_t t0 = now();
-    int fd = writing ? open(f->path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644)
-                     : open(f->path, O_RDONLY | O_CLOEXEC);
+    int fd = writing ? open(f->path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644)
+                     : open(f->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         fail(f->path, errno);
         return -1;
