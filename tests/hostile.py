@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -92,3 +94,41 @@ def fails_at_once(path: Path, match: str) -> None:
     with pytest.raises(MeasurementError, match=match), machine_lock(str(path), timeout=600):
         pass
     assert time.monotonic() - began < 5
+
+
+NOBODYS_HTTP = r'''
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def answer(self):
+        print("AUTH" if self.headers.get("Authorization") else "ASKED", self.command, self.path,
+              flush=True)
+        n = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(n)
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    do_GET = do_PUT = do_POST = do_HEAD = answer
+    def log_message(self, *a):
+        pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+'''
+
+
+@contextlib.contextmanager
+def nobodys_http() -> Iterator[tuple[int, list[str]]]:
+    """An HTTP server of nobody's on a loopback port, answering 200 to anything: (its port, the
+    requests it got, filled when the block ends: "AUTH ..." for a signed one)."""
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    proc = subprocess.Popen([SYSTEM_PYTHON, "-c", NOBODYS_HTTP], stdout=subprocess.PIPE,
+                            text=True, cwd="/", user=NOBODY, group=NOBODY, extra_groups=[])
+    got: list[str] = []
+    try:
+        assert proc.stdout is not None
+        yield int(proc.stdout.readline()), got
+    finally:
+        proc.kill()  # the test's own server, by its handle
+        out, _ = proc.communicate()
+        got += out.splitlines()

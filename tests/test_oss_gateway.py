@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from pytest_fsperf.store.oss_gateway import (
@@ -120,6 +122,85 @@ def test_the_gateway_lets_in_only_the_sessions_key_for_its_one_bucket(minio, cle
         assert b"<Key>k</Key>" in listing and b"<Type>Normal</Type>" in listing
         assert b"xmlns" not in listing
     finally:
+        oss.stop()
+        s3.stop()
+        leftovers.stop(record)
+
+
+NOBODYS_FLOOD = r'''
+import socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+held, closed = [], 0
+for i in range(n):  # a broken request each, then idle connections held open
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    try:
+        s.sendall(b"PUT /x HTTP/1.1\r\nHost: b\r\nContent-Length: abc\r\n\r\n")
+        s.settimeout(5)
+        closed += s.recv(100) == b""
+    except OSError:
+        closed += 1
+    s.close()
+for i in range(n):
+    try:
+        held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+    except OSError:
+        break
+time.sleep(1)
+gone = 0
+for s in held:
+    s.settimeout(2)
+    try:
+        gone += s.recv(1) == b""
+    except OSError:
+        gone += 1
+print(closed, gone, len(held))
+'''
+
+
+@pytest.mark.s3
+def test_another_user_cannot_stall_the_gateway(minio, clean):
+    """As found: 20,000 `PUT /x` with `Content-Length: abc` from nobody filled the gateway's
+    unread stderr pipe with tracebacks (every thread then blocked on its lock), and 19k idle
+    connections took a thread each. Now another user's connection is closed as it is accepted
+    (its socket's owner is not root's or the session's), nothing is printed, and a keyed
+    request of the session's is answered at once while nobody floods it."""
+    import http.client
+    import subprocess
+    import time
+
+    import psutil
+
+    from pytest_fsperf.infra import leftovers
+    from pytest_fsperf.store.minio import find_minio, start_minio
+    from pytest_fsperf.store.oss import start_oss
+    from tests.hostile import NOBODY, SYSTEM_PYTHON
+
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    record = leftovers.start()
+    s3 = start_minio(find_minio())
+    oss = start_oss(s3)
+    flood = None
+    try:
+        flood = subprocess.Popen([SYSTEM_PYTHON, "-c", NOBODYS_FLOOD, str(oss.port), "1500"],
+                                 stdout=subprocess.PIPE, text=True, user=NOBODY, group=NOBODY,
+                                 extra_groups=[])
+        time.sleep(1.0)
+        started = time.monotonic()
+        c = http.client.HTTPConnection("127.0.0.1", oss.port, timeout=10)
+        c.request("PUT", "/k", body=b"data", headers={
+            "Host": f"{oss.bucket}.oss.invalid", "Authorization": f"OSS {oss.access_key}:c2ln"})
+        assert c.getresponse().status == 200
+        assert time.monotonic() - started < 5
+        out, _ = flood.communicate(timeout=120)
+        closed, gone, held = map(int, out.split())
+        assert closed == 1500 and gone == held  # every one of nobody's closed by the gateway
+        assert psutil.Process(oss.pid).num_threads() < 20
+        assert len(psutil.Process(oss.pid).net_connections()) < 20
+    finally:
+        if flood is not None and flood.poll() is None:
+            flood.kill()  # the test's own flood, by its handle
+            flood.wait()
         oss.stop()
         s3.stop()
         leftovers.stop(record)

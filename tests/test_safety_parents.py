@@ -85,6 +85,15 @@ def test_junitxml_is_checked_as_the_plugins_own_outputs(pytester, nobodys_dir):
     result = pytester.runpytest("-p", "no:cacheprovider", f"--junitxml={ok}")
     result.assert_outcomes(passed=1)
     assert stat.S_ISREG(ok.lstat().st_mode)
+    # a sticky directory (/tmp) still lets nobody add the name after start-up: where
+    # fs.protected_symlinks=0, root's pytest then wrote through their link
+    sticky = nobodys_dir.parent / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--junitxml={sticky}/x.xml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--junitxml={sticky}/x.xml: its directory {sticky} lets "
+                                 "other users add names (mode 1777)*"])
 
 
 def test_junitxml_goes_where_it_was_checked_not_through_a_link_re_pointed_later(pytester,

@@ -275,8 +275,8 @@ def _open_to_others(root: str, st: os.stat_result) -> str:
     where = mount.mount_point if mount is not None else os.path.dirname(root)
     return (f"{where} shows the work root as mode {stat.S_IMODE(st.st_mode):o} whatever it is "
             "made with, and lets other users in (allow_other): another user could write inside "
-            "it during the run; refused. Mount it with modes that keep others out (e.g. ossfs2 "
-            "--dir_mode=0700 --file_mode=0600, or without allow_other)")
+            "it during the run; refused. Mount it without allow_other, or with modes that keep "
+            "others out (a umask of 077, or directory mode 0700)")
 
 
 def _closed_above(point: str) -> bool:
