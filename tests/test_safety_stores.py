@@ -111,7 +111,7 @@ def test_fsperf_minio_or_a_home_of_another_user_is_not_run(monkeypatch, nobodys_
     fake = nobodys_dir / "minio"
     shutil.copy("/bin/true", fake)
     monkeypatch.setenv("FSPERF_MINIO", str(fake))
-    with pytest.raises(MeasurementError, match="MinIO is not run: .*can be changed by another user"):
+    with pytest.raises(MeasurementError, match=r"MinIO is not run: .*can be changed by another user"):
         minio.start_minio(minio.find_minio() or "")
     # `sudo -E` keeps the caller's HOME: the cache is root's own, whatever HOME says
     out = subprocess.run([sys.executable, "-c", "from pytest_fsperf.store import minio; "

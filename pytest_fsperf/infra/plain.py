@@ -38,7 +38,7 @@ def plain_output(on: bool = True) -> Iterator[None]:
         yield
         return
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = Plain(out), Plain(err)  # type: ignore[assignment]
+    sys.stdout, sys.stderr = Plain(out), Plain(err)
     try:
         yield
     finally:
