@@ -19,6 +19,8 @@ from pathlib import Path
 
 import psutil
 
+from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra.procs import Proc
 from pytest_fsperf.store.minio import S3Server
 
 SSHD = "/usr/sbin/sshd"
@@ -145,6 +147,7 @@ def ssh_hosts(root: Path, n: int, server: S3Server, volume: Volume | None = None
     found = Hosts(root, root / "ssh_config", root / "known_hosts")
     config, known = [], []
     base = 64 + secrets.randbelow(128)
+    entries: list[leftovers.Entry] = []
     try:
         for i in range(n):
             here = root / f"host{i}"
@@ -153,6 +156,9 @@ def ssh_hosts(root: Path, n: int, server: S3Server, volume: Volume | None = None
             address = f"10.213.{base}.{4 * i + 2}"
             host = SshHost(i, ns, address, f"fsperf-host{i}", here / "mnt")
             found.hosts.append(host)
+            # in the session's record before it exists: a SIGKILLed run's watchdog removes
+            # the namespace (its veth pair with it), the sshd and the mount
+            entries.append(leftovers.note_netns(ns))
             _run("ip", "netns", "add", ns)
             _run("ip", "link", "add", outside, "type", "veth", "peer", "name", inside)
             _run("ip", "link", "set", inside, "netns", ns)
@@ -175,6 +181,8 @@ def ssh_hosts(root: Path, n: int, server: S3Server, volume: Volume | None = None
                                           "-f", str(here / "sshd_config")],
                                          stdout=subprocess.DEVNULL,
                                          stderr=open(here / "sshd.log", "wb"))  # noqa: SIM115
+            entries.append(leftovers.note_process(Proc.of(host.sshd.pid)))
+            entries.append(leftovers.note_mount(str(host.mount)))
             config.append(f"Host {host.alias}\n  HostName {address}\n  User root\n"
                           f"  IdentityFile {client_key}\n  IdentitiesOnly yes\n"
                           f"  UserKnownHostsFile {found.known_hosts}\n  LogLevel ERROR\n")
@@ -195,6 +203,8 @@ def ssh_hosts(root: Path, n: int, server: S3Server, volume: Volume | None = None
             host.kill()
             (volume.unmount if volume else unmount)(host.mount)
             subprocess.run(["ip", "netns", "del", host.netns], capture_output=True, timeout=30)
+        for entry in entries:
+            leftovers.done(entry)
 
 
 def wrong_key(hosts: Hosts, index: int) -> None:

@@ -436,3 +436,52 @@ def test_an_ssh_config_another_user_can_change_is_refused(tmp_path):
         with pytest.raises(UsageError, match="can be changed by another user"):
             convert(Raw(str(cfg), "--fsperf-ssh-config (command line)", tmp_path))
         path.chmod(0o600 if path == cfg else 0o700)
+
+
+HOSTS_THEN_KILLED = """
+import os, subprocess, time
+from pathlib import Path
+from tests.netns_hosts import Volume, ssh_hosts
+
+class NoStore:  # the hosts' volume is a tmpfs: no MinIO needed
+    access_key, secret_key = "k", "s"
+
+def tmpfs(point):
+    point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "fsperf-test", str(point)], check=True)
+
+def test_hosts_then_killed(tmp_path):
+    with ssh_hosts(tmp_path / "h", 2, NoStore(), Volume(tmpfs, lambda p: None)) as hosts:
+        made = [(h.netns, h.sshd.pid, str(h.mount)) for h in hosts.hosts]
+        Path({ready!r}).write_text(repr(made))
+        time.sleep(120)
+"""
+
+
+def test_the_test_suites_hosts_are_removed_after_its_run_is_killed(pytester, tmp_path):
+    """As found: SIGKILL of a tests/test_hosts.py run left 2 network namespaces, 2 veth
+    pairs, 2 root `sshd -D` reachable on their addresses, and the hosts' mounts. The hosts
+    are now in the session's record: its watchdog removes them as it does the plugin's."""
+    need("ssh")
+    if not os.path.exists("/usr/sbin/sshd") or os.geteuid() != 0:
+        pytest.skip("needs root and sshd (apt-get install openssh-server)")
+    ready = tmp_path / "ready"
+    pytester.makepyfile(HOSTS_THEN_KILLED.format(ready=str(ready)))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-s"],
+                            cwd=pytester.path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        wait_until(ready.exists, 60)
+    finally:
+        proc.send_signal(signal.SIGKILL)  # the test's own pytest
+        proc.wait()
+    made = eval(ready.read_text())  # noqa: S307  (the test's own file: names, PIDs, paths)
+
+    def left() -> list[str]:
+        mounted = {m.mountpoint for m in psutil.disk_partitions(all=True)}
+        return ([f"netns {ns}" for ns, _p, _m in made if os.path.exists(f"/run/netns/{ns}")]
+                + [f"sshd {pid}" for _n, pid, _m in made if psutil.pid_exists(pid)
+                   and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+                + [f"mount {m}" for _n, _p, m in made if m in mounted])
+    wait_until(lambda: not left(), 30, left)

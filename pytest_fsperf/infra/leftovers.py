@@ -12,7 +12,8 @@ Removal never goes beyond the record: a process only while its PID still has the
 start time; a directory only if it has a name the plugin gives (pytest-fsperf-KIND-<hex>,
 fsperf-work-<hex>) and is a real directory of this user with no mount inside; a mount is
 detached (lazily, after aborting a connection that does not answer); a tracefs instance
-only by the name the plugin gives it (instances/fsperf-<hex>).
+only by the name the plugin gives it (instances/fsperf-<hex>), a network namespace by its
+(fsperf-<hex>-<n>, the test suite's hosts).
 """
 
 from __future__ import annotations
@@ -187,6 +188,11 @@ def note_cgroup(path: str) -> Entry:
     return _note("cgroup", path=path)
 
 
+def note_netns(name: str) -> Entry:
+    """A network namespace (a test's hosts): `ip netns del` takes its veth pairs with it."""
+    return _note("netns", name=name)
+
+
 def done(entry: Entry) -> None:
     if entry is not None:
         entry[0].done(entry[1])
@@ -275,6 +281,7 @@ print(f"removed {p}" if not os.path.lexists(p) else f"could not remove {p}")
 _OURS = re.compile(r"^(pytest-fsperf-[A-Za-z0-9_.+-]+-[0-9a-f]{12}|fsperf-work-[0-9a-f]{8})$")
 
 
+_NETNS = re.compile(r"fsperf-[0-9a-f]{4}-[0-9]{1,3}")  # the test hosts' (tests/netns_hosts.py)
 _TRACE = re.compile(r"^/sys/kernel/tracing/instances/fsperf-[0-9a-f]{12}$")
 _CGROUP = re.compile(r"^/sys/fs/cgroup/(memory/)?([^/.][^/]*/)*fsperf-mem-[0-9a-f]{12}$")  # after its daemon
 
@@ -329,6 +336,12 @@ def _clean_one(e: dict[str, Any], mounts: dict[str, int]) -> str | None:
         return _remove_dir(e["path"])
     if e["kind"] in ("trace", "cgroup"):
         return _remove_made(e["path"], e["kind"])
+    if e["kind"] == "netns":
+        name = str(e["name"])
+        if not _NETNS.fullmatch(name) or not os.path.lexists(f"/run/netns/{name}"):
+            return None
+        subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=30, check=False)
+        return f"removed the network namespace {name}"
     return None
 
 
