@@ -476,7 +476,7 @@ def test_the_test_suites_hosts_are_removed_after_its_run_is_killed(pytester, tmp
     finally:
         proc.send_signal(signal.SIGKILL)  # the test's own pytest
         proc.wait()
-    made = eval(ready.read_text())  # noqa: S307  (the test's own file: names, PIDs, paths)
+    made = eval(ready.read_text())
 
     def left() -> list[str]:
         mounted = {m.mountpoint for m in psutil.disk_partitions(all=True)}
