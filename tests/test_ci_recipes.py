@@ -40,7 +40,8 @@ RELEASE = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "re
 
 @pytest.mark.parametrize("path", [recipe("github.yml"), RELEASE], ids=["recipe", "release"])
 def test_the_github_workflows_pass_actionlint(path) -> None:
-    done = subprocess.run([tool("actionlint"), "-no-color", str(path)],
+    config = RELEASE.parent.parent / "actionlint.yaml"  # the recipe's runner labels
+    done = subprocess.run([tool("actionlint"), "-no-color", "-config-file", str(config), str(path)],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -140,6 +141,11 @@ def test_a_forks_code_runs_only_for_the_commit_a_maintainer_labelled() -> None:
         assert all(s["with"]["persist-credentials"] is False for s in checkout), name
         if self_hosted and name != "history":  # runs the pull request's code
             assert not writes and not any("github.token" in str(s.get("env")) for s in job["steps"]), name
+    # the gate's runner is its own, never the history job's (which pushes)
+    assert "fsperf-gate" in jobs["gate"]["runs-on"] and "fsperf-history" in jobs["history"]["runs-on"]
+    assert "fsperf-gate" not in jobs["history"]["runs-on"]
+    posted = "\n".join(s.get("run", "") for s in jobs["comment"]["steps"])
+    assert "fsperf comment" in posted and "$FSPERF_OUT/comment.md" not in posted  # made here
     gate_checkout = next(s for s in jobs["gate"]["steps"] if "uses" in s)
     assert "pull_request.head.sha" in gate_checkout["with"]["ref"]  # the commit labelled
     cancel = workflow["concurrency"]["cancel-in-progress"]
@@ -178,7 +184,11 @@ def test_the_gitlab_token_reaches_only_the_job_that_writes_the_note() -> None:
                str(j.get("script", ""))]
     assert holders == ["fsperf-note"]
     note = jobs["fsperf-note"]
-    assert note["environment"]["name"] == "fsperf-note" and "tags" not in note
+    assert note["environment"]["name"] == "fsperf-note" and note["tags"] == ["$FSPERF_NOTE_TAG"]
+    # three runners: the gate's root code never reaches main's history or the token
+    assert jobs["fsperf-gate"]["tags"] == ["fsperf-gate"]
+    assert jobs["fsperf-history"]["tags"] == ["fsperf-history"]
+    assert "fsperf comment" in str(note["script"]) and "comment.md" not in str(note["script"])
     assert "$FSPERF_BUILD" not in str(note["script"]) and "-m pytest" not in str(note["script"])
     assert jobs["fsperf-gate"]["rules"][0]["when"] == "manual"
     assert jobs["fsperf-history"]["interruptible"] is False
@@ -254,7 +264,8 @@ def test_the_gate_jobs_steps_fail_a_slower_pull_request_and_comment_on_it(tmp_pa
 
     assert steps["Fail on the decision"] != 0, steps  # the job fails
     assert steps["Write the decision"] == 0 and steps["Comment on the pull request (one comment, updated in place)"] == 0
-    body = (repo / "fsperf-out" / "comment.md").read_text()
+    body = (temp / "comment.md").read_text()  # written by the comment job from the results
+    assert body == (repo / "fsperf-out" / "comment.md").read_text()  # as the gate said it
     assert body.startswith(comment.MARKER)
     assert body.splitlines()[1].startswith("### pytest-fsperf: FAIL"), body
     row = next(line for line in body.splitlines() if line.startswith("| test_read read |"))
@@ -263,7 +274,7 @@ def test_the_gate_jobs_steps_fail_a_slower_pull_request_and_comment_on_it(tmp_pa
     assert summary.read_text() == body  # the job summary says the same
     calls = gh_log.read_text()  # the list (its --jq spans lines), then a new comment
     assert calls.startswith("api --paginate repos/acme/fs/issues/12/comments")
-    assert calls.endswith("\napi repos/acme/fs/issues/12/comments -F body=@fsperf-out/comment.md\n")
+    assert calls.endswith(f"\napi repos/acme/fs/issues/12/comments -F body=@{temp}/comment.md\n")
     assert "PATCH" not in calls
     assert not (temp / "fsperf-base").exists()  # the base's worktree is removed
     assert "not-a-real-token" not in (repo / "fsperf-out" / "results.json").read_text()

@@ -4,6 +4,7 @@ GitHub's size limit whatever the number of workloads, and the exit code of the d
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -155,6 +156,15 @@ def test_test_ids_neither_mention_nor_link_and_no_text_passes_the_limit() -> Non
     assert len(text) <= 1000, len(text)
     assert "@" not in text and "://" not in text and "www.evil" not in text
     assert text.startswith(comment.MARKER) and "FAIL" in text.splitlines()[1]
+
+
+@pytest.mark.parametrize("ref", ["#12", "acme/fs#12", "GH-12", "!7", "~perf", "$3", "%v1"])
+def test_test_ids_reference_no_issue_request_label_or_milestone(ref) -> None:
+    """As found: a test id `test_x[#1]` in the bot's comment linked (and notified) issue 1."""
+    named = f"perf/t.py::test_x[{ref}]"
+    text = render(doc([], [gate("seq_read", 0.8, 0.7, 0.9, "B worse", 3, 9.0, test=named)]), True)
+    row = next(line for line in text.splitlines() if "B worse" in line)
+    assert not re.search(r"(?<![&])[#!~$%](?=\w)", row) and "GH-12" not in row, row
 
 
 def test_cli_prints_the_comment_and_exits_with_the_decision(tmp_path, capsys) -> None:

@@ -6,6 +6,7 @@ and exits with the code of the decision (vocab.ExitCode)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pytest_fsperf.judge.comparison import Comparison, MetricComparison, settled
@@ -19,11 +20,14 @@ MARKER = "<!-- pytest-fsperf -->"  # how the CI step finds its own comment to up
 LIMIT = 65536  # GitHub's largest comment, in characters
 LINE = 2000  # the most characters of the decision, of a link and of any other line
 WHERE = 160  # characters of "where the time went" per workload
+REFERENCE = re.compile(r"([#!~$%])(?=[\w\"])")  # a sign GitHub or GitLab reads a reference after
 
 
 def _cell(text: object) -> str:
     """Text safe in a Markdown table cell (no pipe, no new line, no HTML, no link)."""
     text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    # no cross-reference: #12, owner/repo#12, GH-12 (GitHub), !12, ~label (GitLab)
+    text = REFERENCE.sub(lambda m: f"&#{ord(m.group(1))};", text).replace("GH-", "GH&#45;")
     for c in "\\|[]`":
         text = text.replace(c, "\\" + c)
     # no mention, no bare link (a test id naming @someone or http://... pings or links nothing)
