@@ -8,6 +8,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ import pytest
 from pytest_fsperf import cli
 from pytest_fsperf.bisect import builds as bisect_builds
 from pytest_fsperf.bisect import run as bisect_run
+from pytest_fsperf.bisect.plan import Plan
 from tests.conftest import need, ours
 from tests.test_ci_recipes import BUILD, git
 
@@ -187,3 +191,45 @@ def test_a_repository_another_user_owns_is_not_built_as_root(tmp_path, monkeypat
     err = capsys.readouterr().err
     assert "dubious ownership" in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "ran").exists()
+
+
+LIB_BUILD = """set -e
+mkdir -p out
+cc -shared -fPIC -o out/libspeed.so lib.c
+cc -o out/daemon main.c -Lout -lspeed -Wl,--enable-new-dtags,-rpath,'$ORIGIN'
+"""
+
+
+@pytest.mark.fio
+def test_a_build_is_the_binary_and_the_libraries_it_ships_beside_itself(tmp_path, monkeypatch):
+    """As found: two commits that differed only in a library the build ships beside its
+    binary (ossfs2 ships libfuse3, found through $ORIGIN) looked identical, and the second took
+    the first's verdict unmeasured; the cached copy ran without its $ORIGIN library."""
+    need("git")
+    cc = shutil.which("cc") or pytest.skip("no C compiler")
+    assert cc
+    repo = tmp_path / "fs"
+    repo.mkdir()
+    (repo / "build.sh").write_text(LIB_BUILD)
+    (repo / "main.c").write_text("int speed(void);\nint main(void) { return speed() == 1 ? 0 : 3; }\n")
+    git(repo, "init", "-q", "-b", "main")
+    commits = []
+    for value in (1, 2):  # the second commit changes the library alone
+        (repo / "lib.c").write_text(f"int speed(void) {{ return {value}; }}\n")
+        git(repo, "add", ".")
+        git(repo, "commit", "-qm", f"speed {value}")
+        commits.append(git(repo, "rev-parse", "HEAD"))
+    monkeypatch.setattr(bisect_builds, "CACHE", str(tmp_path / "cache"))
+    worktree = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "--detach", str(worktree), commits[0])
+    plan = Plan(str(repo), commits[0], commits[1], "sh build.sh", "out/daemon", "rclone", ("x",))
+    made = bisect_builds.Builds(plan, str(worktree), str(tmp_path), time.monotonic() + 600)
+    first, said = made.get(commits[0])
+    second, _ = made.get(commits[1])
+    assert said == "built" and first is not None and second is not None
+    assert Path(first).read_bytes() == Path(second).read_bytes()  # the binary alone: the same
+    assert bisect_run.digest(first) != bisect_run.digest(second)
+    # each cached copy runs with its own commit's library, found beside it
+    assert subprocess.run([first], check=False).returncode == 0
+    assert subprocess.run([second], check=False).returncode == 3
+    git(repo, "worktree", "remove", "--force", str(worktree))
