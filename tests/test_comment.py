@@ -4,8 +4,8 @@ GitHub's size limit whatever the number of workloads, and the exit code of the d
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
