@@ -72,10 +72,13 @@ def read(cls: type[T], data: object, what: str, hooks: Hooks | None = None) -> T
                     **(hooks or {})})
     try:
         return dacite.from_dict(cls, data, config)
-    except dacite.DaciteError as exc:
-        raise ValueError(f"{what}: {exc}") from None
-    except (TypeError, ValueError, KeyError) as exc:  # raised by a hook
-        raise ValueError(f"{what}: {exc}") from None
+    except (dacite.DaciteError, TypeError, ValueError, KeyError) as exc:  # (or a hook's)
+        raise ValueError(f"{what}: {_cut(str(exc))}") from None
+
+
+def _cut(text: str, most: int = 300) -> str:
+    """An error's text as a line shows it: a value of a hostile file is not echoed whole."""
+    return text if len(text) <= most else f"{text[:most]}... ({len(text)} characters)"
 
 
 def names(cls: type) -> frozenset[str]:
