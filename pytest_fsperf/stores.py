@@ -1,23 +1,41 @@
 """The session's own stores, as fixtures: MinIO (S3), the OSS gateway over it, Azurite and
-fake-gcs-server, each on 127.0.0.1, started when a test or backend first needs one."""
+fake-gcs-server, each on 127.0.0.1, started when a test or backend first needs one; under the
+session's store conditions (--fsperf-store-*) each is reached through the conditions' proxy."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
+from pytest_fsperf.keys import STATE
 from pytest_fsperf.store import served
+from pytest_fsperf.store.conditioner import ConditionedStore
 from pytest_fsperf.store.minio import INSTALL as MINIO_INSTALL
 from pytest_fsperf.store.minio import S3Server, find_minio, start_minio
 from pytest_fsperf.store.oss import OssServer, start_oss
 from pytest_fsperf.store.served import Served
 
 
+def _conditioned(request: pytest.FixtureRequest, server: Any, port: int, dialect: str) -> Any:
+    """The server itself, or under the session's store conditions, the server behind them
+    (stopping the wrapper stops the server, as stopping the server would)."""
+    state = request.config.stash.get(STATE, None)
+    conditions = state.settings.store if state is not None else None
+    if conditions is None or conditions.bare:
+        return server
+    try:
+        return ConditionedStore(server, port, conditions, dialect)
+    except BaseException:
+        server.stop()
+        raise
+
+
 @pytest.fixture(scope="session")
-def fsperf_s3() -> Iterator[S3Server]:
-    """A MinIO server on 127.0.0.1 for this session: free port, fresh credentials and bucket.
-    Skips the test when MinIO is not installed."""
+def fsperf_minio() -> Iterator[S3Server]:
+    """The session's MinIO itself, never behind store conditions (what fsperf_s3 and
+    fsperf_oss are made of). Skips the test when MinIO is not installed."""
     binary = find_minio()
     if binary is None:
         pytest.skip(f"MinIO is not installed: {MINIO_INSTALL}")
@@ -29,34 +47,69 @@ def fsperf_s3() -> Iterator[S3Server]:
 
 
 @pytest.fixture(scope="session")
-def fsperf_oss(fsperf_s3: S3Server) -> Iterator[OssServer]:
+def fsperf_s3(request: pytest.FixtureRequest, fsperf_minio: S3Server) -> Iterator[S3Server]:
+    """A MinIO server on 127.0.0.1 for this session: free port, fresh credentials and bucket
+    (under store conditions, reached through them). Skips the test when MinIO is not installed."""
+    port = int(fsperf_minio.endpoint.rsplit(":", 1)[1])
+    server = _conditioned(request, _Kept(fsperf_minio), port, "s3")
+    try:
+        yield fsperf_minio if isinstance(server, _Kept) else server
+    finally:
+        server.stop()  # (MinIO itself stops with the session: fsperf_oss shares it)
+
+
+@pytest.fixture(scope="session")
+def fsperf_oss(request: pytest.FixtureRequest, fsperf_minio: S3Server) -> Iterator[OssServer]:
     """An OSS endpoint on 127.0.0.1 for ossfs and ossfs2: a bucket of the session's MinIO
-    behind the plugin's translating gateway (its metrics count every request)."""
-    server = start_oss(fsperf_s3)
+    behind the plugin's translating gateway (its metrics count every request); store
+    conditions apply between the daemon and the gateway."""
+    gateway = start_oss(fsperf_minio)
+    server = _conditioned(request, gateway, gateway.port, "oss")
     try:
         yield server
     finally:
         server.stop()
 
 
-def _served(name: str, install: str, start: Callable[[str], Served]) -> Iterator[Served]:
+def _served(request: pytest.FixtureRequest, name: str, install: str,
+            start: Callable[[str], Served], dialect: str) -> Iterator[Served]:
     binary = served.find(name)
     if binary is None:
         pytest.skip(f"{name} is not installed: {install}")
     server = start(binary)
+    port = int(server.values["endpoint"].split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+    wrapped = _conditioned(request, server, port, dialect)
     try:
-        yield server
+        yield wrapped
     finally:
-        server.stop()
+        wrapped.stop()
 
 
 @pytest.fixture(scope="session")
-def fsperf_azurite() -> Iterator[Served]:
+def fsperf_azurite(request: pytest.FixtureRequest) -> Iterator[Served]:
     """Azurite's blob service on 127.0.0.1 (for blobfuse2): an account of this session's."""
-    yield from _served("azurite-blob", served.AZURITE_INSTALL, served.start_azurite)
+    yield from _served(request, "azurite-blob", served.AZURITE_INSTALL, served.start_azurite,
+                       "azure")
 
 
 @pytest.fixture(scope="session")
-def fsperf_gcs() -> Iterator[Served]:
+def fsperf_gcs(request: pytest.FixtureRequest) -> Iterator[Served]:
     """fake-gcs-server on 127.0.0.1 (for gcsfuse), in memory, with one bucket."""
-    yield from _served("fake-gcs-server", served.FAKE_GCS_INSTALL, served.start_fake_gcs)
+    yield from _served(request, "fake-gcs-server", served.FAKE_GCS_INSTALL,
+                       served.start_fake_gcs, "gcs")
+
+
+class _Kept:
+    """MinIO as fsperf_s3 hands it out: its stop() is the session's (fsperf_minio's)."""
+
+    def __init__(self, inner: S3Server) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def config(self) -> dict[str, str]:
+        return self.inner.config()
+
+    def stop(self) -> None:
+        return

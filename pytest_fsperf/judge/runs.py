@@ -35,10 +35,12 @@ Z_975, Z_80 = 1.96, 0.8416  # a two-sided 5% test with 80% power
 def fingerprint(scenario: str | None, options: Mapping[str, str], mount: Mounted | None,
                 env: Environment | None) -> dict[str, Any]:
     """What must be equal for two measurements to be compared: the workload (scenario id or
-    its options), scale, filesystem, mount options, kernel and machine."""
+    its options), scale, filesystem, mount options and store conditions, kernel and machine."""
     env_mount = env.mount if env is not None else None
     mount_options = (" ".join(mount.options) if mount
                      else env_mount.super_options if env_mount is not None else "")
+    if mount is not None and mount.store:  # another store's conditions: another measurement
+        mount_options += f" store={mount.store}"
     m = env.machine if env is not None else None
     return {
         "workload": scenario or json.dumps(dict(options), sort_keys=True),

@@ -36,6 +36,7 @@ class Mounted:
     backend: str
     options: tuple[str, ...]
     command: tuple[str, ...]
+    store: str = ""  # the conditions of the store behind it ("in-region: rtt 2 ms, ..."); "": none
 
 
 class BinaryMissing(Exception):
@@ -153,7 +154,8 @@ class MountedFs:
 
     def describe(self) -> Mounted:
         return Mounted(self.backend.name, tuple(self.shown(self.options)),
-                       tuple(self.shown(self.rendered.argv)))
+                       tuple(self.shown(self.rendered.argv)),
+                       self.plan.config.get("store_conditions", ""))
 
     # -- lifecycle -----------------------------------------------------------
 

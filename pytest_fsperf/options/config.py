@@ -26,7 +26,7 @@ from pytest_fsperf.mounts.registry import BackendConfig
 from pytest_fsperf.options import parse
 from pytest_fsperf.options.parse import RULE, Chosen, Raw, Source, choose
 from pytest_fsperf.saved import runs as saved
-from pytest_fsperf.store import cost
+from pytest_fsperf.store import conditions, cost
 from pytest_fsperf.vocab import Gate, StoreCache, Unsure
 
 if TYPE_CHECKING:  # the settings are read from pytest's config; the core needs no pytest
@@ -178,6 +178,33 @@ OPTIONS = (
            "remounted where the plugin mounts it: a local store's files stay in memory, so that "
            "every run of a gate meets one state of them), or auto (default: keep in a release "
            "gate between builds, drop otherwise)"),
+    Option("fsperf_store_profile", "store_profile",
+           lambda raw: conditions.profile(raw.text, raw.where), conditions.PROFILES["bare"],
+           "|".join(conditions.PROFILES), "the conditions of the stores the plugin starts, as a "
+           "real store's (docs/how-to/store-conditions.md): a named profile; the options below "
+           "change one condition of it (default bare: loopback, no latency, no limits)"),
+    Option("fsperf_store_rtt", "store_rtt", lambda raw: conditions.duration(raw.text, raw.where),
+           None, "TIME", "a round trip added to each request to a store the plugin starts (and "
+           "one more per new connection), e.g. 10ms"),
+    Option("fsperf_store_ttfb", "store_ttfb", lambda raw: conditions.duration(raw.text, raw.where),
+           None, "TIME", "time added before each reply's first byte (the store's own work)"),
+    Option("fsperf_store_bandwidth", "store_bandwidth",
+           lambda raw: conditions.bandwidth(raw.text, raw.where), None, "RATE",
+           "bytes a second the store moves for all connections together, e.g. 1GB/s"),
+    Option("fsperf_store_conn_bandwidth", "store_conn_bandwidth",
+           lambda raw: conditions.bandwidth(raw.text, raw.where), None, "RATE",
+           "bytes a second one connection moves, e.g. 100MB/s"),
+    Option("fsperf_store_rate", "store_rate", lambda raw: conditions.rate(raw.text, raw.where),
+           None, "N/s[,burst=B]", "requests a second the store takes; past it each is answered "
+           "as the store throttles (S3 503 SlowDown, OSS 503 TotalQpsLimitExceeded ...)"),
+    Option("fsperf_store_errors", "store_errors",
+           lambda raw: conditions.fraction(raw.text, raw.where), None, "SHARE",
+           "share of requests answered with a 5xx without reaching the store, e.g. 1%"),
+    Option("fsperf_store_resets", "store_resets",
+           lambda raw: conditions.fraction(raw.text, raw.where), None, "SHARE",
+           "share of replies cut mid-body, the connection reset, e.g. 0.5%"),
+    Option("fsperf_store_tail", "store_tail", lambda raw: conditions.tail(raw.text, raw.where),
+           None, "1/N:TIME", "a slow tail: one request in N held TIME more, e.g. 1/100:200ms"),
     Option("fsperf_page_cache", "page_cache", parse.member(pagecache.Counting),
            pagecache.Counting.AUTO, "auto|on|off",
            "count the page cache a fio workload takes (its processes in a memory cgroup of "
@@ -277,6 +304,15 @@ class Settings:
     cpus: placement.CpuSetting = placement.AUTO
     settle: balloon.Settle = balloon.Settle.AUTO
     store_cache: StoreCache = StoreCache.AUTO
+    store_profile: conditions.StoreConditions = conditions.PROFILES["bare"]
+    store_rtt: float | None = None
+    store_ttfb: float | None = None
+    store_bandwidth: float | None = None
+    store_conn_bandwidth: float | None = None
+    store_rate: tuple[float, float] | None = None
+    store_errors: float | None = None
+    store_resets: float | None = None
+    store_tail: tuple[int, float] | None = None
     fuse_trace: fusetrace.Tracing = fusetrace.Tracing.AUTO
     page_cache: pagecache.Counting = pagecache.Counting.AUTO
     ceilings: bool = False
@@ -290,6 +326,17 @@ class Settings:
     price_list: cost.PriceList | None = None  # the price list chosen (set by settings_from)
     root: Path = Path(".")  # rootdir: .fsperf/ lives here
     given: Mapping[str, Raw] = field(default_factory=dict)  # by Settings field: what the user wrote
+
+    @property
+    def store(self) -> conditions.StoreConditions:
+        """The stores' conditions: the profile, with each condition given over it."""
+        rate, tail = self.store_rate, self.store_tail
+        return conditions.combined(
+            self.store_profile, rtt=self.store_rtt, ttfb=self.store_ttfb,
+            bandwidth=self.store_bandwidth, conn_bandwidth=self.store_conn_bandwidth,
+            rate=rate[0] if rate else None, burst=rate[1] if rate else None,
+            errors=self.store_errors, resets=self.store_resets,
+            tail_every=tail[0] if tail else None, tail=tail[1] if tail else None)
 
     def where(self, name: str) -> str:
         """Where a setting was given ('--fsperf-baseline=x (command line)'), or ''."""

@@ -1,0 +1,195 @@
+"""The store conditions' proxy (proxy/proxy.go): built once per source with the machine's Go
+into a private cache, started in front of a store the plugin runs, its endpoint given to the
+daemons in the store's place. Root runs it: Go is resolved and checked like any program root
+runs, and builds with no setting of the caller's (GOFLAGS could name a -toolexec), no
+network and no toolchain download; the binary is checked (owner, mode, bytes) each start."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import secrets
+import select
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+
+from pytest_fsperf.errors import MeasurementError
+from pytest_fsperf.infra import leftovers, trust
+from pytest_fsperf.infra.procs import Proc, listening, stop_child
+from pytest_fsperf.store.conditions import StoreConditions
+
+NAME = "fsperf-store-proxy"
+CACHE = os.path.join(os.path.expanduser("~"), ".cache", "pytest-fsperf", "proxy")
+GO = ("/usr/local/go/bin/go", "/usr/lib/go/bin/go", "/usr/bin/go")
+SOURCES = ("proxy.go", "go.mod")
+
+
+def _source() -> dict[str, bytes]:
+    place = resources.files("pytest_fsperf.store").joinpath("proxy")
+    return {name: place.joinpath(name).read_bytes() for name in SOURCES}
+
+
+@functools.lru_cache(maxsize=1)
+def binary() -> tuple[str | None, str]:
+    """The proxy's path (built if need be), or None and why not (once per process)."""
+    found = next((g for g in (*GO, shutil.which("go") or "") if g and os.access(g, os.X_OK)), None)
+    if found is None:
+        return None, "no Go toolchain (>= 1.22) to build the store conditions' proxy"
+    go_argv, why = trust.program(found)
+    if why:
+        return None, f"Go is not run as root: {why}"
+    files = _source()
+    digest = hashlib.sha256(b"".join(files[n] for n in SOURCES)).hexdigest()[:16]
+    try:
+        os.makedirs(CACHE, 0o700, exist_ok=True)
+        cache, why = trust.resolved(CACHE)
+        if why or os.stat(cache).st_mode & 0o077:
+            return None, f"the proxy's cache is not private: {why or f'{cache} is not 0700'}"
+        path = os.path.join(cache, f"{NAME}-{digest}")
+        if not os.path.lexists(path):
+            _build(go_argv, files, cache, path)
+        why = trust.untrusted(path)
+        if why or os.path.islink(path):
+            return None, f"the proxy is not run: {why or f'{path} is a symlink'}"
+        return path, ""
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"the store conditions' proxy could not be built: {str(exc)[-300:]}"
+
+
+def _build(go: list[str], files: Mapping[str, bytes], cache: str, path: str) -> None:
+    with tempfile.TemporaryDirectory(dir=cache) as work:
+        for name, text in files.items():
+            with open(os.path.join(work, name), "wb") as f:
+                f.write(text)
+        env = {"PATH": f"{os.path.dirname(go[0])}:/usr/bin:/bin", "HOME": work, "LC_ALL": "C",
+               "GOCACHE": os.path.join(cache, "gocache"), "GOPATH": os.path.join(work, "gopath"),
+               "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local", "GOPROXY": "off",
+               "CGO_ENABLED": "0", "GOENV": "off", "GOWORK": "off"}
+        done = subprocess.run([*go, "build", "-trimpath", "-o", NAME, "."], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=600, check=False)
+        if done.returncode != 0:
+            raise OSError(f"go build failed: {done.stderr.strip()[-300:]}")
+        out = os.path.join(work, NAME)
+        os.chmod(out, 0o700)
+        os.replace(out, path)
+
+
+@dataclass
+class Conditioned:
+    """A running proxy: its port, the conditions it applies, and its counts."""
+
+    conditions: StoreConditions
+    proc: subprocess.Popen[bytes]
+    port: int
+    stats_path: str
+    entries: tuple[leftovers.Entry, ...] = ()
+    private: str = ""
+    _last: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stats(self, timeout: float = 2.0) -> dict[str, object]:
+        """Its counts now (requests, throttled, errors, resets, held, retries, first byte)."""
+        before = os.stat(self.stats_path).st_mtime_ns if os.path.exists(self.stats_path) else 0
+        if self.proc.poll() is not None:
+            return dict(self._last)
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if os.stat(self.stats_path).st_mtime_ns != before:
+                    with open(self.stats_path, encoding="utf-8") as f:
+                        self._last = json.load(f)
+                    break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.01)
+        return dict(self._last)
+
+    def stop(self) -> None:
+        stop_child(self.proc)
+        shutil.rmtree(self.private, ignore_errors=True)
+        for entry in self.entries:
+            leftovers.done(entry)
+
+
+def start(upstream: str, conditions: StoreConditions, dialect: str,
+          timeout: float = 10.0) -> Conditioned:
+    """A proxy with `conditions` in front of `upstream` (host:port on this machine), for the
+    daemons of root and of this session's user only."""
+    path, why = binary()
+    if path is None:
+        raise MeasurementError(f"store conditions ({conditions.describe()}) cannot be applied: {why}")
+    _check(path)
+    private, dir_entry = leftovers.private_dir("pytest-fsperf-proxy-")
+    stats_path = os.path.join(private, "stats.json")
+    settings = conditions.settings(upstream, dialect, stats_path, sorted({0, os.geteuid()}),
+                                   secrets.randbits(31))
+    proc = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, start_new_session=True, cwd="/",
+                            env={"PATH": "/usr/bin:/bin"})
+    entry = leftovers.note_process(Proc.of(proc.pid))
+    assert proc.stdin is not None and proc.stdout is not None
+    port = 0
+    try:
+        proc.stdin.write(json.dumps(settings).encode() + b"\n")
+        proc.stdin.close()
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        line = proc.stdout.readline() if ready else b""
+        port = int(line.strip()) if re.fullmatch(rb"\d{1,5}\s*", line) else 0
+    except OSError:
+        port = 0
+    found = Conditioned(conditions, proc, port, stats_path, (entry, dir_entry), private)
+    taken = (listening(proc.pid, port) or "") if port else "it printed no port"
+    if taken or listening(proc.pid, port) is None:  # not ours alone, or not up: unused
+        taken = taken or f"nothing listens on its port {port}"
+        found.stop()
+        raise MeasurementError(f"the store conditions' proxy did not start: {taken}")
+    return found
+
+
+def _check(path: str) -> None:
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise MeasurementError(f"the store conditions' proxy {path} changed owner or mode: not run")
+
+
+class ConditionedStore:
+    """A store the plugin started, reached through the conditions' proxy: config() gives the
+    daemons the proxy's address wherever the store's was (endpoint, proxy setting, S3 client
+    endpoint); the request meter still reads the store's own metrics directly."""
+
+    def __init__(self, inner: object, port: int, conditions: StoreConditions, dialect: str) -> None:
+        self.inner, self.store_port = inner, port
+        self.proxy = start(f"127.0.0.1:{port}", conditions, dialect)
+
+    def config(self) -> dict[str, str]:
+        values = dict(self.inner.config())  # type: ignore[attr-defined]
+        values.setdefault("metrics_endpoint", values.get("endpoint", ""))
+        theirs, ours = f"127.0.0.1:{self.store_port}", self.proxy.address
+        for key, value in values.items():
+            if key != "metrics_endpoint" and theirs in value:
+                values[key] = value.replace(theirs, ours)
+        values["store_conditions"] = self.proxy.conditions.describe()
+        return values
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def stop(self) -> None:
+        try:
+            self.proxy.stop()
+        finally:
+            self.inner.stop()  # type: ignore[attr-defined]

@@ -1,0 +1,171 @@
+"""Store conditions: what a real object store adds that the plugin's loopback stores do not
+(round trip, time to first byte, bandwidth, a request-rate limit answered as the store
+answers it, injected faults), applied by a proxy of the plugin's (proxy/proxy.go, built
+on first use with Go) between the daemons and the store. Chosen by a named profile
+(PROFILES, sourced in docs/how-to/store-conditions.md) and per condition."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pytest_fsperf import units
+from pytest_fsperf.errors import UsageError
+
+MS = 1e-3
+
+
+@dataclass(frozen=True)
+class StoreConditions:
+    """Each 0 is "none"; times in seconds, bandwidths in bytes/s, rates per second."""
+
+    rtt: float = 0.0  # added to each request, and once more for a new connection
+    ttfb: float = 0.0  # added before each reply's first byte
+    conn_bandwidth: float = 0.0  # each connection's bodies
+    bandwidth: float = 0.0  # all connections' bodies together
+    rate: float = 0.0  # requests a second the store takes; past it: its throttling answer
+    burst: float = 0.0  # requests over the rate taken at once
+    errors: float = 0.0  # fraction of requests answered with a 5xx (never reaching the store)
+    resets: float = 0.0  # fraction of replies cut mid-body, the connection reset
+    tail_every: int = 0  # 1 request in this many held for `tail` more
+    tail: float = 0.0
+    profile: str = ""  # the named profile these came from, if any
+
+    @property
+    def bare(self) -> bool:
+        return not any((self.rtt, self.ttfb, self.conn_bandwidth, self.bandwidth, self.rate,
+                        self.errors, self.resets, self.tail_every and self.tail))
+
+    @property
+    def faulty(self) -> bool:
+        """Requests fail or are cut: data written must be checked when read back."""
+        return bool(self.errors or self.resets or self.rate)
+
+    def describe(self) -> str:
+        """One line: `in-region: rtt 2 ms, ttfb 10 ms` ("bare" for none)."""
+        parts = []
+        if self.rtt:
+            parts.append(f"rtt {units.format_duration(self.rtt * 1e9)}")
+        if self.ttfb:
+            parts.append(f"ttfb {units.format_duration(self.ttfb * 1e9)}")
+        if self.conn_bandwidth:
+            parts.append(f"{units.format_rate(self.conn_bandwidth)} per connection")
+        if self.bandwidth:
+            parts.append(f"{units.format_rate(self.bandwidth)} in all")
+        if self.rate:
+            parts.append(f"{self.rate:g} requests/s (burst {self.burst:g})")
+        if self.errors:
+            parts.append(f"{100 * self.errors:g}% 5xx")
+        if self.resets:
+            parts.append(f"{100 * self.resets:g}% reset mid-body")
+        if self.tail_every and self.tail:
+            parts.append(f"1 in {self.tail_every} held {units.format_duration(self.tail * 1e9)}")
+        said = ", ".join(parts) or "bare"
+        return f"{self.profile}: {said}" if self.profile and self.profile != "bare" else said
+
+    def to_dict(self) -> dict[str, float | int | str]:
+        return dataclasses.asdict(self)
+
+    def settings(self, upstream: str, dialect: str, stats: str, owners: list[int],
+                 seed: int) -> dict[str, object]:
+        """The proxy's settings line (proxy/proxy.go)."""
+        return {"upstream": upstream, "dialect": dialect, "rtt_ns": int(self.rtt * 1e9),
+                "ttfb_ns": int(self.ttfb * 1e9), "conn_bps": self.conn_bandwidth,
+                "total_bps": self.bandwidth, "rate": self.rate, "burst": self.burst,
+                "error_rate": self.errors, "reset_rate": self.resets,
+                "tail_every": self.tail_every, "tail_ns": int(self.tail * 1e9),
+                "owners": owners, "stats": stats, "seed": seed}
+
+
+# The named profiles: their numbers and where each comes from are in
+# docs/how-to/store-conditions.md (a number without a published source is said to be ours).
+PROFILES: Mapping[str, StoreConditions] = {
+    "bare": StoreConditions(profile="bare"),
+    # S3 Standard / OSS from a machine in the same region: a short network round trip, a
+    # first byte in tens of ms (S3 Express: "single-digit ms ... up to 10x faster than S3
+    # Standard")
+    "in-region": StoreConditions(rtt=2 * MS, ttfb=10 * MS, profile="in-region"),
+    # the same store from another region (ours: a continental round trip)
+    "cross-region": StoreConditions(rtt=60 * MS, ttfb=10 * MS, profile="cross-region"),
+    # S3 Express One Zone in the same zone: single-digit ms first byte
+    "express": StoreConditions(rtt=0.5 * MS, ttfb=3 * MS, profile="express"),
+    # in-region, at a store's request-rate limit (S3: 5,500 GET/s per prefix; OSS: 2,000
+    # QPS for sequential names; here scaled to a 2-core runner: 200/s, burst 50)
+    "throttled": StoreConditions(rtt=2 * MS, ttfb=10 * MS, rate=200.0, burst=50.0,
+                                 profile="throttled"),
+    # in-region with faults: 1% of requests a 5xx, 1% of replies reset mid-body, 1 in 100
+    # held 200 ms (ours: a bad hour of a real store, for retry paths and data integrity)
+    "faulty": StoreConditions(rtt=2 * MS, ttfb=10 * MS, errors=0.01, resets=0.01,
+                              tail_every=100, tail=200 * MS, profile="faulty"),
+}
+
+
+def profile(text: str, where: str) -> StoreConditions:
+    found = PROFILES.get(text.strip().lower())
+    if found is None:
+        raise UsageError(f"{where}: not a store profile ({', '.join(PROFILES)})")
+    return found
+
+
+def duration(text: str, where: str) -> float:
+    """'10ms', '0.5ms', '0' -> seconds."""
+    try:
+        ns = units.parse_duration_ns(text) if text.strip() not in ("0", "") else 0.0
+    except ValueError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    if not 0 <= ns <= 60e9:
+        raise UsageError(f"{where}: from 0 to 60 s")
+    return ns / 1e9
+
+
+def bandwidth(text: str, where: str) -> float:
+    try:
+        value = units.parse_bytes(text, rate=True) if text.strip() != "0" else 0.0
+    except ValueError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    if value and not 1e3 <= value <= 1e12:
+        raise UsageError(f"{where}: from 1kB/s to 1TB/s (or 0: none)")
+    return value
+
+
+RATE = re.compile(r"\s*([0-9]{1,9}(?:\.[0-9]{1,6})?)\s*(?:/s)?\s*(?:,\s*burst\s*=?\s*([0-9]{1,9}))?\s*")
+
+
+def rate(text: str, where: str) -> tuple[float, float]:
+    """'200/s' or '200/s,burst=50' -> (200, 50)."""
+    m = RATE.fullmatch(text)
+    if not m:
+        raise UsageError(f"{where}: a rate such as 200/s or 200/s,burst=50 (0: none)")
+    return float(m.group(1)), float(m.group(2) or 0)
+
+
+def fraction(text: str, where: str) -> float:
+    """'1%' or '0.01' -> 0.01."""
+    value = text.strip()
+    try:
+        share = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        share = -1.0
+    if not re.fullmatch(r"[0-9.]{1,12}%?", value) or not 0 <= share <= 1:
+        raise UsageError(f"{where}: a share from 0% to 100%, such as 1% or 0.01")
+    return share
+
+
+def tail(text: str, where: str) -> tuple[int, float]:
+    """'1/100:200ms' -> one request in 100 held 200 ms."""
+    m = re.fullmatch(r"\s*1\s*/\s*([0-9]{1,7})\s*:\s*(\S{1,20})\s*", text)
+    if not m or int(m.group(1)) < 1:
+        raise UsageError(f"{where}: a slow tail such as 1/100:200ms (one request in 100 held "
+                         "200 ms)")
+    return int(m.group(1)), duration(m.group(2), where)
+
+
+def combined(base: StoreConditions, **given: object) -> StoreConditions:
+    """A profile with the conditions given one by one (None: the profile's) over it."""
+    changes = {k: v for k, v in given.items() if v is not None}
+    if not changes:
+        return base
+    named = f"{base.profile}, changed" if base.profile and base.profile != "bare" else ""
+    return dataclasses.replace(base, **changes, profile=named)  # type: ignore[arg-type]

@@ -1,0 +1,3 @@
+module fsperf-store-proxy
+
+go 1.22
