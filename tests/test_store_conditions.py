@@ -1,0 +1,195 @@
+"""Store conditions (store/conditions.py, store/conditioner.py, store/proxy/proxy.go): the
+settings, and the proxy itself in front of a real MinIO: each request's added round trip, a
+throttle and an error answered in the store's dialect, a reply cut mid-body, another user's
+connection refused, and what it counts."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import socket
+import time
+
+import pytest
+
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.infra import leftovers
+from pytest_fsperf.store import conditioner, conditions
+from pytest_fsperf.store.conditions import PROFILES, StoreConditions
+from pytest_fsperf.store.sigv4 import signed_request
+from tests.conftest import need, run_json
+from tests.hostile import NOBODY, SYSTEM_PYTHON
+
+TIER = "unit"
+
+
+def test_a_profile_and_one_condition_over_it() -> None:
+    base = conditions.profile("In-Region", "--fsperf-store-profile=In-Region")
+    assert base == PROFILES["in-region"] and not base.bare
+    assert base.describe() == "in-region: rtt 2.00 ms, ttfb 10.0 ms"
+    changed = conditions.combined(base, rtt=0.02, errors=None)
+    assert changed.rtt == 0.02 and changed.ttfb == base.ttfb
+    assert changed.describe().startswith("in-region, changed: rtt 20.0 ms")
+    assert conditions.combined(base) is base
+    assert PROFILES["bare"].bare and PROFILES["bare"].describe() == "bare"
+    assert PROFILES["faulty"].faulty and not PROFILES["express"].faulty
+
+
+@pytest.mark.parametrize(("parse", "text", "value"), [
+    (conditions.duration, "10ms", 0.01), (conditions.duration, "0", 0.0),
+    (conditions.bandwidth, "100MB/s", 100e6), (conditions.rate, "200/s,burst=50", (200.0, 50.0)),
+    (conditions.rate, "5500", (5500.0, 0.0)), (conditions.fraction, "1%", 0.01),
+    (conditions.fraction, "0.5", 0.5), (conditions.tail, "1/100:200ms", (100, 0.2)),
+])
+def test_each_condition_reads_as_written(parse, text, value) -> None:
+    assert parse(text, "here") == value
+
+
+@pytest.mark.parametrize(("parse", "text"), [
+    (conditions.profile, "moon"), (conditions.duration, "10"), (conditions.duration, "2h"),
+    (conditions.bandwidth, "fast"), (conditions.bandwidth, "1B/s"), (conditions.rate, "-1/s"),
+    (conditions.rate, "9" * 5000), (conditions.fraction, "101%"), (conditions.fraction, "1_0%"),
+    (conditions.tail, "2/100:1ms"), (conditions.tail, "1/0:1ms"),
+])
+def test_a_condition_written_wrong_is_one_usage_line(parse, text) -> None:
+    with pytest.raises(UsageError, match=r"^--fsperf-store-x=") as found:
+        parse(text, "--fsperf-store-x=" + text[:20])
+    assert len(str(found.value)) < 300
+
+
+@pytest.mark.fio
+def test_an_option_written_wrong_ends_the_session_with_its_name(pytester) -> None:
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-store-rtt=soon")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--fsperf-store-rtt=soon (command line): *"])
+
+
+# -- the proxy, in front of a real MinIO ------------------------------------------------------
+
+@pytest.fixture
+def through(minio_server):
+    """(start a proxy with these conditions, an S3 request through it) over a MinIO of the
+    test's, one object `k` of 4 MiB in its bucket."""
+    started = []
+
+    def start(c: StoreConditions) -> conditioner.Conditioned:
+        proxy = conditioner.start(minio_server.endpoint.split("//")[1], c, "s3")
+        started.append(proxy)
+        return proxy
+
+    def ask(proxy, method: str, key: str) -> tuple[int, bytes, float]:
+        url = f"http://{proxy.address}/{minio_server.bucket}/{key}"
+        req = signed_request(method, url, minio_server.access_key, minio_server.secret_key,
+                             minio_server.region)
+        c = http.client.HTTPConnection(proxy.address, timeout=20)
+        began = time.monotonic()
+        c.request(method, f"/{minio_server.bucket}/{key}", headers=dict(req.header_items()))
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, data, time.monotonic() - began
+
+    obstore = pytest.importorskip("obstore")
+    from obstore.store import S3Store
+    store = S3Store(minio_server.bucket, endpoint=minio_server.endpoint,
+                    access_key_id=minio_server.access_key,
+                    secret_access_key=minio_server.secret_key, region=minio_server.region,
+                    client_options={"allow_http": True}, virtual_hosted_style_request=False)
+    obstore.put(store, "k", os.urandom(4 << 20))
+    yield start, ask
+    for proxy in started:
+        proxy.stop()
+
+
+@pytest.fixture
+def minio_server(clean):
+    from pytest_fsperf.store.minio import find_minio, start_minio
+    binary = find_minio() or pytest.skip("MinIO is not installed")
+    record = leftovers.start()
+    server = start_minio(binary)
+    try:
+        yield server
+    finally:
+        server.stop()
+        leftovers.stop(record)
+
+
+@pytest.mark.s3
+def test_the_proxy_adds_its_round_trip_and_answers_as_the_store(through) -> None:
+    need("go")
+    start, ask = through
+    plain = start(StoreConditions())
+    status, data, _ = ask(plain, "GET", "k")
+    assert status == 200 and len(data) == 4 << 20
+    slow = start(StoreConditions(rtt=0.05))
+    took = [ask(slow, "HEAD", "k")[2] for _ in range(3)]  # a new connection each: 2 round trips
+    assert min(took) >= 0.1, took
+    throttled = start(StoreConditions(rate=1.0, burst=0))
+    answers = [ask(throttled, "GET", "k")[:2] for _ in range(3)]
+    assert answers[0][0] == 200 and (503, "SlowDown") in [(s, d.decode()[d.find(b"<Code>") + 6:
+                                                                           d.find(b"</Code>")])
+                                                          for s, d in answers[1:]]
+    failing = start(StoreConditions(errors=1.0))
+    status, data, _ = ask(failing, "GET", "k")
+    assert status == 500 and b"<Code>InternalError</Code>" in data
+    counts = failing.stats()["counts"]
+    assert counts["errors"] == 1 and counts["requests"] == 1  # nothing reached MinIO
+
+
+@pytest.mark.s3
+def test_a_reply_cut_mid_body_is_a_reset_and_counted(through) -> None:
+    need("go")
+    start, ask = through
+    cutting = start(StoreConditions(resets=1.0))
+    with pytest.raises((http.client.IncompleteRead, ConnectionError)):
+        ask(cutting, "GET", "k")
+    assert cutting.stats()["counts"]["resets"] == 1
+
+
+@pytest.mark.s3
+def test_another_users_connection_is_closed_at_accept(through) -> None:
+    """The proxy holds no secret of its own: it serves root's and the session's daemons
+    only, as the OSS gateway does, so another user cannot use it to hold or slow the store."""
+    need("go")
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    import subprocess
+    start, _ask = through
+    proxy = start(StoreConditions(rtt=0.001))
+    code = (f"import socket; s = socket.create_connection(('127.0.0.1', {proxy.port})); "
+            "s.sendall(b'GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'); s.settimeout(5); "
+            "print(repr(s.recv(100)))")
+    out = subprocess.run([SYSTEM_PYTHON, "-c", code], user=NOBODY, group=NOBODY,
+                         extra_groups=[], capture_output=True, text=True, timeout=30)
+    assert out.stdout.strip() in ("b''", "") or "Connection reset" in out.stderr
+    assert proxy.stats()["counts"]["refused"] == 1
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=5):
+        pass  # ours is taken
+
+
+READS = """
+def test_small(fsperf):
+    fsperf.files(name="w", mode="write", count=40, size="64KiB", threads=4)
+    fsperf.cold()
+    fsperf.files(name="r", mode="read", count=40, size="64KiB", threads=4)
+"""
+
+
+@pytest.mark.s3
+def test_a_daemon_meets_the_conditions_and_its_results_say_which(pytester, clean) -> None:
+    """rclone over the plugin's MinIO, bare and with a 20 ms round trip: the cold small-file
+    read slows as each file's requests wait, every result names the conditions, and the two
+    runs do not compare (their fingerprints differ)."""
+    need("rclone")
+    need("go")
+    pytester.makepyfile(READS)
+    args = ("--fsperf-backend=rclone", "--fsperf-backend-store=minio")
+    _, bare = run_json(pytester, *args)
+    result, slow = run_json(pytester, *args, "--fsperf-store-rtt=20ms")
+    result.assert_outcomes(passed=1)
+    rows = {r["name"]: r for r in bare["results"]}, {r["name"]: r for r in slow["results"]}
+    assert rows[1]["r"]["ops"]["per_second"] < 0.7 * rows[0]["r"]["ops"]["per_second"]
+    assert all(r["mount"]["store"] == "rtt 20.0 ms" for r in rows[1].values())
+    assert all(r["mount"].get("store", "") == "" for r in rows[0].values())
+    assert rows[0]["r"]["fingerprint"] != rows[1]["r"]["fingerprint"]
