@@ -7,6 +7,7 @@ with it). And the repository: root builds what it holds, so no other user may ch
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import shutil
@@ -27,8 +28,18 @@ GIT_PARTS = ("", "HEAD", "config", "refs", "refs/heads", "refs/tags", "objects",
              "hooks", "info")
 
 
+@functools.lru_cache(maxsize=1)
+def git() -> str:
+    """git as root runs it: found on PATH once, its real path checked."""
+    found, why = trust.which("git")
+    if found is None:
+        raise UsageError(f"fsperf bisect: git is not run: {why}" if why else
+                         "fsperf bisect: git is not installed")
+    return found
+
+
 def git_out(repo: str, *args: str) -> tuple[int, str]:
-    done = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True,
+    done = subprocess.run([git(), "-C", repo, *args], capture_output=True, text=True,
                           check=False, timeout=120)
     return done.returncode, done.stdout.strip()
 
@@ -120,7 +131,7 @@ class Builds:
         return kept, "built"
 
     def _checkout(self, commit: str) -> None:
-        subprocess.run(["git", "-C", self.worktree, "checkout", "-q", "--detach", commit],
+        subprocess.run([git(), "-C", self.worktree, "checkout", "-q", "--detach", commit],
                        capture_output=True, check=True, timeout=600)
         built = os.path.join(self.worktree, self.plan.binary)
         tracked = git_out(self.worktree, "ls-files", "--error-unmatch", "--", self.plan.binary)[0] == 0

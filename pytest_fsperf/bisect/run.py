@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fsperf.bisect.builds import Builds, check_repo
+from pytest_fsperf.bisect.builds import git as git_program
 from pytest_fsperf.bisect.plan import Plan
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra import elf, leftovers
@@ -70,7 +71,7 @@ class Bisection:
 
 
 def git(repo: str, *args: str, check: bool = True) -> str:
-    done = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True,
+    done = subprocess.run([git_program(), "-C", repo, *args], capture_output=True, text=True,
                           check=False, timeout=120)
     if check and done.returncode != 0:
         said = (done.stderr or done.stdout).strip().splitlines()
@@ -80,7 +81,7 @@ def git(repo: str, *args: str, check: bool = True) -> str:
 
 
 def resolve(repo: str, rev: str, what: str) -> str:
-    out = subprocess.run(["git", "-C", repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+    out = subprocess.run([git_program(), "-C", repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
                          capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise UsageError(f"fsperf bisect: --{what} {rev!r} is not a commit of {repo}")
@@ -90,7 +91,7 @@ def resolve(repo: str, rev: str, what: str) -> str:
 def check(plan: Plan) -> None:
     """The plan makes sense before anything is built (one line each, exit 4)."""
     check_repo(plan.repo)  # root builds what it holds: no other user may change it
-    if subprocess.run(["git", "-C", plan.repo, "merge-base", "--is-ancestor", plan.good, plan.bad],
+    if subprocess.run([git_program(), "-C", plan.repo, "merge-base", "--is-ancestor", plan.good, plan.bad],
                       capture_output=True, check=False).returncode != 0:
         raise UsageError(f"fsperf bisect: --good {plan.good[:12]} is not an ancestor of --bad "
                          f"{plan.bad[:12]}")
@@ -237,8 +238,9 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> Bisection:
         _bisect(plan, result, builds, seen, private, worktree, started, say)
         return _end(result, started)
     finally:
-        subprocess.run(["git", "-C", worktree, "bisect", "reset", "-q"], capture_output=True, check=False)
-        subprocess.run(["git", "-C", plan.repo, "worktree", "remove", "--force", worktree],
+        subprocess.run([git_program(), "-C", worktree, "bisect", "reset", "-q"], capture_output=True,
+                       check=False)
+        subprocess.run([git_program(), "-C", plan.repo, "worktree", "remove", "--force", worktree],
                        capture_output=True, check=False)
         shutil.rmtree(private, ignore_errors=True)
         leftovers.done(entry)

@@ -13,7 +13,6 @@ import glob
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -23,7 +22,7 @@ from typing import Any
 from pytest_fsperf.engine.fio_options import PATHS, refusal
 from pytest_fsperf.engine.fiosize import check_size, parse_fio_size, scale_count, scale_size
 from pytest_fsperf.errors import MeasurementError, UsageError, WorkloadHung
-from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra import leftovers, trust
 from pytest_fsperf.infra.procs import Proc, kill_tree
 from pytest_fsperf.mounts.spec import Need
 from pytest_fsperf.result.workload import IoStats, JobStats
@@ -37,14 +36,17 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 def fio_binary() -> str:
-    path = shutil.which("fio")
+    """fio as root runs it: found on PATH, its real path checked (trust.which)."""
+    path, why = trust.which("fio")
+    if why:
+        raise MeasurementError(f"fio is not run: {why}; it would run as you")
     if path is None:
         raise MeasurementError(INSTALL_HINT)
     return path
 
 
 def fio_version() -> str | None:
-    path = shutil.which("fio")
+    path, _why = trust.which("fio")
     if path is None:
         return None
     out = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)

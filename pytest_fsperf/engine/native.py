@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from pytest_fsperf.errors import MeasurementError
-from pytest_fsperf.infra import trust
+from pytest_fsperf.infra import buildcache, trust
 
 NAME = "fsperf-files"
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "pytest-fsperf", "native")
@@ -59,16 +59,11 @@ def worker() -> tuple[Worker | None, str]:
         return None, f"the C compiler is not run as root: {why}"
     text = source()
     try:
-        os.makedirs(CACHE, 0o700, exist_ok=True)
-        cache, why = trust.resolved(CACHE)  # resolved once: what is checked is used
-        if why or os.stat(cache).st_mode & 0o077:
-            return None, f"the worker's cache is not private: {why or f'{cache} is not 0700'}"
-        path = os.path.join(cache, f"{NAME}-{hashlib.sha256(text).hexdigest()[:16]}")
-        if not os.path.lexists(path):
-            _build(compiler, text, cache, path)
-        why = trust.untrusted(path)
-        if why or os.path.islink(path):
-            return None, f"the worker is not run: {why or f'{path} is a symlink'}"
+        path, why = buildcache.built(
+            CACHE, f"{NAME}-{hashlib.sha256(text).hexdigest()[:16]}",
+            lambda cache, path: _build(compiler, text, cache, path), "the worker")
+        if path is None:
+            return None, why
         with open(path, "rb") as f:
             return Worker(path, hashlib.sha256(f.read()).hexdigest()), ""
     except (OSError, subprocess.SubprocessError) as exc:

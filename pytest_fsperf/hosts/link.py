@@ -26,7 +26,7 @@ from pytest_fsperf.errors import MeasurementError, UsageError
 from pytest_fsperf.hosts import replies
 from pytest_fsperf.hosts.agent import PROTOCOL
 from pytest_fsperf.hosts.spec import Host, SshSettings
-from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra import leftovers, trust
 from pytest_fsperf.infra.procs import Proc, kill_tree
 from pytest_fsperf.measure.figures import DaemonStats, ProcessStats
 from pytest_fsperf.version import __version__
@@ -168,9 +168,12 @@ def forward(link: Link, ssh: SshSettings, folder: str) -> Server:
         raise HostError(f"socket path {local} is longer than {SOCKET_MAX} bytes: point TMPDIR "
                         "at a shorter directory")
     log = os.path.join(folder, f"forward-{link.index}.log")
+    program, why = trust.which("ssh")
+    if program is None:
+        raise HostError(f"ssh is not run: {why}" if why else "ssh is not installed")
     with open(log, "ab") as err:
         popen = subprocess.Popen(
-            ["ssh", *ssh.args(link.host), "-N", "-o", "ExitOnForwardFailure=yes",
+            [program, *ssh.args(link.host), "-N", "-o", "ExitOnForwardFailure=yes",
              "-o", "StreamLocalBindMask=0177", "-L", f"{local}:{remote}", link.host.destination],
             stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True)
     link.forward, link.popen = Proc.of(popen.pid), popen

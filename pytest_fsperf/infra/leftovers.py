@@ -24,7 +24,6 @@ import json
 import os
 import pwd
 import re
-import shutil
 import stat
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_fsperf.errors import UsageError
+from pytest_fsperf.infra import trust
 from pytest_fsperf.infra.mountinfo import read_mounts
 from pytest_fsperf.infra.probe import abort_connection
 from pytest_fsperf.infra.procs import Proc, empty_cgroup, kill_tree
@@ -240,7 +240,7 @@ def _mounts() -> dict[str, int]:
 
 
 def _detach(point: str, minor: int) -> str:
-    helper = shutil.which("fusermount3") or shutil.which("fusermount")
+    helper = trust.which("fusermount3", "fusermount")[0]
     try:
         if helper:
             subprocess.run([helper, "-u", point], capture_output=True, timeout=5, check=False)

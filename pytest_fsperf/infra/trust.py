@@ -89,3 +89,16 @@ def program(name: str, search: str | None = None) -> tuple[list[str], str]:
     interpreter, why = program(words[0], search)
     return ([*interpreter, *words[1:], real],
             f"{real}'s interpreter {words[0]}: {why}" if why else "")
+
+
+def which(*names: str) -> tuple[str | None, str]:
+    """The first of `names` on PATH, as root may run it: (its checked real path, ""), (None,
+    why) where the one found may not run, (None, "") where none is installed."""
+    for name in names:
+        if shutil.which(name) is None:
+            continue
+        argv, why = program(name)
+        if why or len(argv) != 1:
+            return None, why or f"{name} is a script: not run as root from PATH"
+        return argv[0], ""
+    return None, ""

@@ -13,7 +13,6 @@ import contextlib
 import enum
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -24,7 +23,7 @@ from typing import Any
 
 import psutil
 
-from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra import leftovers, trust
 from pytest_fsperf.infra.procs import Proc
 
 FREQUENCY = 499  # samples per second per thread: odd, off the kernel's timer ticks
@@ -40,8 +39,10 @@ def unavailable() -> str | None:
     """Why the daemon cannot be profiled here, or None."""
     if os.geteuid() != 0:
         return "not root"
-    if shutil.which("perf") is None:
-        return "perf is not installed (Debian: apt-get install linux-perf)"
+    found, why = trust.which("perf")
+    if found is None:
+        return (f"perf is not run: {why}" if why
+                else "perf is not installed (Debian: apt-get install linux-perf)")
     return None
 
 
@@ -135,7 +136,7 @@ class Profiler:
         self._entry: leftovers.Entry = None
 
     def start(self) -> None:
-        perf = shutil.which("perf") or "perf"
+        perf = trust.which("perf")[0] or "perf"
         self._proc = subprocess.Popen(
             # -N: no build-id cache in root's home (nothing written outside the session's dir)
             [perf, "record", "-q", "-N", "-g", "-F", str(FREQUENCY), "-o", self.data,
@@ -162,7 +163,7 @@ class Profiler:
         leftovers.done(self._entry)
         if not os.path.exists(self.data):
             raise OSError(f"perf record wrote nothing: {err.decode(errors='replace').strip()}")
-        out = subprocess.run([shutil.which("perf") or "perf", "script", "-i", self.data,
+        out = subprocess.run([trust.which("perf")[0] or "perf", "script", "-i", self.data,
                               "-F", "comm,ip,sym,dso"],
                              capture_output=True, timeout=300, check=False, cwd="/")
         if out.returncode:

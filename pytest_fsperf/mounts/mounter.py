@@ -62,8 +62,9 @@ class MountPlan:
 
 
 def fusermount() -> list[str]:
-    found = shutil.which("fusermount3") or shutil.which("fusermount")
-    return [found, "-u"] if found else ["umount"]
+    """The unmount command, its program's real path checked (a setuid helper found on PATH)."""
+    found = trust.which("fusermount3", "fusermount")[0]
+    return [found, "-u"] if found else [trust.which("umount")[0] or "/bin/umount"]
 
 
 def _mounted(point: str) -> Mount | None:

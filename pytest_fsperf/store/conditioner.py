@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from pytest_fsperf.errors import MeasurementError
-from pytest_fsperf.infra import leftovers, trust
+from pytest_fsperf.infra import buildcache, leftovers, trust
 from pytest_fsperf.infra.procs import Proc, listening, stop_child
 from pytest_fsperf.store.conditions import StoreConditions
 
@@ -51,17 +51,8 @@ def binary() -> tuple[str | None, str]:
     files = _source()
     digest = hashlib.sha256(b"".join(files[n] for n in SOURCES)).hexdigest()[:16]
     try:
-        os.makedirs(CACHE, 0o700, exist_ok=True)
-        cache, why = trust.resolved(CACHE)
-        if why or os.stat(cache).st_mode & 0o077:
-            return None, f"the proxy's cache is not private: {why or f'{cache} is not 0700'}"
-        path = os.path.join(cache, f"{NAME}-{digest}")
-        if not os.path.lexists(path):
-            _build(go_argv, files, cache, path)
-        why = trust.untrusted(path)
-        if why or os.path.islink(path):
-            return None, f"the proxy is not run: {why or f'{path} is a symlink'}"
-        return path, ""
+        return buildcache.built(CACHE, f"{NAME}-{digest}",
+                                lambda cache, path: _build(go_argv, files, cache, path), "the proxy")
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"the store conditions' proxy could not be built: {str(exc)[-300:]}"
 
