@@ -190,3 +190,18 @@ def test_a_hand_made_mount_whose_modes_let_everyone_write_is_refused(pytester, o
             result.assert_outcomes(passed=1)
     finally:
         shutil.rmtree(place)  # the test's own directory
+
+
+@pytest.mark.fio
+def test_fio_from_a_path_directory_another_user_owns_is_not_run(monkeypatch, nobodys_dir):
+    """The same rule for every program root runs from PATH: fio, sysbench, perf, the
+    unmount helpers, git for bisect, ssh for the hosts' forwards."""
+    from pytest_fsperf.engine import fio, sysbench
+    for name in ("fio", "sysbench"):
+        shutil.copy("/bin/true", nobodys_dir / name)
+    monkeypatch.setenv("PATH", f"{nobodys_dir}:{os.environ['PATH']}")
+    with pytest.raises(MeasurementError, match="fio is not run: .*can be changed by another user"):
+        fio.fio_binary()
+    assert sysbench.binary() is None
+    assert trust.which("sysbench")[1].endswith("can be changed by another user than root or "
+                                               "you (owner uid 65534, mode 755)")
