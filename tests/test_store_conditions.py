@@ -193,3 +193,7 @@ def test_a_daemon_meets_the_conditions_and_its_results_say_which(pytester, clean
     assert all(r["mount"]["store"] == "rtt 20.0 ms" for r in rows[1].values())
     assert all(r["mount"].get("store", "") == "" for r in rows[0].values())
     assert rows[0]["r"]["fingerprint"] != rows[1]["r"]["fingerprint"]
+    did = rows[1]["r"]["requests"]["conditions"]  # what the proxy did in the read's window
+    assert did["requests"] >= 40 and did["first_byte_p50"] >= 0.02, did
+    assert rows[0]["r"]["requests"]["conditions"] == {}
+    result.stdout.fnmatch_lines(["*under the store conditions * requests*first byte p50 *"])

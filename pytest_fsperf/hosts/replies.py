@@ -71,7 +71,7 @@ DAEMON = Fields({"pid": INT, "wall_seconds": NUMBER, "cpu_seconds": NUMBER, "cpu
 REQUESTS = Fields({"by_kind": MapOf(INT), "by_api": MapOf(INT), "errors_4xx": INT,
                    "errors_5xx": INT, "sent_bytes": Opt(INT), "received_bytes": Opt(INT),
                    "source": TEXT, "errors_by_kind": MapOf(INT), "ttfb_at_most": MapOf(NUMBER),
-                   "errors_unclassified": INT})
+                   "errors_unclassified": INT}, {"conditions": MapOf(NUMBER)})
 COUNTED = {"requests": Opt(REQUESTS), "requests_note": TEXT}
 ANSWERS: dict[str, Any] = {
     "hello": Fields({"version": TEXT, "protocol": INT, "host": TEXT, "uid": INT, "time": NUMBER,

@@ -32,6 +32,7 @@ from pytest_fsperf.report.tables import (
     run_comparisons,
 )
 from pytest_fsperf.result.environment import Environment, FuseKernel
+from pytest_fsperf.store.conditions import conditions_text
 from pytest_fsperf.vocab import Decision, Difference, Outcome
 
 
@@ -248,6 +249,8 @@ def requests_line(r: Row) -> str:
                      f"{units.format_size(q.received_bytes or 0)}")
     if q.get_bytes_mean:
         parts.append(f"GETs of {units.format_size(q.get_bytes_mean)} on average")
+    if q.conditions:
+        parts.append("under the store conditions " + conditions_text(q.conditions))
     if q.ttfb_at_most:
         parts.append("server TTFB " + ", ".join(
             f"{k} <= {units.format_duration(v * 1e9)}" for k, v in q.ttfb_at_most.items()))

@@ -40,7 +40,8 @@ from pytest_fsperf.runner.readings import (
     TimelineReading,
 )
 from pytest_fsperf.runner.target import safe_name
-from pytest_fsperf.store import juicefs
+from pytest_fsperf.store import conditioner, juicefs
+from pytest_fsperf.store.conditions import conditions_text
 
 if TYPE_CHECKING:
     from pytest_fsperf.runner.space import Space
@@ -108,8 +109,14 @@ class StoreRequests:
             self.store, self.note = None, NOT_HERE
         self.own: juicefs.OwnMeter | None = None
         self._here, self._ws = here, ws
+        owned = ws.target.owned
+        self.proxy = conditioner.running(owned.rendered.fields.get("conditions_proxy")
+                                         if owned is not None else None)
+        self._before: dict[str, object] = {}
 
     def start(self) -> None:
+        if self.proxy is not None:
+            self._before = self.proxy.stats()
         if self.store is not None:
             try:
                 self.store.start()
@@ -137,6 +144,12 @@ class StoreRequests:
                 counters = self.own.stop()
         elif isinstance(self.store, juicefs.StatsMeter) and requests is not None:
             counters = self.store.counters
+        if self.proxy is not None:  # what the store conditions did in the window
+            did = self.proxy.window(self._before, self.proxy.stats())
+            if requests is not None:
+                requests = dataclasses.replace(requests, conditions=did)
+            else:
+                note += "; under the store conditions: " + conditions_text(did)
         return StoreReading(requests, note, counters)
 
     def abort(self) -> None:

@@ -29,6 +29,7 @@ from pytest_fsperf.infra.procs import Proc, listening, stop_child
 from pytest_fsperf.store.conditions import StoreConditions
 
 NAME = "fsperf-store-proxy"
+COUNTED = ("requests", "throttled", "errors", "resets", "held", "retries")
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "pytest-fsperf", "proxy")
 GO = ("/usr/local/go/bin/go", "/usr/lib/go/bin/go", "/usr/bin/go")
 SOURCES = ("proxy.go", "go.mod")
@@ -75,6 +76,13 @@ def _build(go: list[str], files: Mapping[str, bytes], cache: str, path: str) -> 
         os.replace(out, path)
 
 
+RUNNING: dict[str, Conditioned] = {}  # by address: what a measured window reads
+
+
+def running(address: object) -> Conditioned | None:
+    return RUNNING.get(str(address)) if address else None
+
+
 @dataclass
 class Conditioned:
     """A running proxy: its port, the conditions it applies, and its counts."""
@@ -109,7 +117,21 @@ class Conditioned:
             time.sleep(0.01)
         return dict(self._last)
 
+    def window(self, before: Mapping[str, object], after: Mapping[str, object]) -> dict[str, float]:
+        """What it did between two stats() (a measured window): its counts, and the time to
+        first byte the daemons met there (p50, p99, s)."""
+        a, b = before.get("counts") or {}, after.get("counts") or {}
+        assert isinstance(a, dict) and isinstance(b, dict)
+        out = {k: float(b.get(k, 0) - a.get(k, 0)) for k in COUNTED}
+        firsts = after.get("first_byte_ns") or {}
+        assert isinstance(firsts, dict)
+        for p in ("p50", "p99"):
+            if firsts.get(p) is not None and firsts.get("n"):
+                out[f"first_byte_{p}"] = firsts[p] / 1e9
+        return out
+
     def stop(self) -> None:
+        RUNNING.pop(self.address, None)
         stop_child(self.proc)
         shutil.rmtree(self.private, ignore_errors=True)
         for entry in self.entries:
@@ -148,6 +170,7 @@ def start(upstream: str, conditions: StoreConditions, dialect: str,
         taken = taken or f"nothing listens on its port {port}"
         found.stop()
         raise MeasurementError(f"the store conditions' proxy did not start: {taken}")
+    RUNNING[found.address] = found
     return found
 
 
@@ -174,6 +197,7 @@ class ConditionedStore:
             if key != "metrics_endpoint" and theirs in value:
                 values[key] = value.replace(theirs, ours)
         values["store_conditions"] = self.proxy.conditions.describe()
+        values["conditions_proxy"] = self.proxy.address  # its counts, read around each window
         return values
 
     def __getattr__(self, name: str) -> object:

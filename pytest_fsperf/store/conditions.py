@@ -169,3 +169,15 @@ def combined(base: StoreConditions, **given: object) -> StoreConditions:
         return base
     named = f"{base.profile}, changed" if base.profile and base.profile != "bare" else ""
     return dataclasses.replace(base, **changes, profile=named)  # type: ignore[arg-type]
+
+
+def conditions_text(did: Mapping[str, float]) -> str:
+    """What the proxy did in a window, for a reader: `812 requests: 12 throttled, 3 retried;
+    first byte p50 12.1 ms, p99 14.0 ms`."""
+    parts = [f"{int(did[k])} {word}" for k, word in (
+        ("throttled", "throttled"), ("errors", "answered 5xx"), ("resets", "reset mid-body"),
+        ("held", "held (slow tail)"), ("retries", "retried")) if did.get(k)]
+    first = [f"{p} {units.format_duration(did[f'first_byte_{p}'] * 1e9)}" for p in ("p50", "p99")
+             if f"first_byte_{p}" in did]
+    text = f"{int(did.get('requests', 0))} requests" + (f": {', '.join(parts)}" if parts else "")
+    return text + (f"; first byte {', '.join(first)}" if first else "")

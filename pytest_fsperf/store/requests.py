@@ -66,6 +66,10 @@ class Requests:
     # percentile (MinIO's buckets are 50 ms, 100 ms, 250 ms ...: "at most", never finer).
     ttfb_at_most: dict[str, float] = field(default_factory=dict)  # "p50", "p90", "p99" -> s
     errors_unclassified: int = 0  # failed requests a source counts without their status
+    # what the store conditions' proxy did in the window (--fsperf-store-*): requests,
+    # throttled, errors (injected 5xx), resets, held, retries; first_byte_p50/p99 (s) as
+    # the daemons met it
+    conditions: dict[str, float] = field(default_factory=dict)
 
     @property
     def total(self) -> int:

@@ -129,8 +129,9 @@ func main() {
 }
 
 func writeStats() {
-	out := map[string]any{"counts": snapshot(), "first_byte_ns": firsts.summary(),
-		"store_first_byte_ns": storeFirsts.summary()}
+	// counts since the start; first bytes since the last write (a measured window's)
+	out := map[string]any{"counts": snapshot(), "first_byte_ns": firsts.summary(true),
+		"store_first_byte_ns": storeFirsts.summary(true)}
 	data, _ := json.Marshal(out)
 	tmp := cfg.Stats + ".new"
 	if os.WriteFile(tmp, data, 0o600) == nil {
@@ -595,10 +596,13 @@ func (s *samples) add(v int64) {
 	s.next = (s.next + 1) % s.size
 }
 
-func (s *samples) summary() map[string]int64 {
+func (s *samples) summary(reset bool) map[string]int64 {
 	s.mu.Lock()
 	vals := append([]int64(nil), s.vals...)
 	n := s.n
+	if reset {
+		s.vals, s.next, s.n = s.vals[:0], 0, 0
+	}
 	s.mu.Unlock()
 	if len(vals) == 0 {
 		return map[string]int64{"n": 0}
