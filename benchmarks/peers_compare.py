@@ -8,6 +8,7 @@ share of the store's and FUSE's ceilings; then ossfs2's ratios over ossfs 1.x an
 beside the documents' (baselines ossfs-2.0.4, ossfs-1.91.8, goofys-0.24.0: one machine, 64 Gbps).
 
     python3 -m benchmarks.peers_compare [--backends ossfs2,ossfs,goofys,...] [--scale 0.002]
+        [--store in-region]     # the stores under a profile's conditions (store-conditions.md)
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ BACKENDS = "ossfs2,ossfs,goofys,mountpoint-s3,blobfuse2,gcsfuse"
 PUBLISHED = {"ossfs2": "ossfs-2.0.4", "ossfs": "ossfs-1.91.8", "goofys": "goofys-0.24.0"}
 
 
-def bench(backend: str, scale: float, out: Path) -> int:
+def bench(backend: str, scale: float, out: Path, store: str) -> int:
     args = [sys.executable, "-m", "pytest_fsperf", "bench", "--backend", backend, "--scale",
-            f"{scale:g}", "--suite", "ossfs2", "--json", str(out), "--", "--fsperf-ceilings=on", "-q"]
+            f"{scale:g}", "--suite", "ossfs2", "--json", str(out), "--", "--fsperf-ceilings=on", "-q",
+            f"--fsperf-store-profile={store}"]
     return subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                           check=False).returncode
 
@@ -58,16 +60,18 @@ def main() -> None:
     ap.add_argument("--backends", default=BACKENDS)
     ap.add_argument("--scale", type=float, default=0.002)
     ap.add_argument("--out", help="keep each backend's JSON in this directory")
+    ap.add_argument("--store", default="bare", help="the stores' conditions: a profile (in-region ...)")
     a = ap.parse_args()
     found: dict[str, dict[str, dict[str, Any]]] = {}
-    print(f"ossfs2 suite at scale {a.scale:g}, each backend mounted by the plugin over its local store")
+    print(f"ossfs2 suite at scale {a.scale:g}, each backend mounted by the plugin over its local "
+          f"store; store conditions: {a.store}")
     print("| workload | backend | bandwidth | daemon CPU | daemon peak mem | requests/MiB "
           "| of the ceilings |")
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="fsperf-peers-") as tmp:
         for backend in a.backends.split(","):
             out = Path(a.out or tmp) / f"{backend}.json"
-            rc = 0 if out.exists() else bench(backend, a.scale, out)  # (--out: a rerun prints)
+            rc = 0 if out.exists() else bench(backend, a.scale, out, a.store)  # (--out: reprints)
             if not out.exists():
                 print(f"| - | {backend} | (no result: fsperf bench exited {rc}) | | | | |", flush=True)
                 continue

@@ -65,6 +65,9 @@ class StoreConditions:
         said = ", ".join(parts) or "bare"
         return f"{self.profile}: {said}" if self.profile and self.profile != "bare" else said
 
+    def __str__(self) -> str:  # as a user names it: the profile, else the conditions
+        return self.profile or self.describe()
+
     def to_dict(self) -> dict[str, float | int | str]:
         return dataclasses.asdict(self)
 
