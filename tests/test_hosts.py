@@ -133,7 +133,7 @@ def agents_left() -> list[str]:
     for p in psutil.process_iter(["cmdline"]):
         cmd = " ".join(p.info["cmdline"] or ())
         if ("pytest_fsperf.hosts.agent" in cmd or ("fio" in cmd and "--server=sock:" in cmd)
-                or (cmd.startswith("ssh ") and " -L " in cmd)):
+                or (os.path.basename(cmd.split(" ", 1)[0]) == "ssh" and " -L " in cmd)):
             found.append(cmd)
     return found + [str(p) for p in Path("/tmp").glob("pytest-fsperf-host-*")]
 
@@ -183,7 +183,7 @@ def forwarded():
     found = []
     for p in psutil.process_iter(["cmdline"]):
         cmd = p.info["cmdline"] or []
-        if cmd[:1] == ["ssh"] and "-L" in cmd:
+        if cmd and os.path.basename(cmd[0]) == "ssh" and "-L" in cmd:  # run by its real path
             found.append(cmd[cmd.index("-L") + 1].split(":", 1)[0])
     return found
 
