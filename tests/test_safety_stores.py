@@ -200,7 +200,7 @@ def test_fio_from_a_path_directory_another_user_owns_is_not_run(monkeypatch, nob
     for name in ("fio", "sysbench"):
         shutil.copy("/bin/true", nobodys_dir / name)
     monkeypatch.setenv("PATH", f"{nobodys_dir}:{os.environ['PATH']}")
-    with pytest.raises(MeasurementError, match="fio is not run: .*can be changed by another user"):
+    with pytest.raises(MeasurementError, match=r"fio is not run: .*can be changed by another user"):
         fio.fio_binary()
     assert sysbench.binary() is None
     assert trust.which("sysbench")[1].endswith("can be changed by another user than root or "
