@@ -18,17 +18,19 @@ from pytest_fsperf.store.oss import OssServer, start_oss
 from pytest_fsperf.store.served import Served
 
 
-def _conditioned(request: pytest.FixtureRequest, server: Any, port: int, dialect: str) -> Any:
+def _conditioned(request: pytest.FixtureRequest, server: Any, port: int, dialect: str,
+                 owns: bool = True) -> Any:
     """The server itself, or under the session's store conditions, the server behind them
-    (stopping the wrapper stops the server, as stopping the server would)."""
+    (owns: stopping the wrapper stops the server too, as stopping the server would)."""
     state = request.config.stash.get(STATE, None)
     conditions = state.settings.store if state is not None else None
     if conditions is None or conditions.bare:
         return server
     try:
-        return ConditionedStore(server, port, conditions, dialect)
+        return ConditionedStore(server, port, conditions, dialect, owns)
     except BaseException:
-        server.stop()
+        if owns:
+            server.stop()
         raise
 
 
@@ -51,11 +53,12 @@ def fsperf_s3(request: pytest.FixtureRequest, fsperf_minio: S3Server) -> Iterato
     """A MinIO server on 127.0.0.1 for this session: free port, fresh credentials and bucket
     (under store conditions, reached through them). Skips the test when MinIO is not installed."""
     port = int(fsperf_minio.endpoint.rsplit(":", 1)[1])
-    server = _conditioned(request, _Kept(fsperf_minio), port, "s3")
+    server = _conditioned(request, fsperf_minio, port, "s3", owns=False)  # fsperf_oss shares it
     try:
-        yield fsperf_minio if isinstance(server, _Kept) else server
+        yield server
     finally:
-        server.stop()  # (MinIO itself stops with the session: fsperf_oss shares it)
+        if server is not fsperf_minio:
+            server.stop()
 
 
 @pytest.fixture(scope="session")
@@ -98,18 +101,3 @@ def fsperf_gcs(request: pytest.FixtureRequest) -> Iterator[Served]:
     yield from _served(request, "fake-gcs-server", served.FAKE_GCS_INSTALL,
                        served.start_fake_gcs, "gcs")
 
-
-class _Kept:
-    """MinIO as fsperf_s3 hands it out: its stop() is the session's (fsperf_minio's)."""
-
-    def __init__(self, inner: S3Server) -> None:
-        self.inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def config(self) -> dict[str, str]:
-        return self.inner.config()
-
-    def stop(self) -> None:
-        return

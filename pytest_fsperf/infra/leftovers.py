@@ -340,7 +340,10 @@ def _clean_one(e: dict[str, Any], mounts: dict[str, int]) -> str | None:
         name = str(e["name"])
         if not _NETNS.fullmatch(name) or not os.path.lexists(f"/run/netns/{name}"):
             return None
-        subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=30, check=False)
+        ip = trust.which("ip")[0]  # root runs it: resolved and checked as any program
+        if ip is None:
+            return f"kept the network namespace {name} (no ip command root may run)"
+        subprocess.run([ip, "netns", "del", name], capture_output=True, timeout=30, check=False)
         return f"removed the network namespace {name}"
     return None
 

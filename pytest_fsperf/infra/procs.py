@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import psutil
@@ -145,6 +146,21 @@ def listening(pid: int, port: int) -> str | None:
         who = ", ".join(sorted({_owner(c.pid) for c in others}))
         return f"port {port} is also listened on by {who}: refused (it would receive root's requests)"
     return "" if found else None
+
+
+def serving(proc: subprocess.Popen[bytes], port: int, answers: Callable[[], bool],
+            deadline: float, pause: float = 0.1) -> str | None:
+    """Wait until the process alone listens on `port` (by socket inode: nothing is sent to a
+    listener of another's) and answers(): "" then; who else listens there, where another
+    does; None where it exited or the deadline passed first."""
+    while proc.poll() is None and time.monotonic() < deadline:
+        taken = listening(proc.pid, port)
+        if taken:
+            return taken
+        if taken == "" and answers():
+            return ""
+        time.sleep(pause)
+    return None
 
 
 def _owner(pid: int | None) -> str:

@@ -95,9 +95,10 @@ def which(*names: str) -> tuple[str | None, str]:
     """The first of `names` on PATH, as root may run it: (its checked real path, ""), (None,
     why) where the one found may not run, (None, "") where none is installed."""
     for name in names:
-        if shutil.which(name) is None:
+        found = shutil.which(name)  # looked up once: the path checked is the path run
+        if found is None:
             continue
-        argv, why = program(name)
+        argv, why = program(found)
         if why or len(argv) != 1:
             return None, why or f"{name} is a script: not run as root from PATH"
         return argv[0], ""

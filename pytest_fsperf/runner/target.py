@@ -3,6 +3,7 @@ what the runner asks of the session that opens and closes them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -249,10 +250,13 @@ def _held(root: str) -> int:
         os.close(fd)
         raise MeasurementError(f"the work root {root} was replaced as it was made (owner uid "
                                f"{st.st_uid}); another user can change {os.path.dirname(root)}")
-    why = _open_to_others(root, os.fstat(fd))
+    why = _open_to_others(root, os.fstat(fd))  # its mode now, after _ignores_modes
     if why:
+        with contextlib.suppress(OSError):  # just made and empty; removed only if still ours
+            now = os.lstat(root)
+            if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+                os.rmdir(root)
         os.close(fd)
-        os.rmdir(root)  # just made, empty, ours (checked above)
         raise MeasurementError(why)
     return fd
 

@@ -165,9 +165,10 @@ def start(upstream: str, conditions: StoreConditions, dialect: str,
     except OSError:
         port = 0
     found = Conditioned(conditions, proc, port, stats_path, (entry, dir_entry), private)
-    taken = (listening(proc.pid, port) or "") if port else "it printed no port"
-    if taken or listening(proc.pid, port) is None:  # not ours alone, or not up: unused
-        taken = taken or f"nothing listens on its port {port}"
+    taken = listening(proc.pid, port) if port else "it printed no port"
+    if taken is None:
+        taken = f"nothing listens on its port {port}"
+    if taken:  # not ours alone, or not up: nothing is sent through it
         found.stop()
         raise MeasurementError(f"the store conditions' proxy did not start: {taken}")
     RUNNING[found.address] = found
@@ -185,8 +186,9 @@ class ConditionedStore:
     daemons the proxy's address wherever the store's was (endpoint, proxy setting, S3 client
     endpoint); the request meter still reads the store's own metrics directly."""
 
-    def __init__(self, inner: object, port: int, conditions: StoreConditions, dialect: str) -> None:
-        self.inner, self.store_port = inner, port
+    def __init__(self, inner: object, port: int, conditions: StoreConditions, dialect: str,
+                 owns: bool = True) -> None:
+        self.inner, self.store_port, self.owns = inner, port, owns
         self.proxy = start(f"127.0.0.1:{port}", conditions, dialect)
 
     def config(self) -> dict[str, str]:
@@ -207,4 +209,5 @@ class ConditionedStore:
         try:
             self.proxy.stop()
         finally:
-            self.inner.stop()  # type: ignore[attr-defined]
+            if self.owns:
+                self.inner.stop()  # type: ignore[attr-defined]

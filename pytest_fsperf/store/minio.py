@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import pwd
 import secrets
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.infra import leftovers, trust
-from pytest_fsperf.infra.procs import Proc, listening, stop_child
+from pytest_fsperf.infra.procs import Proc, serving, stop_child
 from pytest_fsperf.measure.meters import io_counters
 from pytest_fsperf.mounts.spec import free_port
 from pytest_fsperf.store.sigv4 import signed_request
@@ -108,7 +109,7 @@ def start_minio(binary: str, timeout: float = 30.0) -> S3Server:
     env.update(MINIO_ROOT_USER=access_key, MINIO_ROOT_PASSWORD=secret_key, MINIO_BROWSER="off",
                MINIO_PROMETHEUS_AUTH_TYPE="public")
     log_path = os.path.join(data_dir, "minio.log")
-    last, taken = "", None
+    last = ""
     for _attempt in range(3):  # a free port may be taken between probe and bind
         port, console = free_port(), free_port()
         endpoint = f"http://127.0.0.1:{port}"
@@ -118,24 +119,20 @@ def start_minio(binary: str, timeout: float = 30.0) -> S3Server:
                  "--console-address", f"127.0.0.1:{console}", os.path.join(data_dir, "data")],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, start_new_session=True)
         entry = leftovers.note_process(Proc.of(proc.pid))
-        deadline = time.monotonic() + timeout
         # the listener ours (by socket inode) before anything, signed or not, is sent to it
-        while proc.poll() is None and time.monotonic() < deadline and not (
-                (taken := listening(proc.pid, port)) == "" and _live(endpoint)):
-            if taken:
-                last = taken
-                break
-            time.sleep(0.1)
+        taken = serving(proc, port, functools.partial(_live, endpoint), time.monotonic() + timeout)
         server = S3Server(endpoint, "fsperf-" + secrets.token_hex(4), access_key, secret_key,
                           "us-east-1", proc, data_dir, (entry, dir_entry))
-        if proc.poll() is None and not taken and listening(proc.pid, port) == "" and _live(endpoint):
+        if taken == "":
             try:
                 server.make_bucket(server.bucket)
             except BaseException:
                 server.stop()
                 raise
             return server
-        if not taken:
+        if taken:
+            last = taken
+        else:
             with open(log_path, encoding="utf-8", errors="replace") as f:
                 last = " | ".join(f.read().split("\n")[-4:]).strip()
         if proc.poll() is None:

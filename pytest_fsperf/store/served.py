@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import email.utils
+import functools
 import hashlib
 import hmac
 import json
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.infra import leftovers, trust
-from pytest_fsperf.infra.procs import Proc, listening, stop_child
+from pytest_fsperf.infra.procs import Proc, serving, stop_child
 from pytest_fsperf.mounts.spec import free_port
 from pytest_fsperf.store.minio import CACHE_BIN
 
@@ -86,15 +87,12 @@ def _start(name: str, argv: Callable[[int, str], list[str]], env: Mapping[str, s
                                     env={**_base_env(), **env}, cwd=data_dir,
                                     start_new_session=True)
         entry = leftovers.note_process(Proc.of(proc.pid))
-        deadline = time.monotonic() + timeout
-        while proc.poll() is None and time.monotonic() < deadline:
-            # ours, by socket inode, before anything is sent to it
-            if taken := listening(proc.pid, port):
-                impostor = taken
-                break
-            if taken == "" and _answers(ready.format(port=port)):
-                return proc, data_dir, port, (entry, dir_entry)
-            time.sleep(0.2)
+        # ours, by socket inode, before anything is sent to it
+        taken = serving(proc, port, functools.partial(_answers, ready.format(port=port)),
+                        time.monotonic() + timeout, 0.2)
+        if taken == "":
+            return proc, data_dir, port, (entry, dir_entry)
+        impostor = taken or impostor
         if proc.poll() is None:
             proc.kill()
         proc.wait()
