@@ -21,6 +21,10 @@ class NotCompared(MeasurementError, LookupError):
     measured); the message says what happened and why."""
 
 
+class DataLost(MeasurementError):
+    """What a workload wrote did not read back as written (checked under a faulty store)."""
+
+
 class WorkloadHung(MeasurementError):
     """A workload ran past its deadline: the filesystem stopped answering."""
 

@@ -78,13 +78,14 @@ def through(minio_server):
         started.append(proxy)
         return proxy
 
-    def ask(proxy, method: str, key: str) -> tuple[int, bytes, float]:
+    def ask(proxy, method: str, key: str, ranged: str = "") -> tuple[int, bytes, float]:
         url = f"http://{proxy.address}/{minio_server.bucket}/{key}"
         req = signed_request(method, url, minio_server.access_key, minio_server.secret_key,
                              minio_server.region)
         c = http.client.HTTPConnection(proxy.address, timeout=20)
         began = time.monotonic()
-        c.request(method, f"/{minio_server.bucket}/{key}", headers=dict(req.header_items()))
+        c.request(method, f"/{minio_server.bucket}/{key}",
+                  headers={**dict(req.header_items()), **({"Range": ranged} if ranged else {})})
         r = c.getresponse()
         data = r.read()
         c.close()
@@ -211,3 +212,45 @@ def test_a_daemon_meets_the_conditions_and_its_results_say_which(pytester, clean
     assert did["requests"] >= 40 and did["first_byte_p50"] >= 0.02, did
     assert rows[0]["r"]["requests"]["conditions"] == {}
     result.stdout.fnmatch_lines(["*under the store conditions * requests*first byte p50 *"])
+
+
+@pytest.mark.s3
+def test_a_flipped_byte_reaches_the_reader_and_is_counted(through) -> None:
+    need("go")
+    start, ask = through
+    _, plain, _ = ask(start(StoreConditions()), "GET", "k")
+    flipping = start(StoreConditions(corrupt=1.0))
+    assert ask(flipping, "GET", "k")[1] == plain  # a whole object: not flipped
+    status, data, _ = ask(flipping, "GET", "k", "bytes=0-")
+    assert status == 206 and len(data) == len(plain)
+    assert sum(a != b for a, b in zip(data, plain, strict=True)) == 1
+    assert flipping.stats()["counts"]["corrupted"] == 1
+
+
+WRITES = """
+def test_write(fsperf):
+    fsperf.fio(name="w", rw="write", bs="1M", size="8M", end_fsync=1)
+"""
+
+
+@pytest.mark.s3
+def test_what_a_write_wrote_is_read_back_under_faults(pytester, clean) -> None:
+    """rclone over the plugin's MinIO behind a request-rate limit (a condition that can fail
+    requests; not reached here, so the run is steady): the write's blocks carry
+    fio's checksums and are read back after a cold start (intact, said in its notes); with
+    every read's byte flipped on its way from the store (a store, or a build, that loses
+    data) the test fails naming the file."""
+    need("rclone")
+    need("go")
+    pytester.makepyfile(WRITES)
+    args = ("--fsperf-backend=rclone", "--fsperf-backend-store=minio",
+            "--fsperf-store-rate=1000/s,burst=1000")
+    result, data = run_json(pytester, *args)
+    result.assert_outcomes(passed=1)
+    notes = data["results"][0]["notes"]
+    assert any("read back after a cold start" in n and "intact" in n for n in notes), notes
+    result, data = run_json(pytester, *args, "--fsperf-store-corrupt=100%",
+                            "--fsperf-mount-options=--low-level-retries=1 --retries=1")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*w: what it wrote under the store's faults did not read back "
+                                 "as written: *fsperf.0.0*"])

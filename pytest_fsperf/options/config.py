@@ -203,6 +203,9 @@ OPTIONS = (
     Option("fsperf_store_resets", "store_resets",
            lambda raw: conditions.fraction(raw.text, raw.where), None, "SHARE",
            "share of replies cut mid-body, the connection reset, e.g. 0.5%"),
+    Option("fsperf_store_corrupt", "store_corrupt",
+           lambda raw: conditions.fraction(raw.text, raw.where), None, "SHARE",
+           "share of ranged reads answered with one byte flipped (silent corruption)"),
     Option("fsperf_store_tail", "store_tail", lambda raw: conditions.tail(raw.text, raw.where),
            None, "1/N:TIME", "a slow tail: one request in N held TIME more, e.g. 1/100:200ms"),
     Option("fsperf_page_cache", "page_cache", parse.member(pagecache.Counting),
@@ -312,6 +315,7 @@ class Settings:
     store_rate: tuple[float, float] | None = None
     store_errors: float | None = None
     store_resets: float | None = None
+    store_corrupt: float | None = None
     store_tail: tuple[int, float] | None = None
     fuse_trace: fusetrace.Tracing = fusetrace.Tracing.AUTO
     page_cache: pagecache.Counting = pagecache.Counting.AUTO
@@ -335,7 +339,7 @@ class Settings:
             self.store_profile, rtt=self.store_rtt, ttfb=self.store_ttfb,
             bandwidth=self.store_bandwidth, conn_bandwidth=self.store_conn_bandwidth,
             rate=rate[0] if rate else None, burst=rate[1] if rate else None,
-            errors=self.store_errors, resets=self.store_resets,
+            errors=self.store_errors, resets=self.store_resets, corrupt=self.store_corrupt,
             tail_every=tail[0] if tail else None, tail=tail[1] if tail else None)
 
     def where(self, name: str) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pytest_fsperf import units
 from pytest_fsperf.engine import fio as fio_engine
 from pytest_fsperf.engine import fio_status, fiosize
-from pytest_fsperf.errors import MeasurementError, UsageError, WorkloadHung
+from pytest_fsperf.errors import DataLost, MeasurementError, UsageError, WorkloadHung
 from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import pagecache, progress
 from pytest_fsperf.mounts.daemon import Lookup
@@ -22,12 +22,14 @@ from pytest_fsperf.mounts.spec import Need
 from pytest_fsperf.result.workload import JobStats, WorkloadResult
 from pytest_fsperf.runner import window
 from pytest_fsperf.runner.readings import PageCacheReading, TimelineReading
+from pytest_fsperf.store import conditioner
 from pytest_fsperf.vocab import EngineKind
 
 if TYPE_CHECKING:
     from pytest_fsperf.runner.space import Space
 
 WRITES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trimwrite"})
+CHECKED = frozenset({"write", "randwrite"})  # what fio's verify_only can read back
 FLUSHES = ("end_fsync", "fsync_on_close", "fsync", "fdatasync", "sync", "write_barrier")
 
 
@@ -162,6 +164,9 @@ def measure(ws: Space, label: str, judged: bool, job: dict[str, str], layout: bo
         lay_out(ws, job, out)
         ws.laid_out[key] = _files(ws.workdir)
     fresh = not before or (laid_out and ws.laid_out[key] != before)
+    checked = _checked(ws, job)
+    if checked == "":  # each block written with its checksum, read back after the window
+        job = {**job, "verify": "crc32c", "do_verify": "0"}
     # fio's own reports time the I/O and count its bytes, for every ioengine (fio_status)
     spec = fio_status.instrumented(job, out)
     status_args = ([f"--status-interval={fio_status.INTERVAL:g}"]
@@ -200,11 +205,55 @@ def measure(ws: Space, label: str, judged: bool, job: dict[str, str], layout: bo
                 line = dataclasses.replace(line, moved=fio_status.per_interval(
                     status.series(*w.io_span, total), edges))
             w.put(TimelineReading(line))
+        if checked == "":
+            checked = _read_back(ws, job, out, label)
         return window.record(ws, w, name=label, kind=EngineKind.FIO, options=job, read=read, write=write,
                            tool_cpu_percent=100.0 * fio_cpu / w.wall if w.wall > 0 else 0.0,
                            judged=judged, raw=raw, output_file=out + ".json",
-                           notes=_unflushed(job, w.lookup) + _per_job(jobs), jobs=jobs,
+                           notes=(_unflushed(job, w.lookup) + _per_job(jobs)
+                                  + ((checked,) if checked else ())), jobs=jobs,
                            fresh_files=fresh)
+
+
+def _checked(ws: Space, job: dict[str, str]) -> str | None:
+    """Under a store whose conditions fail or cut requests, what a write job wrote is read
+    back and checked: "" where it will be, a note where it cannot be, None where not asked."""
+    owned = ws.target.owned
+    proxy = conditioner.running(owned.rendered.fields.get("conditions_proxy")
+                                if owned is not None else None)
+    if proxy is None or not proxy.conditions.faulty or job.get("rw", "read") not in WRITES:
+        return None
+    if job.get("rw") not in CHECKED or job.get("time_based", "0") not in ("0", ""):
+        return ("written data not checked under the store's faults: fio reads back only "
+                "size-based write and randwrite jobs")
+    return ""
+
+
+VERIFY_FAILED = re.compile(r"(?:verify|crc32c)[^\n]*?(?:at file|failed)[^\n]*")
+
+
+def _read_back(ws: Space, job: dict[str, str], out: str, label: str) -> str:
+    """After the window: a cold start (a daemon the plugin started remounted, the page cache
+    dropped), then fio reads every block the job wrote and checks its checksum. A block that
+    differs fails the test naming the file and offset."""
+    ws.cold_start()
+    check = {**{k: v for k, v in job.items() if k not in FLUSHES}, "verify_only": "1",
+             "do_verify": "1"}
+    try:
+        fio_engine.run_fio(fio_engine.command(check, "fsperf", str(ws.workdir),
+                                              out + ".verify.json"),
+                           out + ".verify.json", ws.deadline(job), ws.on_hang)
+    except WorkloadHung as exc:
+        raise WorkloadHung(f"{label}: reading back what it wrote: {exc}") from None
+    except MeasurementError as exc:
+        said = ""
+        with contextlib.suppress(OSError):
+            with open(out + ".verify.json.log", encoding="utf-8", errors="replace") as f:
+                said = next((m.group(0) for m in map(VERIFY_FAILED.search, f) if m), "")
+        raise DataLost(f"{label}: what it wrote under the store's faults did not read back "
+                       f"as written: {(said or str(exc))[:300]}") from None
+    return ("written data read back after a cold start, every block's checksum checked "
+            "(fio verify=crc32c): intact")
 
 
 FIO_FILE = re.compile(r"fsperf\.\d+\.\d+")  # fio's names for the files of job "fsperf"

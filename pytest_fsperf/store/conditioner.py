@@ -29,7 +29,8 @@ from pytest_fsperf.infra.procs import Proc, listening, stop_child
 from pytest_fsperf.store.conditions import StoreConditions
 
 NAME = "fsperf-store-proxy"
-COUNTED = ("requests", "throttled", "errors", "resets", "held", "retries")
+COUNTED = ("requests", "connections", "throttled", "errors", "resets", "corrupted", "held",
+           "retries")
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "pytest-fsperf", "proxy")
 GO = ("/usr/local/go/bin/go", "/usr/lib/go/bin/go", "/usr/bin/go")
 SOURCES = ("proxy.go", "go.mod")

@@ -29,19 +29,25 @@ class StoreConditions:
     burst: float = 0.0  # requests over the rate taken at once
     errors: float = 0.0  # fraction of requests answered with a 5xx (never reaching the store)
     resets: float = 0.0  # fraction of replies cut mid-body, the connection reset
+    corrupt: float = 0.0  # fraction of ranged reads (206) with one byte flipped: silent corruption
     tail_every: int = 0  # 1 request in this many held for `tail` more
     tail: float = 0.0
+    # with a round trip, each connection paced as TCP paces it: a window of bytes a round trip,
+    # doubling from the first (slow start) to the most; idle past the retransmission timeout
+    # (Linux: at least 200 ms), it starts slow again
+    window: int = 4 << 20
+    init_window: int = 10 * 1448  # RFC 6928: 10 segments of a 1500-byte MTU
     profile: str = ""  # the named profile these came from, if any
 
     @property
     def bare(self) -> bool:
         return not any((self.rtt, self.ttfb, self.conn_bandwidth, self.bandwidth, self.rate,
-                        self.errors, self.resets, self.tail_every and self.tail))
+                        self.errors, self.resets, self.corrupt, self.tail_every and self.tail))
 
     @property
     def faulty(self) -> bool:
         """Requests fail or are cut: data written must be checked when read back."""
-        return bool(self.errors or self.resets or self.rate)
+        return bool(self.errors or self.resets or self.rate or self.corrupt)
 
     def describe(self) -> str:
         """One line: `in-region: rtt 2 ms, ttfb 10 ms` ("bare" for none)."""
@@ -60,6 +66,8 @@ class StoreConditions:
             parts.append(f"{100 * self.errors:g}% 5xx")
         if self.resets:
             parts.append(f"{100 * self.resets:g}% reset mid-body")
+        if self.corrupt:
+            parts.append(f"{100 * self.corrupt:g}% of ranged reads with a byte flipped")
         if self.tail_every and self.tail:
             parts.append(f"1 in {self.tail_every} held {units.format_duration(self.tail * 1e9)}")
         said = ", ".join(parts) or "bare"
@@ -75,9 +83,11 @@ class StoreConditions:
                  seed: int) -> dict[str, object]:
         """The proxy's settings line (proxy/proxy.go)."""
         return {"upstream": upstream, "dialect": dialect, "rtt_ns": int(self.rtt * 1e9),
-                "ttfb_ns": int(self.ttfb * 1e9), "conn_bps": self.conn_bandwidth,
+                "ttfb_ns": int(self.ttfb * 1e9), "window": self.window,
+                "init_window": self.init_window, "idle_ns": int((0.2 + self.rtt) * 1e9),
+                "conn_bps": self.conn_bandwidth,
                 "total_bps": self.bandwidth, "rate": self.rate, "burst": self.burst,
-                "error_rate": self.errors, "reset_rate": self.resets,
+                "error_rate": self.errors, "reset_rate": self.resets, "corrupt_rate": self.corrupt,
                 "tail_every": self.tail_every, "tail_ns": int(self.tail * 1e9),
                 "owners": owners, "stats": stats, "seed": seed}
 
@@ -179,8 +189,11 @@ def conditions_text(did: Mapping[str, float]) -> str:
     first byte p50 12.1 ms, p99 14.0 ms`."""
     parts = [f"{int(did[k])} {word}" for k, word in (
         ("throttled", "throttled"), ("errors", "answered 5xx"), ("resets", "reset mid-body"),
+        ("corrupted", "with a byte flipped"),
         ("held", "held (slow tail)"), ("retries", "retried")) if did.get(k)]
     first = [f"{p} {units.format_duration(did[f'first_byte_{p}'] * 1e9)}" for p in ("p50", "p99")
              if f"first_byte_{p}" in did]
-    text = f"{int(did.get('requests', 0))} requests" + (f": {', '.join(parts)}" if parts else "")
+    text = f"{int(did.get('requests', 0))} requests" + (
+        f" over {int(did['connections'])} new connections" if did.get("connections") else "") + (
+        f": {', '.join(parts)}" if parts else "")
     return text + (f"; first byte {', '.join(first)}" if first else "")

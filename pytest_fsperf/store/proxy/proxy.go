@@ -31,20 +31,24 @@ import (
 )
 
 type settings struct {
-	Upstream  string  `json:"upstream"`   // host:port of the store
-	Dialect   string  `json:"dialect"`    // s3, oss, azure, gcs: how a throttle or error reads
-	RTTNs     int64   `json:"rtt_ns"`     // added to each request; once more per new connection
-	TTFBNs    int64   `json:"ttfb_ns"`    // added before each reply's first byte
-	ConnBps   float64 `json:"conn_bps"`   // bytes/s of each connection's bodies (0: none)
-	TotalBps  float64 `json:"total_bps"`  // bytes/s of all bodies together (0: none)
-	Rate      float64 `json:"rate"`       // requests/s the store takes (0: no limit)
-	Burst     float64 `json:"burst"`      // requests over the rate taken at once
-	ErrorRate float64 `json:"error_rate"` // fraction of requests answered with a 5xx
-	ResetRate float64 `json:"reset_rate"` // fraction of replies with a body cut mid-body
-	TailEvery int64   `json:"tail_every"` // 1 request in this many held (0: none)
-	TailNs    int64   `json:"tail_ns"`    // for this long
-	Owners    []int   `json:"owners"`     // uids whose connections are served
-	Stats     string  `json:"stats"`      // where SIGUSR1 writes the counts
+	Upstream  string  `json:"upstream"`     // host:port of the store
+	Dialect   string  `json:"dialect"`      // s3, oss, azure, gcs: how a throttle or error reads
+	RTTNs     int64   `json:"rtt_ns"`       // added to each request; once more per new connection
+	TTFBNs    int64   `json:"ttfb_ns"`      // added before each reply's first byte
+	Window    int64   `json:"window"`       // the most a connection has in flight a round trip (0: no pacing)
+	InitWin   int64   `json:"init_window"`  // a new or idle connection's first window (slow start)
+	IdleNs    int64   `json:"idle_ns"`      // idle this long, a connection starts slow again
+	ConnBps   float64 `json:"conn_bps"`     // bytes/s of each connection's bodies (0: none)
+	TotalBps  float64 `json:"total_bps"`    // bytes/s of all bodies together (0: none)
+	Rate      float64 `json:"rate"`         // requests/s the store takes (0: no limit)
+	Burst     float64 `json:"burst"`        // requests over the rate taken at once
+	ErrorRate float64 `json:"error_rate"`   // fraction of requests answered with a 5xx
+	ResetRate float64 `json:"reset_rate"`   // fraction of replies with a body cut mid-body
+	Corrupt   float64 `json:"corrupt_rate"` // fraction of ranged reads (206) with one byte flipped
+	TailEvery int64   `json:"tail_every"`   // 1 request in this many held (0: none)
+	TailNs    int64   `json:"tail_ns"`      // for this long
+	Owners    []int   `json:"owners"`       // uids whose connections are served
+	Stats     string  `json:"stats"`        // where SIGUSR1 writes the counts
 	Seed      int64   `json:"seed"`
 }
 
@@ -53,9 +57,11 @@ type counts struct {
 	Throttled int64 `json:"throttled"`
 	Errors    int64 `json:"errors"`
 	Resets    int64 `json:"resets"`
+	Corrupted int64 `json:"corrupted"`
 	Held      int64 `json:"held"`
 	Retries   int64 `json:"retries"`
 	Refused   int64 `json:"refused"`
+	Conns     int64 `json:"connections"`
 	BodyIn    int64 `json:"body_in"`
 	BodyOut   int64 `json:"body_out"`
 }
@@ -124,6 +130,7 @@ func main() {
 			c.Close()
 			continue
 		}
+		atomic.AddInt64(&count.Conns, 1)
 		go serve(c.(*net.TCPConn))
 	}
 }
@@ -141,9 +148,9 @@ func writeStats() {
 
 func snapshot() counts {
 	return counts{atomic.LoadInt64(&count.Requests), atomic.LoadInt64(&count.Throttled),
-		atomic.LoadInt64(&count.Errors), atomic.LoadInt64(&count.Resets),
+		atomic.LoadInt64(&count.Errors), atomic.LoadInt64(&count.Resets), atomic.LoadInt64(&count.Corrupted),
 		atomic.LoadInt64(&count.Held), atomic.LoadInt64(&count.Retries),
-		atomic.LoadInt64(&count.Refused), atomic.LoadInt64(&count.BodyIn),
+		atomic.LoadInt64(&count.Refused), atomic.LoadInt64(&count.Conns), atomic.LoadInt64(&count.BodyIn),
 		atomic.LoadInt64(&count.BodyOut)}
 }
 
@@ -254,6 +261,14 @@ type link struct {
 	cr, ur     *bufio.Reader
 	conn       *bucket
 	fresh      bool
+	toStore    flow // each direction's congestion window (Window > 0)
+	toClient   flow
+}
+
+// flow: one direction of a connection as TCP paces it over a round trip.
+type flow struct {
+	cwnd int64     // bytes a round trip
+	sent time.Time // when it last sent: idle past IdleNs, it starts slow again
 }
 
 func serve(c *net.TCPConn) {
@@ -321,7 +336,7 @@ func (l *link) one(req *head) bool {
 		return false
 	}
 	if req.hasBody() && !req.expect { // the body, then the reply
-		if !l.body(l.cr, l.client, l.up, req, &count.BodyIn, -1) {
+		if !l.body(l.cr, l.client, l.up, req, &count.BodyIn, -1, -1, &l.toStore) {
 			return false
 		}
 	}
@@ -336,7 +351,7 @@ func (l *link) one(req *head) bool {
 		if _, err := l.client.Write(reply.bytes()); err != nil {
 			return false
 		}
-		if !l.body(l.cr, l.client, l.up, req, &count.BodyIn, -1) {
+		if !l.body(l.cr, l.client, l.up, req, &count.BodyIn, -1, -1, &l.toStore) {
 			return false
 		}
 		if reply, err = readHead(l.ur); err != nil {
@@ -358,11 +373,18 @@ func (l *link) one(req *head) bool {
 			cut = 1 + rng.Int63n(reply.length-1)
 			rngLock.Unlock()
 		}
+		flip := int64(-1)
+		if reply.status == 206 && reply.length > 0 && chance(cfg.Corrupt) { // object data, not a listing
+			rngLock.Lock()
+			flip = rng.Int63n(reply.length)
+			rngLock.Unlock()
+			atomic.AddInt64(&count.Corrupted, 1)
+		}
 		if reply.length < 0 && !reply.chunked { // until the store closes
 			io.Copy(l.client, l.ur)
 			return false
 		}
-		if !l.body(l.ur, l.up, l.client, reply, &count.BodyOut, cut) {
+		if !l.body(l.ur, l.up, l.client, reply, &count.BodyOut, cut, flip, &l.toClient) {
 			if cut >= 0 {
 				atomic.AddInt64(&count.Resets, 1)
 				failed.Store(req.key, true)
@@ -434,7 +456,9 @@ func internal() (int, string, string) {
 // body copies one message body from r (buffered over raw) to w: Content-Length bytes through
 // splice in paced slices, or chunked framing as it comes. cut >= 0: stop after that many
 // bytes (false: the connection is to be dropped).
-func (l *link) body(r *bufio.Reader, raw, w *net.TCPConn, h *head, n *int64, cut int64) bool {
+// flip >= 0: that byte of the body is sent inverted (a store's silent corruption).
+func (l *link) body(r *bufio.Reader, raw, w *net.TCPConn, h *head, n *int64, cut, flip int64,
+	f *flow) bool {
 	if h.chunked {
 		return copyChunked(r, w, n)
 	}
@@ -442,13 +466,47 @@ func (l *link) body(r *bufio.Reader, raw, w *net.TCPConn, h *head, n *int64, cut
 	if cut >= 0 && cut < left {
 		left = cut
 	}
+	windowed := cfg.Window > 0 && cfg.RTTNs > 0
+	if windowed && (f.cwnd == 0 || time.Since(f.sent) > time.Duration(cfg.IdleNs)) {
+		f.cwnd = cfg.InitWin // RFC 6928's 10 segments; Linux's slow start after idle
+	}
+	round := time.Now()
+	inRound := int64(0)
 	for left > 0 {
 		slice := int64(256 << 10) // paced in slices: each waits its time in the buckets
 		if l.conn == nil && total == nil {
 			slice = left // unpaced: one splice loop for the whole body
 		}
+		if windowed { // a window a round trip: its acknowledgements clock the next
+			if inRound >= f.cwnd {
+				sleepUntil(round.Add(time.Duration(cfg.RTTNs)))
+				round, inRound = time.Now(), 0
+				if f.cwnd *= 2; f.cwnd > cfg.Window {
+					f.cwnd = cfg.Window
+				}
+			}
+			if slice > f.cwnd-inRound {
+				slice = f.cwnd - inRound
+			}
+		}
 		if slice > left {
 			slice = left
+		}
+		if done := h.length - left; flip >= done && flip < done+slice {
+			if flip > done {
+				slice = flip - done
+			} else { // this byte, inverted
+				b, err := r.ReadByte()
+				if err != nil {
+					return false
+				}
+				if _, err := w.Write([]byte{^b}); err != nil {
+					return false
+				}
+				left, inRound = left-1, inRound+1
+				atomic.AddInt64(n, 1)
+				continue
+			}
 		}
 		l.pace(slice)
 		if b := int64(r.Buffered()); b > 0 { // what the head's reader already holds
@@ -461,16 +519,19 @@ func (l *link) body(r *bufio.Reader, raw, w *net.TCPConn, h *head, n *int64, cut
 			}
 			r.Discard(int(b))
 			left -= b
+			inRound += b
 			atomic.AddInt64(n, b)
 			continue
 		}
 		got, err := w.ReadFrom(io.LimitReader(raw, slice))
 		left -= got
+		inRound += got
 		atomic.AddInt64(n, got)
 		if err != nil || got == 0 {
 			return false
 		}
 	}
+	f.sent = time.Now()
 	return cut < 0 || cut >= h.length
 }
 
