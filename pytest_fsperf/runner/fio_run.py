@@ -247,9 +247,9 @@ def _read_back(ws: Space, job: dict[str, str], out: str, label: str) -> str:
         raise WorkloadHung(f"{label}: reading back what it wrote: {exc}") from None
     except MeasurementError as exc:
         said = ""
-        with contextlib.suppress(OSError):
-            with open(out + ".verify.json.log", encoding="utf-8", errors="replace") as f:
-                said = next((m.group(0) for m in map(VERIFY_FAILED.search, f) if m), "")
+        with contextlib.suppress(OSError), open(out + ".verify.json.log", encoding="utf-8",
+                                                errors="replace") as f:
+            said = next((m.group(0) for m in map(VERIFY_FAILED.search, f) if m), "")
         raise DataLost(f"{label}: what it wrote under the store's faults did not read back "
                        f"as written: {(said or str(exc))[:300]}") from None
     return ("written data read back after a cold start, every block's checksum checked "
