@@ -220,3 +220,26 @@ def test_an_ossfs2_mounted_by_hand_runs_the_suite_and_no_read_from_its_memory_is
         oss.stop()
         s3.stop()
         leftovers.stop(record)
+
+
+CARRIED = """
+def test_carried(fsperf):
+    fsperf.fio(name="big", rw="read", bs="1M", size="256M", numjobs=1)
+    fsperf.fio(name="small", rw="read", bs="1M", size="256M", io_size="8M")
+"""
+
+
+def test_a_peak_carried_in_from_earlier_work_says_where_it_started(pytester, clean):
+    """Issue 62: ossfs2 keeps the buffers of a large read after it; the next window's peak
+    memory is the daemon's high-water mark reset at its start, so it is mostly what the
+    daemon already held, and the row says so beside it (`(started at ...)`)."""
+    _needs("ossfs2")
+    pytester.makepyfile(CARRIED)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-backend=ossfs2",
+                                "--fsperf-json=r.json")
+    result.assert_outcomes(passed=1)
+    rows = {r["name"]: r for r in json.loads((pytester.path / "r.json").read_text())["results"]}
+    small = rows["small"]["daemon"]
+    assert small["peak_rss_method"] == "VmHWM"
+    assert small["start_rss_bytes"] >= 0.5 * small["peak_rss_bytes"] >= 50e6, small
+    result.stdout.re_match_lines([r".*small .*\(started at [0-9.]+ MB\).*"])

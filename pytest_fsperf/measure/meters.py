@@ -119,6 +119,7 @@ class DaemonMeter:
         self._stop = threading.Event()
         self._exited = threading.Event()
         self._sampled_peak_kib = 0
+        self._start_kib: int | None = None
         self._exact = False
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
@@ -201,6 +202,7 @@ class DaemonMeter:
         self._ns_sampled = self._ns0 is not None and len(self._ns0) <= NS_THREADS
         self._exact = all([reset_peak_rss(m.pid, self._proc) for m in self.daemon.members])
         self._sample()
+        self._start_kib = self._sampled_peak_kib or None
         self._io0 = self._io()
         self._cpu0 = cpu0
         self._t0 = time.monotonic()
@@ -268,6 +270,7 @@ class DaemonMeter:
             cpu_exact=exact is not None,
             peak_rss_bytes=1024 * (hwm if self._exact else self._sampled_peak_kib),
             peak_rss_method="VmHWM" if self._exact else "sampled",
+            start_rss_bytes=1024 * self._start_kib if self._start_kib else None,
             read_bytes=io[0] if io else None,
             write_bytes=io[1] if io else None,
             processes=tuple(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pytest_fsperf import units
+from pytest_fsperf.measure.figures import DaemonStats
 from pytest_fsperf.measure.timeline import sparkline
 from pytest_fsperf.report.model import (
     Figure,
@@ -41,11 +42,20 @@ def daemon_cells(r: Row) -> tuple[str, str]:
     held = r.ops.count if r.ops is not None and r.ops.operation == FilesOp.HOLD else None
     if held and r.rss_before is not None:  # idle open handles: what the test is judged on
         mem += f" ({units.format_mb((d.peak_rss_bytes - r.rss_before) / held)} per handle)"
-    if cpu is None:
-        return "-", mem
     if d.peak_rss_method != "VmHWM":
         mem += " (sampled)"
+    if carried(d):
+        mem += f" (started at {units.format_mb(d.start_rss_bytes or 0)})"
+    if cpu is None:
+        return "-", mem
     return units.format_percent(cpu), mem
+
+
+def carried(d: DaemonStats) -> bool:
+    """The daemon held most of its peak as the window started (100 MB or more): the peak
+    tells of earlier work as much as of this window's."""
+    start = d.start_rss_bytes or 0
+    return start >= 100e6 and start >= 0.5 * d.peak_rss_bytes
 
 
 def cache_cell(r: Row) -> str:
