@@ -33,7 +33,7 @@ COUNTED = ("requests", "connections", "throttled", "errors", "resets", "corrupte
            "retries")
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "pytest-fsperf", "proxy")
 GO = ("/usr/local/go/bin/go", "/usr/lib/go/bin/go", "/usr/bin/go")
-SOURCES = ("proxy.go", "go.mod")
+SOURCES = ("proxy.go", "gateway.go", "go.mod")
 
 
 def _source() -> dict[str, bytes]:
@@ -140,9 +140,10 @@ class Conditioned:
 
 
 def start(upstream: str, conditions: StoreConditions, dialect: str,
-          timeout: float = 10.0) -> Conditioned:
+          timeout: float = 10.0, gateway: Mapping[str, str] | None = None) -> Conditioned:
     """A proxy with `conditions` in front of `upstream` (host:port on this machine), for the
-    daemons of root and of this session's user only."""
+    daemons of root and of this session's user only; with `gateway`, the OSS gateway in
+    front of MinIO too (proxy/gateway.go: its keys, bucket and domain)."""
     path, why = binary()
     if path is None:
         raise MeasurementError(f"store conditions ({conditions.describe()}) cannot be applied: {why}")
@@ -151,6 +152,8 @@ def start(upstream: str, conditions: StoreConditions, dialect: str,
     stats_path = os.path.join(private, "stats.json")
     settings = conditions.settings(upstream, dialect, stats_path, sorted({0, os.geteuid()}),
                                    secrets.randbits(31))
+    if gateway is not None:
+        settings["gateway"] = dict(gateway)
     proc = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, start_new_session=True, cwd="/",
                             env={"PATH": "/usr/bin:/bin"})

@@ -1,5 +1,7 @@
-"""The plugin's OSS endpoint: a bucket of its MinIO behind the translating gateway
-(store/oss_gateway.py), in a process of its own, on 127.0.0.1; stopped by PID."""
+"""The plugin's OSS endpoint: a bucket of its MinIO behind the translating gateway, in a
+process of its own on 127.0.0.1: the Go one (proxy/gateway.go, in the store conditions'
+program) where Go builds it, else store/oss_gateway.py (Python: a slower store, its own
+ceiling on ossfs and ossfs2)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from dataclasses import dataclass, field
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.infra import leftovers
 from pytest_fsperf.infra.procs import Proc, stop_child
+from pytest_fsperf.store import conditioner
+from pytest_fsperf.store.conditions import StoreConditions
 from pytest_fsperf.store.minio import S3Server
 
 # Buckets are addressed as BUCKET.DOMAIN through the daemon's HTTP proxy setting: .invalid
@@ -30,6 +34,7 @@ class OssServer:
     proc: subprocess.Popen[bytes] | None = None
     port: int = 0
     entry: leftovers.Entry = None
+    gateway: conditioner.Conditioned | None = None  # the Go gateway, where Go builds it
 
     @property
     def pid(self) -> int:
@@ -51,7 +56,9 @@ class OssServer:
         return self.s3.served_bytes()
 
     def stop(self) -> None:
-        if self.proc is not None:
+        if self.gateway is not None:
+            self.gateway.stop()
+        elif self.proc is not None:
             stop_child(self.proc)
         if self.entry is not None:
             leftovers.done(self.entry)
@@ -65,6 +72,12 @@ def start_oss(s3: S3Server, timeout: float = 20.0) -> OssServer:
     conf = {"upstream": s3.endpoint, "upstream_access_key": s3.access_key,
             "upstream_secret_key": s3.secret_key, "region": s3.region,
             "access_key": server.access_key, "bucket": server.bucket, "domain": DOMAIN}
+    if conditioner.binary()[0] is not None:  # the Go gateway: bodies spliced, no GIL
+        gateway = conditioner.start(s3.endpoint.split("//", 1)[1], StoreConditions(), "oss",
+                                    timeout, gateway={k: v for k, v in conf.items()
+                                                      if k != "upstream"})
+        server.gateway, server.proc, server.port = gateway, gateway.proc, gateway.port
+        return server
     # -I: not the working directory's modules, not PYTHONPATH: only the installed plugin
     proc = subprocess.Popen([sys.executable, "-I", "-m", "pytest_fsperf.store.oss_gateway"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -31,26 +31,34 @@ import (
 )
 
 type settings struct {
-	Upstream  string  `json:"upstream"`     // host:port of the store
-	Dialect   string  `json:"dialect"`      // s3, oss, azure, gcs: how a throttle or error reads
-	RTTNs     int64   `json:"rtt_ns"`       // added to each request; once more per new connection
-	TTFBNs    int64   `json:"ttfb_ns"`      // added before each reply's first byte
-	Window    int64   `json:"window"`       // the most a connection has in flight a round trip (0: no pacing)
-	InitWin   int64   `json:"init_window"`  // a new or idle connection's first window (slow start)
-	IdleNs    int64   `json:"idle_ns"`      // idle this long, a connection starts slow again
-	ConnBps   float64 `json:"conn_bps"`     // bytes/s of each connection's bodies (0: none)
-	TotalBps  float64 `json:"total_bps"`    // bytes/s of all bodies together (0: none)
-	Rate      float64 `json:"rate"`         // requests/s the store takes (0: no limit)
-	Burst     float64 `json:"burst"`        // requests over the rate taken at once
-	ErrorRate float64 `json:"error_rate"`   // fraction of requests answered with a 5xx
-	ResetRate float64 `json:"reset_rate"`   // fraction of replies with a body cut mid-body
-	Corrupt   float64 `json:"corrupt_rate"` // fraction of ranged reads (206) with one byte flipped
-	TailEvery int64   `json:"tail_every"`   // 1 request in this many held (0: none)
-	TailNs    int64   `json:"tail_ns"`      // for this long
-	Owners    []int   `json:"owners"`       // uids whose connections are served
-	Stats     string  `json:"stats"`        // where SIGUSR1 writes the counts
-	Seed      int64   `json:"seed"`
+	Upstream  string           `json:"upstream"`     // host:port of the store
+	Dialect   string           `json:"dialect"`      // s3, oss, azure, gcs: how a throttle or error reads
+	RTTNs     int64            `json:"rtt_ns"`       // added to each request; once more per new connection
+	TTFBNs    int64            `json:"ttfb_ns"`      // added before each reply's first byte
+	Window    int64            `json:"window"`       // the most a connection has in flight a round trip (0: no pacing)
+	InitWin   int64            `json:"init_window"`  // a new or idle connection's first window (slow start)
+	IdleNs    int64            `json:"idle_ns"`      // idle this long, a connection starts slow again
+	ConnBps   float64          `json:"conn_bps"`     // bytes/s of each connection's bodies (0: none)
+	TotalBps  float64          `json:"total_bps"`    // bytes/s of all bodies together (0: none)
+	Rate      float64          `json:"rate"`         // requests/s the store takes (0: no limit)
+	Burst     float64          `json:"burst"`        // requests over the rate taken at once
+	ErrorRate float64          `json:"error_rate"`   // fraction of requests answered with a 5xx
+	ResetRate float64          `json:"reset_rate"`   // fraction of replies with a body cut mid-body
+	Corrupt   float64          `json:"corrupt_rate"` // fraction of ranged reads (206) with one byte flipped
+	TailEvery int64            `json:"tail_every"`   // 1 request in this many held (0: none)
+	TailNs    int64            `json:"tail_ns"`      // for this long
+	Owners    []int            `json:"owners"`       // uids whose connections are served
+	Gateway   *gatewaySettings `json:"gateway"`      // the OSS gateway (gateway.go), or none
+	Stats     string           `json:"stats"`        // where SIGUSR1 writes the counts
+	Seed      int64            `json:"seed"`
 }
+
+const (
+	maxOpen = 2048              // connections at once: past it one is closed as it is accepted
+	idle    = 300 * time.Second // for the next request's head
+)
+
+var open int64
 
 type counts struct {
 	Requests  int64 `json:"requests"`
@@ -130,8 +138,17 @@ func main() {
 			c.Close()
 			continue
 		}
+		if atomic.AddInt64(&open, 1) > maxOpen {
+			atomic.AddInt64(&open, -1)
+			atomic.AddInt64(&count.Refused, 1)
+			c.Close()
+			continue
+		}
 		atomic.AddInt64(&count.Conns, 1)
-		go serve(c.(*net.TCPConn))
+		go func() {
+			defer atomic.AddInt64(&open, -1)
+			serve(c.(*net.TCPConn))
+		}()
 	}
 }
 
@@ -283,10 +300,12 @@ func serve(c *net.TCPConn) {
 		}
 	}()
 	for {
+		c.SetReadDeadline(time.Now().Add(idle)) // a head idle or trickling this long: closed
 		req, err := readHead(l.cr)
 		if err != nil {
 			return
 		}
+		c.SetReadDeadline(time.Time{})
 		if !l.one(req) {
 			return
 		}
@@ -323,6 +342,14 @@ func (l *link) one(req *head) bool {
 		atomic.AddInt64(&count.Held, 1)
 		wait += time.Duration(cfg.TailNs)
 	}
+	var held []byte // a body already read (a chunked upload the gateway sends with a length)
+	if cfg.Gateway != nil {
+		next, body, no := gatewayRequest(req, l.cr)
+		if no != nil {
+			return l.answer(req, no.status, no.code, no.message)
+		}
+		req, held = next, body
+	}
 	if l.up == nil {
 		up, err := net.Dial("tcp4", cfg.Upstream)
 		if err != nil {
@@ -335,7 +362,11 @@ func (l *link) one(req *head) bool {
 	if _, err := l.up.Write(req.bytes()); err != nil {
 		return false
 	}
-	if req.hasBody() && !req.expect { // the body, then the reply
+	if held != nil {
+		if _, err := l.up.Write(held); err != nil {
+			return false
+		}
+	} else if req.hasBody() && !req.expect { // the body, then the reply
 		if !l.body(l.cr, l.client, l.up, req, &count.BodyIn, -1, -1, &l.toStore) {
 			return false
 		}
@@ -358,12 +389,32 @@ func (l *link) one(req *head) bool {
 			return false
 		}
 	}
+	var whole []byte // a body read whole: a listing rewritten, or a chunked reply
+	if cfg.Gateway != nil && reply.status >= 200 {
+		if isListing(reply, req.method) || (reply.chunked && req.method != "HEAD") {
+			if whole, err = readBody(l.ur, reply); err != nil {
+				return false
+			}
+			if isListing(reply, req.method) {
+				whole = fixListing(whole)
+			}
+			reply = gatewayReply(reply, req.method, int64(len(whole)))
+		} else {
+			reply = gatewayReply(reply, req.method, -1)
+		}
+	}
 	own := time.Since(started).Nanoseconds()
 	sleepUntil(started.Add(wait + time.Duration(cfg.TTFBNs)))
 	firsts.add(time.Since(started).Nanoseconds())
 	storeFirsts.add(own)
 	if _, err := l.client.Write(reply.bytes()); err != nil {
 		return false
+	}
+	if whole != nil {
+		if _, err := l.client.Write(whole); err != nil {
+			return false
+		}
+		return !ended && !req.closing && !reply.closing
 	}
 	bodied := req.method != "HEAD" && reply.status >= 200 && reply.status != 204 && reply.status != 304
 	if bodied {
