@@ -18,7 +18,7 @@ import obstore
 import psutil
 from obstore.store import S3Store
 
-from benchmarks.store_conditions import store, threads
+from benchmarks.store_conditions import threads
 from pytest_fsperf.infra import leftovers
 from pytest_fsperf.store.minio import find_minio, start_minio
 from pytest_fsperf.store.oss import start_oss

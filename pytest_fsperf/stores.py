@@ -12,19 +12,24 @@ import pytest
 from pytest_fsperf.keys import STATE
 from pytest_fsperf.store import served
 from pytest_fsperf.store.conditioner import ConditionedStore
+from pytest_fsperf.store.conditions import StoreConditions
 from pytest_fsperf.store.minio import INSTALL as MINIO_INSTALL
 from pytest_fsperf.store.minio import S3Server, find_minio, start_minio
 from pytest_fsperf.store.oss import OssServer, start_oss
 from pytest_fsperf.store.served import Served
 
 
+def _conditions(request: pytest.FixtureRequest) -> StoreConditions:
+    state = request.config.stash.get(STATE, None)
+    return state.settings.store if state is not None else StoreConditions()
+
+
 def _conditioned(request: pytest.FixtureRequest, server: Any, port: int, dialect: str,
                  owns: bool = True) -> Any:
     """The server itself, or under the session's store conditions, the server behind them
     (owns: stopping the wrapper stops the server too, as stopping the server would)."""
-    state = request.config.stash.get(STATE, None)
-    conditions = state.settings.store if state is not None else None
-    if conditions is None or conditions.bare:
+    conditions = _conditions(request)
+    if conditions.bare:
         return server
     try:
         return ConditionedStore(server, port, conditions, dialect, owns)
@@ -66,8 +71,11 @@ def fsperf_oss(request: pytest.FixtureRequest, fsperf_minio: S3Server) -> Iterat
     """An OSS endpoint on 127.0.0.1 for ossfs and ossfs2: a bucket of the session's MinIO
     behind the plugin's translating gateway (its metrics count every request); store
     conditions apply between the daemon and the gateway."""
-    gateway = start_oss(fsperf_minio)
-    server = _conditioned(request, gateway, gateway.port, "oss")
+    conditions = _conditions(request)
+    gateway = start_oss(fsperf_minio, conditions)
+    # the Go gateway applies them itself (one hop); the Python one sits behind the proxy
+    server = (gateway if gateway.gateway is not None
+              else _conditioned(request, gateway, gateway.port, "oss"))
     try:
         yield server
     finally:

@@ -50,7 +50,15 @@ class OssServer:
                 "access_key": self.access_key, "secret_key": self.secret_key,
                 "region": self.s3.region, "http_proxy": f"http://127.0.0.1:{self.port}",
                 "crc64": "false", "metrics_endpoint": self.s3.endpoint,
-                "s3_endpoint": f"http://127.0.0.1:{self.port}"}  # an S3 client's way in
+                "s3_endpoint": f"http://127.0.0.1:{self.port}",  # an S3 client's way in
+                **self.conditioned()}
+
+    def conditioned(self) -> dict[str, str]:
+        """The conditions the Go gateway applies, as ConditionedStore names them."""
+        if self.gateway is None or self.gateway.conditions.bare:
+            return {}
+        return {"store_conditions": self.gateway.conditions.describe(),
+                "conditions_proxy": self.gateway.address}
 
     def served_bytes(self) -> int:
         return self.s3.served_bytes()
@@ -64,8 +72,10 @@ class OssServer:
             leftovers.done(self.entry)
 
 
-def start_oss(s3: S3Server, timeout: float = 20.0) -> OssServer:
-    """A new bucket on `s3` and a gateway for it alone, with keys of its own."""
+def start_oss(s3: S3Server, conditions: StoreConditions | None = None,
+              timeout: float = 20.0) -> OssServer:
+    """A new bucket on `s3` and a gateway for it alone, with keys of its own; the Go gateway
+    applies `conditions` itself (the Python one does not: see stores.fsperf_oss)."""
     server = OssServer(s3, "fsperf-oss-" + secrets.token_hex(4), "fsperfoss" + secrets.token_hex(16),
                        secrets.token_urlsafe(24))
     s3.make_bucket(server.bucket)
@@ -73,7 +83,8 @@ def start_oss(s3: S3Server, timeout: float = 20.0) -> OssServer:
             "upstream_secret_key": s3.secret_key, "region": s3.region,
             "access_key": server.access_key, "bucket": server.bucket, "domain": DOMAIN}
     if conditioner.binary()[0] is not None:  # the Go gateway: bodies spliced, no GIL
-        gateway = conditioner.start(s3.endpoint.split("//", 1)[1], StoreConditions(), "oss",
+        gateway = conditioner.start(s3.endpoint.split("//", 1)[1],
+                                    conditions or StoreConditions(), "oss",
                                     timeout, gateway={k: v for k, v in conf.items()
                                                       if k != "upstream"})
         server.gateway, server.proc, server.port = gateway, gateway.proc, gateway.port
