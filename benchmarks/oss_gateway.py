@@ -4,13 +4,14 @@ gateway, alternating, five rounds; medians of the per-round ratios (gateway / di
 CPU each process spent over the gateway's runs, in cores (warm: the objects are in MinIO's
 page cache).
 
-    python3 -m benchmarks.oss_gateway
+    python3 -m benchmarks.oss_gateway [--python]    # --python: the Python gateway (no Go)
 """
 
 from __future__ import annotations
 
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
 
@@ -29,7 +30,7 @@ BIG, SMALL, ROUNDS = 256 << 20, 128 << 10, 5
 def main() -> None:
     record = leftovers.start()
     s3 = start_minio(find_minio() or "minio")
-    oss = start_oss(s3)
+    oss = start_oss(s3, python="--python" in sys.argv[1:])
     try:
         direct = S3Store(oss.bucket, endpoint=s3.endpoint, access_key_id=s3.access_key,
                          secret_access_key=s3.secret_key, region=s3.region,

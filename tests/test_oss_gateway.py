@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -82,7 +83,8 @@ def test_an_s3_client_reaches_it_with_the_same_key_id_and_nothing_else_does():
 
 
 @pytest.mark.s3
-def test_the_gateway_lets_in_only_the_sessions_key_for_its_one_bucket(minio, clean):
+@pytest.mark.parametrize("python", [False, True], ids=["go", "python"])
+def test_the_gateway_lets_in_only_the_sessions_key_for_its_one_bucket(minio, clean, python):
     """A local user without the key id, or asking for another bucket, or naming another host,
     gets 403 and nothing reaches MinIO; with the key the bucket works, and MinIO counts it."""
     import http.client
@@ -93,7 +95,9 @@ def test_the_gateway_lets_in_only_the_sessions_key_for_its_one_bucket(minio, cle
 
     record = leftovers.start()
     s3 = start_minio(find_minio())
-    oss = start_oss(s3)
+    oss = start_oss(s3, python=python)
+    assert (oss.gateway is None) == (python or shutil.which("go") is None
+                                     and not os.path.exists("/usr/local/go/bin/go"))
     try:
         def ask(method, target, key, host=None, body=b""):
             c = http.client.HTTPConnection("127.0.0.1", oss.port, timeout=10)
@@ -158,7 +162,8 @@ print(closed, gone, len(held))
 
 
 @pytest.mark.s3
-def test_another_user_cannot_stall_the_gateway(minio, clean):
+@pytest.mark.parametrize("python", [False, True], ids=["go", "python"])
+def test_another_user_cannot_stall_the_gateway(minio, clean, python):
     """As found: 20,000 `PUT /x` with `Content-Length: abc` from nobody filled the gateway's
     unread stderr pipe with tracebacks (every thread then blocked on its lock), and 19k idle
     connections took a thread each. Now another user's connection is closed as it is accepted
@@ -179,7 +184,7 @@ def test_another_user_cannot_stall_the_gateway(minio, clean):
         pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
     record = leftovers.start()
     s3 = start_minio(find_minio())
-    oss = start_oss(s3)
+    oss = start_oss(s3, python=python)
     flood = None
     try:
         flood = subprocess.Popen([SYSTEM_PYTHON, "-c", NOBODYS_FLOOD, str(oss.port), "1500"],

@@ -73,16 +73,17 @@ class OssServer:
 
 
 def start_oss(s3: S3Server, conditions: StoreConditions | None = None,
-              timeout: float = 20.0) -> OssServer:
+              timeout: float = 20.0, python: bool = False) -> OssServer:
     """A new bucket on `s3` and a gateway for it alone, with keys of its own; the Go gateway
-    applies `conditions` itself (the Python one does not: see stores.fsperf_oss)."""
+    applies `conditions` itself (the Python one, also chosen by `python`, does not: see
+    stores.fsperf_oss)."""
     server = OssServer(s3, "fsperf-oss-" + secrets.token_hex(4), "fsperfoss" + secrets.token_hex(16),
                        secrets.token_urlsafe(24))
     s3.make_bucket(server.bucket)
     conf = {"upstream": s3.endpoint, "upstream_access_key": s3.access_key,
             "upstream_secret_key": s3.secret_key, "region": s3.region,
             "access_key": server.access_key, "bucket": server.bucket, "domain": DOMAIN}
-    if conditioner.binary()[0] is not None:  # the Go gateway: bodies spliced, no GIL
+    if not python and conditioner.binary()[0] is not None:  # the Go gateway: bodies spliced, no GIL
         gateway = conditioner.start(s3.endpoint.split("//", 1)[1],
                                     conditions or StoreConditions(), "oss",
                                     timeout, gateway={k: v for k, v in conf.items()
