@@ -96,8 +96,8 @@ def test_the_gateway_lets_in_only_the_sessions_key_for_its_one_bucket(minio, cle
     record = leftovers.start()
     s3 = start_minio(find_minio())
     oss = start_oss(s3, python=python)
-    assert (oss.gateway is None) == (python or shutil.which("go") is None
-                                     and not os.path.exists("/usr/local/go/bin/go"))
+    assert (oss.gateway is None) == (python or (shutil.which("go") is None
+                                     and not os.path.exists("/usr/local/go/bin/go")))
     try:
         def ask(method, target, key, host=None, body=b""):
             c = http.client.HTTPConnection("127.0.0.1", oss.port, timeout=10)
