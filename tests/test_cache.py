@@ -85,6 +85,22 @@ def test_keeping_the_store_cache_drops_the_fuse_pages_and_keeps_the_backing_file
     assert drop.read_text() == "3\n"
 
 
+@pytest.mark.parametrize(("daemon", "read", "moved", "said"), [
+    # issue 62: ossfs2 mounted by hand, seq_read_4t time-based over 2 GB of files its memory
+    # did not hold before: 10.6 GB sent through FUSE, 2.2 GB read from the store
+    (DaemonCache.UNKNOWN, 10_600_000_000, (2_200_000_000, 10_700_000_000), "read 2200.0 MB in all"),
+    (DaemonCache.UNKNOWN, 2_000_000_000, (2_100_000_000, 2_050_000_000), ""),  # from the store
+    # FUSE passthrough or splice: the daemon neither read nor sent it: not judged by this
+    (DaemonCache.UNKNOWN, 2_000_000_000, (1_000_000, 1_000_000), ""),
+    (DaemonCache.REMOUNTED, 10_600_000_000, (2_200_000_000, 10_700_000_000), ""),  # remounted
+])
+def test_a_daemon_that_sent_what_it_never_read_served_it_from_memory(daemon, read, moved, said):
+    from pytest_fsperf.measure.cache import served_itself
+
+    found = served_itself(PageCache.DROPPED, daemon, read, None, 10_000_000, 2_000_000_000, moved)
+    assert (said in found) if said else found == ""
+
+
 @pytest.mark.parametrize(("daemon", "read", "sent", "rss", "files", "said"), [
     # the plugin's own store counted: it sent far less than was read (ossfs2 seq_read_4t here:
     # 5.04 GB read, 223 MB from the store)

@@ -25,12 +25,15 @@ SMALL_READ = 8 << 20  # below this, no judgement: headers, metadata and rounding
 
 
 def served_itself(cache: PageCache, daemon: DaemonCache, read_bytes: int,
-                  store_sent: int | None, rss_before: int | None, file_set: int | None = None) -> str:
+                  store_sent: int | None, rss_before: int | None, file_set: int | None = None,
+                  moved: tuple[int | None, int | None] = (None, None)) -> str:
     """Why a read that started cold came from the daemon's own cache, or "": the store sent
     far less than was read (where its bytes are counted: the plugin's own store); or, on a
     mount the plugin did not start (no remount), the daemon's memory before the read could
     hold half the data read (file_set: the distinct bytes, where a job reads its files over
-    and over). A drop_caches empties the kernel's cache, never a daemon's."""
+    and over); or the daemon's own syscalls (moved: its rchar and wchar over the window) show
+    it sent the data through FUSE but read far less from anywhere (its store's sockets, its
+    files). A drop_caches empties the kernel's cache, never a daemon's."""
     if not cache.cold or read_bytes < SMALL_READ or daemon == DaemonCache.NO_DAEMON:
         return ""
     mb = 1e6
@@ -43,6 +46,14 @@ def served_itself(cache: PageCache, daemon: DaemonCache, read_bytes: int,
         return (f"the daemon was not restarted (a mount the plugin did not start) and its memory "
                 f"before the read, {rss_before / mb:.1f} MB, could hold the {data / mb:.1f} MB of "
                 "files read; remount it yourself, or let the plugin mount it (--fsperf-backend)")
+    took, sent = moved
+    if (daemon == DaemonCache.UNKNOWN and store_sent is None and took is not None
+            and sent is not None and sent >= STORE_SHARE * read_bytes
+            and took < STORE_SHARE * read_bytes):
+        return (f"the daemon was not restarted (a mount the plugin did not start), sent "
+                f"{sent / mb:.1f} MB through FUSE for {read_bytes / mb:.1f} MB read but read "
+                f"{took / mb:.1f} MB in all (its store's sockets, its files): the rest came from "
+                "its own memory; remount it yourself, or let the plugin mount it (--fsperf-backend)")
     return ""
 
 

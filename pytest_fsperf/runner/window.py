@@ -230,7 +230,8 @@ def record(ws: Space, w: Window, cold: tuple[ColdRead, str] | None = None,
     found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes, w.fuse)
     itself = served_itself(w.cache, w.daemon_cache, result.read_only_bytes,
                            w.requests.sent_bytes if w.requests is not None else None,
-                           w.rss_before, _file_set(ws) if w.daemon_cache == DaemonCache.UNKNOWN else None)
+                           w.rss_before, _file_set(ws) if w.daemon_cache == DaemonCache.UNKNOWN else None,
+                           (w.daemon.read_bytes, w.daemon.write_bytes) if w.daemon else (None, None))
     p99 = result.lat_p99_ns
     outside = waited_outside(w.daemon.cpu_percent if w.daemon else None,
                              p99 / 1e9 if p99 else None,
