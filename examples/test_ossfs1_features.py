@@ -11,11 +11,19 @@ import pytest
 from pytest_fsperf import fsperf
 
 
-@pytest.mark.parametrize("mode", ["seqwr", "seqrd", "rndrw"])
+@pytest.mark.parametrize("mode", ["seqwr", "rndrw"])
 @fsperf(min_bw="1MB/s")
 def test_sysbench_fileio(fsperf, mode):
     # 128 files, 16 KiB blocks, 2 threads (fio jobs standing in for sysbench fileio)
     fsperf.scenario(f"sysbench_{mode}")
+
+
+def test_sysbench_seqrd(fsperf):
+    # sysbench reads its files over and over until its time is up: after the first pass the
+    # page cache serves them, and the row says so (`NOT cold: page cache served it`, from
+    # what the mount's device or daemon really read). No floor is judged on such a figure.
+    r = fsperf.scenario("sysbench_seqrd")
+    assert r.ops is not None and r.ops.per_second > 0
 
 
 @pytest.mark.parametrize("scenario", ["ls_1k", "find_1k"])

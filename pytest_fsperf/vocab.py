@@ -209,6 +209,10 @@ class FilesOp(Text):
     HOLD = "hold files open, idle"  # mode="hold": the window is the idle time
 
 
+# OpStats.operation of the engines' runs that only read (the cold-read checks apply)
+READ_ONLY_OPERATIONS = frozenset({FilesOp.READ.value, "sysbench seqrd", "sysbench rndrd"})
+
+
 class CompareKind(Text):
     """What an interleaved A/B compared."""
 

@@ -120,12 +120,25 @@ def waited_outside(cpu_percent: float | None, p99_s: float | None,
             "store's service")
 
 
+def device_read_bytes(path: str) -> int | None:
+    """Bytes read so far from the block device holding path (its /sys stat), or None where
+    it has none (tmpfs, FUSE, overlay, btrfs's anonymous devices)."""
+    try:
+        dev = os.stat(path).st_dev
+        with open(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat", encoding="ascii") as f:
+            return int(f.read().split()[2]) * 512  # sectors read
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def check_cold(cache: PageCache, daemon: DaemonStats | None, read_bytes: int,
-               fuse: FuseRequests | None = None) -> tuple[ColdRead, str]:
+               fuse: FuseRequests | None = None, device: int | None = None) -> tuple[ColdRead, str]:
     """A read that started cold must have been served by the daemon: what the kernel took from
     its page cache never reaches it. Where the FUSE requests were traced, the data its READ
     replies carried tells exactly how much it served; else its written bytes (wchar) over the
-    window, which carry those replies (and whatever else it wrote)."""
+    window, which carry those replies (and whatever else it wrote). With no daemon, the
+    filesystem's block device: what it read over the window (device; any other reader of
+    the device only adds to it)."""
     if not cache.cold or read_bytes <= 0:
         return ColdRead.UNCHECKED, ""
     read = fuse.op("READ") if fuse is not None else None
@@ -136,6 +149,10 @@ def check_cold(cache: PageCache, daemon: DaemonStats | None, read_bytes: int,
     elif daemon is not None and daemon.write_bytes is not None:
         served = daemon.write_bytes
         said = (f"the daemon sent {served / 1e6:.1f} MB through FUSE for {read_bytes / 1e6:.1f} "
+                "MB read")
+    elif daemon is None and device is not None:
+        served = device
+        said = (f"the filesystem's device read {served / 1e6:.1f} MB for {read_bytes / 1e6:.1f} "
                 "MB read")
     else:
         return ColdRead.UNCHECKED, ""

@@ -26,7 +26,7 @@ from pytest_fsperf.result.schema import JUDGEMENT, check
 from pytest_fsperf.stats import mad, median_ci
 from pytest_fsperf.store.cost import Cost
 from pytest_fsperf.store.requests import Requests
-from pytest_fsperf.vocab import ColdRead, DaemonCache, EngineKind, FilesOp, PageCache
+from pytest_fsperf.vocab import READ_ONLY_OPERATIONS, ColdRead, DaemonCache, EngineKind, FilesOp, PageCache
 
 
 def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -374,7 +374,7 @@ class WorkloadResult:
     def read_only_bytes(self) -> int:
         """Bytes read by a workload that only reads (0 for one that also writes)."""
         if self.ops is not None:
-            return self.ops.io_bytes if self.ops.operation == FilesOp.READ else 0
+            return self.ops.io_bytes if self.ops.operation in READ_ONLY_OPERATIONS else 0
         if self.write is not None and self.write.total_ios > 0:
             return 0
         return self.read.io_bytes if self.read is not None else 0

@@ -102,6 +102,7 @@ class Window:
     expected: int | None = None  # the bytes the load generator says it moved, if known
     started: float = 0.0  # monotonic s of the timeline's t = 0
     began: float = 0.0  # monotonic s the workload began (after the pinning)
+    device_read: int | None = None  # a cold read with no daemon: its block device's bytes read
     readings: dict[type[Reading], Reading] = dataclasses.field(default_factory=dict)
 
     def put(self, *found: Reading | None) -> None:

@@ -15,7 +15,7 @@ from pytest_fsperf import units
 from pytest_fsperf.errors import MeasurementError, WorkloadHung
 from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import progress, timeline
-from pytest_fsperf.measure.cache import check_cold, served_itself, waited_outside
+from pytest_fsperf.measure.cache import check_cold, device_read_bytes, served_itself, waited_outside
 from pytest_fsperf.measure.meters import DaemonExited, DaemonMeter
 from pytest_fsperf.measure.placement import pinned
 from pytest_fsperf.measure.reading import Instrument, Reading
@@ -161,6 +161,8 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
                 with pinned(placement.placement if placement else None, pids):
                     for each in inner:
                         each.start()
+                    device0 = (device_read_bytes(str(ws.workdir))
+                               if lookup.daemon is None and w.cache.cold else None)
                     w.began = time.monotonic()  # after the pinning: its cost is not the workload's
                     yield w
             except (DaemonExited, WorkloadHung):  # the cause is named already
@@ -171,6 +173,8 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
                     raise MeasurementError(_stalled(label, sampler.stalled, limit)) from None
                 raise
             w.wall = time.monotonic() - w.began
+            device1 = device_read_bytes(str(ws.workdir)) if device0 is not None else None
+            w.device_read = device1 - device0 if device0 is not None and device1 is not None else None
             for each in reversed(inner):
                 w.put(each.stop(w))
             if sampler.stalled is not None:
@@ -227,7 +231,8 @@ def record(ws: Space, w: Window, cold: tuple[ColdRead, str] | None = None,
         "test": ws.test, "cache": w.cache, "daemon_cache": w.daemon_cache, "daemon": None,
         "daemon_note": w.lookup.note, "wall_seconds": w.wall, "mount": ws.target.describe(),
         "cold_steps": w.cold_steps, "cost": _cost(ws, w.requests), **w.fields(), **fields})
-    found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes, w.fuse)
+    found, evidence = cold or check_cold(w.cache, w.daemon, result.read_only_bytes, w.fuse,
+                                         w.device_read)
     itself = served_itself(w.cache, w.daemon_cache, result.read_only_bytes,
                            w.requests.sent_bytes if w.requests is not None else None,
                            w.rss_before, _file_set(ws) if w.daemon_cache == DaemonCache.UNKNOWN else None,
