@@ -182,3 +182,20 @@ def test_a_stall_past_the_limit_stops_the_workload_and_fails_it(pytester, bindfs
     # fio is told to stop at the limit; it leaves when the daemon answers the request it is
     # in (the kernel waits out a request the daemon has taken), not at its 40 s runtime
     assert took < 25, took
+
+
+def test_the_window_after_the_io_is_not_drawn_as_a_slow_second():
+    """Issue 62: every per-second chart ended with a drop: the last interval ran to the
+    window's close, after fio had stopped. Cut at the I/O's end, its rate is the true one;
+    a sliver left at the end joins the interval before; counts are kept."""
+    from pytest_fsperf.measure.timeline import Timeline
+
+    n = 4
+    line = Timeline(1.0, [0, 1, 2, 3, 4], [100, 100, 100, 10], [50.0] * n, [1] * n, [1] * n,
+                    [1] * n, [None] * n, fuse_ops={"READ": [1, 2, 3, 4]})
+    cut = line.until(3.1)
+    assert cut.t == [0, 1, 2, 3.1] and cut.moved == [100, 100, 110] and cut.fuse_ops["READ"] == [1, 2, 7]
+    assert [round(b) for b in cut.bw] == [100, 100, 100]
+    half = line.until(3.5)
+    assert half.t[-1] == 3.5 and round(half.bw[-1]) == 20 and len(half.cpu) == 4
+    assert line.until(9).t == line.t  # the I/O ran to the end

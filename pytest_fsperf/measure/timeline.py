@@ -15,7 +15,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import psutil
@@ -52,6 +52,26 @@ class Timeline:
         """Bytes/s per interval."""
         spans = itertools.pairwise(self.t)
         return [m / (b - a) if b > a else 0.0 for m, (a, b) in zip(self.moved, spans, strict=True)]
+
+    def until(self, end: float) -> Timeline:
+        """The intervals up to `end` (s since t = 0: when the I/O ended), the last one ending
+        there: the window's close after the I/O (the load generator's exit) is not drawn as
+        a second in which the filesystem slowed down."""
+        keep = sum(1 for x in self.t[1:] if x < end) + 1  # intervals that began before end
+        if keep > len(self.moved) or end <= self.t[0]:
+            return self
+        if keep >= 2 and end - self.t[keep - 1] < self.interval / 4:
+            keep -= 1  # a sliver: its counts go to the interval before
+
+            def counts(xs: list[int]) -> list[int]:
+                return [*xs[:keep - 1], xs[keep - 1] + xs[keep]]
+        else:
+            def counts(xs: list[int]) -> list[int]:
+                return xs[:keep]
+        return replace(self, t=[*self.t[:keep], end], moved=counts(self.moved),
+                       cpu=self.cpu[:keep], rss=self.rss[:keep], threads=self.threads[:keep],
+                       fds=self.fds[:keep], disk=self.disk[:keep],
+                       fuse_ops={k: counts(v) for k, v in self.fuse_ops.items()})
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "bw": self.bw}

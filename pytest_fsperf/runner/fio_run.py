@@ -204,6 +204,8 @@ def measure(ws: Space, label: str, judged: bool, job: dict[str, str], layout: bo
                 edges = [w.started + x for x in line.t]
                 line = dataclasses.replace(line, moved=fio_status.per_interval(
                     status.series(*w.io_span, total), edges))
+            if w.io_span is not None:  # up to the I/O's end, not the window's close
+                line = line.until(w.io_span[1] - w.started)
             w.put(TimelineReading(line))
         if checked == "":
             checked = _read_back(ws, job, out, label)
