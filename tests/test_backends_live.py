@@ -319,3 +319,25 @@ def test_local_backend_and_usage_errors(pytester, clean):
         result = pytester.runpytest(*args)
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines([message])
+
+
+def test_rows_that_ran_on_a_mount_of_their_own_are_named_in_the_header(pytester, clean):
+    """Issue 62: the header named the session's filesystem (the local disk) while rows of the
+    run were measured on mounts the plugin made for their tests; it says so now."""
+    need("bindfs")
+    need("fio")
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf_mount
+
+        def test_local(fsperf):
+            fsperf.fio(name="here", rw="write", bs="1M", size="4M")
+
+        @fsperf_mount("bindfs")
+        def test_fuse(fsperf):
+            fsperf.fio(name="there", rw="write", bs="1M", size="4M")
+            fsperf.fio(name="again", rw="write", bs="1M", size="4M")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["filesystem: *", "also ran on: *bindfs (2 rows): mounted by the "
+                                 "plugin for their tests*"])

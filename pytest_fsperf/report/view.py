@@ -293,6 +293,21 @@ def header(env: Environment | None) -> tuple[tuple[str, str], ...]:
     return tuple(facts)
 
 
+def elsewhere(env: Environment | None, results: Sequence[Row]) -> tuple[tuple[str, str], ...]:
+    """The mounts the plugin made for some tests (a marker's backend, fsperf_mount): the
+    header's filesystem is the session's, and those rows ran elsewhere."""
+    session = env.backend if env is not None else None
+    counts: dict[str, int] = {}
+    for r in results:
+        if r.mount is not None and r.mount.backend != session:
+            key = r.mount.backend + (f" under {r.mount.store}" if r.mount.store else "")
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return ()
+    return (("also ran on", ", ".join(f"{k} ({n} row{'s' * (n > 1)})" for k, n in counts.items())
+             + ": mounted by the plugin for their tests (each row's mount in the JSON)"),)
+
+
 def fuse_facts(k: FuseKernel) -> str:
     pages = k.max_pages_limit
     return (f"requests up to {pages} pages (fs.fuse.max_pages_limit)" if pages else
@@ -329,7 +344,8 @@ def build(env: Environment | None, given: Sequence[ResultRow],
              if len(shown) < len(results) else [])
     decision, said = summary(shown, comparisons, inconclusive_fails, failed_tests)
     extra += time_spent(comparisons, *clock)
-    return View(header(env), Table(head, tuple(row(r, saved) for r in shown), frozenset(range(2, 8))),
+    return View(header(env) + elsewhere(env, results),
+                Table(head, tuple(row(r, saved) for r in shown), frozenset(range(2, 8))),
                 tuple(r.verdict for r in results),
                 tuple(notes(shown) + extra) if results else (),
                 bar_charts(shown, references(results, shown, comparisons)), tuple(sections),
