@@ -32,6 +32,7 @@ class Span(Protocol):
     began: float  # monotonic s it began
     io_span: tuple[float, float] | None  # when the I/O ran (monotonic s), if the tool said
     expected: int | None  # the bytes the load generator says it moved, if known
+    stored: float | None  # monotonic s the store had received what it wrote, if waited for
 
 
 class Instrument(Protocol[R_co]):

@@ -92,11 +92,21 @@ def _spread(r: Row, key: str) -> str:
     return f" [{''.join(low)}-{''.join(high)}]"
 
 
+def buffered(r: Row) -> str:
+    """A write the daemon buffered past the tool's clock: the rate the store took it at,
+    beside the timed one (" (in the store: 214 MB/s)"); "" where the store kept up."""
+    q, w = r.requests, r.write
+    if q is None or q.stored_after is None or w is None or not w.io_bytes or not w.bw_bytes:
+        return ""
+    stored = w.io_bytes / q.stored_after
+    return f" (in the store: {units.format_rate(stored)})" if stored < 0.8 * w.bw_bytes else ""
+
+
 def rate_cells(r: Row) -> tuple[str, str]:
     total = r.headline
     per_s = total.ops_per_second
     if per_s is None:
-        return (units.format_rate(total.bw_bytes) + _spread(r, "bw"),
+        return (units.format_rate(total.bw_bytes) + _spread(r, "bw") + buffered(r),
                 units.format_count(total.iops))
     bw = units.format_rate(total.bw_bytes) if total.io_bytes else "-"
     return bw, (units.format_count(per_s) + (" files/s" if r.kind == "files" else " ops/s")

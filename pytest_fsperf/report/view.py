@@ -247,6 +247,9 @@ def requests_line(r: Row) -> str:
     if q.sent_bytes is not None:
         parts.append(f"store sent {units.format_size(q.sent_bytes)}, received "
                      f"{units.format_size(q.received_bytes or 0)}")
+    if q.stored_after is not None and r.write is not None and r.write.io_bytes:
+        parts.append(f"what it wrote was in the store {q.stored_after:.2f} s after its writes "
+                     f"began: {units.format_rate(r.write.io_bytes / q.stored_after)} to the store")
     if q.get_bytes_mean:
         parts.append(f"GETs of {units.format_size(q.get_bytes_mean)} on average")
     if q.conditions:

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import os
 import re
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,7 +22,7 @@ from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.mounts.spec import Need
 from pytest_fsperf.result.workload import JobStats, WorkloadResult
 from pytest_fsperf.runner import window
-from pytest_fsperf.runner.readings import PageCacheReading, TimelineReading
+from pytest_fsperf.runner.readings import PageCacheReading, TimelineReading, Window
 from pytest_fsperf.store import conditioner
 from pytest_fsperf.vocab import EngineKind
 
@@ -195,6 +196,8 @@ def measure(ws: Space, label: str, judged: bool, job: dict[str, str], layout: bo
             read, write, raw, jobs = fio_engine.parse_output(out + ".json")
             runtime = max((d.runtime_ms for d in (read, write) if d is not None), default=0)
             w.io_span = fio_status.io_span(out, runtime, status)
+            if write is not None and write.io_bytes and w.lookup.daemon is not None:
+                w.stored = _stored(w, write.io_bytes)  # a daemon's upload after fio's clock
             w.put(PageCacheReading(*pagecache.taken(cage, uncounted)))
         if (line := w.timeline) is not None:
             line = dataclasses.replace(line, clat=fio_engine.read_clat_logs(out, w.started))
@@ -215,6 +218,29 @@ def measure(ws: Space, label: str, judged: bool, job: dict[str, str], layout: bo
                            notes=(_unflushed(job, w.lookup) + _per_job(jobs)
                                   + ((checked,) if checked else ())), jobs=jobs,
                            fresh_files=fresh)
+
+
+STORED_SHARE = 0.98  # of the bytes written: the store has them (HTTP framing aside)
+STORED_STALL = 3.0  # s without growth: the store will not get them all (compression, dedup)
+
+
+def _stored(w: Window, written: int) -> float | None:
+    """When (monotonic s) the store had received what the workload wrote: at once where the
+    daemon uploaded within fio's clock, later where it buffered; None where the store is
+    not counted here or stopped short of it."""
+    last, since = -1.0, time.monotonic()
+    while True:
+        got = w.received()
+        if got is None:
+            return None
+        now = time.monotonic()
+        if got >= STORED_SHARE * written:
+            return now
+        if got > last:
+            last, since = got, now
+        elif now - since > STORED_STALL:
+            return None
+        time.sleep(0.05)
 
 
 def _checked(ws: Space, job: dict[str, str]) -> str | None:

@@ -41,6 +41,7 @@ from pytest_fsperf.runner.readings import (
 )
 from pytest_fsperf.runner.target import safe_name
 from pytest_fsperf.store import conditioner, juicefs
+from pytest_fsperf.store import requests as store_requests
 from pytest_fsperf.store.conditions import conditions_text
 
 if TYPE_CHECKING:
@@ -144,6 +145,9 @@ class StoreRequests:
                 counters = self.own.stop()
         elif isinstance(self.store, juicefs.StatsMeter) and requests is not None:
             counters = self.store.counters
+        if requests is not None and span.stored is not None:
+            start = span.io_span[0] if span.io_span else span.began
+            requests = dataclasses.replace(requests, stored_after=span.stored - start)
         if self.proxy is not None:  # what the store conditions did in the window
             did = self.proxy.window(self._before, self.proxy.stats())
             if requests is not None:
@@ -151,6 +155,13 @@ class StoreRequests:
             else:
                 note += "; under the store conditions: " + conditions_text(did)
         return StoreReading(requests, note, counters)
+
+    def received(self) -> float | None:
+        """What the store has received since the window opened; None where not counted."""
+        if isinstance(self.store, store_requests.RequestMeter):
+            with contextlib.suppress(OSError, ValueError):
+                return self.store.received()
+        return None
 
     def abort(self) -> None:
         pass  # counters read twice: nothing held
@@ -341,6 +352,7 @@ class _Span:
     began: float = 0.0
     io_span: tuple[float, float] | None = None
     expected: int | None = None
+    stored: float | None = None
 
 
 _NO_SPAN = _Span()

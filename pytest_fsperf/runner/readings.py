@@ -5,6 +5,7 @@ them. The result is built from the readings (window.record), never copied field 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -103,6 +104,9 @@ class Window:
     started: float = 0.0  # monotonic s of the timeline's t = 0
     began: float = 0.0  # monotonic s the workload began (after the pinning)
     device_read: int | None = None  # a cold read with no daemon: its block device's bytes read
+    stored: float | None = None  # monotonic s the store had received what the workload wrote
+    # the bytes the store has received since the window opened (None: not counted here)
+    received: Callable[[], float | None] = lambda: None
     readings: dict[type[Reading], Reading] = dataclasses.field(default_factory=dict)
 
     def put(self, *found: Reading | None) -> None:

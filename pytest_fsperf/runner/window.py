@@ -127,6 +127,7 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
     cage = CageMemory(owned.cage) if owned is not None and owned.cage is not None else None
     disk = CacheDisk.made(context)
     store = StoreRequests(ws, here)
+    w.received = store.received
     # read around the whole window: the store's counters first, the cgroup's and the RSS last
     outer: list[Instrument[Reading]] = [i for i in (
         store, cage, DaemonRss(lookup, rss_before, ws.rss_settle)) if i is not None]

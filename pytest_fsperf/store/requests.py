@@ -70,6 +70,9 @@ class Requests:
     # throttled, errors (injected 5xx), resets, held, retries; first_byte_p50/p99 (s) as
     # the daemons met it
     conditions: dict[str, float] = field(default_factory=dict)
+    # a write workload: seconds from its I/O's start until the store had received what it
+    # wrote (the daemon's upload after the tool stopped its clock included)
+    stored_after: float | None = None
 
     @property
     def total(self) -> int:
@@ -214,6 +217,14 @@ class RequestMeter:
 
     def start(self) -> None:
         self._before = self.read()
+
+    def received(self) -> float | None:
+        """Bytes the store received since start(), read now (MinIO shows the counter from
+        its first byte on: absent means 0)."""
+        if self._before is None:
+            return None
+        now = self.read_once().received
+        return (now or 0.0) - (self._before.received or 0.0)
 
     def stop(self) -> Requests:
         assert self._before is not None, "start() first"
