@@ -43,39 +43,64 @@ def threads(n: int, work: Callable[[int], None]) -> float:
     return time.perf_counter() - began
 
 
+def reads(direct: S3Store, big: int, small: int, files: int, threads_n: int
+          ) -> dict[str, Callable[[S3Store], float]]:
+    """The cases: one object of `big` bytes by 1 and 4 streams, `files` objects of `small`
+    bytes by `threads_n` threads (put through `direct` first); each gives bytes/s."""
+    obstore.put(direct, "big", os.urandom(big))
+    for i in range(files):
+        obstore.put(direct, f"s/{i}", os.urandom(small))
+    return {
+        f"one {big >> 20} MiB object, 1 stream": lambda st: big / threads(
+            1, lambda _i: obstore.get(st, "big").bytes()),
+        "the same, 4 streams": lambda st: 4 * big / threads(
+            4, lambda _i: obstore.get(st, "big").bytes()),
+        f"{small >> 10} KiB objects, {threads_n} threads": lambda st: files * small / threads(
+            threads_n, lambda k: [obstore.get(st, f"s/{i}").bytes()
+                                  for i in range(k, files, threads_n)]),
+    }
+
+
+def alternate(cases: dict[str, Callable[[S3Store], float]], direct: S3Store, other: S3Store,
+              procs: dict[str, psutil.Process], rounds: int = ROUNDS
+              ) -> dict[str, tuple[list[tuple[float, float]], dict[str, float]]]:
+    """Each case direct then through `other`, `rounds` times: per case the (direct, other)
+    rates of each round, and the CPU each process spent over the runs through `other` (cores)."""
+    out = {}
+    for name, case in cases.items():
+        rates, cpu = [], dict.fromkeys(procs, 0.0)
+        for _ in range(rounds):
+            a = case(direct)
+            before = {k: sum(p.cpu_times()[:2]) for k, p in procs.items()}
+            t0 = time.perf_counter()
+            b = case(other)
+            took = time.perf_counter() - t0
+            for k, p in procs.items():
+                cpu[k] += (sum(p.cpu_times()[:2]) - before[k]) / took / rounds
+            rates.append((a, b))
+        out[name] = (rates, cpu)
+    return out
+
+
+def ratios(rates: list[tuple[float, float]]) -> str:
+    """'0.82 (0.77-0.97)': the median of the per-round ratios, and their range."""
+    r = [b / a for a, b in rates]
+    return f"{statistics.median(r):.2f} ({min(r):.2f}-{max(r):.2f})"
+
+
 def main() -> None:
     record = leftovers.start()
     s3 = start_minio(find_minio() or "minio")
     proxy = conditioner.start(s3.endpoint.split("//")[1], StoreConditions(), "s3")
     try:
         direct, through = store(s3, s3.endpoint), store(s3, f"http://{proxy.address}")
-        obstore.put(direct, "big", os.urandom(BIG))
-        for i in range(64):
-            obstore.put(direct, f"s/{i}", os.urandom(SMALL))
-        cases: dict[str, Callable[[S3Store], float]] = {
-            "one 128 MiB object, 1 stream": lambda st: BIG / threads(
-                1, lambda _i: obstore.get(st, "big").bytes()),
-            "the same, 4 streams": lambda st: 4 * BIG / threads(
-                4, lambda _i: obstore.get(st, "big").bytes()),
-            "128 KiB objects, 16 threads": lambda st: 64 * SMALL / threads(16, lambda k: [
-                obstore.get(st, f"s/{i}").bytes() for i in range(k, 64, 16)]),
-        }
+        cases = reads(direct, BIG, SMALL, 64, 16)
         procs = {"MinIO": psutil.Process(s3.pid), "proxy": psutil.Process(proxy.proc.pid),
                  "client": psutil.Process()}
         print(f"{ROUNDS} rounds each, through the proxy / direct (median, range); CPU in cores")
-        for name, case in cases.items():
-            ratios, cpu = [], {k: 0.0 for k in procs}
-            for _ in range(ROUNDS):
-                a = case(direct)
-                before = {k: sum(p.cpu_times()[:2]) for k, p in procs.items()}
-                t0 = time.perf_counter()
-                b = case(through)
-                took = time.perf_counter() - t0
-                for k, p in procs.items():
-                    cpu[k] += (sum(p.cpu_times()[:2]) - before[k]) / took / ROUNDS
-                ratios.append(b / a)
-            print(f"{name}: {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f});"
-                  " through the proxy: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()))
+        for name, (rates, cpu) in alternate(cases, direct, through, procs).items():
+            print(f"{name}: {ratios(rates)}; through the proxy: "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()))
     finally:
         proxy.stop()
         s3.stop()

@@ -67,11 +67,13 @@ PROCESS = Fields({"pid": INT, "role": TEXT, "command": TEXT, "cpu_seconds": NUMB
 DAEMON = Fields({"pid": INT, "wall_seconds": NUMBER, "cpu_seconds": NUMBER, "cpu_percent": NUMBER,
                  "peak_rss_bytes": INT, "peak_rss_method": TEXT, "read_bytes": Opt(INT),
                  "write_bytes": Opt(INT), "cpu_window": TEXT, "cpu_window_seconds": NUMBER,
-                 "cpu_exact": BOOL, "processes": ListOf(PROCESS)})
+                 "cpu_exact": BOOL, "processes": ListOf(PROCESS)},
+                {"start_rss_bytes": Opt(INT)})
 REQUESTS = Fields({"by_kind": MapOf(INT), "by_api": MapOf(INT), "errors_4xx": INT,
                    "errors_5xx": INT, "sent_bytes": Opt(INT), "received_bytes": Opt(INT),
                    "source": TEXT, "errors_by_kind": MapOf(INT), "ttfb_at_most": MapOf(NUMBER),
-                   "errors_unclassified": INT}, {"conditions": MapOf(NUMBER)})
+                   "errors_unclassified": INT},
+                  {"conditions": MapOf(NUMBER), "stored_after": Opt(NUMBER)})
 COUNTED = {"requests": Opt(REQUESTS), "requests_note": TEXT}
 ANSWERS: dict[str, Any] = {
     "hello": Fields({"version": TEXT, "protocol": INT, "host": TEXT, "uid": INT, "time": NUMBER,

@@ -68,12 +68,12 @@ class DaemonStats:
     # the CPU time was read in ns from each thread's schedstat, the same threads at both ends
     # and agreeing with the process's 10 ms ticks: exact over a window too short for ticks
     cpu_exact: bool = False
-    # its memory (VmRSS, all processes) as the window started: a peak near it was carried
-    # in from earlier work (buffers a daemon keeps), not made by this window
-    start_rss_bytes: int | None = None
     # A daemon of several processes: each one; the figures above are their sums (peak
     # memory: the sum of each process's own peak)
     processes: tuple[ProcessStats, ...] = ()
+    # its memory (VmRSS, all processes) as the window started: a peak near it was carried
+    # in from earlier work (buffers a daemon keeps), not made by this window
+    start_rss_bytes: int | None = None
 
     @property
     def countable_cpu(self) -> float | None:
