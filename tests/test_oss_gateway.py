@@ -209,3 +209,75 @@ def test_another_user_cannot_stall_the_gateway(minio, clean, python):
         oss.stop()
         s3.stop()
         leftovers.stop(record)
+
+
+HOSTILE_REPLIES = [  # what a store answering the gateway could send for a listing
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: 1000000000000\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"7fffffffffffffff\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nTransfer-Encoding: chunked\r\n\r\n"
+    + b"100000\r\n" + b"<" * (1 << 20) + b"\r\n",  # then 1 MiB chunks without end
+]
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("reply", HOSTILE_REPLIES, ids=["huge-length", "huge-chunk", "endless"])
+def test_a_store_cannot_make_the_go_gateway_hold_its_reply(clean, reply):
+    """The Go gateway reads a listing (XML) whole to rewrite it: a store that announces a
+    terabyte, a chunk of 2^63 bytes or sends chunks without end gets the connection closed
+    at 64 MiB at most; the gateway stays small and answers the next request."""
+    import http.client
+    import socket
+    import threading
+
+    import psutil
+
+    from pytest_fsperf.store import conditioner
+    from pytest_fsperf.store.conditions import StoreConditions
+
+    if shutil.which("go") is None and not os.path.exists("/usr/local/go/bin/go"):
+        pytest.skip("no Go toolchain to build the gateway")
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                try:
+                    conn.sendall(reply)
+                    sent = 0
+                    while reply.endswith(b"\r\n") and b"100000" in reply and sent < 200 << 20:
+                        conn.sendall(b"100000\r\n" + b"<" * (1 << 20) + b"\r\n")
+                        sent += 1 << 20
+                    while sent < 200 << 20 and b"Content-Length" in reply:
+                        conn.sendall(b"<" * (1 << 20))
+                        sent += 1 << 20
+                except OSError:
+                    pass
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    key = "fsperfossk"
+    gateway = conditioner.start(f"127.0.0.1:{listener.getsockname()[1]}", StoreConditions(), "oss",
+                                gateway={"upstream_access_key": "a", "upstream_secret_key": "b",
+                                         "region": "us-east-1", "access_key": key,
+                                         "bucket": "bkt", "domain": "oss.invalid"})
+    try:
+        for _ in range(2):
+            c = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)
+            c.request("GET", "/?prefix=", headers={"Host": "bkt.oss.invalid",
+                                                   "Authorization": f"OSS {key}:c2ln"})
+            with pytest.raises((http.client.HTTPException, ConnectionError, OSError)):
+                c.getresponse().read()
+            c.close()
+        assert gateway.proc.poll() is None
+        assert psutil.Process(gateway.proc.pid).memory_info().rss < 150 << 20
+    finally:
+        stop.set()
+        listener.close()
+        gateway.stop()

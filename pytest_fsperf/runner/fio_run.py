@@ -23,7 +23,6 @@ from pytest_fsperf.mounts.spec import Need
 from pytest_fsperf.result.workload import JobStats, WorkloadResult
 from pytest_fsperf.runner import window
 from pytest_fsperf.runner.readings import PageCacheReading, TimelineReading, Window
-from pytest_fsperf.store import conditioner
 from pytest_fsperf.vocab import EngineKind
 
 if TYPE_CHECKING:
@@ -246,9 +245,7 @@ def _stored(w: Window, written: int) -> float | None:
 def _checked(ws: Space, job: dict[str, str]) -> str | None:
     """Under a store whose conditions fail or cut requests, what a write job wrote is read
     back and checked: "" where it will be, a note where it cannot be, None where not asked."""
-    owned = ws.target.owned
-    proxy = conditioner.running(owned.rendered.fields.get("conditions_proxy")
-                                if owned is not None else None)
+    proxy = ws.target.conditions_proxy()
     if proxy is None or not proxy.conditions.faulty or job.get("rw", "read") not in WRITES:
         return None
     if job.get("rw") not in CHECKED or job.get("time_based", "0") not in ("0", ""):

@@ -40,7 +40,7 @@ from pytest_fsperf.runner.readings import (
     TimelineReading,
 )
 from pytest_fsperf.runner.target import safe_name
-from pytest_fsperf.store import conditioner, juicefs
+from pytest_fsperf.store import juicefs
 from pytest_fsperf.store import requests as store_requests
 from pytest_fsperf.store.conditions import conditions_text
 
@@ -110,9 +110,7 @@ class StoreRequests:
             self.store, self.note = None, NOT_HERE
         self.own: juicefs.OwnMeter | None = None
         self._here, self._ws = here, ws
-        owned = ws.target.owned
-        self.proxy = conditioner.running(owned.rendered.fields.get("conditions_proxy")
-                                         if owned is not None else None)
+        self.proxy = ws.target.conditions_proxy()
         self._before: dict[str, object] = {}
 
     def start(self) -> None:

@@ -21,7 +21,7 @@ from pytest_fsperf.mounts.daemon import Lookup, describe, find_daemon
 from pytest_fsperf.mounts.mounter import Mounted, MountedFs, MountPlan
 from pytest_fsperf.options.config import Settings
 from pytest_fsperf.runner.budget import SessionClock
-from pytest_fsperf.store import juicefs
+from pytest_fsperf.store import conditioner, juicefs
 from pytest_fsperf.store import requests as store_requests
 from pytest_fsperf.store.requests import Meter
 
@@ -73,6 +73,12 @@ class Target:
 
     def describe(self) -> Mounted | None:
         return self.owned.describe() if self.owned is not None else None
+
+    def conditions_proxy(self) -> conditioner.Conditioned | None:
+        """The store conditions' proxy (or Go OSS gateway) between this mount's daemon and
+        its store, where the plugin mounted it under conditions."""
+        fields = self.owned.rendered.fields if self.owned is not None else {}
+        return conditioner.running(fields.get("conditions_proxy"))
 
     def request_meter(self) -> tuple[Meter | None, str]:
         """The object requests behind this mount (probed once): the store's own counters

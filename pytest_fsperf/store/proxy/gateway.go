@@ -32,7 +32,10 @@ type gatewaySettings struct {
 	Domain    string `json:"domain"`     // virtual-host style: BUCKET.DOMAIN
 }
 
-const maxChunked = 64 << 20 // a chunked upload is held in memory: at most this
+const (
+	maxChunked = 64 << 20 // a chunked upload is held in memory: at most this
+	maxListing = 16 << 20 // a reply read whole (a listing of 1,000 keys is well under 1 MiB)
+)
 
 var (
 	passed = map[string]bool{"content-type": true, "content-length": true, "content-md5": true,
@@ -121,7 +124,7 @@ func gatewayRequest(req *head, r *bufio.Reader) (*head, []byte, *refusal) {
 	}
 	var body []byte
 	if req.chunked {
-		if body, err = readChunked(r); err != nil {
+		if body, err = readChunked(r, maxChunked); err != nil {
 			return nil, nil, &refusal{400, "InvalidRequest", "a chunked body of the wrong shape"}
 		}
 		out["content-length"] = strconv.Itoa(len(body))
@@ -231,8 +234,11 @@ func sign(method, path, query string, headers map[string]string) {
 		g.UpAccess, scope, signed, hex.EncodeToString(hmacSHA256(key, toSign)))
 }
 
-func readChunked(r *bufio.Reader) ([]byte, error) {
-	var out bytes.Buffer
+// readChunked: a chunked body, at most `limit` bytes, each chunk read into its own slice
+// and joined once (no buffer doubling past the limit).
+func readChunked(r *bufio.Reader, limit int64) ([]byte, error) {
+	var parts [][]byte
+	total := int64(0)
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil || len(line) > 1024 {
@@ -240,7 +246,7 @@ func readChunked(r *bufio.Reader) ([]byte, error) {
 		}
 		text, _, _ := strings.Cut(strings.TrimSpace(line), ";")
 		size, err := strconv.ParseInt(text, 16, 64)
-		if err != nil || size < 0 || int64(out.Len())+size > maxChunked {
+		if err != nil || size < 0 || total+size > limit {
 			return nil, fmt.Errorf("chunk size")
 		}
 		if size == 0 {
@@ -250,22 +256,24 @@ func readChunked(r *bufio.Reader) ([]byte, error) {
 					return nil, err
 				}
 				if t == "\r\n" || t == "\n" {
-					return out.Bytes(), nil
+					return bytes.Join(parts, nil), nil
 				}
 			}
 		}
-		if _, err := io.CopyN(&out, r, size); err != nil {
+		part := make([]byte, size)
+		if _, err := io.ReadFull(r, part); err != nil {
 			return nil, err
 		}
+		parts, total = append(parts, part), total+size
 		if _, err := r.ReadString('\n'); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// gatewayReply: the reply's head with OSS's names (its Content-Length kept, or `length`
-// where >= 0), and whether its body is a listing to be rewritten.
-func gatewayReply(reply *head, method string, length int64) *head {
+// gatewayReply: the reply's head with OSS's names, its Content-Length kept (or `length`
+// where >= 0: a body read whole).
+func gatewayReply(reply *head, length int64) *head {
 	lines := []string{reply.lines[0], "Date: " + time.Now().UTC().Format(
 		"Mon, 02 Jan 2006 15:04:05 GMT") + "\r\n"}
 	for _, line := range reply.lines[1:] {
@@ -317,12 +325,12 @@ func fixListing(body []byte) []byte {
 	return lastModified.ReplaceAll(body, []byte("<LastModified>$1.000Z</LastModified>"))
 }
 
-// readBody: a reply's whole body (Content-Length or chunked), at most maxChunked.
+// readBody: a reply's whole body (Content-Length or chunked), at most maxListing.
 func readBody(r *bufio.Reader, h *head) ([]byte, error) {
 	if h.chunked {
-		return readChunked(r)
+		return readChunked(r, maxListing)
 	}
-	if h.length > maxChunked {
+	if h.length > maxListing {
 		return nil, fmt.Errorf("too large")
 	}
 	out := make([]byte, h.length)

@@ -391,16 +391,17 @@ func (l *link) one(req *head) bool {
 	}
 	var whole []byte // a body read whole: a listing rewritten, or a chunked reply
 	if cfg.Gateway != nil && reply.status >= 200 {
-		if isListing(reply, req.method) || (reply.chunked && req.method != "HEAD") {
+		listing := isListing(reply, req.method)
+		if listing || (reply.chunked && req.method != "HEAD") {
 			if whole, err = readBody(l.ur, reply); err != nil {
 				return false
 			}
-			if isListing(reply, req.method) {
+			if listing {
 				whole = fixListing(whole)
 			}
-			reply = gatewayReply(reply, req.method, int64(len(whole)))
+			reply = gatewayReply(reply, int64(len(whole)))
 		} else {
-			reply = gatewayReply(reply, req.method, -1)
+			reply = gatewayReply(reply, -1)
 		}
 	}
 	own := time.Since(started).Nanoseconds()
