@@ -38,12 +38,12 @@ def test_example_suite_passes_on_the_embedded_default(tmp_path, cpu_hog):
         capture_output=True, text=True, cwd=EXAMPLES, check=False)
     assert out.returncode == 0, out.stdout + out.stderr
     counts = dict((k, int(n)) for n, k in re.findall(r"(\d+) (passed|skipped|failed)", out.stdout))
-    assert counts.get("passed", 0) + counts.get("skipped", 0) == 28, out.stdout
+    assert counts.get("passed", 0) + counts.get("skipped", 0) == 29, out.stdout
     assert counts.get("passed", 0) >= 24 and "failed" not in counts
     for workload in ("seq_write", "seq_read", "seq_read_4j", "files_read", "sysbench_rndrw",
                      "fluid_warmed_read", "jfs_bench_stat", "jfs_fio_rand_read"):
         assert workload in out.stdout
     assert "juicefs bench: " in out.stdout
-    if shutil.which("s3fs") and shutil.which("rclone") and find_minio():
-        assert counts["passed"] == 28, out.stdout
+    if shutil.which("s3fs") and shutil.which("rclone") and shutil.which("ossfs2") and find_minio():
+        assert counts["passed"] == 29, out.stdout
         assert "A/B test_rclone_bwlimit_costs_bandwidth read on rclone" in out.stdout

@@ -266,3 +266,19 @@ def test_a_write_is_timed_until_its_data_is_in_the_store(pytester, clean):
     assert written / after <= 1.05 * r["write"]["bw_bytes"]  # never faster than fio's own
     result.stdout.fnmatch_lines(["*w: object-store requests *what it wrote was in the store "
                                  "* s after its writes began: * to the store*"])
+
+
+def test_a_cut_in_prefetch_passes_the_bare_store_and_fails_under_the_in_region_profile(
+        pytester, clean):
+    """Issue 61.5: ossfs2 with its prefetch cut from 64 requests a file to 4 reads one stream
+    as fast on the bare store (examples/test_store_latency.py passes in the example suite);
+    under `in-region` (50 MB/s a connection, as S3's) the gate fails it, B worse."""
+    _needs("ossfs2")
+    example = Path(__file__).resolve().parent.parent / "examples" / "test_store_latency.py"
+    pytester.makepyfile(test_store_latency=example.read_text())
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-scale=0.003",
+                                "--fsperf-store-profile=in-region", "--fsperf-json=r.json")
+    result.assert_outcomes(failed=1)
+    ab = json.loads((pytester.path / "r.json").read_text())["comparisons"][0]
+    assert ab["metrics"]["bw"]["outcome"] == "B worse" and ab["metrics"]["bw"]["ratio"] < 0.6, ab
+    result.stdout.fnmatch_lines(["*B worse*"])

@@ -26,7 +26,7 @@ TIER = "unit"
 def test_a_profile_and_one_condition_over_it() -> None:
     base = conditions.profile("In-Region", "--fsperf-store-profile=In-Region")
     assert base == PROFILES["in-region"] and not base.bare
-    assert base.describe() == "in-region: rtt 2.00 ms, ttfb 10.0 ms"
+    assert base.describe() == "in-region: rtt 2.00 ms, ttfb 10.0 ms, 50.0 MB/s per connection"
     changed = conditions.combined(base, rtt=0.02, errors=None)
     assert changed.rtt == 0.02 and changed.ttfb == base.ttfb
     assert changed.describe().startswith("in-region, changed: rtt 20.0 ms")

@@ -15,6 +15,7 @@ from pytest_fsperf import units
 from pytest_fsperf.errors import UsageError
 
 MS = 1e-3
+CONNECTION = 50e6  # bytes/s one connection to S3 moves (aws-c-s3: 4 Gbit/s a VIP, 10 connections)
 
 
 @dataclass(frozen=True)
@@ -98,20 +99,24 @@ PROFILES: Mapping[str, StoreConditions] = {
     "bare": StoreConditions(profile="bare"),
     # S3 Standard / OSS from a machine in the same region: a short network round trip, a
     # first byte in tens of ms (S3 Express: "single-digit ms ... up to 10x faster than S3
-    # Standard")
-    "in-region": StoreConditions(rtt=2 * MS, ttfb=10 * MS, profile="in-region"),
+    # Standard"), 50 MB/s a connection (the AWS CRT's 4 Gbit/s per address over 10
+    # connections): a client is as fast as the requests it keeps in flight
+    "in-region": StoreConditions(rtt=2 * MS, ttfb=10 * MS, conn_bandwidth=CONNECTION,
+                                 profile="in-region"),
     # the same store from another region (ours: a continental round trip)
-    "cross-region": StoreConditions(rtt=60 * MS, ttfb=10 * MS, profile="cross-region"),
-    # S3 Express One Zone in the same zone: single-digit ms first byte
+    "cross-region": StoreConditions(rtt=60 * MS, ttfb=10 * MS, conn_bandwidth=CONNECTION,
+                                    profile="cross-region"),
+    # S3 Express One Zone in the same zone: single-digit ms first byte (no published figure
+    # a connection: none set)
     "express": StoreConditions(rtt=0.5 * MS, ttfb=3 * MS, profile="express"),
     # in-region, at a store's request-rate limit (S3: 5,500 GET/s per prefix; OSS: 2,000
     # QPS for sequential names; here scaled to a 2-core runner: 200/s, burst 50)
-    "throttled": StoreConditions(rtt=2 * MS, ttfb=10 * MS, rate=200.0, burst=50.0,
-                                 profile="throttled"),
+    "throttled": StoreConditions(rtt=2 * MS, ttfb=10 * MS, conn_bandwidth=CONNECTION,
+                                 rate=200.0, burst=50.0, profile="throttled"),
     # in-region with faults: 1% of requests a 5xx, 1% of replies reset mid-body, 1 in 100
     # held 200 ms (ours: a bad hour of a real store, for retry paths and data integrity)
-    "faulty": StoreConditions(rtt=2 * MS, ttfb=10 * MS, errors=0.01, resets=0.01,
-                              tail_every=100, tail=200 * MS, profile="faulty"),
+    "faulty": StoreConditions(rtt=2 * MS, ttfb=10 * MS, conn_bandwidth=CONNECTION, errors=0.01,
+                              resets=0.01, tail_every=100, tail=200 * MS, profile="faulty"),
 }
 
 
