@@ -19,8 +19,8 @@ import psutil
 from obstore.store import S3Store
 
 from pytest_fsperf.infra import leftovers
+from pytest_fsperf.plan.conditions import StoreConditions
 from pytest_fsperf.store import conditioner
-from pytest_fsperf.store.conditions import StoreConditions
 from pytest_fsperf.store.minio import S3Server, find_minio, start_minio
 
 BIG, SMALL, ROUNDS = 128 << 20, 128 << 10, 5

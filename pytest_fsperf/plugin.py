@@ -38,11 +38,19 @@ from pytest_fsperf.session.per_test import per_test
 from pytest_fsperf.session.reporter import Reporter, live_line
 from pytest_fsperf.session.second_pass import HELD, SecondPass
 from pytest_fsperf.session.state import FsperfSession
-from pytest_fsperf.stores import fsperf_azurite, fsperf_gcs, fsperf_minio, fsperf_oss, fsperf_s3
+from pytest_fsperf.stores import (
+    fsperf_azurite,
+    fsperf_gcs,
+    fsperf_minio,
+    fsperf_oss,
+    fsperf_s3,
+    fsperf_stores,
+)
 from pytest_fsperf.vocab import Gate, Outcome, Unsure
 
 # fixtures, from stores.py
-__all__ = ["fsperf_azurite", "fsperf_gcs", "fsperf_minio", "fsperf_oss", "fsperf_s3"]
+__all__ = ["fsperf_azurite", "fsperf_gcs", "fsperf_minio", "fsperf_oss", "fsperf_s3",
+           "fsperf_stores"]
 
 MARKER_HELP = ("fsperf(**thresholds): performance thresholds for the test's measured workloads: "
                + ", ".join(KEYWORDS))

@@ -4,15 +4,17 @@ session's store conditions (--fsperf-store-*) each is reached through the condit
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from pytest_fsperf.keys import STATE
+from pytest_fsperf.mounts.request import STORE_FIXTURE
+from pytest_fsperf.plan.conditions import StoreConditions
 from pytest_fsperf.store import served
 from pytest_fsperf.store.conditioner import ConditionedStore
-from pytest_fsperf.store.conditions import StoreConditions
 from pytest_fsperf.store.minio import INSTALL as MINIO_INSTALL
 from pytest_fsperf.store.minio import S3Server, find_minio, start_minio
 from pytest_fsperf.store.oss import OssServer, start_oss
@@ -82,30 +84,95 @@ def fsperf_oss(request: pytest.FixtureRequest, fsperf_minio: S3Server) -> Iterat
         server.stop()
 
 
+def _port(server: Served) -> int:
+    return int(server.values["endpoint"].split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+
+
 def _served(request: pytest.FixtureRequest, name: str, install: str,
             start: Callable[[str], Served], dialect: str) -> Iterator[Served]:
     binary = served.find(name)
     if binary is None:
         pytest.skip(f"{name} is not installed: {install}")
     server = start(binary)
-    port = int(server.values["endpoint"].split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
-    wrapped = _conditioned(request, server, port, dialect)
+    wrapped = _conditioned(request, server, _port(server), dialect)
     try:
         yield wrapped
     finally:
         wrapped.stop()
 
 
+SERVED: dict[str, tuple[str, str, Callable[[str], Served], str]] = {
+    "azure": ("azurite-blob", served.AZURITE_INSTALL, served.start_azurite, "azure"),
+    "gcs": ("fake-gcs-server", served.FAKE_GCS_INSTALL, served.start_fake_gcs, "gcs"),
+}
+
+
 @pytest.fixture(scope="session")
 def fsperf_azurite(request: pytest.FixtureRequest) -> Iterator[Served]:
     """Azurite's blob service on 127.0.0.1 (for blobfuse2): an account of this session's."""
-    yield from _served(request, "azurite-blob", served.AZURITE_INSTALL, served.start_azurite,
-                       "azure")
+    yield from _served(request, *SERVED["azure"])
 
 
 @pytest.fixture(scope="session")
 def fsperf_gcs(request: pytest.FixtureRequest) -> Iterator[Served]:
     """fake-gcs-server on 127.0.0.1 (for gcsfuse), in memory, with one bucket."""
-    yield from _served(request, "fake-gcs-server", served.FAKE_GCS_INSTALL,
-                       served.start_fake_gcs, "gcs")
+    yield from _served(request, *SERVED["gcs"])
 
+
+
+class Stores:
+    """The stores a test's marker asks for under conditions of its own (store=): one of each
+    kind and conditions, started on first use (over the session's MinIO for S3 and OSS, a
+    server of their own for Azurite and fake-gcs-server), stopped with the session."""
+
+    def __init__(self, session: StoreConditions) -> None:
+        self.session = session
+        self._made: dict[tuple[str, StoreConditions], Any] = {}
+        self._stops = contextlib.ExitStack()  # each stopped, last first, whatever one raises
+
+    def get(self, kind: str, conditions: StoreConditions, fixture: Callable[[str], Any]) -> Any:
+        if conditions == self.session:
+            return fixture(STORE_FIXTURE[kind])
+        key = (kind, conditions)
+        if key not in self._made:
+            self._made[key] = self._start(kind, conditions, fixture)
+        return self._made[key]
+
+    def _start(self, kind: str, conditions: StoreConditions, fixture: Callable[[str], Any]) -> Any:
+        if kind == "s3":
+            minio = fixture("fsperf_minio")
+            if conditions.bare:
+                return minio
+            port = int(minio.endpoint.rsplit(":", 1)[1])
+            return self._kept(ConditionedStore(minio, port, conditions, "s3", owns=False))
+        if kind == "oss":
+            gateway = self._kept(start_oss(fixture("fsperf_minio"), conditions))
+            if gateway.gateway is not None or conditions.bare:
+                return gateway  # the Go gateway applies them itself
+            return self._kept(ConditionedStore(gateway, gateway.port, conditions, "oss", owns=False))
+        name, install, start, dialect = SERVED[kind]
+        binary = served.find(name)
+        if binary is None:
+            pytest.skip(f"{name} is not installed: {install}")
+        server = self._kept(start(binary))
+        if conditions.bare:
+            return server
+        return self._kept(ConditionedStore(server, _port(server), conditions, dialect, owns=False))
+
+    def _kept(self, server: Any) -> Any:
+        self._stops.callback(server.stop)
+        return server
+
+    def stop(self) -> None:
+        self._made.clear()
+        self._stops.close()
+
+
+@pytest.fixture(scope="session")
+def fsperf_stores(request: pytest.FixtureRequest) -> Iterator[Stores]:
+    """The stores of markers that name conditions of their own (fsperf_mount(store=...))."""
+    stores = Stores(_conditions(request))
+    try:
+        yield stores
+    finally:
+        stores.stop()

@@ -232,8 +232,8 @@ def test_a_store_cannot_make_the_go_gateway_hold_its_reply(clean, reply):
 
     import psutil
 
+    from pytest_fsperf.plan.conditions import StoreConditions
     from pytest_fsperf.store import conditioner
-    from pytest_fsperf.store.conditions import StoreConditions
 
     if shutil.which("go") is None and not os.path.exists("/usr/local/go/bin/go"):
         pytest.skip("no Go toolchain to build the gateway")

@@ -1,4 +1,4 @@
-"""Store conditions (store/conditions.py, store/conditioner.py, store/proxy/proxy.go): the
+"""Store conditions (plan/conditions.py, store/conditioner.py, store/proxy/proxy.go): the
 settings, and the proxy itself in front of a real MinIO: each request's added round trip, a
 throttle and an error answered in the store's dialect, a reply cut mid-body, another user's
 connection refused, and what it counts."""
@@ -14,8 +14,9 @@ import pytest
 
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra import leftovers
-from pytest_fsperf.store import conditioner, conditions
-from pytest_fsperf.store.conditions import PROFILES, StoreConditions
+from pytest_fsperf.plan import conditions
+from pytest_fsperf.plan.conditions import PROFILES, StoreConditions
+from pytest_fsperf.store import conditioner
 from pytest_fsperf.store.sigv4 import signed_request
 from tests.conftest import need, run_json
 from tests.hostile import NOBODY, SYSTEM_PYTHON
@@ -254,3 +255,52 @@ def test_what_a_write_wrote_is_read_back_under_faults(pytester, clean) -> None:
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*w: what it wrote under the store's faults did not read back "
                                  "as written: *fsperf.0.0*"])
+
+
+PER_TEST = """
+import pytest
+from pytest_fsperf import fsperf_mount
+from pytest_fsperf.plan.conditions import StoreConditions
+
+def _reads(fsperf):
+    fsperf.files(name="w", mode="write", count=16, size="16KiB", threads=4)
+    fsperf.cold()
+    fsperf.files(name="r", mode="read", count=16, size="16KiB", threads=4)
+
+@fsperf_mount("rclone", config="fsperf_s3")
+def test_session(fsperf):
+    _reads(fsperf)
+
+@fsperf_mount("rclone", config="fsperf_s3", store=StoreConditions(rtt=0.02))
+def test_far(fsperf):
+    _reads(fsperf)
+
+@fsperf_mount("rclone", config="fsperf_s3", store="in-reigon")
+def test_misspelt(fsperf):
+    pass
+
+@fsperf_mount("rclone", config={"endpoint": "http://127.0.0.1:9"}, store="in-region")
+def test_own_store(fsperf):
+    pass
+"""
+
+
+@pytest.mark.s3
+def test_a_marker_names_the_conditions_of_its_own_store(pytester, clean) -> None:
+    """fsperf_mount(store=...): one session, rclone over the plugin's MinIO as the session
+    has it (bare) and through a 20 ms round trip of its own; a profile misspelt, or conditions
+    for a store the plugin does not start, fail that test in one line."""
+    need("rclone")
+    need("go")
+    pytester.makepyfile(PER_TEST)
+    result, data = run_json(pytester)
+    result.assert_outcomes(passed=2, errors=2)
+    rows = {(r["test"].split("::")[-1], r["name"]): r for r in data["results"]}
+    near, far = rows[("test_session", "r")], rows[("test_far", "r")]
+    assert near["mount"].get("store", "") == "" and far["mount"]["store"] == "rtt 20.0 ms"
+    assert far["ops"]["per_second"] < 0.7 * near["ops"]["per_second"]
+    assert far["requests"]["conditions"]["first_byte_p50"] >= 0.02
+    result.stdout.fnmatch_lines([
+        "*test_misspelt*store='in-reigon': not a store profile (bare, in-region, *",
+        "*test_own_store*store='in-region' sets the conditions of a store the plugin starts; "
+        "rclone is given a store of its own*"])

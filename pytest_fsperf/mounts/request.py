@@ -13,16 +13,18 @@ from pytest_fsperf.infra.redact import redact_args
 from pytest_fsperf.mounts.mounter import MountPlan, require_binary
 from pytest_fsperf.mounts.registry import BackendConfig, Registry
 from pytest_fsperf.mounts.spec import FIELD
+from pytest_fsperf.plan.conditions import StoreConditions, profile
 
 # The server a backend of each store gets when its config names no endpoint: the plugin's own
 STORE_FIXTURE = {"s3": "fsperf_s3", "oss": "fsperf_oss", "azure": "fsperf_azurite",
                  "gcs": "fsperf_gcs"}
 
 MARKER = "fsperf_mount"
-MARKER_HELP = (f"{MARKER}(backend, options=[...], config=None, memory_limit=None): mount this "
-               "backend for the test (config: a dict, or the name of a fixture giving one, e.g. "
-               "'fsperf_s3'; memory_limit: '512M', every process of the daemon in a cgroup "
-               "with that limit)")
+MARKER_HELP = (f"{MARKER}(backend, options=[...], config=None, memory_limit=None, store=None): "
+               "mount this backend for the test (config: a dict, or the name of a fixture giving "
+               "one, e.g. 'fsperf_s3'; memory_limit: '512M', every process of the daemon in a "
+               "cgroup with that limit; store: a store profile, e.g. 'in-region', for the store "
+               "the plugin starts for it)")
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class MountRequest:
     where: str = ""
     extra: Mapping[str, str] = field(default_factory=dict)
     memory_limit: int | None = None  # bytes: the daemon's cgroup limit
+    store: StoreConditions | None = None  # the conditions of the plugin's store for it; None: the session's
 
 
 def parse_options(value: object, where: str) -> tuple[str, ...]:
@@ -60,13 +63,24 @@ def _config(value: object, where: str) -> Mapping[str, str] | str | None:
 def from_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: str) -> MountRequest:
     if len(args) != 1 or not isinstance(args[0], str) or not args[0]:
         raise UsageError(f"{where}: {MARKER} takes the backend name as its one positional argument")
-    unknown = set(kwargs) - {"options", "config", "memory_limit"}
+    unknown = set(kwargs) - {"options", "config", "memory_limit", "store"}
     if unknown:
         raise UsageError(f"{where}: {MARKER}: unknown keyword {sorted(unknown)[0]!r} "
-                         "(known: options, config, memory_limit)")
+                         "(known: options, config, memory_limit, store)")
     return MountRequest(args[0], parse_options(kwargs.get("options", ()), where),
                         _config(kwargs.get("config"), where), where,
-                        memory_limit=_limit(kwargs.get("memory_limit"), where))
+                        memory_limit=_limit(kwargs.get("memory_limit"), where),
+                        store=_store(kwargs.get("store"), where))
+
+
+def _store(value: object, where: str) -> StoreConditions | None:
+    """A profile's name ('in-region'), or conditions (StoreConditions)."""
+    if value is None or isinstance(value, StoreConditions):
+        return value
+    if isinstance(value, str):
+        return profile(value, f"{where}: {MARKER}: store={value[:40]!r}")
+    raise UsageError(f"{where}: {MARKER}: store must be a store profile's name, not "
+                     f"{type(value).__name__}")
 
 
 def _limit(value: object, where: str) -> int | None:
@@ -114,11 +128,24 @@ def option_id(options: Sequence[str]) -> str:
 def resolve(req: MountRequest, registry: Registry, file_config: BackendConfig,
             fixture: Callable[[str], Any], timeout: float) -> MountPlan:
     """Backend and values: the marker's config, over the config file's, over the plugin's own
-    server of the backend's store (STORE_FIXTURE) when no endpoint is configured."""
+    server of the backend's store (STORE_FIXTURE) when no endpoint is configured - under the
+    marker's store conditions where it names some (fixture fsperf_stores), else the session's."""
     backend = registry.get(req.backend, req.where)
     values = dict(file_config.values)
     require_binary(backend)  # before starting a server for it
-    if isinstance(req.config, str):
+    named = {fixture_name: kind for kind, fixture_name in STORE_FIXTURE.items()}
+    kind = named.get(req.config) if isinstance(req.config, str) else None  # config="fsperf_s3"
+    if (req.config is None and backend.store in STORE_FIXTURE and not values.get("endpoint")
+            and not (backend.own_store and values.get(backend.own_store))):
+        kind = backend.store
+    if req.store is not None and kind is None:
+        raise UsageError(f"{req.where}: {MARKER}: store={str(req.store)!r} sets the conditions "
+                         f"of a store the plugin starts; {req.backend} is given a store of its own")
+    if kind is not None:
+        store = (fixture(STORE_FIXTURE[kind]) if req.store is None
+                 else fixture("fsperf_stores").get(kind, req.store, fixture))
+        values.update(store.config())
+    elif isinstance(req.config, str):
         given = fixture(req.config)
         getter = getattr(given, "config", None)
         given = getter() if callable(getter) else given
@@ -128,7 +155,4 @@ def resolve(req: MountRequest, registry: Registry, file_config: BackendConfig,
         values.update({str(k): str(v) for k, v in given.items()})
     elif req.config is not None:
         values.update(req.config)
-    elif (backend.store in STORE_FIXTURE and not values.get("endpoint")
-          and not (backend.own_store and values.get(backend.own_store))):
-        values.update(fixture(STORE_FIXTURE[backend.store]).config())
     return MountPlan(backend, req.options, values, timeout, req.where, req.memory_limit)

@@ -25,8 +25,9 @@ from pytest_fsperf.measure import balloon, fusetrace, pagecache, placement, prof
 from pytest_fsperf.mounts.registry import BackendConfig
 from pytest_fsperf.options import parse
 from pytest_fsperf.options.parse import RULE, Chosen, Raw, Source, choose
+from pytest_fsperf.plan import conditions
 from pytest_fsperf.saved import runs as saved
-from pytest_fsperf.store import conditions, cost
+from pytest_fsperf.store import cost
 from pytest_fsperf.vocab import Gate, StoreCache, Unsure
 
 if TYPE_CHECKING:  # the settings are read from pytest's config; the core needs no pytest

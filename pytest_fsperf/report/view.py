@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from pytest_fsperf import units
 from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.measure.figures import SHORT_WINDOW, countable_cpu
+from pytest_fsperf.plan.conditions import conditions_text
 from pytest_fsperf.report import fuseview
 from pytest_fsperf.report.cells import row
 from pytest_fsperf.report.charts import bar_charts, timelines
@@ -32,7 +33,6 @@ from pytest_fsperf.report.tables import (
     run_comparisons,
 )
 from pytest_fsperf.result.environment import Environment, FuseKernel
-from pytest_fsperf.store.conditions import conditions_text
 from pytest_fsperf.vocab import Decision, Difference, Outcome
 
 

@@ -28,6 +28,7 @@ from pytest_fsperf.measure.reading import Instrument, Reading, Span
 from pytest_fsperf.measure.rest import RestMeter
 from pytest_fsperf.measure.timeline import Sampler, Timeline
 from pytest_fsperf.mounts.daemon import Lookup
+from pytest_fsperf.plan.conditions import conditions_text
 from pytest_fsperf.runner.readings import (
     DaemonReading,
     DiskReading,
@@ -42,7 +43,6 @@ from pytest_fsperf.runner.readings import (
 from pytest_fsperf.runner.target import safe_name
 from pytest_fsperf.store import juicefs
 from pytest_fsperf.store import requests as store_requests
-from pytest_fsperf.store.conditions import conditions_text
 
 if TYPE_CHECKING:
     from pytest_fsperf.runner.space import Space

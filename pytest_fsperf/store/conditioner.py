@@ -26,7 +26,7 @@ from importlib import resources
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.infra import buildcache, leftovers, trust
 from pytest_fsperf.infra.procs import Proc, listening, stop_child
-from pytest_fsperf.store.conditions import StoreConditions
+from pytest_fsperf.plan.conditions import StoreConditions
 
 NAME = "fsperf-store-proxy"
 COUNTED = ("requests", "connections", "throttled", "errors", "resets", "corrupted", "held",

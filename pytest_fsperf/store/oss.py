@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.infra import leftovers
 from pytest_fsperf.infra.procs import Proc, stop_child
+from pytest_fsperf.plan.conditions import StoreConditions
 from pytest_fsperf.store import conditioner
-from pytest_fsperf.store.conditions import StoreConditions
 from pytest_fsperf.store.minio import S3Server
 
 # Buckets are addressed as BUCKET.DOMAIN through the daemon's HTTP proxy setting: .invalid

@@ -1,4 +1,4 @@
-// fsperf-store-proxy: the store conditions of pytest-fsperf (store/conditions.py, run by store/proxy.py), between the
+// fsperf-store-proxy: the store conditions of pytest-fsperf (plan/conditions.py, run by store/proxy.py), between the
 // daemons and a store the plugin started. It speaks HTTP/1.1 only as far as it must to find
 // each request and reply (heads, Content-Length, chunked bodies, 100-continue); bodies are
 // copied by the kernel (splice through TCPConn.ReadFrom) in slices that the bandwidth
