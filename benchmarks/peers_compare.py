@@ -3,7 +3,8 @@
 Document 001 measured ossfs 2.0, ossfs 1.91 and goofys on the same workloads. For each backend,
 `fsperf bench --backend B --suite ossfs2 --scale S -- --fsperf-ceilings=on` runs the suite (the
 plugin mounts B over its own store: MinIO, the OSS gateway before it, Azurite, fake-gcs-server).
-Prints per workload and backend: bandwidth, daemon CPU and peak memory, requests per MiB, the
+Prints per workload and backend: bandwidth (a write's: until the store had it, where the store
+is counted, with fio's own beside it), daemon CPU and peak memory, requests per MiB, the
 share of the store's and FUSE's ceilings; then ossfs2's ratios over ossfs 1.x and goofys here
 beside the documents' (baselines ossfs-2.0.4, ossfs-1.91.8, goofys-0.24.0: one machine, 64 Gbps).
 
@@ -37,6 +38,12 @@ def bench(backend: str, scale: float, out: Path, store: str) -> int:
 
 
 def rate(r: dict[str, Any]) -> float:
+    """The workload's bandwidth; a write's where the store was counted: what the store took
+    (bytes written over the time until the store had them), not the daemon's buffer."""
+    stored = (r.get("requests") or {}).get("stored_after")
+    written = (r.get("write") or {}).get("io_bytes") or 0
+    if stored and written:
+        return float(written) / float(stored)
     return float(r["total"]["bw_bytes"] or 0.0)
 
 
@@ -51,7 +58,10 @@ def cells(r: dict[str, Any]) -> list[str]:
     for c in r.get("ceilings") or ():
         if c["path"] in ("store", "bindfs over tmpfs") and not c["unavailable"] and c["bw_bytes"]:
             shares.append(f"{100 * rate(r) / float(c['bw_bytes']):.0f}% of {c['path'].split()[0]}")
-    return [units.format_rate(rate(r)), f"{cpu:.0f}%" if cpu is not None else "-",
+    shown = units.format_rate(rate(r))
+    if rate(r) != float(r["total"]["bw_bytes"] or 0.0):
+        shown += f" to the store ({units.format_rate(float(r['total']['bw_bytes'] or 0.0))} by fio)"
+    return [shown, f"{cpu:.0f}%" if cpu is not None else "-",
             units.format_mb(rss) if rss else "-", per_mib, ", ".join(shares) or "-"]
 
 

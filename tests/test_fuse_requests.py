@@ -149,6 +149,11 @@ def test_an_ab_of_mount_options_names_the_opcode_that_changed(pytester):
     doc = json.loads(out.read_text())
     reads_back(doc)
     (c,) = doc["comparisons"]
+    # every run it kept is named as its own (a rerun, a dropped pair too), none a workload;
+    # the profiled pair is kept by none
+    assert set(c["runs"]) == {r["name"] for r in doc["results"]}
+    assert set(c["a_results"]) | set(c["b_results"]) <= set(c["runs"])
+    assert not any("profiled" in name for name in c["runs"])
     # one more pair, profiled: both sides' folded stacks are in the record, named by the daemon
     assert c["profile_note"].startswith("profiled one more pair (not in the figures): "), c
     for side in ("A", "B"):

@@ -850,3 +850,20 @@ def test_a_pair_whose_two_runs_were_both_far_off_is_the_machine_and_dropped():
     (why,) = [d for d in pairs.dropped if "changed under" in d]
     assert "A 0.61x, B 0.26x" in why, why
     assert min(r.bw_bytes for r in pairs.b) == 2.0e9  # B6, off on its own: kept
+
+
+def test_a_run_a_comparison_did_not_use_is_not_a_workload():
+    """As found: `pytest examples` listed A/B reruns (read[B8]#3, a run the page cache served,
+    run again) in the workloads table, which keeps a comparison's runs out: it knew only the
+    runs behind the figures. A comparison names every run it kept."""
+    import dataclasses
+
+    from pytest_fsperf.judge.comparison import compare
+    from pytest_fsperf.report.view import in_comparisons
+    from tests.test_rounds import result
+
+    runs = [dataclasses.replace(result(1e9), name=f"read[{s}{n}]") for n in (1, 2) for s in "AB"]
+    c = compare("t", "read", "bindfs", (), (), runs[0::2], runs[1::2], "ABBA")
+    c = dataclasses.replace(c, runs=(*(r.name for r in runs), "read[B2]#2"))
+    assert ("t", "read[B2]#2") in in_comparisons([], [c])
+    assert type(c).from_dict(c.to_dict()) == c

@@ -105,6 +105,9 @@ class Comparison:
     profiles: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     # an inconclusive comparison: how many pairs, at their spread so far, would decide
     needed: str = ""
+    # every run it kept a result of (names): its figures' and those it did not use (a rerun, a
+    # pair dropped), so that no report shows them as workloads of their own
+    runs: tuple[str, ...] = ()
 
     def ratio(self, metric: str = "bw") -> float:
         """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's

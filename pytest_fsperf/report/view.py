@@ -38,7 +38,7 @@ from pytest_fsperf.vocab import Decision, Difference, Outcome
 
 def in_comparisons(results: list[Row], comparisons: Iterable[Comparison]) -> set[tuple[str, str]]:
     """The runs behind A/B comparisons (shown in their sections, not as workloads)."""
-    return {(c.test, name) for c in comparisons for name in (*c.a_results, *c.b_results)}
+    return {(c.test, name) for c in comparisons for name in (*c.a_results, *c.b_results, *c.runs)}
 
 
 def unexplained(results: Sequence[Row], failed_tests: Iterable[FailedTest]) -> list[FailedTest]:

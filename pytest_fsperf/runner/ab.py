@@ -370,6 +370,7 @@ def run_compare(fs: Space, workload: Workload, a: Sequence[str] | str, b: Sequen
         return run(name, len(pairs.a) + 1)
 
     started = time.monotonic()  # the layout and every cold start count in the budget
+    kept = len(fs.results)  # what is kept from here on is this comparison's
     try:  # the original options and build are back after the pairs and any profiled pair
         with fs.pairing():
             if job is not None and fio_engine.is_reading(job):
@@ -381,6 +382,7 @@ def run_compare(fs: Space, workload: Workload, a: Sequence[str] | str, b: Sequen
                     pairs.a, pairs.b, pairs.order, tolerance, budget, pairs.stopped,
                     pairs.seconds, CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS,
                     pairs.dropped, pairs.died)
+        c = dataclasses.replace(c, runs=tuple(r.name for r in fs.results[kept:]))
         return profiled(fs, c, (side(AB.A), side(AB.B)), probe)
     finally:
         if owned.options != original or owned.build != original_build or not owned.alive():
