@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -129,7 +130,9 @@ class Interleaving:
         self.before = earlier.seconds if earlier else None  # the first pass's time
         self.dropped_pairs = 0
         self.moved = 0  # of them, pairs whose two runs met two machines
-        self.last_pair = 0.0  # seconds the last valid pair took
+        self.last_pair = 0.0  # what the next pair is taken to cost: the valid pairs' median
+        self.costs: list[float] = []  # each valid pair's own seconds: cold starts, runs, reruns
+        self.pair_t0 = self.pair_layout = 0.0  # the pair under way: its start, its layout
         self.fresh_is_usual = False  # every run makes its own files (fio unlink=1): that is the state
 
     @property
@@ -139,6 +142,7 @@ class Interleaving:
 
     def pairs(self) -> Pairs:
         while True:
+            self.pair_t0, self.pair_layout = time.monotonic(), 0.0
             these, spoilt = self.one_pair()
             ended = self.drop(spoilt) if these is None else self.keep(these)
             if ended is not None:
@@ -169,6 +173,7 @@ class Interleaving:
             if got.fresh_files and not self.fresh_is_usual:  # it laid the files out: once
                 self.spent.laid_out(took)
                 self.spent_before += took  # not a pair's cost: the next pair will not pay it
+                self.pair_layout += took
             self.dropped.append(why)
         return None
 
@@ -231,8 +236,13 @@ class Interleaving:
                 self.spent_before = time.monotonic() - self.t0
                 return None
         decided = m.outcome != Difference.INCONCLUSIVE
-        elapsed = time.monotonic() - self.t0
-        last = elapsed - self.spent_before  # this pair: its cold starts and runs
+        now = time.monotonic()
+        elapsed = now - self.t0
+        # what a pair costs (issue 63): this one's and the others' own time, not the waits for
+        # the machine and the dropped pairs since the last valid one (a gate stopped with 4
+        # pairs' time left, a dropped pair and a wait taken for the next pair's cost)
+        self.costs.append(now - self.pair_t0 - self.pair_layout)
+        last = statistics.median(self.costs)
         self.last_pair, self.spent_before = last, elapsed
         if not should_stop(decided, self.budget, pair, elapsed, last):
             return None
