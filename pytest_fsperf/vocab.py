@@ -260,6 +260,9 @@ def _bw(value: object) -> float:
 
 METRICS: dict[str, Metric] = {m.key: m for m in (
     Metric("bw", "bandwidth", _bw, units.format_rate, True, "MB/s", 1e6),
+    # A write's bytes over the time until the store had them (a daemon buffers, uploads later):
+    # where the store is counted, what a release gate judges a write by.
+    Metric("stored_bw", "bandwidth to the store", _bw, units.format_rate, True, "MB/s", 1e6),
     Metric("iops", "IOPS", units.parse_rate_count, units.format_count, True, "IOPS"),
     Metric("ops", "ops/s", units.parse_rate_count, units.format_count, True, "ops/s", series="ops"),
     Metric("daemon_cpu", "daemon CPU", units.parse_percent, units.format_percent, False, "%"),

@@ -147,6 +147,8 @@ def test_release_gate_of_ossfs2_2_0_7_against_2_0_6_compares_every_workload(tmp_
     doc = json.loads((tmp_path / "out" / "fsperf.json").read_text())
     gates = {c["name"]: c for c in doc["comparisons"]}
     assert set(gates) == set(OSSFS2_SUITE), said[-3000:]
+    # a write is judged by what the store took: ossfs2 buffers and uploads after fio's clock
+    assert gates["seq_write_1t"]["decided_by"] == "stored_bw", gates["seq_write_1t"]
     for name, c in gates.items():
         assert c["kind"] == "gate" and c["backend"] == "ossfs2"
         assert c["a_options"] == [str(reference)] and c["b_options"] == [str(candidate)]
@@ -246,6 +248,9 @@ def test_a_peak_carried_in_from_earlier_work_says_where_it_started(pytester, cle
 
 
 STORED = """
+from pytest_fsperf import fsperf
+
+@fsperf(min_stored_bw="1TB/s")  # no store takes that: the durable figure is judged
 def test_write(fsperf):
     fsperf.fio(name="w", rw="write", bs="1M", size="128M")
 """
@@ -259,8 +264,9 @@ def test_a_write_is_timed_until_its_data_is_in_the_store(pytester, clean):
     pytester.makepyfile(STORED)
     result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-backend=ossfs2",
                                 "--fsperf-json=r.json")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(failed=1)
     r = json.loads((pytester.path / "r.json").read_text())["results"][0]
+    assert r["verdict"] == "FAIL" and "bandwidth to the store" in r["failures"][0], r["failures"]
     after, written = r["requests"]["stored_after"], r["write"]["io_bytes"]
     assert after > 0 and r["requests"]["received_bytes"] >= 0.98 * written
     assert written / after <= 1.05 * r["write"]["bw_bytes"]  # never faster than fio's own

@@ -250,6 +250,7 @@ def test_what_a_write_wrote_is_read_back_under_faults(pytester, clean) -> None:
     result.assert_outcomes(passed=1)
     notes = data["results"][0]["notes"]
     assert any("read back after a cold start" in n and "intact" in n for n in notes), notes
+    assert not list(pytester.path.glob("*verify.state"))  # as found: fio's state file in the cwd
     result, data = run_json(pytester, *args, "--fsperf-store-corrupt=100%",
                             "--fsperf-mount-options=--low-level-retries=1 --retries=1")
     result.assert_outcomes(failed=1)

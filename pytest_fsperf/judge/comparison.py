@@ -23,7 +23,7 @@ from pytest_fsperf.vocab import CompareKind, Difference, Direction, EngineKind, 
 
 # The figures an A/B compares. Daemon CPU is compared per GB moved: a throttled side uses
 # less CPU per second only because it moves less, and must not look "better" for it.
-METRICS = ("bw", "ops", "iops", "lat_p99", "daemon_cpu_per_gb", "daemon_rss", "daemon_rss_after",
+METRICS = ("bw", "stored_bw", "ops", "iops", "lat_p99", "daemon_cpu_per_gb", "daemon_rss", "daemon_rss_after",
            "daemon_rss_per_handle", "page_cache", "req_total", "req_get", "req_head", "req_list",
            "req_put", "req_per_file", "req_per_mib", "cost", "fuse_requests", "fuse_per_file",
            "fuse_per_mib")
@@ -285,7 +285,11 @@ def short_runs(runs: Sequence[WorkloadResult]) -> str:
 
 
 def primary(result: WorkloadResult) -> str:
-    """The figure that decides: bandwidth where bytes moved, else operations per second."""
+    """The figure that decides: a write's bandwidth to the store where the store counted it
+    (what a buffering daemon's user waits for), else bandwidth where bytes moved, else
+    operations per second."""
+    if result.single_metrics().get("stored_bw"):
+        return "stored_bw"
     return "bw" if result.io_bytes else "ops"
 
 

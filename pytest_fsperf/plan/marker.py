@@ -50,6 +50,7 @@ class Keyword:
 KEYWORDS: dict[str, Keyword] = {
     "min_bw": Keyword(METRICS["bw"], "min"),
     "max_bw": Keyword(METRICS["bw"], "max"),
+    "min_stored_bw": Keyword(METRICS["stored_bw"], "min"),
     "min_iops": Keyword(METRICS["iops"], "min"),
     "max_cpu": Keyword(METRICS["daemon_cpu"], "max"),
     "max_rss": Keyword(METRICS["daemon_rss"], "max"),

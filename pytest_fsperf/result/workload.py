@@ -310,6 +310,8 @@ class WorkloadResult:
             "req_put": float(kinds["PUT"] + kinds["MULTIPART"]) if q else None,
             # amplification: what a FUSE developer optimises
             "req_per_mib": q.total / (self.io_bytes / 2**20) if q and self.io_bytes else None,
+            "stored_bw": (self.write.io_bytes / q.stored_after if q and q.stored_after
+                          and self.write and self.write.io_bytes else None),
             "req_per_file": q.total / self.ops.count if q and self.ops and self.ops.count else None,
             "cost": self.cost.requests if self.cost else None,
             "cost_per_tb": (self.cost.requests / (self.io_bytes / 1e12)
@@ -322,12 +324,10 @@ class WorkloadResult:
                 figures.update(value.figures())
         figures.update({k: shape_of.get(k) for k in SHAPE})  # None: too short to have a shape
         if not self.io_bytes:  # nothing moved: no such figures
-            for key in ("daemon_cpu_per_gb", "req_per_mib", "cost_per_tb"):
-                del figures[key]
+            for key in ("daemon_cpu_per_gb", "req_per_mib", "cost_per_tb", "fuse_per_mib"):
+                figures.pop(key, None)
         if self.ops is None or not self.ops.count:
             del figures["req_per_file"]  # fio: no count of files touched
-        if not self.io_bytes:
-            figures.pop("fuse_per_mib", None)
         if not self.files:
             figures.pop("fuse_per_file", None)
         # daemon and request figures stay as None when not measured: a threshold on them

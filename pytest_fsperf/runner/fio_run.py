@@ -166,7 +166,8 @@ def measure(ws: Space, label: str, judged: bool, job: dict[str, str], layout: bo
     fresh = not before or (laid_out and ws.laid_out[key] != before)
     checked = _checked(ws, job)
     if checked == "":  # each block written with its checksum, read back after the window
-        job = {**job, "verify": "crc32c", "do_verify": "0"}
+        # verify_state_save=0: fio would leave local-*-verify.state in the working directory
+        job = {**job, "verify": "crc32c", "do_verify": "0", "verify_state_save": "0"}
     # fio's own reports time the I/O and count its bytes, for every ioengine (fio_status)
     spec = fio_status.instrumented(job, out)
     status_args = ([f"--status-interval={fio_status.INTERVAL:g}"]
@@ -263,7 +264,7 @@ def _read_back(ws: Space, job: dict[str, str], out: str, label: str) -> str:
     differs fails the test naming the file and offset."""
     ws.cold_start()
     check = {**{k: v for k, v in job.items() if k not in FLUSHES}, "verify_only": "1",
-             "do_verify": "1"}
+             "do_verify": "1", "verify_state_save": "0"}
     try:
         fio_engine.run_fio(fio_engine.command(check, "fsperf", str(ws.workdir),
                                               out + ".verify.json"),
