@@ -182,7 +182,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """The tests that share a session's gate budget: those selected (after -k and -m), with
     the fixture."""
     if STATE in session.config.stash:
-        session.config.stash[STATE].clock.tests_left = sum(
+        clock = session.config.stash[STATE].clock
+        clock.tests_left = clock.tests = sum(
             "fsperf" in getattr(item, "fixturenames", ()) for item in session.items)
 
 

@@ -900,3 +900,35 @@ def test_an_undecided_comparison_spends_its_budget_up_to_one_pair(monkeypatch):
     assert pairs.stopped.startswith("time budget spent after"), pairs.stopped
     assert "the next pair (about 0 s" in pairs.stopped, pairs.stopped
     assert 0 <= left < 0.2 + 0.15, (left, pairs.order)  # at most one pair's time unspent
+
+
+def test_a_release_gates_false_alarms_are_held_for_its_whole_suite():
+    """Issue 63.3: five workloads each flagging at ALPHA make a suite that flags at up to 5
+    ALPHA. A gate's flag error is its share of the suite's (Bonferroni over the tests,
+    6/(pi^2 n^2) over a test's workloads): simulated A/A suites of 5 gated workloads, pairs
+    looked at after each one up to 20, with N(0, 5%) noise per pair."""
+    import math
+    import random
+    from collections.abc import Callable
+
+    from pytest_fsperf.judge.paired import ALPHA, paired, suite_alpha
+
+    assert sum(suite_alpha(3, n) for n in range(1, 10_000)) < ALPHA / 3
+    assert math.isclose(suite_alpha(5, 1), ALPHA / 5 * 6 / math.pi ** 2)
+    rng = random.Random(63)
+
+    def suite_flags(alpha_of: Callable[[int], float]) -> bool:
+        for workload in range(5):
+            d = []
+            for _ in range(20):
+                d.append(math.exp(rng.gauss(0.0, 0.05)))
+                if len(d) >= 3 and paired([1.0] * len(d), d, 0.0, True,
+                                          alpha_of(workload)).direction is Direction.DOWN:
+                    return True  # tolerance 0: the interval alone decides, the worst case
+        return False
+
+    suites = 400
+    held = sum(suite_flags(lambda w: suite_alpha(5, 1)) for _ in range(suites))
+    each = sum(suite_flags(lambda w: ALPHA) for _ in range(suites))
+    assert held / suites <= ALPHA / 2 + 0.01, held  # one direction: about half the error
+    assert each > held, (each, held)

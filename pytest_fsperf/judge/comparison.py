@@ -14,7 +14,7 @@ from pytest_fsperf.baselines.relative import Expectation
 from pytest_fsperf.errors import NotCompared
 from pytest_fsperf.infra import typed
 from pytest_fsperf.judge import where as fuse_where
-from pytest_fsperf.judge.paired import Budget, Paired, log_ratios, paired, pairs_needed, spread_of
+from pytest_fsperf.judge.paired import ALPHA, Budget, Paired, log_ratios, paired, pairs_needed, spread_of
 from pytest_fsperf.measure.figures import SHORT_WINDOW
 from pytest_fsperf.result.schema import check
 from pytest_fsperf.result.workload import WorkloadResult
@@ -192,10 +192,11 @@ def _outcome(metric: str, p: Paired, gate: bool) -> Difference:
 
 
 def judge_metric(metric: str, av: Sequence[float | None], bv: Sequence[float | None],
-                 tolerance: float, anytime: bool = False, gate: bool = False) -> MetricComparison:
+                 tolerance: float, anytime: bool = False, gate: bool = False,
+                 alpha: float = ALPHA) -> MetricComparison:
     """anytime: the figure is looked at after every pair (paired.py's confidence sequences);
-    gate: a release gate's one-sided question, "not worse" decides."""
-    p = paired(av, bv, tolerance, anytime)
+    gate: a release gate's one-sided question, "not worse" decides; alpha: the flag's error."""
+    p = paired(av, bv, tolerance, anytime, alpha)
     return MetricComparison(metric, tuple(av), tuple(bv), median(av), median(bv), p.ratio,
                             p.low, p.high, p.level, _outcome(metric, p, gate), p.anytime)
 
@@ -310,7 +311,8 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
         if all(v is None for v in av + bv):
             continue
         metrics[metric] = judge_metric(metric, av, bv, tolerance,
-                                       anytime and metric == decided_by, kind.is_gate)
+                                       anytime and metric == decided_by, kind.is_gate,
+                                       budget.alpha if budget and metric == decided_by else ALPHA)
     deciding = metrics.get(decided_by)
     pinned = placed([*a, *b])
     passing = kind.is_gate and deciding is not None and deciding.outcome != Difference.B_WORSE
@@ -332,7 +334,8 @@ def _needed(m: MetricComparison, tolerance: float, gate: bool, seconds: float,
     if m.outcome != Difference.INCONCLUSIVE or pairs < 3:
         return ""
     spread = f"at the pairs' spread so far (±{100 * spread_of(m.a, m.b):.0f}% per pair)"
-    n = pairs_needed(m.a, m.b, tolerance, gate, FIGURES[m.metric].bigger_is_better)
+    n = pairs_needed(m.a, m.b, tolerance, gate, FIGURES[m.metric].bigger_is_better,
+                     budget.alpha if budget else ALPHA)
     if n is None:
         return (f"{spread} no practical number of pairs would decide: B/A sits at the "
                 "tolerance's edge")

@@ -152,9 +152,10 @@ def _exp(x: float) -> float:
 
 
 def paired(a: Sequence[float | None], b: Sequence[float | None], tolerance: float,
-           anytime: bool = False) -> Paired:
+           anytime: bool = False, alpha: float = ALPHA) -> Paired:
     """B against A over interleaved pairs; anytime: the pairs are looked at after each one
-    and the intervals must hold at every look (confidence sequences; see the module's text)."""
+    and the intervals must hold at every look (confidence sequences; see the module's text);
+    alpha: the flag's error (a release gate's share of its suite's: suite_alpha)."""
     d = log_ratios(a, b)
     if not d:
         return Paired(0, None, None, None, 0.0, Direction.UNCLEAR)
@@ -171,9 +172,9 @@ def paired(a: Sequence[float | None], b: Sequence[float | None], tolerance: floa
         half = width * se if math.isfinite(width) else math.inf
         return _exp(mean - half), _exp(mean + half)
 
-    flag_level = 1 - ALPHA
-    lo, hi = bounds(radius(n, ALPHA, FLAG_MIXTURE) if anytime
-                    else t_quantile(1 - ALPHA / 2, n - 1))
+    flag_level = 1 - alpha
+    lo, hi = bounds(radius(n, alpha, FLAG_MIXTURE) if anytime
+                    else t_quantile(1 - alpha / 2, n - 1))
     flagged = direction(ratio, lo, hi, tolerance)  # the flag interval: past the tolerance?
     if flagged in (Direction.UP, Direction.DOWN):
         return Paired(n, ratio, lo, hi, flag_level, flagged, anytime=anytime)
@@ -195,6 +196,7 @@ class Budget:
     min_pairs: int = 3
     max_pairs: int = 100  # a safety cap: the time budget decides how many pairs fit
     seconds: float = 300.0  # wall time of the whole comparison: layout, cold starts, runs
+    alpha: float = ALPHA  # the flag's error: a release gate's share of its suite's (suite_alpha)
 
     @property
     def anytime(self) -> bool:
@@ -227,7 +229,7 @@ MOST_PAIRS = 100_000  # beyond this, "more pairs" is no advice
 
 
 def pairs_needed(a: Sequence[float | None], b: Sequence[float | None], tolerance: float,
-                 gate: bool, bigger_is_better: bool = True) -> int | None:
+                 gate: bool, bigger_is_better: bool = True, flag_alpha: float = ALPHA) -> int | None:
     """How many pairs in all an inconclusive sequence would need to decide, were the pairs to
     come on as they have (their mean and spread): the first n where the flag interval clears
     1 (the estimate past the tolerance) or the pass interval clears the tolerance's edge.
@@ -241,7 +243,7 @@ def pairs_needed(a: Sequence[float | None], b: Sequence[float | None], tolerance
         return None
     mixture: tuple[float, ...]
     if mean < low or mean > high:  # past the tolerance: the flag interval must clear 0
-        margin, alpha, mixture = abs(mean), ALPHA, FLAG_MIXTURE
+        margin, alpha, mixture = abs(mean), flag_alpha, FLAG_MIXTURE
     else:  # inside: the pass interval must clear the edge(s)
         margin = mean - low if gate else min(mean - low, high - mean)
         alpha, mixture = PASS_ALPHA, PASS_MIXTURE
@@ -270,3 +272,11 @@ def spread_of(a: Sequence[float | None], b: Sequence[float | None]) -> float:
 def _mean_sd(d: Sequence[float]) -> tuple[float, float]:
     mean = sum(d) / len(d)
     return mean, math.sqrt(sum((v - mean) ** 2 for v in d) / (len(d) - 1))
+
+
+def suite_alpha(tests: int, nth: int) -> float:
+    """A release gate's flag error for the nth gated workload (from 1) of a test, in a
+    session gating `tests` tests: ALPHA split over the tests (Bonferroni: the suite's false
+    alarms, over every look of every comparison, stay under ALPHA), and a test's share over
+    its workloads as 6 / (pi^2 nth^2), which sums to the share however many there are."""
+    return ALPHA / max(1, tests) * 6 / (math.pi ** 2 * max(1, nth) ** 2)

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 
 from pytest_fsperf import units
 from pytest_fsperf.judge.comparison import Comparison
+from pytest_fsperf.judge.paired import ALPHA
 from pytest_fsperf.measure.figures import SHORT_WINDOW, countable_cpu
 from pytest_fsperf.plan.conditions import conditions_text
 from pytest_fsperf.report import fuseview
@@ -117,8 +118,13 @@ def time_spent(comparisons: Iterable[Comparison], budget: float | None,
         for c in gates)
     whole = f" of the session's {elapsed:.0f} s" if elapsed is not None else ""
     cap = f" (budget {budget:.0f} s, --fsperf-gate-seconds)" if budget is not None else ""
+    levels = sorted({m.level for c in gates if (m := c.metrics.get(c.decided_by or "bw"))
+                     and m.level and m.anytime})
+    held = ([f"false alarms: at most {100 * ALPHA:g}% for the session's gated workloads "
+             f"together (about half of it a false regression), each one's flag interval at its "
+             f"share: {', '.join(f'{100 * v:.4g}%' for v in levels)}"] if levels else [])
     return [f"time: {len(gates)} gated workload{'' if len(gates) == 1 else 's'} took "
-            f"{spent:.0f} s{whole}{cap}: {each}"]
+            f"{spent:.0f} s{whole}{cap}: {each}", *held]
 
 
 def _decided(c: Comparison) -> bool:

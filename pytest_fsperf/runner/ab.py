@@ -226,7 +226,8 @@ class Interleaving:
         pair = self.pair
         metric = primary(self.runs[AB.B][0])
         a, b = ([r.single_metrics().get(metric) for r in self.runs[s]] for s in AB)
-        m = judge_metric(metric, a, b, self.tolerance, self.budget.anytime, self.gate)
+        m = judge_metric(metric, a, b, self.tolerance, self.budget.anytime, self.gate,
+                         self.budget.alpha)
         if (self.steady is not None and pair >= 2 and (why := "; ".join(scattered(m)))
                 and any(fills_cache(r) for s in AB for r in self.runs[s])):
             done, self.steady = self.steady(), None  # asked once

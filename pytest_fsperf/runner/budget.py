@@ -21,6 +21,8 @@ class SessionClock:
     seconds: float | None = None
     started: float = field(default_factory=lambda: time.monotonic())
     tests_left: int = 0  # tests with the fsperf fixture not yet finished (set at collection)
+    tests: int = 0  # tests with the fsperf fixture in the session (set at collection): a gate's
+    # false alarms are held for all of them together (paired.suite_alpha)
     second_pass: bool = True  # off under pytest-xdist (a worker's reports go out as they come)
     in_second_pass: bool = False
     carried: dict[tuple[str, str], Pairs] = field(default_factory=dict)  # (test, workload)

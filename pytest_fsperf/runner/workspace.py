@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_fsperf.errors import MeasurementError
+from pytest_fsperf.judge.paired import suite_alpha
 from pytest_fsperf.result.workload import OpStats, WorkloadResult
 from pytest_fsperf.runner import ab, fio_run, window
 from pytest_fsperf.runner.readings import Window
@@ -53,8 +54,10 @@ class Workspace(Space):
             return self.keep((tag or (lambda r: r))(run(name)))
         label = self.unique(name)
         budget = self.budget()  # its share of the session's, where the session has one
-        budget = dataclasses.replace(budget, seconds=self.state.clock.share(budget.seconds))
         clock = self.state.clock
+        nth = 1 + sum(c.kind.is_gate for c in self.comparisons)  # this test's gated workloads
+        budget = dataclasses.replace(budget, seconds=clock.share(budget.seconds),
+                                     alpha=suite_alpha(clock.tests, nth))
         comparison, mine, theirs = ab.gate(
             self, label, run, self.release, budget, self.tolerance,
             earlier=clock.resume(self.test, label),
