@@ -153,12 +153,12 @@ def test_waiting_for_the_machine_lock_is_said_in_the_log_as_it_happens(pytester,
     import sys
     import time
 
+    from pytest_fsperf.infra.lock import LOCK_PATH, machine_lock
+
     need("fio")
-    private = tmp_path / "tmp"
-    private.mkdir(mode=0o700)
-    monkeypatch.setenv("TMPDIR", str(private))  # the session's lock is under it
-    lock = private / "pytest-fsperf.lock"
-    lock.touch(mode=0o644)
+    with machine_lock():  # made if missing, as a session makes it
+        pass
+    lock = LOCK_PATH
     code = ("import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDONLY)\n"
             "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(3)\n")
     holder = subprocess.Popen([sys.executable, "-c", code, str(lock)], stdout=subprocess.PIPE, text=True)

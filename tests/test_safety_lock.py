@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_fsperf.errors import MeasurementError
-from pytest_fsperf.infra.lock import machine_lock
+from pytest_fsperf.infra.lock import LOCK_PATH, machine_lock
 from tests.hostile import (
     NOBODY,
     SYSTEM_PYTHON,
@@ -52,7 +52,7 @@ def test_a_link_planted_at_the_lock_is_not_followed(tmp_path, sticky_dir):
     victim.chmod(0o600)
     path = sticky_dir / "pytest-fsperf.lock"
     as_nobody(f"import os; os.symlink({str(victim)!r}, {str(path)!r})")
-    with pytest.raises(MeasurementError, match=r"^cannot open the machine lock .*: it is a symlink \(remove it"), \
+    with pytest.raises(MeasurementError, match=r"^cannot open the machine lock .*: it is a symlink \(not made by pytest-fsperf: remove it"), \
             machine_lock(str(path)):
         pass
     assert victim.read_text() == "precious\n" and stat.S_IMODE(victim.stat().st_mode) == 0o600
@@ -71,7 +71,17 @@ def test_a_lock_another_user_holds_fails_at_once_naming_the_holder(sticky_dir, m
     try:
         fails_at_once(path, rf"held by another user: PID {holder.pid} "
                             r"\(user nobody, .*python3.*running since")
-        # a whole session: the test fails in one line, the session ends, nothing hangs
+    finally:
+        holder.kill()
+        holder.wait()
+    # a whole session against the machine's own lock: the test fails in one line, the
+    # session ends, nothing hangs; a TMPDIR of its own does not lead it around the lock
+    # (issue 64: it did, and the message suggested it)
+    with machine_lock():
+        pass
+    path = Path(LOCK_PATH)
+    holder = hold_lock(path, NOBODY)
+    try:
         monkeypatch.setenv("TMPDIR", str(sticky_dir))
         pytester.makepyfile("""
             def test_one(fsperf):
@@ -83,8 +93,8 @@ def test_a_lock_another_user_holds_fails_at_once_naming_the_holder(sticky_dir, m
         result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
         result.assert_outcomes(errors=2)
         result.stdout.fnmatch_lines([f"*the machine lock {path} is held by another user: "
-                                     f"PID {holder.pid} (user nobody*"])
-        assert "Traceback" not in result.stdout.str()
+                                     f"PID {holder.pid} (user nobody*run when it has ended*"])
+        assert "Traceback" not in result.stdout.str() and "TMPDIR" not in result.stdout.str()
     finally:
         holder.kill()
         holder.wait()

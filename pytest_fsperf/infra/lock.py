@@ -15,7 +15,6 @@ import fcntl
 import os
 import pwd
 import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,7 +24,11 @@ import psutil
 
 from pytest_fsperf.errors import MeasurementError
 
-LOCK_PATH = os.path.join(tempfile.gettempdir(), "pytest-fsperf.lock")
+# One path for the machine, whatever the environment says: a lock that followed TMPDIR let
+# two sessions with different TMPDIRs measure at once (FHS: /run/lock holds locks of
+# resources several programs share; /tmp where a system has none).
+LOCK_PATH = ("/run/lock/pytest-fsperf.lock" if os.path.isdir("/run/lock")
+             else "/tmp/pytest-fsperf.lock")
 
 
 def _open(path: str) -> int:
@@ -40,12 +43,12 @@ def _open(path: str) -> int:
     except OSError as exc:
         what = "it is a symlink" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
         raise MeasurementError(f"cannot open the machine lock {path}: {what} "
-                               "(remove it, or point TMPDIR elsewhere)") from None
+                               "(not made by pytest-fsperf: remove it)") from None
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise MeasurementError(f"the machine lock {path} is not a regular file "
-                               "(remove it, or point TMPDIR elsewhere)")
+                               "(not made by pytest-fsperf: remove it)")
     if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != 0o644:
         with contextlib.suppress(OSError):
             os.fchmod(fd, 0o644)  # readable, so lockable, by every user
@@ -171,7 +174,7 @@ def _take(fd: int, path: str, timeout: float, say: Callable[[str], None] | None)
             who = kept or who
         if who is not None and who.uid is not None and who.uid != os.geteuid():
             raise MeasurementError(f"the machine lock {path} is held by another user: {who}; "
-                                   "measurements would overlap (stop it, or point TMPDIR elsewhere)")
+                                   "measurements would overlap: run when it has ended")
         if who is None or who.uid is None:  # gone, or its descriptor passed on: no one to wait for
             unnamed_since = unnamed_since or time.monotonic()
             if time.monotonic() - unnamed_since >= UNNAMED_FOR:
@@ -181,8 +184,8 @@ def _take(fd: int, path: str, timeout: float, say: Callable[[str], None] | None)
                 raise MeasurementError(
                     f"the machine lock {path} is held by a process that cannot be named ({named}: "
                     "its descriptor lives on elsewhere, e.g. passed over a socket); not waiting "
-                    "for it (point TMPDIR elsewhere; removing the file while it is held lets two "
-                    "sessions measure at once)")
+                    "for it (whoever holds it must let go; removing the file while it is held "
+                    "lets two sessions measure at once)")
         else:
             unnamed_since = None
         if who != told and who is not None and who.uid is not None and say is not None:
