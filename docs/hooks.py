@@ -15,7 +15,7 @@ from typing import Any
 from pytest_fsperf.fixture import Fsperf
 from pytest_fsperf.measure.placement import CpuSetting
 from pytest_fsperf.mounts.registry import BackendConfig
-from pytest_fsperf.options.config import OPTIONS, Option
+from pytest_fsperf.options.table import OPTIONS, Option
 from pytest_fsperf.plan.marker import BASELINE_KEYS, KEYWORDS
 from pytest_fsperf.scenarios import steps
 

@@ -27,8 +27,8 @@ from pytest_fsperf.bisect import cli as bisect_cli
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra.plain import plain_output
 from pytest_fsperf.judge import history, runs
-from pytest_fsperf.options.config import OPTIONS
 from pytest_fsperf.options.parse import MAX_SCALE
+from pytest_fsperf.options.table import OPTIONS
 from pytest_fsperf.report import comment
 from pytest_fsperf.report.rows import Document
 from pytest_fsperf.saved import runs as saved

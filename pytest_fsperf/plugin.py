@@ -46,7 +46,7 @@ from pytest_fsperf.stores import (
     fsperf_s3,
     fsperf_stores,
 )
-from pytest_fsperf.vocab import Gate, Outcome, Unsure
+from pytest_fsperf.vocab import Gate, Missing, Outcome, Unsure
 
 # fixtures, from stores.py
 __all__ = ["fsperf_azurite", "fsperf_gcs", "fsperf_minio", "fsperf_oss", "fsperf_s3",
@@ -256,14 +256,22 @@ def _plan(request: pytest.FixtureRequest, req: MountRequest) -> MountPlan:
         return resolve(req, registry(config), settings.backend_config, request.getfixturevalue,
                        settings.mount_timeout)
     except BinaryMissing as exc:
-        pytest.skip(str(exc))
+        _missing(settings, exc)
 
 
 def _open(state: FsperfSession, plan: MountPlan) -> Target:
     try:
         return state.open_target(plan)
     except BinaryMissing as exc:
+        _missing(state.settings, exc)
+
+
+def _missing(settings: Settings, exc: BinaryMissing) -> NoReturn:
+    """A backend's daemon that is not installed fails its test, with the install line (a
+    session that measured nothing is not green), or skips it (--fsperf-missing-backend=skip)."""
+    if settings.missing_backend is Missing.SKIP:
         pytest.skip(str(exc))
+    pytest.fail(f"{exc} (--fsperf-missing-backend=skip skips it instead)", pytrace=False)
 
 
 @pytest.fixture(scope="session")

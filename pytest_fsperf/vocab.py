@@ -185,6 +185,13 @@ class Unsure(Text):
     WARN = "warn"
 
 
+class Missing(Text):
+    """What a test whose backend's daemon is not installed does (--fsperf-missing-backend)."""
+
+    FAIL = "fail"  # a CI job that measured nothing is not green
+    SKIP = "skip"
+
+
 class Gate(Text):
     """What --fsperf-gate judges besides the thresholds."""
 

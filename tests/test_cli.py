@@ -193,7 +193,7 @@ def test_pytest_help_renders_every_fsperf_option(pytester):
     assert result.ret == 0
     out = result.stdout.str()
     assert "--fsperf-tolerance=PERCENT" in out and "default 10%;" in out and "%%" not in out
-    from pytest_fsperf.options.config import OPTIONS
+    from pytest_fsperf.options.table import OPTIONS
     assert all(opt.flag in out for opt in OPTIONS)
 
 

@@ -52,7 +52,7 @@ def test_the_readme_is_short_and_keeps_its_two_commands():
 @pytest.mark.fio
 def test_the_site_builds_with_warnings_as_errors(tmp_path):
     """The options, marker and fixture reference pages are generated from the code at build
-    time (docs/hooks.py): every option of config.OPTIONS is on the built page."""
+    time (docs/hooks.py): every option of table.OPTIONS is on the built page."""
     if shutil.which("mkdocs") is None:
         pytest.skip("mkdocs is not installed (pip install mkdocs-material)")
     from pytest_fsperf.options.config import OPTIONS
