@@ -217,7 +217,9 @@ class Fsperf:
         in place of the backend's binary. `tolerance` (default --fsperf-tolerance, 10%).
         `expect=Expected("ossfs-1.91-options", "readdir_optimize_ls")` (or the text
         "ossfs-1.91-options:readdir_optimize_ls"): a relative baseline's documented gain of B
-        over A, checked against this B/A."""
+        over A, checked against this B/A. B better or worse is the test's to assert; a
+        comparison left inconclusive fails the test as an undecided release gate does
+        (--fsperf-inconclusive=warn: a warning)."""
         where = f"{self._runner.test}: fsperf.compare()"
         tol = self._runner.tolerance
         if tolerance is not None:

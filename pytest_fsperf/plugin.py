@@ -404,8 +404,9 @@ def _judge(item: pytest.Item) -> list[str]:
     expected = [c.expectation for c in record.comparisons if c.expectation is not None]
     past = (Past(state.history_runs(), state.env, s.save or "", tolerance)
             if s.history_gate else None)
+    options = [c for c in record.comparisons if not c.kind.is_gate]
     j = judge_item(plan, record.results, baseline, s.gate is Gate.BASELINE, earlier, tolerance, builds,
-                   s.scale, s.baseline_any_scale, expected, past)
+                   s.scale, s.baseline_any_scale, expected, past, options)
     record.judgement = j
     failures = list(j.failures)
     path, line, _ = item.location

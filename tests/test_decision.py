@@ -177,3 +177,24 @@ def test_waiting_for_the_machine_lock_is_said_in_the_log_as_it_happens(pytester,
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([f"pytest-fsperf: waiting for the machine lock {lock}, held by PID {holder.pid}*"])
     assert "Captured" not in result.stdout.str()
+
+
+def test_an_options_ab_that_cannot_decide_follows_inconclusive_as_a_gate_does(pytester):
+    """As found (issue 64): an undecided fsperf.compare ended pytest with rc 0 while the docs'
+    exit-code table (and a release gate) said 1. Two pairs judged once never decide."""
+    need("bindfs")
+    need("fio")
+    pytester.makepyfile("""
+        def test_ab(fsperf):
+            fsperf.compare(dict(rw="read", bs="1M", size="4M"), a=[], b=["-o", "direct_io"],
+                           rounds=2, max_rounds=2)
+    """)
+    args = ("-p", "no:cacheprovider", "--fsperf-backend=bindfs", "--fsperf-settle=off",
+            "--fsperf-profile=off")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(failed=1)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*read: inconclusive against A: bandwidth *x (2 pairs, *"])
+    result = pytester.runpytest(*args, "--fsperf-inconclusive=warn")
+    result.assert_outcomes(passed=1, warnings=1)
+    assert result.ret == 0

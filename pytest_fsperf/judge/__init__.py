@@ -70,9 +70,12 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
                gated: bool = False, earlier: Earlier | None = None,
                tolerance: float = 0.10, builds: Sequence[Comparison] = (),
                scale: float | None = None, judge_scaled: bool = False,
-               expectations: Sequence[Expectation] = (), past: Past | None = None) -> Judgement:
+               expectations: Sequence[Expectation] = (), past: Past | None = None,
+               options: Sequence[Comparison] = ()) -> Judgement:
     """Raises UsageError for thresholds no workload of the test can answer. `builds`: the
-    release gate's comparisons of the candidate build against the reference."""
+    release gate's comparisons of the candidate build against the reference; `options`: the
+    test's own A/Bs (fsperf.compare), whose outcome is the test's to assert: one that ended
+    undecided is unsure, as an undecided gate is (--fsperf-inconclusive)."""
     verdict = judge(plan, results)
     j = Judgement(dict(verdict.per_workload), failures=list(verdict.failures),
                   unsure=list(verdict.inconclusive), notes=list(verdict.notes),
@@ -89,6 +92,8 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
     for e in expectations:  # a relative baseline's documented gain, against an A/B's B/A
         if gated and e.failing:
             j.failures.append(e.message())
+    j.unsure += [c.message(tolerance) for c in options
+                 if c.expectation is None and c.outcome is Difference.INCONCLUSIVE]
     for gate in builds:
         outcome = BUILD_OUTCOMES.get(gate.outcome)
         if outcome is None:

@@ -150,7 +150,8 @@ class Comparison:
             return f"{self.name}: the measurement is unstable, nothing decided: {self.unstable}"
         band = (f", {m.interval} {m.ci_low:.3f} to {m.ci_high:.3f}"
                 if m.ci_low is not None and m.ci_high is not None else "")
-        ref = "the reference mount" if self.kind == CompareKind.MOUNT_GATE else "the reference build"
+        ref = {CompareKind.MOUNT_GATE: "the reference mount",
+               CompareKind.GATE: "the reference build"}.get(self.kind, "A")
         what = {Difference.B_WORSE: f"regression against {ref}",
                 Difference.INCONCLUSIVE: f"inconclusive against {ref}",
                 Difference.SAME: f"same as {ref}"}.get(m.outcome, f"{m.outcome} than {ref}")
