@@ -198,3 +198,66 @@ def test_an_options_ab_that_cannot_decide_follows_inconclusive_as_a_gate_does(py
     result = pytester.runpytest(*args, "--fsperf-inconclusive=warn")
     result.assert_outcomes(passed=1, warnings=1)
     assert result.ret == 0
+
+
+EXIT_CASES = {  # the docs' row (its start) -> the session's test file and options
+    "every judged workload passed": ("""
+        from pytest_fsperf import fsperf
+
+        @fsperf(min_bw="1KB/s")
+        def test_w(fsperf):
+            fsperf.fio(rw="write", bs="64k", size="1M")
+    """, ()),
+    "nothing was judged": ("""
+        def test_w(fsperf):
+            fsperf.fio(rw="write", bs="64k", size="1M")
+    """, ()),
+    "a threshold missed": ("""
+        from pytest_fsperf import fsperf
+
+        @fsperf(min_bw="1000GB/s")
+        def test_w(fsperf):
+            fsperf.fio(rw="write", bs="64k", size="1M")
+    """, ()),
+    "inconclusive, incomparable": (AB_UNDECIDED := """
+        def test_ab(fsperf):
+            fsperf.compare(dict(rw="read", bs="1M", size="4M"), a=[], b=["-o", "direct_io"],
+                           rounds=2, max_rounds=2)
+    """, ("--fsperf-backend=bindfs",)),
+    "the same, with `--fsperf-inconclusive=warn`": (AB_UNDECIDED, (
+        "--fsperf-backend=bindfs", "--fsperf-inconclusive=warn")),
+    "a mistake in an option": ("""
+        def test_w(fsperf):
+            pass
+    """, ("--fsperf-rounds=many",)),
+}
+
+
+def test_pytest_fsperf_comment_and_the_docs_tell_one_exit_code_story(pytester):
+    """Issue 64: an undecided A/B ended pytest 0 while `fsperf comment` said 8 and the docs
+    said 1. Each case runs through pytest and `fsperf comment` on its JSON, and both codes are
+    the docs' table's."""
+    import sys
+    from pathlib import Path
+
+    need("bindfs")
+    need("fio")
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "how-to" / "saved-runs.md").read_text()
+    rows = {cells[0]: (cells[1], cells[2]) for line in doc.splitlines()
+            if line.startswith("| ") and len(cells := [c.strip() for c in line.strip("|").split("|")]) == 3}
+    for case, (source, options) in EXIT_CASES.items():
+        row = next(k for k in rows if k.startswith(case))
+        pytest_code, comment_code = rows[row]
+        out = pytester.path / "r.json"
+        out.unlink(missing_ok=True)
+        pytester.makepyfile(test_case=source)
+        result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-settle=off",
+                                    "--fsperf-profile=off", f"--fsperf-json={out}", *options)
+        assert int(result.ret) == int(pytest_code), (case, result.stdout.str()[-2000:])
+        warn = ("--inconclusive=warn",) if "--fsperf-inconclusive=warn" in options else ()
+        if comment_code == "-" or not out.exists():
+            assert comment_code in ("-", pytest_code), case  # no results file: a usage error
+            continue
+        said = subprocess.run([sys.executable, "-m", "pytest_fsperf", "comment", str(out), *warn],
+                              capture_output=True, text=True, check=False)
+        assert said.returncode == int(comment_code), (case, said.stdout[-1500:], said.stderr)

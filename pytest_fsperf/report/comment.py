@@ -172,8 +172,9 @@ def exit_code(read: Document, inconclusive_fails: bool,
     says them)."""
     comparisons, results, failed = list(read.comparisons), list(read.results), read.failed_tests
     verdicts = {r.verdict for r in results}
-    if (any(v.failing for v in verdicts) or unexplained(results, failed)
-            or any(_rank(c) == 0 for c in comparisons)):
+    # B worse decides for a gate; an A/B of the test's own is the test's to assert
+    if (any(v.failing for v in verdicts) or unexplained(results, failed, comparisons)
+            or any(_rank(c) == 0 for c in comparisons if c.kind.is_gate)):
         return ExitCode.FAILED
     changed_fails = inconclusive_fails if machine_changed_fails is None else machine_changed_fails
     if Outcome.MACHINE_CHANGED in verdicts and changed_fails:

@@ -42,11 +42,20 @@ def in_comparisons(results: list[Row], comparisons: Iterable[Comparison]) -> set
     return {(c.test, name) for c in comparisons for name in (*c.a_results, *c.b_results, *c.runs)}
 
 
-def unexplained(results: Sequence[Row], failed_tests: Iterable[FailedTest]) -> list[FailedTest]:
-    """Failed tests whose failure no failing workload row explains: an error in setup or
-    teardown, or a test that failed without a failing or undecided workload (no space left,
-    a crashed daemon, the user's own assertion)."""
+def undecided_ab(comparisons: Iterable[Comparison]) -> list[Comparison]:
+    """A test's own A/Bs (fsperf.compare) left inconclusive: unsure, as an undecided gate is
+    (B better or worse is the test's to assert)."""
+    return [c for c in comparisons if not c.kind.is_gate and c.expectation is None
+            and c.outcome is Difference.INCONCLUSIVE]
+
+
+def unexplained(results: Sequence[Row], failed_tests: Iterable[FailedTest],
+                comparisons: Iterable[Comparison] = ()) -> list[FailedTest]:
+    """Failed tests whose failure no failing workload row (or undecided A/B) explains: an
+    error in setup or teardown, or a test that failed without a failing or undecided
+    workload (no space left, a crashed daemon, the user's own assertion)."""
     explained = {r.test for r in results if (v := r.verdict).failing or v.unsure}
+    explained |= {c.test for c in undecided_ab(comparisons)}
     return [t for t in failed_tests if t.when != "call" or t.test not in explained]
 
 
@@ -56,18 +65,19 @@ def summary(results: list[Row], comparisons: Iterable[Comparison],
     """The decision first: what failed and why, what could not be decided, every A/B, and
     every test that failed for a reason no workload shows (the decision is never greener
     than pytest)."""
-    errors = unexplained(results, failed_tests)
-    verdicts = [r.verdict for r in results]
     comparisons = list(comparisons)
+    errors = unexplained(results, failed_tests, comparisons)
+    verdicts = [r.verdict for r in results]
+    open_ab = len(undecided_ab(comparisons))
     failing = sum(v.failing for v in verdicts)
     unsure = sum(v.unsure for v in verdicts)
     passed = sum(v in (Outcome.PASS, Outcome.PARTIAL) for v in verdicts)
     partial = [n for r, v in zip(results, verdicts, strict=True)
                if v == Outcome.PARTIAL for n in r.not_judged or ()]
     decided_ab = [c for c in comparisons if _decided(c)]
-    if failing or errors or (unsure and inconclusive_fails):
+    if failing or errors or ((unsure or open_ab) and inconclusive_fails):
         decision = Decision.FAIL
-    elif unsure:
+    elif unsure or open_ab:
         decision = Decision.WARNINGS
     elif not passed and not decided_ab:
         decision = Decision.NOTHING_JUDGED
