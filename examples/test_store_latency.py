@@ -22,6 +22,6 @@ READ = dict(rw="read", bs="1M", size="100G", direct=1)  # the published 1-thread
 def test_ossfs2_prefetch_cut_is_not_slower(fsperf):
     # a fifth either way is "the same" here: short reads on a small runner vary by a tenth
     ab = fsperf.compare(READ, a=["--prefetch_concurrency_per_file=64"],
-                        b=["--prefetch_concurrency_per_file=4"], rounds=3, max_rounds=8,
+                        b=["--prefetch_concurrency_per_file=4"], rounds=3, max_rounds=6,
                         tolerance="20%")
     assert ab.outcome is not Difference.B_WORSE, ab.what_happened()

@@ -144,8 +144,8 @@ def test_an_ab_of_mount_options_names_the_opcode_that_changed(pytester):
     out = pytester.path / "fsperf.json"
     result = pytester.runpytest("-s", "-p", "no:cacheprovider", "--fsperf-backend=bindfs",
                                 "--fsperf-settle=off", f"--fsperf-json={out}",
-                                "--fsperf-profile=on")
-    result.assert_outcomes(passed=1)
+                                "--fsperf-profile=on", "--fsperf-inconclusive=warn")
+    result.assert_outcomes(passed=1)  # (warn: two pairs judged once may not decide)
     doc = json.loads(out.read_text())
     reads_back(doc)
     (c,) = doc["comparisons"]

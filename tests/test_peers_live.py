@@ -282,9 +282,9 @@ def test_a_cut_in_prefetch_passes_the_bare_store_and_fails_under_the_in_region_p
     _needs("ossfs2")
     example = Path(__file__).resolve().parent.parent / "examples" / "test_store_latency.py"
     pytester.makepyfile(test_store_latency=example.read_text())
-    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-scale=0.003",
+    result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-scale=0.002",
                                 "--fsperf-store-profile=in-region", "--fsperf-json=r.json")
     result.assert_outcomes(failed=1)
     ab = json.loads((pytester.path / "r.json").read_text())["comparisons"][0]
-    assert ab["metrics"]["bw"]["outcome"] == "B worse" and ab["metrics"]["bw"]["ratio"] < 0.6, ab
+    assert ab["metrics"]["bw"]["outcome"] == "B worse" and ab["metrics"]["bw"]["ratio"] < 0.8, ab
     result.stdout.fnmatch_lines(["*B worse*"])

@@ -128,13 +128,11 @@ def time_spent(comparisons: Iterable[Comparison], budget: float | None,
         for c in gates)
     whole = f" of the session's {elapsed:.0f} s" if elapsed is not None else ""
     cap = f" (budget {budget:.0f} s, --fsperf-gate-seconds)" if budget is not None else ""
-    levels = sorted({m.level for c in gates if (m := c.metrics.get(c.decided_by or "bw"))
-                     and m.level and m.anytime})
-    held = ([f"false alarms: at most {100 * ALPHA:g}% for the session's gated workloads "
-             f"together (about half of it a false regression), each one's flag interval at its "
-             f"share: {', '.join(f'{100 * v:.4g}%' for v in levels)}"] if levels else [])
+    held = (f"false alarms: at most {100 * ALPHA:g}% for the session's gated workloads together, "
+            "each flagging at its share of it (split over the session's tests: "
+            "docs/explanation/statistics.md)")
     return [f"time: {len(gates)} gated workload{'' if len(gates) == 1 else 's'} took "
-            f"{spent:.0f} s{whole}{cap}: {each}", *held]
+            f"{spent:.0f} s{whole}{cap}: {each}", held]
 
 
 def _decided(c: Comparison) -> bool:
