@@ -26,11 +26,10 @@ def _conditions(request: pytest.FixtureRequest) -> StoreConditions:
     return state.settings.store if state is not None else StoreConditions()
 
 
-def _conditioned(request: pytest.FixtureRequest, server: Any, port: int, dialect: str,
-                 owns: bool = True) -> Any:
-    """The server itself, or under the session's store conditions, the server behind them
-    (owns: stopping the wrapper stops the server too, as stopping the server would)."""
-    conditions = _conditions(request)
+def _under(server: Any, port: int, conditions: StoreConditions, dialect: str,
+           owns: bool = True) -> Any:
+    """The server itself, or under `conditions` the server behind them (owns: stopping the
+    wrapper stops the server too, as stopping the server would)."""
     if conditions.bare:
         return server
     try:
@@ -39,6 +38,18 @@ def _conditioned(request: pytest.FixtureRequest, server: Any, port: int, dialect
         if owns:
             server.stop()
         raise
+
+
+def _oss(minio: S3Server, conditions: StoreConditions) -> Any:
+    """A bucket of `minio` behind the OSS gateway, under `conditions`: the Go gateway applies
+    them itself (one hop); the Python one sits behind the proxy, which stops it too."""
+    gateway = start_oss(minio, conditions)
+    return gateway if gateway.gateway is not None else _under(gateway, gateway.port, conditions, "oss")
+
+
+def _port(endpoint: str) -> int:
+    """http://127.0.0.1:PORT[/...] -> PORT."""
+    return int(endpoint.split("//", 1)[-1].split("/", 1)[0].rsplit(":", 1)[1])
 
 
 @pytest.fixture(scope="session")
@@ -59,8 +70,8 @@ def fsperf_minio() -> Iterator[S3Server]:
 def fsperf_s3(request: pytest.FixtureRequest, fsperf_minio: S3Server) -> Iterator[S3Server]:
     """A MinIO server on 127.0.0.1 for this session: free port, fresh credentials and bucket
     (under store conditions, reached through them). Skips the test when MinIO is not installed."""
-    port = int(fsperf_minio.endpoint.rsplit(":", 1)[1])
-    server = _conditioned(request, fsperf_minio, port, "s3", owns=False)  # fsperf_oss shares it
+    server = _under(fsperf_minio, _port(fsperf_minio.endpoint), _conditions(request), "s3",
+                    owns=False)  # fsperf_oss shares it
     try:
         yield server
     finally:
@@ -73,19 +84,11 @@ def fsperf_oss(request: pytest.FixtureRequest, fsperf_minio: S3Server) -> Iterat
     """An OSS endpoint on 127.0.0.1 for ossfs and ossfs2: a bucket of the session's MinIO
     behind the plugin's translating gateway (its metrics count every request); store
     conditions apply between the daemon and the gateway."""
-    conditions = _conditions(request)
-    gateway = start_oss(fsperf_minio, conditions)
-    # the Go gateway applies them itself (one hop); the Python one sits behind the proxy
-    server = (gateway if gateway.gateway is not None
-              else _conditioned(request, gateway, gateway.port, "oss"))
+    server = _oss(fsperf_minio, _conditions(request))
     try:
         yield server
     finally:
         server.stop()
-
-
-def _port(server: Served) -> int:
-    return int(server.values["endpoint"].split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
 
 
 def _served(request: pytest.FixtureRequest, name: str, install: str,
@@ -94,7 +97,7 @@ def _served(request: pytest.FixtureRequest, name: str, install: str,
     if binary is None:
         pytest.skip(f"{name} is not installed: {install}")
     server = start(binary)
-    wrapped = _conditioned(request, server, _port(server), dialect)
+    wrapped = _under(server, _port(server.values["endpoint"]), _conditions(request), dialect)
     try:
         yield wrapped
     finally:
@@ -140,24 +143,17 @@ class Stores:
 
     def _start(self, kind: str, conditions: StoreConditions, fixture: Callable[[str], Any]) -> Any:
         if kind == "s3":
-            minio = fixture("fsperf_minio")
-            if conditions.bare:
-                return minio
-            port = int(minio.endpoint.rsplit(":", 1)[1])
-            return self._kept(ConditionedStore(minio, port, conditions, "s3", owns=False))
+            minio = fixture("fsperf_minio")  # the session's: never stopped here
+            return minio if conditions.bare else self._kept(
+                _under(minio, _port(minio.endpoint), conditions, "s3", owns=False))
         if kind == "oss":
-            gateway = self._kept(start_oss(fixture("fsperf_minio"), conditions))
-            if gateway.gateway is not None or conditions.bare:
-                return gateway  # the Go gateway applies them itself
-            return self._kept(ConditionedStore(gateway, gateway.port, conditions, "oss", owns=False))
+            return self._kept(_oss(fixture("fsperf_minio"), conditions))
         name, install, start, dialect = SERVED[kind]
         binary = served.find(name)
         if binary is None:
             pytest.skip(f"{name} is not installed: {install}")
-        server = self._kept(start(binary))
-        if conditions.bare:
-            return server
-        return self._kept(ConditionedStore(server, _port(server), conditions, dialect, owns=False))
+        server = start(binary)
+        return self._kept(_under(server, _port(server.values["endpoint"]), conditions, dialect))
 
     def _kept(self, server: Any) -> Any:
         self._stops.callback(server.stop)

@@ -248,3 +248,21 @@ def test_a_lock_whose_locker_exited_is_named_by_the_child_that_still_holds_it(st
         fails_at_once(path, rf"held by another user: PID {child} \(user nobody")
     finally:
         os.kill(child, signal.SIGKILL)
+
+
+@pytest.mark.fio
+def test_a_hard_link_planted_at_the_lock_is_refused_and_its_file_left_alone(tmp_path, sticky_dir):
+    """Where fs.protected_hardlinks is off (containers, older kernels), a local user can link
+    a root file of 0600 into /run/lock under the lock's name: the lock made a file of root's
+    0644 (to let every user lock it), a secret readable by all. Played here by root's own
+    link, as nobody's would be."""
+    victim = sticky_dir / "secret"
+    victim.write_text("precious\n")
+    victim.chmod(0o600)
+    path = sticky_dir / "pytest-fsperf.lock"
+    os.link(victim, path)
+    with pytest.raises(MeasurementError, match=r"^the machine lock .* has other names \(hard "
+                                               r"links\): not made by pytest-fsperf: remove it"), \
+            machine_lock(str(path)):
+        pass
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o600 and victim.read_text() == "precious\n"

@@ -283,6 +283,10 @@ def test_misspelt(fsperf):
 @fsperf_mount("rclone", config={"endpoint": "http://127.0.0.1:9"}, store="in-region")
 def test_own_store(fsperf):
     pass
+
+@fsperf_mount("rclone", config="fsperf_s3", store=StoreConditions(rtt=-1.0))
+def test_negative(fsperf):
+    pass
 """
 
 
@@ -295,7 +299,7 @@ def test_a_marker_names_the_conditions_of_its_own_store(pytester, clean) -> None
     need("go")
     pytester.makepyfile(PER_TEST)
     result, data = run_json(pytester)
-    result.assert_outcomes(passed=2, errors=2)
+    result.assert_outcomes(passed=2, errors=3)
     rows = {(r["test"].split("::")[-1], r["name"]): r for r in data["results"]}
     near, far = rows[("test_session", "r")], rows[("test_far", "r")]
     assert near["mount"].get("store", "") == "" and far["mount"]["store"] == "rtt 20.0 ms"
@@ -304,4 +308,5 @@ def test_a_marker_names_the_conditions_of_its_own_store(pytester, clean) -> None
     result.stdout.fnmatch_lines([
         "*test_misspelt*store='in-reigon': not a store profile (bare, in-region, *",
         "*test_own_store*store='in-region' sets the conditions of a store the plugin starts; "
-        "rclone is given a store of its own*"])
+        "rclone is given a store of its own*",
+        "*test_negative*store: rtt=-1.0 must be a number from 0 to 60*"])

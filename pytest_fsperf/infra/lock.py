@@ -45,10 +45,12 @@ def _open(path: str) -> int:
         raise MeasurementError(f"cannot open the machine lock {path}: {what} "
                                "(not made by pytest-fsperf: remove it)") from None
     st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
         os.close(fd)
-        raise MeasurementError(f"the machine lock {path} is not a regular file "
-                               "(not made by pytest-fsperf: remove it)")
+        what = "is not a regular file" if not stat.S_ISREG(st.st_mode) else \
+            "has other names (hard links)"  # another file of root's: never chmod it
+        raise MeasurementError(f"the machine lock {path} {what}: not made by pytest-fsperf: "
+                               "remove it")
     if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != 0o644:
         with contextlib.suppress(OSError):
             os.fchmod(fd, 0o644)  # readable, so lockable, by every user

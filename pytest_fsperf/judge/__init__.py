@@ -92,8 +92,7 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
     for e in expectations:  # a relative baseline's documented gain, against an A/B's B/A
         if gated and e.failing:
             j.failures.append(e.message())
-    j.unsure += [c.message(tolerance) for c in options
-                 if c.expectation is None and c.outcome is Difference.INCONCLUSIVE]
+    j.unsure += [c.message(tolerance) for c in options if c.open_question]
     for gate in builds:
         outcome = BUILD_OUTCOMES.get(gate.outcome)
         if outcome is None:

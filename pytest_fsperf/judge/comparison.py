@@ -133,6 +133,13 @@ class Comparison:
         return "; ".join(said)
 
     @property
+    def open_question(self) -> bool:
+        """A test's own A/B (not a gate, no documented gain to check) left inconclusive:
+        unsure, as an undecided gate is (B better or worse is the test's to assert)."""
+        return (not self.kind.is_gate and self.expectation is None
+                and self.outcome is Difference.INCONCLUSIVE)
+
+    @property
     def outcome(self) -> Difference:
         if self.crashed:
             return Difference.B_WORSE

@@ -75,8 +75,10 @@ def from_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: str) ->
 
 def _store(value: object, where: str) -> StoreConditions | None:
     """A profile's name ('in-region'), or conditions (StoreConditions)."""
-    if value is None or isinstance(value, StoreConditions):
+    if value is None:
         return value
+    if isinstance(value, StoreConditions):
+        return value.checked(f"{where}: {MARKER}: store")
     if isinstance(value, str):
         return profile(value, f"{where}: {MARKER}: store={value[:40]!r}")
     raise UsageError(f"{where}: {MARKER}: store must be a store profile's name, not "

@@ -15,6 +15,11 @@ from pytest_fsperf import units
 from pytest_fsperf.errors import UsageError
 
 MS = 1e-3
+# each condition's bounds (seconds, bytes/s, requests/s, shares, bytes), as the options'
+LIMITS = {"rtt": (0, 60), "ttfb": (0, 60), "tail": (0, 60), "conn_bandwidth": (0, 1e12),
+          "bandwidth": (0, 1e12), "rate": (0, 1e9), "burst": (0, 1e9), "errors": (0, 1),
+          "resets": (0, 1), "corrupt": (0, 1), "tail_every": (0, 1e9),
+          "window": (1448, 1 << 30), "init_window": (1448, 1 << 30)}
 CONNECTION = 50e6  # bytes/s one connection to S3 moves (aws-c-s3: 4 Gbit/s a VIP, 10 connections)
 
 
@@ -39,6 +44,15 @@ class StoreConditions:
     window: int = 4 << 20
     init_window: int = 10 * 1448  # RFC 6928: 10 segments of a 1500-byte MTU
     profile: str = ""  # the named profile these came from, if any
+
+    def checked(self, where: str) -> StoreConditions:
+        """Conditions given whole (a marker's store=StoreConditions(...)), held to the bounds
+        the options hold them to (a negative round trip or a NaN would reach the proxy)."""
+        for name, (low, high) in LIMITS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+                raise UsageError(f"{where}: {name}={value!r} must be a number from {low:g} to {high:g}")
+        return self
 
     @property
     def bare(self) -> bool:
@@ -95,28 +109,27 @@ class StoreConditions:
 
 # The named profiles: their numbers and where each comes from are in
 # docs/how-to/store-conditions.md (a number without a published source is said to be ours).
+# S3 Standard / OSS from a machine in the same region: a short network round trip, a first
+# byte in tens of ms (S3 Express: "single-digit ms ... up to 10x faster than S3 Standard"),
+# 50 MB/s a connection (the AWS CRT's 4 Gbit/s per address over 10 connections): a client
+# is as fast as the requests it keeps in flight
+IN_REGION = StoreConditions(rtt=2 * MS, ttfb=10 * MS, conn_bandwidth=CONNECTION, profile="in-region")
+
 PROFILES: Mapping[str, StoreConditions] = {
     "bare": StoreConditions(profile="bare"),
-    # S3 Standard / OSS from a machine in the same region: a short network round trip, a
-    # first byte in tens of ms (S3 Express: "single-digit ms ... up to 10x faster than S3
-    # Standard"), 50 MB/s a connection (the AWS CRT's 4 Gbit/s per address over 10
-    # connections): a client is as fast as the requests it keeps in flight
-    "in-region": StoreConditions(rtt=2 * MS, ttfb=10 * MS, conn_bandwidth=CONNECTION,
-                                 profile="in-region"),
+    "in-region": IN_REGION,
     # the same store from another region (ours: a continental round trip)
-    "cross-region": StoreConditions(rtt=60 * MS, ttfb=10 * MS, conn_bandwidth=CONNECTION,
-                                    profile="cross-region"),
+    "cross-region": dataclasses.replace(IN_REGION, rtt=60 * MS, profile="cross-region"),
     # S3 Express One Zone in the same zone: single-digit ms first byte (no published figure
     # a connection: none set)
     "express": StoreConditions(rtt=0.5 * MS, ttfb=3 * MS, profile="express"),
     # in-region, at a store's request-rate limit (S3: 5,500 GET/s per prefix; OSS: 2,000
     # QPS for sequential names; here scaled to a 2-core runner: 200/s, burst 50)
-    "throttled": StoreConditions(rtt=2 * MS, ttfb=10 * MS, conn_bandwidth=CONNECTION,
-                                 rate=200.0, burst=50.0, profile="throttled"),
+    "throttled": dataclasses.replace(IN_REGION, rate=200.0, burst=50.0, profile="throttled"),
     # in-region with faults: 1% of requests a 5xx, 1% of replies reset mid-body, 1 in 100
     # held 200 ms (ours: a bad hour of a real store, for retry paths and data integrity)
-    "faulty": StoreConditions(rtt=2 * MS, ttfb=10 * MS, conn_bandwidth=CONNECTION, errors=0.01,
-                              resets=0.01, tail_every=100, tail=200 * MS, profile="faulty"),
+    "faulty": dataclasses.replace(IN_REGION, errors=0.01, resets=0.01, tail_every=100,
+                                  tail=200 * MS, profile="faulty"),
 }
 
 

@@ -42,20 +42,13 @@ def in_comparisons(results: list[Row], comparisons: Iterable[Comparison]) -> set
     return {(c.test, name) for c in comparisons for name in (*c.a_results, *c.b_results, *c.runs)}
 
 
-def undecided_ab(comparisons: Iterable[Comparison]) -> list[Comparison]:
-    """A test's own A/Bs (fsperf.compare) left inconclusive: unsure, as an undecided gate is
-    (B better or worse is the test's to assert)."""
-    return [c for c in comparisons if not c.kind.is_gate and c.expectation is None
-            and c.outcome is Difference.INCONCLUSIVE]
-
-
 def unexplained(results: Sequence[Row], failed_tests: Iterable[FailedTest],
                 comparisons: Iterable[Comparison] = ()) -> list[FailedTest]:
     """Failed tests whose failure no failing workload row (or undecided A/B) explains: an
     error in setup or teardown, or a test that failed without a failing or undecided
     workload (no space left, a crashed daemon, the user's own assertion)."""
     explained = {r.test for r in results if (v := r.verdict).failing or v.unsure}
-    explained |= {c.test for c in undecided_ab(comparisons)}
+    explained |= {c.test for c in comparisons if c.open_question}
     return [t for t in failed_tests if t.when != "call" or t.test not in explained]
 
 
@@ -68,7 +61,7 @@ def summary(results: list[Row], comparisons: Iterable[Comparison],
     comparisons = list(comparisons)
     errors = unexplained(results, failed_tests, comparisons)
     verdicts = [r.verdict for r in results]
-    open_ab = len(undecided_ab(comparisons))
+    open_ab = sum(c.open_question for c in comparisons)
     failing = sum(v.failing for v in verdicts)
     unsure = sum(v.unsure for v in verdicts)
     passed = sum(v in (Outcome.PASS, Outcome.PARTIAL) for v in verdicts)
