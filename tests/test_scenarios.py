@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from pytest_fsperf.engine.files import file_names, list_files, run_files, sized
+from pytest_fsperf.engine.files import differs, file_names, list_files, run_files, sized
 from pytest_fsperf.engine.meta import make_tree, run_meta, tree_paths
 from pytest_fsperf.result.workload import OpStats, WorkloadResult
 from pytest_fsperf.scenarios import SCENARIOS
@@ -67,12 +67,20 @@ def test_the_compiled_worker_moves_what_it_lists_and_times_each_file(tmp_path):
     assert not trust.untrusted(found.path) and os.stat(native.CACHE).st_mode & 0o077 == 0
     sizes = [0, 1, 4095, 1 << 20, (1 << 20) + 1, 3 << 20]
     files = [(str(tmp_path / f"{i}.dat"), n) for i, n in enumerate(sizes)]
-    seconds, moved, times = native.run(files, True, 16, 1 << 20)
+    pattern = os.urandom(1 << 20)
+    seconds, moved, times = native.run(files, pattern, 16, 1 << 20)
     assert moved == sum(sizes) and [os.path.getsize(p) for p, _n in files] == sizes
+    assert differs(files, 1 << 20, pattern) is None  # what it wrote, read back
+    with open(files[-1][0], "r+b") as f:  # one byte of the last file's second MiB changed
+        f.seek((1 << 20) + 7)
+        byte = f.read(1)
+        f.seek((1 << 20) + 7)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    assert differs(files, 1 << 20, pattern) == f"{files[-1][0]}: differs from byte {(1 << 20) + 7}"
     assert len(times) == len(files) and all(t[0] <= t[2] and t[1] <= t[2] for t in times)
     listed = [(p, n + 100) for p, n in files]  # listed longer than they are: read to the end
     seen: list[int] = []
-    seconds, moved, times = native.run(listed, False, 3, 1, seen.append)
+    seconds, moved, times = native.run(listed, None, 3, 1, seen.append)
     assert moved == sum(sizes) and seen and seconds > 0
 
 

@@ -79,13 +79,14 @@ def through(minio_server):
         started.append(proxy)
         return proxy
 
-    def ask(proxy, method: str, key: str, ranged: str = "") -> tuple[int, bytes, float]:
+    def ask(proxy, method: str, key: str, ranged: str = "", body: bytes = b"",
+            ) -> tuple[int, bytes, float]:
         url = f"http://{proxy.address}/{minio_server.bucket}/{key}"
         req = signed_request(method, url, minio_server.access_key, minio_server.secret_key,
-                             minio_server.region)
+                             minio_server.region, payload=body)
         c = http.client.HTTPConnection(proxy.address, timeout=20)
         began = time.monotonic()
-        c.request(method, f"/{minio_server.bucket}/{key}",
+        c.request(method, f"/{minio_server.bucket}/{key}", body=body or None,
                   headers={**dict(req.header_items()), **({"Range": ranged} if ranged else {})})
         r = c.getresponse()
         data = r.read()
@@ -147,6 +148,15 @@ def test_a_reply_cut_mid_body_is_a_reset_and_counted(through) -> None:
     with pytest.raises((http.client.IncompleteRead, ConnectionError)):
         ask(cutting, "GET", "k")
     assert cutting.stats()["counts"]["resets"] == 1
+    data = os.urandom(4 << 20)
+    with pytest.raises((http.client.HTTPException, ConnectionError)):  # an upload cut
+        ask(cutting, "PUT", "put", body=data)
+    counts = cutting.stats()["counts"]
+    assert counts["resets"] == 2 and 0 < counts["body_in"] < len(data)
+    plain = start(StoreConditions())
+    assert ask(plain, "GET", "put")[0] == 404  # the store kept no part of it
+    assert ask(plain, "PUT", "put", body=data)[0] == 200
+    assert ask(plain, "GET", "put")[1] == data
 
 
 @pytest.mark.s3
@@ -231,6 +241,9 @@ def test_a_flipped_byte_reaches_the_reader_and_is_counted(through) -> None:
 WRITES = """
 def test_write(fsperf):
     fsperf.fio(name="w", rw="write", bs="1M", size="8M", end_fsync=1)
+
+def test_files(fsperf):
+    fsperf.files(name="f", mode="write", count=8, size="64KiB", threads=4)
 """
 
 
@@ -247,15 +260,18 @@ def test_what_a_write_wrote_is_read_back_under_faults(pytester, clean) -> None:
     args = ("--fsperf-backend=rclone", "--fsperf-backend-store=minio",
             "--fsperf-store-rate=1000/s,burst=1000")
     result, data = run_json(pytester, *args)
-    result.assert_outcomes(passed=1)
-    notes = data["results"][0]["notes"]
-    assert any("read back after a cold start" in n and "intact" in n for n in notes), notes
+    result.assert_outcomes(passed=2)
+    notes = {r["name"]: r["notes"] for r in data["results"]}
+    assert any("read back after a cold start" in n and "intact" in n for n in notes["w"]), notes
+    assert any("each compared whole: intact" in n for n in notes["f"]), notes
     assert not list(pytester.path.glob("*verify.state"))  # as found: fio's state file in the cwd
     result, data = run_json(pytester, *args, "--fsperf-store-corrupt=100%",
                             "--fsperf-mount-options=--low-level-retries=1 --retries=1")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*w: what it wrote under the store's faults did not read back "
-                                 "as written: *fsperf.0.0*"])
+                                 "as written: *fsperf.0.0*",
+                                 "*f: what it wrote under the store's faults did not read back "
+                                 "as written: */files/*.dat: *"])
 
 
 PER_TEST = """

@@ -8,6 +8,7 @@ transfer and close (which for a write is where many FUSE daemons upload) separat
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import os
 import queue
@@ -105,19 +106,49 @@ def latency_stats(values: list[int]) -> LatencyStats:
 
 def run_files(files: Sequence[tuple[str, int]], *, write: bool, threads: int,
               first: int = CHUNK, compiled: bool = True,
-              started: Callable[[int], None] = lambda pid: None) -> OpStats:
+              started: Callable[[int], None] = lambda pid: None,
+              pattern: bytes | None = None) -> OpStats:
     """Read (or write) each (path, size) whole with `threads` threads; the first call of each
     file moves `first` bytes (the phase first_byte ends when it returns). compiled: by the
     compiled worker (native.py; its pid told to `started`) where it can be built, else by
-    threads of this process."""
+    threads of this process. A write writes `pattern` (1 MiB; random if not given) from
+    each call's start: `differs` reads it back."""
     if threads < 1:
         raise ValueError("threads must be at least 1")
+    if write and (pattern is None or len(pattern) != CHUNK):
+        pattern = os.urandom(CHUNK)
     path, why = native.worker() if compiled else (None, "")
     if path is not None:
-        seconds, total, times = native.run(files, write, threads, first, started)
+        seconds, total, times = native.run(files, pattern if write else None, threads, first,
+                                           started)
         per_phase = {p: [t[i] for t in times] for i, p in enumerate(PHASES)}
         return _stats(write, len(files), total, seconds, threads, per_phase, "native")
-    return _in_process(files, write, threads, first, f"python ({why})" if why else "python")
+    return _in_process(files, pattern if write else None, threads, first,
+                       f"python ({why})" if why else "python")
+
+
+def differs(files: Sequence[tuple[str, int]], first: int, pattern: bytes,
+            threads: int = 16) -> str | None:
+    """The first file (listed order) that does not hold what run_files wrote into it from
+    `pattern`: "path: why", or None where every one does."""
+    def one(item: tuple[str, int]) -> str | None:
+        path, size = item
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as exc:
+            return f"{path}: {exc.strerror or exc}"
+        try:
+            why = _compare(fd, size, first, pattern)
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+        try:
+            os.close(fd)  # where a daemon that checks what it read may say so
+        except OSError as exc:
+            why = why or f"on close: {exc.strerror or exc}"
+        return f"{path}: {why}" if why else None
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, min(threads, len(files)))) as pool:
+        return next((why for why in pool.map(one, files) if why), None)
 
 
 def _stats(write: bool, count: int, total: int, seconds: float, threads: int,
@@ -129,9 +160,10 @@ def _stats(write: bool, count: int, total: int, seconds: float, threads: int,
         phases={p: latency_stats(v) for p, v in times.items()}, generator=generator)
 
 
-def _in_process(files: Sequence[tuple[str, int]], write: bool, threads: int, first: int,
-                generator: str) -> OpStats:
-    """run_files by threads of this process."""
+def _in_process(files: Sequence[tuple[str, int]], pattern: bytes | None, threads: int,
+                first: int, generator: str) -> OpStats:
+    """run_files by threads of this process (a write writes pattern)."""
+    write = pattern is not None
     tasks: queue.SimpleQueue[tuple[str, int] | None] = queue.SimpleQueue()
     for item in files:
         tasks.put(item)
@@ -139,7 +171,7 @@ def _in_process(files: Sequence[tuple[str, int]], write: bool, threads: int, fir
         tasks.put(None)
     paths = [p for p, _size in files]
     workers = [_Worker({p: [] for p in PHASES}) for _ in range(threads)]
-    data = os.urandom(CHUNK) if write else b""
+    data = pattern or b""
 
     go = threading.Event()
 
@@ -161,3 +193,17 @@ def _in_process(files: Sequence[tuple[str, int]], write: bool, threads: int, fir
     total = sum(w.done_bytes for w in workers)
     times = {p: [v for w in workers for v in w.times[p]] for p in PHASES}
     return _stats(write, len(paths), total, seconds, threads, times, generator)
+
+
+def _compare(fd: int, size: int, first: int, pattern: bytes) -> str | None:
+    """Why the file at fd does not hold what a write of `size` bytes from pattern wrote."""
+    offset = 0
+    while offset < size:  # the calls a write made: each from the pattern's start
+        want = min(CHUNK if offset else first, size - offset)
+        got = os.pread(fd, want, offset)
+        if got != pattern[:want]:
+            at = next((i for i, (a, b) in enumerate(zip(got, pattern, strict=False)) if a != b),
+                      len(got))
+            return f"differs from byte {offset + at}"
+        offset += want
+    return f"longer than the {size} bytes written" if os.pread(fd, 1, size) else None

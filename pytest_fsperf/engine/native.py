@@ -103,15 +103,17 @@ def opened(w: Worker) -> int:
         raise
 
 
-def run(files: Sequence[tuple[str, int]], write: bool, threads: int, first: int,
+def run(files: Sequence[tuple[str, int]], pattern: bytes | None, threads: int, first: int,
         started: Callable[[int], None] = lambda pid: None,
         ) -> tuple[float, int, list[tuple[int, int, int, int]]]:
-    """Each (path, size) read or written whole by the worker: seconds, bytes, and per file
-    the ns of its open, first byte, whole transfer and close. `started` is told its pid."""
+    """Each (path, size) read, or written from `pattern` (1 MiB), whole by the worker:
+    seconds, bytes, and per file the ns of its open, first byte, whole transfer and close.
+    `started` is told its pid."""
     found, why = worker()
     if found is None:
         raise MeasurementError(why)
-    listed = b"".join(b"%d\0%s\0" % (size, os.fsencode(p)) for p, size in files)
+    write = pattern is not None
+    listed = (pattern or b"") + b"".join(b"%d\0%s\0" % (size, os.fsencode(p)) for p, size in files)
     fd = opened(found)
     try:  # run from the fd checked, not from the path again
         proc = subprocess.Popen([NAME, "write" if write else "read", str(threads), str(first)],

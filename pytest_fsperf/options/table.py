@@ -186,7 +186,7 @@ OPTIONS = (
            "share of requests answered with a 5xx without reaching the store, e.g. 1%"),
     Option("fsperf_store_resets", "store_resets",
            lambda raw: conditions.fraction(raw.text, raw.where), None, "SHARE",
-           "share of replies cut mid-body, the connection reset, e.g. 0.5%"),
+           "share of bodies (replies and uploads) cut mid-body, the connection reset, e.g. 0.5%"),
     Option("fsperf_store_corrupt", "store_corrupt",
            lambda raw: conditions.fraction(raw.text, raw.where), None, "SHARE",
            "share of ranged reads answered with one byte flipped (silent corruption)"),

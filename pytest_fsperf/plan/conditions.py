@@ -34,7 +34,7 @@ class StoreConditions:
     rate: float = 0.0  # requests a second the store takes; past it: its throttling answer
     burst: float = 0.0  # requests over the rate taken at once
     errors: float = 0.0  # fraction of requests answered with a 5xx (never reaching the store)
-    resets: float = 0.0  # fraction of replies cut mid-body, the connection reset
+    resets: float = 0.0  # fraction of bodies (replies, uploads) cut mid-body, the connection reset
     corrupt: float = 0.0  # fraction of ranged reads (206) with one byte flipped: silent corruption
     tail_every: int = 0  # 1 request in this many held for `tail` more
     tail: float = 0.0

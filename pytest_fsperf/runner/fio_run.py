@@ -246,8 +246,7 @@ def _stored(w: Window, written: int) -> float | None:
 def _checked(ws: Space, job: dict[str, str]) -> str | None:
     """Under a store whose conditions fail or cut requests, what a write job wrote is read
     back and checked: "" where it will be, a note where it cannot be, None where not asked."""
-    proxy = ws.target.conditions_proxy()
-    if proxy is None or not proxy.conditions.faulty or job.get("rw", "read") not in WRITES:
+    if not ws.target.faulty() or job.get("rw", "read") not in WRITES:
         return None
     if job.get("rw") not in CHECKED or job.get("time_based", "0") not in ("0", ""):
         return ("written data not checked under the store's faults: fio reads back only "

@@ -80,6 +80,12 @@ class Target:
         fields = self.owned.rendered.fields if self.owned is not None else {}
         return conditioner.running(fields.get("conditions_proxy"))
 
+    def faulty(self) -> bool:
+        """Mounted under store conditions that fail, cut or corrupt requests: what a workload
+        writes is read back and checked."""
+        proxy = self.conditions_proxy()
+        return proxy is not None and proxy.conditions.faulty
+
     def request_meter(self) -> tuple[Meter | None, str]:
         """The object requests behind this mount (probed once): the store's own counters
         where the plugin mounted it over a store whose metrics it reads, else the daemon's

@@ -21,7 +21,7 @@ from pytest_fsperf.engine import mdtest as mdtest_engine
 from pytest_fsperf.engine import meta as meta_engine
 from pytest_fsperf.engine import sysbench as sysbench_engine
 from pytest_fsperf.engine.fio_options import control
-from pytest_fsperf.errors import UsageError
+from pytest_fsperf.errors import DataLost, UsageError
 from pytest_fsperf.measure import progress
 from pytest_fsperf.mounts.spec import Need
 from pytest_fsperf.result.phases import MdtestResult
@@ -204,10 +204,27 @@ def files_step(fs: Workspace, name: str | None, j: FilesJob, judged: bool, where
                                          j.hold), fresh_files=fresh)
     if mode == "write":
         fresh = not os.path.exists(paths[0])  # else it rewrites what an earlier run left
+    # under a store that fails requests, what is written is known, to be read back
+    pattern = os.urandom(files_engine.CHUNK) if mode == "write" and fs.target.faulty() else None
     io = progress.WithChild()  # the compiled worker's bytes, live
     found = fs.measure_engine(label, judged, EngineKind.FILES, options, lambda: files_engine.run_files(
-        todo, write=mode == "write", threads=threads, first=first, started=io.started), io)
-    return dataclasses.replace(found, fresh_files=fresh)
+        todo, write=mode == "write", threads=threads, first=first, started=io.started,
+        pattern=pattern), io)
+    notes = found.notes if pattern is None else (*found.notes,
+                                                 _read_back(fs, label, todo, first, pattern))
+    return dataclasses.replace(found, fresh_files=fresh, notes=notes)
+
+
+def _read_back(fs: Workspace, label: str, todo: list[tuple[str, int]], first: int,
+               pattern: bytes) -> str:
+    """After the window: a cold start, then every file read back whole and compared with
+    what was written; one that differs fails the test naming it."""
+    fs.cold_start()
+    wrong = files_engine.differs(todo, first, pattern)
+    if wrong is not None:
+        raise DataLost(f"{label}: what it wrote under the store's faults did not read back "
+                       f"as written: {wrong}")
+    return "written files read back after a cold start, each compared whole: intact"
 
 
 def _hold(fs: Workspace, label: str, judged: bool, options: dict[str, str], paths: list[str],

@@ -17,16 +17,18 @@ def _hmac(key: bytes, text: str) -> bytes:
 
 def signed_request(method: str, url: str, access_key: str, secret_key: str,
                    region: str = "us-east-1", now: datetime.datetime | None = None,
-                   ) -> urllib.request.Request:
-    """A request with an empty body, signed for service s3 (path-style URL, no query)."""
+                   payload: bytes = b"") -> urllib.request.Request:
+    """A request with this body (empty unless given), signed for service s3 (path-style URL,
+    no query)."""
     parts = urlsplit(url)
     now = now or datetime.datetime.now(datetime.timezone.utc)
     stamp = now.strftime("%Y%m%dT%H%M%SZ")
     day = stamp[:8]
-    headers = {"host": parts.netloc, "x-amz-content-sha256": EMPTY_SHA256, "x-amz-date": stamp}
+    digest = hashlib.sha256(payload).hexdigest() if payload else EMPTY_SHA256
+    headers = {"host": parts.netloc, "x-amz-content-sha256": digest, "x-amz-date": stamp}
     names = ";".join(sorted(headers))
     canonical = "\n".join([method, parts.path or "/", "",
-                           *(f"{k}:{headers[k]}" for k in sorted(headers)), "", names, EMPTY_SHA256])
+                           *(f"{k}:{headers[k]}" for k in sorted(headers)), "", names, digest])
     scope = f"{day}/{region}/s3/aws4_request"
     to_sign = "\n".join(["AWS4-HMAC-SHA256", stamp, scope,
                          hashlib.sha256(canonical.encode()).hexdigest()])

@@ -1,6 +1,7 @@
 /* The small-file engine's compiled worker (pytest-fsperf, engine/native.py builds it).
  *
- *   fsperf-files read|write THREADS FIRST < list     (list: "SIZE\0PATH\0" per file)
+ *   fsperf-files read|write THREADS FIRST < list     (list: "SIZE\0PATH\0" per file;
+ *                                                    a write's: the MiB it writes first)
  *
  * THREADS threads take files from the list in order; each file is opened, read or written
  * whole in calls of up to 1 MiB into (or from) a buffer of the thread's own, and closed, as
@@ -34,7 +35,7 @@ static int64_t first_call;
 static pthread_barrier_t start, finish;
 static char failed[4096];
 static pthread_mutex_t failed_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *pattern;  /* what a write writes: one random MiB, shared read-only */
+static char *pattern;  /* what a write writes: the caller's MiB, shared read-only */
 
 static int64_t now(void) {
     struct timespec t;
@@ -147,6 +148,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fsperf-files: cannot read the list\n");
         return 2;
     }
+    if (writing) {  /* the caller knows what was written: it can read it back */
+        if (len < CHUNK) {
+            fprintf(stderr, "fsperf-files: a write's list starts with the MiB it writes\n");
+            return 2;
+        }
+        pattern = list;
+        list += CHUNK;
+        len -= CHUNK;
+    }
     for (size_t i = 0; i < len; i++)
         nfiles += list[i] == 0;
     nfiles /= 2;
@@ -159,15 +169,6 @@ int main(int argc, char **argv) {
         p += strlen(p) + 1;
         if (p > end)
             return 2;
-    }
-    if (writing) {
-        pattern = malloc(CHUNK);
-        FILE *r = fopen("/dev/urandom", "rb");
-        if (!pattern || !r || fread(pattern, 1, CHUNK, r) != CHUNK) {
-            fprintf(stderr, "fsperf-files: no random data for the writes\n");
-            return 2;
-        }
-        fclose(r);
     }
     pthread_t *pool = calloc((size_t)threads, sizeof *pool);
     int64_t largest = 1;  /* no call moves more than min(CHUNK, the largest file listed) */

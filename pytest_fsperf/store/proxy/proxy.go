@@ -43,7 +43,7 @@ type settings struct {
 	Rate      float64          `json:"rate"`         // requests/s the store takes (0: no limit)
 	Burst     float64          `json:"burst"`        // requests over the rate taken at once
 	ErrorRate float64          `json:"error_rate"`   // fraction of requests answered with a 5xx
-	ResetRate float64          `json:"reset_rate"`   // fraction of replies with a body cut mid-body
+	ResetRate float64          `json:"reset_rate"`   // fraction of bodies cut mid-body, replies and uploads
 	Corrupt   float64          `json:"corrupt_rate"` // fraction of ranged reads (206) with one byte flipped
 	TailEvery int64            `json:"tail_every"`   // 1 request in this many held (0: none)
 	TailNs    int64            `json:"tail_ns"`      // for this long
@@ -367,7 +367,7 @@ func (l *link) one(req *head) bool {
 			return false
 		}
 	} else if req.hasBody() && !req.expect { // the body, then the reply
-		if !l.body(l.cr, l.client, l.up, req, &count.BodyIn, -1, -1, &l.toStore) {
+		if !l.upload(req) {
 			return false
 		}
 	}
@@ -382,7 +382,7 @@ func (l *link) one(req *head) bool {
 		if _, err := l.client.Write(reply.bytes()); err != nil {
 			return false
 		}
-		if !l.body(l.cr, l.client, l.up, req, &count.BodyIn, -1, -1, &l.toStore) {
+		if !l.upload(req) {
 			return false
 		}
 		if reply, err = readHead(l.ur); err != nil {
@@ -419,12 +419,7 @@ func (l *link) one(req *head) bool {
 	}
 	bodied := req.method != "HEAD" && reply.status >= 200 && reply.status != 204 && reply.status != 304
 	if bodied {
-		cut := int64(-1)
-		if reply.length > 1 && chance(cfg.ResetRate) {
-			rngLock.Lock()
-			cut = 1 + rng.Int63n(reply.length-1)
-			rngLock.Unlock()
-		}
+		cut := cutAt(reply.length)
 		flip := int64(-1)
 		if reply.status == 206 && reply.length > 0 && chance(cfg.Corrupt) { // object data, not a listing
 			rngLock.Lock()
@@ -438,14 +433,43 @@ func (l *link) one(req *head) bool {
 		}
 		if !l.body(l.ur, l.up, l.client, reply, &count.BodyOut, cut, flip, &l.toClient) {
 			if cut >= 0 {
-				atomic.AddInt64(&count.Resets, 1)
-				failed.Store(req.key, true)
-				l.client.SetLinger(0) // a reset, as a store's dropped connection reads
+				l.reset(req)
 			}
 			return false
 		}
 	}
 	return !ended && !req.closing && !reply.closing
+}
+
+// cutAt: where a body of this length is cut (a reset at the reset rate), or -1.
+func cutAt(length int64) int64 {
+	if length <= 1 || !chance(cfg.ResetRate) {
+		return -1
+	}
+	rngLock.Lock()
+	defer rngLock.Unlock()
+	return 1 + rng.Int63n(length-1)
+}
+
+// upload: a request's body to the store, cut mid-body at the reset rate (the store gets a
+// part and the connection's end, the client a reset: a PUT or part it must send again).
+func (l *link) upload(req *head) bool {
+	cut := cutAt(req.length)
+	if l.body(l.cr, l.client, l.up, req, &count.BodyIn, cut, -1, &l.toStore) {
+		return true
+	}
+	if cut >= 0 {
+		l.reset(req)
+	}
+	return false
+}
+
+// reset: the client's connection dropped as a store's reads (RST, not FIN), counted, and the
+// request's next try counted as a retry.
+func (l *link) reset(req *head) {
+	atomic.AddInt64(&count.Resets, 1)
+	failed.Store(req.key, true)
+	l.client.SetLinger(0)
 }
 
 // answer the request ourselves (a throttle or an injected error): the body it sends is not
