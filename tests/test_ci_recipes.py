@@ -4,18 +4,24 @@ request's slower), fail the job and write a comment that names the regression.""
 
 from __future__ import annotations
 
+import base64
+import http.server
 import os
 import re
 import shutil
 import subprocess
+import sys
+import threading
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import yaml
 
 from pytest_fsperf.report import comment
+from pytest_fsperf.store.minio import MINIO_VERSION
+from pytest_fsperf.version import __version__
 from tests.conftest import need, ours
 
 TIER = "fio"
@@ -158,9 +164,11 @@ def test_the_runner_is_provisioned_and_a_config_secret_becomes_a_private_file(tm
     (FSPERF_STORE=local: MinIO at the plugin's pinned version) or the user's endpoint from a
     secret (FSPERF_STORE=config), written 0600 and passed to every pytest run."""
     workflow = yaml.safe_load(recipe("github.yml").read_text())
+    install = "Install pytest-fsperf (a virtual environment of its own)"
     for job in ("gate", "history"):
         names = [s.get("name", s.get("uses", "")) for s in workflow["jobs"][job]["steps"]]
-        assert names.index("Provision the runner (packages)") < names.index("Install pytest-fsperf")
+        assert names[1].startswith("Root") and names.index(
+            "Provision the runner (packages)") < names.index(install)
         assert any(str(n).startswith("The plugin's object store") for n in names)
         runs = "\n".join(s.get("run", "") for s in workflow["jobs"][job]["steps"])
         assert "${FSPERF_CONFIG:-}" in runs
@@ -176,6 +184,54 @@ def test_the_runner_is_provisioned_and_a_config_secret_becomes_a_private_file(tm
     written = tmp_path / "fsperf-backend.ini"
     assert written.read_text() == secret + "\n" and (written.stat().st_mode & 0o777) == 0o600
     assert env_file.read_text() == f"FSPERF_CONFIG=--fsperf-backend-config={written}\n"
+
+
+def test_the_plugin_and_the_store_are_pinned_and_the_store_built_once() -> None:
+    """As found: a system `pip install` (refused on Debian 12: externally managed) of an
+    unpinned package, `setup-go` at whatever Go was newest, MinIO built with it on every run.
+    Now: a virtual environment and the package's own version; one Go named once; MinIO kept
+    in the CI's cache, saved by main's history job alone and only restored by the gates."""
+    github = yaml.safe_load(recipe("github.yml").read_text())
+    gitlab = yaml.safe_load(recipe("gitlab-ci.yml").read_text())
+    pinned = f"pip install 'pytest-fsperf[history]=={__version__}'"
+    assert github["env"]["FSPERF_INSTALL"] == gitlab["variables"]["FSPERF_INSTALL"] == pinned
+    assert "python3-venv" in github["env"]["FSPERF_PACKAGES"].split()
+    assert "python3-venv" in gitlab["variables"]["FSPERF_PACKAGES"].split()
+    assert re.fullmatch(r"1\.\d+\.\d+", github["env"]["FSPERF_GO"])
+    assert gitlab["variables"]["FSPERF_GO"] == github["env"]["FSPERF_GO"]
+    uses = {job: [st["uses"].split("@")[0] for st in github["jobs"][job]["steps"] if "uses" in st]
+            for job in ("gate", "history")}
+    assert "actions/cache/restore" in uses["gate"] and "actions/cache/save" not in uses["gate"]
+    assert "actions/cache" not in uses["gate"]  # restore-and-save
+    assert "actions/cache/save" in uses["history"]
+    for job in ("gate", "history"):
+        go = next(st for st in github["jobs"][job]["steps"] if "setup-go" in st.get("uses", ""))
+        assert go["with"]["go-version"] == "${{ env.FSPERF_GO }}"
+        assert "cache-hit != 'true'" in go["if"]
+    key = f"fsperf-minio-{MINIO_VERSION}-go{gitlab['variables']['FSPERF_GO']}"  # a literal there
+    assert gitlab[".fsperf-runner"]["cache"]["key"] == key
+    assert key in [c["key"] for c in gitlab["fsperf-history"]["cache"]]
+
+
+def test_a_runner_that_is_not_root_stops_at_the_first_step_in_one_line(tmp_path) -> None:
+    """As found: provisioning ran under sudo and the gate's pytest did not, so on a non-root
+    runner every mount failed (`option allow_other only allowed if 'user_allow_other' is
+    set`) after the builds. Each job's first step says it, as the runner's user."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to run a step as nobody")
+    github = yaml.safe_load(recipe("github.yml").read_text())
+    gitlab = yaml.safe_load(recipe("gitlab-ci.yml").read_text())
+    scripts = [github["jobs"][job]["steps"][1]["run"] for job in ("gate", "history")]
+    scripts.append(gitlab[".fsperf-runner"]["before_script"][0])
+    for script in scripts:
+        as_nobody = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                                    "bash", "-e", "-c", script], cwd=tmp_path, capture_output=True,
+                                   text=True, check=False)
+        assert as_nobody.returncode == 1, script
+        said = (as_nobody.stdout + as_nobody.stderr).strip()
+        assert len(said.splitlines()) == 1 and "as root" in said and "nobody" in said, said
+        as_root = subprocess.run(["bash", "-e", "-c", script], capture_output=True, check=False)
+        assert as_root.returncode == 0
 
 
 def test_the_gitlab_token_reaches_only_the_job_that_writes_the_note() -> None:
@@ -203,12 +259,12 @@ def run_steps(job: dict[str, Any], workflow_env: dict[str, str], context: dict[s
     ${{ }} expressions from `context` and the steps' outputs; (name, exit status) each."""
     outputs: dict[str, dict[str, str]] = {}
     done = []
+    path_file = temp / "github-path"
     for step in job["steps"]:
         if "run" not in step:
-            continue  # actions/checkout (the repository is checked out), upload-artifact
-        wanted = re.fullmatch(r"env\.(\w+) == '(.*)'", str(step.get("if", "")))
-        if wanted and {**workflow_env}.get(wanted.group(1)) != wanted.group(2):
-            continue  # a step for another setting (FSPERF_STORE=config)
+            continue  # actions/checkout (the repository is checked out), upload-artifact, cache
+        if not wanted(str(step.get("if", "always()")), workflow_env, outputs):
+            continue  # a step for another setting (FSPERF_STORE=config), a cache hit
         out_file = temp / f"output-{len(done)}"
         out_file.write_text("")
 
@@ -219,8 +275,11 @@ def run_steps(job: dict[str, Any], workflow_env: dict[str, str], context: dict[s
                 return outputs.get(sid, {}).get(key, "")
             return context[expr]  # an expression this test does not know fails it: add it
 
-        env = {**os.environ, **workflow_env, "GITHUB_OUTPUT": str(out_file),
-               "GITHUB_PATH": str(temp / "github-path"), "GITHUB_ENV": str(temp / "github-env"),
+        added = path_file.read_text().split() if path_file.exists() else []
+        base = {**os.environ, **workflow_env}
+        env = {**base, "GITHUB_OUTPUT": str(out_file),  # GITHUB_PATH's lines first, the last added first
+               "PATH": ":".join([*reversed(added), base["PATH"]]),
+               "GITHUB_PATH": str(path_file), "GITHUB_ENV": str(temp / "github-env"),
                **{k: EXPR.sub(value, str(v)) for k, v in (step.get("env") or {}).items()}}
         status = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=repo, env=env,
                                 check=False).returncode
@@ -230,6 +289,23 @@ def run_steps(job: dict[str, Any], workflow_env: dict[str, str], context: dict[s
     return done
 
 
+def wanted(condition: str, workflow_env: dict[str, str], outputs: dict[str, dict[str, str]]) -> bool:
+    """A step's `if:` as the runner reads it, for the forms the recipes use (&& of always(),
+    env.X == 'V', steps.S.outputs.K != 'V'); any other form fails the test: add it here."""
+    for term in condition.split(" && "):
+        if term == "always()":
+            continue
+        if m := re.fullmatch(r"env\.(\w+) == '(.*)'", term):
+            ok = workflow_env.get(m.group(1)) == m.group(2)
+        elif m := re.fullmatch(r"steps\.(\w+)\.outputs\.([\w-]+) != '(.*)'", term):
+            ok = outputs.get(m.group(1), {}).get(m.group(2), "") != m.group(3)
+        else:
+            raise AssertionError(f"a step condition this test does not read: {condition}")
+        if not ok:
+            return False
+    return True
+
+
 @pytest.mark.fuse
 def test_the_gate_jobs_steps_fail_a_slower_pull_request_and_comment_on_it(tmp_path) -> None:
     need("rclone")
@@ -237,6 +313,7 @@ def test_the_gate_jobs_steps_fail_a_slower_pull_request_and_comment_on_it(tmp_pa
     repo, base = a_filesystem(tmp_path)
     temp = tmp_path / "runner-temp"
     temp.mkdir()
+    venv(temp)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "gh").write_text(FAKE_GH)
@@ -281,34 +358,111 @@ def test_the_gate_jobs_steps_fail_a_slower_pull_request_and_comment_on_it(tmp_pa
     assert ours() == ([], [])
 
 
+class GitServer(http.server.BaseHTTPRequestHandler):
+    """A private repository's smart HTTP (git http-backend) that answers 401 to any request
+    without the token's Basic credentials, as a private GitHub repository does."""
+    root = ""
+    token = ""
+    seen: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.serve()
+
+    def do_POST(self) -> None:
+        self.serve()
+
+    def serve(self) -> None:
+        basic = base64.b64encode(f"x-access-token:{self.token}".encode()).decode()
+        if self.headers.get("Authorization", "") != f"basic {basic}":
+            self.seen.append(f"401 {self.path}")
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="repo"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.seen.append(f"200 {self.path}")
+        path, _, query = self.path.partition("?")
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+        cgi = subprocess.run(["git", "http-backend"], input=body, capture_output=True, check=False, env={
+            "GIT_PROJECT_ROOT": self.root, "GIT_HTTP_EXPORT_ALL": "1", "PATH_INFO": path,
+            "QUERY_STRING": query, "REQUEST_METHOD": self.command, "REMOTE_USER": "ci",
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)), "PATH": os.environ["PATH"]})
+        head, _, rest = cgi.stdout.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        status = next((int(x.split()[1]) for x in lines if x.startswith("Status:")), 200)
+        self.send_response(status)
+        for line in lines:
+            if ":" in line and not line.startswith("Status:"):
+                self.send_header(*(x.strip() for x in line.split(":", 1)))
+        self.send_header("Content-Length", str(len(rest)))
+        self.end_headers()
+        self.wfile.write(rest)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
 @pytest.mark.fuse
-def test_the_history_jobs_steps_keep_mains_run_on_a_branch(tmp_path) -> None:
-    """A push to main: main measured alone (its build first on PATH), the run saved with its
-    commit on the branch fsperf-runs of the origin, change points over the runs kept."""
+def test_the_history_jobs_steps_keep_mains_runs_on_a_branch(tmp_path) -> None:
+    """Two pushes to main: main measured alone (its build first on PATH), each run saved with
+    its commit on the branch fsperf-runs of a private origin (it answers nothing without the
+    job's token), the second beside the first; change points over the runs kept. As found:
+    the history job fetched without credentials, a failed fetch read as 'no branch yet', and
+    the second run's push was refused."""
     need("rclone")
     need("fio")
     need("git")
     repo, _ = a_filesystem(tmp_path)
-    origin = tmp_path / "origin.git"
+    origin = tmp_path / "git" / "fs.git"
     subprocess.run(["git", "init", "-q", "--bare", str(origin)], check=True)
-    git(repo, "remote", "add", "origin", str(origin))
-    git(repo, "push", "-q", "origin", "main")
+    git(origin, "config", "http.receivepack", "true")
+    git(repo, "push", "-q", str(origin), "main")
+    GitServer.root, GitServer.token, GitServer.seen = str(origin.parent), "t0ken", []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), GitServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    git(repo, "remote", "add", "origin", f"{url}/fs.git")  # as checkout leaves it: no credentials
     (repo / "slow.txt").unlink()  # main's build: plain rclone, quick
-    temp = tmp_path / "runner-temp"
-    temp.mkdir()
-    summary = tmp_path / "summary.md"
-    sha = git(repo, "rev-parse", "HEAD")
     workflow = yaml.safe_load(recipe("github.yml").read_text())
-    env = {**{k: str(v) for k, v in workflow["env"].items()},
-           "FSPERF_INSTALL": "true", "FSPERF_PACKAGES": "", "FSPERF_BUILD": "sh build.sh",
-           "FSPERF_BINARY": "out/rclone",
-           "FSPERF_BACKEND": "rclone", "FSPERF_TESTS": "perf/test_read.py -p no:cacheprovider",
-           "FSPERF_ARGS": "--fsperf-settle=off", "RUNNER_TEMP": str(temp),
-           "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_SHA": sha}
-    steps = dict(run_steps(workflow["jobs"]["history"], env, {"github.token": "t"}, repo, temp))
-    assert set(steps.values()) == {0}, steps
-    saved = git(origin, "ls-tree", "-r", "--name-only", "fsperf-runs")
-    assert saved == f"runs/main-{sha}.json", saved
-    assert (repo / "fsperf-out" / "history.txt").read_text() in summary.read_text()
-    assert not (temp / "fsperf-runs").exists()  # its worktree removed
+    history = workflow["jobs"]["history"]
+    try:
+        for run in (1, 2):
+            temp = tmp_path / f"runner-temp-{run}"
+            temp.mkdir()
+            venv(temp)
+            summary = tmp_path / "summary.md"
+            git(repo, "commit", "-q", "--allow-empty", "-m", f"main {run}")
+            sha = git(repo, "rev-parse", "HEAD")
+            env = {**{k: str(v) for k, v in workflow["env"].items()},
+                   "FSPERF_INSTALL": "true", "FSPERF_PACKAGES": "", "FSPERF_BUILD": "sh build.sh",
+                   "FSPERF_BINARY": "out/rclone", "FSPERF_BACKEND": "rclone",
+                   "FSPERF_TESTS": "perf/test_read.py -p no:cacheprovider",
+                   "FSPERF_ARGS": "--fsperf-settle=off", "RUNNER_TEMP": str(temp),
+                   "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_SHA": sha,
+                   "GITHUB_SERVER_URL": url}
+            steps = dict(run_steps(history, env, {"github.token": "t0ken"}, repo, temp))
+            assert set(steps.values()) == {0}, steps
+            assert not (temp / "fsperf-runs").exists()  # its worktree removed
+        saved = git(origin, "ls-tree", "-r", "--name-only", "fsperf-runs").splitlines()
+        assert len(saved) == 2 and all(n.startswith("runs/main-") for n in saved), saved
+        assert git(origin, "rev-list", "--count", "fsperf-runs") == "2"  # one line of history
+        assert (repo / "fsperf-out" / "history.txt").read_text() in summary.read_text()
+        assert "t0ken" not in git(repo, "config", "--list")  # never kept in .git/config
+        assert any(x.startswith("200 ") and "receive-pack" in x for x in GitServer.seen)
+        GitServer.token = "another"  # a token the origin refuses: the job says so, never starts anew
+        temp = tmp_path / "runner-temp-3"
+        temp.mkdir()
+        fetch = next(st for st in history["steps"] if st.get("name") == "Check out the saved runs")
+        done = dict(run_steps({"steps": [fetch]}, env, {"github.token": "t0ken"}, repo, temp))
+        assert done["Check out the saved runs"] != 0
+    finally:
+        server.shutdown()
     assert ours() == ([], [])
+
+
+def venv(temp: Path) -> None:
+    """The job's virtual environment made beforehand, over this Python's packages (the recipe
+    makes one where none is, and installs with FSPERF_INSTALL; here the plugin is installed)."""
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
+                    str(temp / "fsperf-venv")], check=True)
