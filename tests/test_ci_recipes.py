@@ -19,7 +19,6 @@ from typing import Any, ClassVar
 import pytest
 import yaml
 
-from pytest_fsperf.report import comment
 from pytest_fsperf.store.minio import MINIO_VERSION
 from pytest_fsperf.version import __version__
 from tests.conftest import need, ours
@@ -304,58 +303,6 @@ def wanted(condition: str, workflow_env: dict[str, str], outputs: dict[str, dict
         if not ok:
             return False
     return True
-
-
-@pytest.mark.fuse
-def test_the_gate_jobs_steps_fail_a_slower_pull_request_and_comment_on_it(tmp_path) -> None:
-    need("rclone")
-    need("fio")
-    repo, base = a_filesystem(tmp_path)
-    temp = tmp_path / "runner-temp"
-    temp.mkdir()
-    venv(temp)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "gh").write_text(FAKE_GH)
-    (bin_dir / "gh").chmod(0o755)
-    gh_log = tmp_path / "gh.log"
-    summary = tmp_path / "summary.md"
-    workflow = yaml.safe_load(recipe("github.yml").read_text())
-    env = {**{k: str(v) for k, v in workflow["env"].items()},
-           "FSPERF_INSTALL": "true", "FSPERF_PACKAGES": "",  # installed here already
-           "FSPERF_BUILD": "sh build.sh", "FSPERF_BINARY": "out/rclone", "FSPERF_BACKEND": "rclone",
-           "FSPERF_TESTS": "perf/test_read.py -p no:cacheprovider",
-           "FSPERF_ARGS": "--fsperf-ab-max-rounds=6 --fsperf-settle=off --fsperf-profile=off",
-           "FSPERF_INCONCLUSIVE": "fail",
-           "RUNNER_TEMP": str(temp), "GITHUB_STEP_SUMMARY": str(summary),
-           "GITHUB_REPOSITORY": "acme/fs", "FSPERF_GH_LOG": str(gh_log),
-           "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    context = {"github.event.pull_request.base.sha || github.event.repository.default_branch": base,
-               "github.server_url": "https://github.example", "github.repository": "acme/fs",
-               "github.run_id": "7", "github.token": "not-a-real-token",
-               "github.event.pull_request.number": "12"}
-    context["github.event.pull_request.head.sha || github.sha"] = "unused: checked out here"
-    steps = dict(run_steps(workflow["jobs"]["gate"], env, context, repo, temp))
-    # the comment job: the gate's artifact (here, the same folder), the token, nothing built
-    steps.update(run_steps(workflow["jobs"]["comment"], env, context, repo, temp))
-
-    assert steps["Fail on the decision"] != 0, steps  # the job fails
-    assert steps["Write the decision"] == 0 and steps["Comment on the pull request (one comment, updated in place)"] == 0
-    body = (temp / "comment.md").read_text()  # written by the comment job from the results
-    assert body == (repo / "fsperf-out" / "comment.md").read_text()  # as the gate said it
-    assert body.startswith(comment.MARKER)
-    assert body.splitlines()[1].startswith("### pytest-fsperf: FAIL"), body
-    row = next(line for line in body.splitlines() if line.startswith("| test_read read |"))
-    assert "**B worse**" in row, body
-    assert "https://github.example/acme/fs/actions/runs/7" in body
-    assert summary.read_text() == body  # the job summary says the same
-    calls = gh_log.read_text()  # the list (its --jq spans lines), then a new comment
-    assert calls.startswith("api --paginate repos/acme/fs/issues/12/comments")
-    assert calls.endswith(f"\napi repos/acme/fs/issues/12/comments -F body=@{temp}/comment.md\n")
-    assert "PATCH" not in calls
-    assert not (temp / "fsperf-base").exists()  # the base's worktree is removed
-    assert "not-a-real-token" not in (repo / "fsperf-out" / "results.json").read_text()
-    assert ours() == ([], [])
 
 
 class GitServer(http.server.BaseHTTPRequestHandler):

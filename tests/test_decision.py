@@ -207,6 +207,11 @@ EXIT_CASES = {  # the docs' row (its start) -> the session's test file and optio
         def test_w(fsperf):
             fsperf.fio(rw="write", bs="64k", size="1M")
     """, ()),
+    "an A/B of the test's own decided either way": ("""
+        def test_ab(fsperf):  # B reads through a 4 MB/s limit: worse, decided in 2-3 pairs
+            fsperf.compare(dict(rw="read", bs="1M", size="4M"), a=[], b=["--read-rate=4M"],
+                           rounds=2, max_rounds=4)
+    """, ("--fsperf-backend=bindfs",)),
     "inconclusive, incomparable": (AB_UNDECIDED, ("--fsperf-backend=bindfs",)),
     "the same, with `--fsperf-inconclusive=warn`": (AB_UNDECIDED, (
         "--fsperf-backend=bindfs", "--fsperf-inconclusive=warn")),
@@ -238,6 +243,8 @@ def test_pytest_fsperf_comment_and_the_docs_tell_one_exit_code_story(pytester):
         result = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-settle=off",
                                     "--fsperf-profile=off", f"--fsperf-json={out}", *options)
         assert int(result.ret) == int(pytest_code), (case, result.stdout.str()[-2000:])
+        if case.startswith("an A/B"):  # decided: B worse, not an undecided one passing
+            result.stdout.fnmatch_lines(["*B worse*"])
         if source is AB_UNDECIDED:  # as found: it ended pytest 0, the docs said 1
             result.stdout.fnmatch_lines(["*read: inconclusive against A: bandwidth *x (2 pairs*"])
         warn = ("--inconclusive=warn",) if "--fsperf-inconclusive=warn" in options else ()
