@@ -305,6 +305,45 @@ def wanted(condition: str, workflow_env: dict[str, str], outputs: dict[str, dict
     return True
 
 
+@pytest.mark.fuse
+def test_the_gitlab_gate_jobs_script_fails_a_slower_merge_request(tmp_path) -> None:
+    """The GitLab gate job as its runner runs it (before_script, then script, each line
+    stopping the job where it fails) in a merge request's checkout: MinIO as the cache left
+    it, the virtual environment made beforehand (here over this Python's packages); the
+    slower change fails the job and its note names the regression."""
+    need("rclone")
+    need("fio")
+    repo, base = a_filesystem(tmp_path)
+    jobs = yaml.safe_load(recipe("gitlab-ci.yml").read_text())
+    job = jobs["fsperf-gate"]
+    lines = [*jobs[job["extends"]]["before_script"], *job["script"]]
+    bin_dir = repo / ".fsperf-bin"  # what the cache restores: MinIO and the versions it was built at
+    bin_dir.mkdir()
+    minio = shutil.which("minio") or shutil.which("minio", path=os.path.expanduser("~/.cache/fsperf-bin"))
+    if not minio:
+        pytest.skip("MinIO is not installed")
+    (bin_dir / "minio").symlink_to(minio)
+    variables = {k: str(v) for k, v in jobs["variables"].items()}
+    (bin_dir / "minio.version").write_text(f"{MINIO_VERSION} go{variables['FSPERF_GO']}\n")
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
+                    str(repo / ".fsperf-venv")], check=True)
+    env = {**os.environ, **variables, "FSPERF_INSTALL": "true", "FSPERF_PACKAGES": "",
+           "FSPERF_BUILD": "sh build.sh", "FSPERF_BINARY": "out/rclone", "FSPERF_BACKEND": "rclone",
+           "FSPERF_TESTS": "perf/test_read.py -p no:cacheprovider",
+           "FSPERF_ARGS": "--fsperf-ab-max-rounds=6 --fsperf-settle=off --fsperf-profile=off",
+           "CI_PROJECT_DIR": str(repo), "CI_MERGE_REQUEST_DIFF_BASE_SHA": base,
+           "CI_JOB_URL": "https://gitlab.example/acme/fs/-/jobs/7"}
+    done = subprocess.run(["bash", "-e", "-c", "\n".join(lines)], cwd=repo, env=env,
+                          capture_output=True, text=True, check=False)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said  # the last line: pytest and fsperf comment both 0, or fail
+    assert re.search(r"pytest ended with 1; fsperf comment with 1", said), said[-3000:]
+    note = (repo / "fsperf-out" / "comment.md").read_text()
+    row = next(line for line in note.splitlines() if line.startswith("| test_read read |"))
+    assert "**B worse**" in row and "gitlab.example/acme/fs/-/jobs/7" in note, note
+    assert ours() == ([], [])
+
+
 class GitServer(http.server.BaseHTTPRequestHandler):
     """A private repository's smart HTTP (git http-backend) that answers 401 to any request
     without the token's Basic credentials, as a private GitHub repository does."""
