@@ -201,10 +201,11 @@ def _outcome(metric: str, p: Paired, gate: bool) -> Difference:
 
 def judge_metric(metric: str, av: Sequence[float | None], bv: Sequence[float | None],
                  tolerance: float, anytime: bool = False, gate: bool = False,
-                 alpha: float = ALPHA) -> MetricComparison:
+                 alpha: float = ALPHA, offsets: Sequence[float] = ()) -> MetricComparison:
     """anytime: the figure is looked at after every pair (paired.py's confidence sequences);
-    gate: a release gate's one-sided question, "not worse" decides; alpha: the flag's error."""
-    p = paired(av, bv, tolerance, anytime, alpha)
+    gate: a release gate's one-sided question, "not worse" decides; alpha: the flag's error;
+    offsets: each pair's neighbours adjustment of ln(B/A) (judge/neighbours.py)."""
+    p = paired(av, bv, tolerance, anytime, alpha, offsets)
     return MetricComparison(metric, tuple(av), tuple(bv), median(av), median(bv), p.ratio,
                             p.low, p.high, p.level, _outcome(metric, p, gate), p.anytime)
 
@@ -307,9 +308,11 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
             order_run: str, tolerance: float = 0.10, budget: Budget | None = None,
             stopped: str = "", seconds: float = 0.0,
             kind: CompareKind = CompareKind.OPTIONS, dropped: tuple[str, ...] = (),
-            died: tuple[str, ...] = ()) -> Comparison:
+            died: tuple[str, ...] = (), offsets: Sequence[float] = (),
+            adjusted: str = "") -> Comparison:
     """Every figure of the pairs judged; the deciding figure as the stopping rule saw it
-    (looked at after every pair when the budget let pairs be added)."""
+    (looked at after every pair when the budget let pairs be added; its pairs' neighbours
+    adjustment, `offsets`, said by `adjusted`)."""
     decided_by = primary(b[0]) if b else "bw"
     anytime = budget.anytime if budget else False
     metrics = {}
@@ -318,9 +321,10 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
         bv = tuple(r.single_metrics().get(metric) for r in b)
         if all(v is None for v in av + bv):
             continue
-        metrics[metric] = judge_metric(metric, av, bv, tolerance,
-                                       anytime and metric == decided_by, kind.is_gate,
-                                       budget.alpha if budget and metric == decided_by else ALPHA)
+        watched = metric == decided_by
+        metrics[metric] = judge_metric(metric, av, bv, tolerance, anytime and watched,
+                                       kind.is_gate, budget.alpha if budget and watched else ALPHA,
+                                       offsets if watched else ())
     deciding = metrics.get(decided_by)
     pinned = placed([*a, *b])
     passing = kind.is_gate and deciding is not None and deciding.outcome != Difference.B_WORSE
@@ -329,7 +333,8 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
                       stopped, seconds, kind, dropped=dropped,
                       unstable=unstable(metrics, decided_by, pinned) if passing else "",
                       short=short_runs([*a, *b]), crashed=_crashed(died, kind),
-                      placement=pinned, machine=machine_during([*a, *b]),
+                      placement=pinned,
+                      machine="; ".join(x for x in (machine_during([*a, *b]), adjusted) if x),
                       where=fuse_where.findings(a, b),
                       needed=_needed(deciding, tolerance, kind.is_gate, seconds, budget)
                       if anytime and deciding is not None else "")

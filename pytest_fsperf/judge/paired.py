@@ -109,11 +109,14 @@ class Paired:
     anytime: bool = False  # the interval is a confidence sequence (valid at every look)
 
 
-def log_ratios(a: Sequence[float | None], b: Sequence[float | None]) -> list[float]:
-    """ln(B/A) per pair; a pair with a zero (a count of requests an option removed) is taken
-    as (B + 0.5) / (A + 0.5), so that 300 against 0 is a large change and 0 against 0 none."""
-    return [math.log(y / x) if x > 0 and y > 0 else math.log((y + 0.5) / (x + 0.5))
-            for x, y in zip(a, b, strict=True)
+def log_ratios(a: Sequence[float | None], b: Sequence[float | None],
+               offsets: Sequence[float] = ()) -> list[float]:
+    """ln(B/A) per pair, less the pair's offset where given (judge/neighbours.py); a pair
+    with a zero (a count of requests an option removed) is taken as (B + 0.5) / (A + 0.5),
+    so that 300 against 0 is a large change and 0 against 0 none."""
+    less = list(offsets) + [0.0] * (len(a) - len(offsets))
+    return [(math.log(y / x) if x > 0 and y > 0 else math.log((y + 0.5) / (x + 0.5))) - o
+            for x, y, o in zip(a, b, less, strict=True)
             if x is not None and y is not None and x >= 0 and y >= 0]
 
 
@@ -152,11 +155,12 @@ def _exp(x: float) -> float:
 
 
 def paired(a: Sequence[float | None], b: Sequence[float | None], tolerance: float,
-           anytime: bool = False, alpha: float = ALPHA) -> Paired:
+           anytime: bool = False, alpha: float = ALPHA, offsets: Sequence[float] = ()) -> Paired:
     """B against A over interleaved pairs; anytime: the pairs are looked at after each one
     and the intervals must hold at every look (confidence sequences; see the module's text);
-    alpha: the flag's error (a release gate's share of its suite's: suite_alpha)."""
-    d = log_ratios(a, b)
+    alpha: the flag's error (a release gate's share of its suite's: suite_alpha); offsets:
+    per pair, taken off its ln(B/A) (the neighbours adjusted for: judge/neighbours.py)."""
+    d = log_ratios(a, b, offsets)
     if not d:
         return Paired(0, None, None, None, 0.0, Direction.UNCLEAR)
     n = len(d)

@@ -154,14 +154,14 @@ def saturated(r: Rest) -> bool:
 
 
 def moved(a: Rest | None, b: Rest | None, first: str, second: str,
-          limit: float = REST_LIMIT) -> str:
+          limit: float = REST_LIMIT, cpu: bool = True) -> str:
     """Why a pair may not stand because the rest of the machine changed between its runs
     ("" where it may, or where either side was not read). Where both runs found the machine
-    saturated, only the steal is compared."""
+    saturated, or cpu=False, only the steal is compared."""
     if a is None or b is None:
         return ""
     checks = [("the VM's steal", a.steal, b.steal)]
-    if not (saturated(a) and saturated(b)):
+    if cpu and not (saturated(a) and saturated(b)):
         checks.insert(0, ("the rest of the machine's CPU", a.cpu, b.cpu))
     for what, x, y in checks:
         if abs(y - x) > limit:

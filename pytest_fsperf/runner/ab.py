@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pytest_fsperf.engine import fio as fio_engine
 from pytest_fsperf.errors import MeasurementError, UsageError
 from pytest_fsperf.judge.comparison import Comparison, compare, judge_metric, primary, scattered
+from pytest_fsperf.judge.neighbours import Neighbours, both_off
 from pytest_fsperf.judge.paired import Budget, order, should_stop
 from pytest_fsperf.measure import profile, rest
 from pytest_fsperf.measure.meters import DaemonExited
@@ -134,6 +135,16 @@ class Interleaving:
         self.costs: list[float] = []  # each valid pair's own seconds: cold starts, runs, reruns
         self.pair_t0 = self.pair_layout = 0.0  # the pair under way: its start, its layout
         self.fresh_is_usual = False  # every run makes its own files (fio unlink=1): that is the state
+        self.neighbours = Neighbours.empty()
+        self.neighbours.offsets = list(earlier.offsets) if earlier else []
+        self.neighbours.offsets += [0.0] * (self.pair - len(self.neighbours.offsets))
+        self.neighbours.seen([(side, r.rest, self.value(r)) for side in AB for r in self.runs[side]])
+        self.saved = False  # the pair under way moved, and is kept adjusted
+
+    def value(self, result: WorkloadResult) -> float | None:
+        """A run's deciding figure (the first B run's choice holds for the comparison)."""
+        first = self.runs[AB.B][0] if self.runs[AB.B] else result
+        return result.single_metrics().get(primary(first))
 
     @property
     def pair(self) -> int:
@@ -187,11 +198,17 @@ class Interleaving:
                 return None, False
             these[side] = got
         first, second = (f"{s}{self.pair + 1}" for s in order(self.pair))
-        why = (rest.moved(these[AB(first[0])].rest, these[AB(second[0])].rest, first, second)
-               or both_off(self.runs, these, first, second))
+        one, two = these[AB(first[0])].rest, these[AB(second[0])].rest
+        moved = rest.moved(one, two, first, second)
+        # the rest's CPU moved, its steal did not, and the figure's sensitivity to it is known:
+        # kept and adjusted for it (judge/neighbours.py), not dropped
+        self.saved = bool(moved) and self.neighbours.current() is not None and not rest.moved(
+            one, two, first, second, cpu=False)
+        why = ("" if self.saved else moved) or both_off(self.runs, these, first, second)
         if why:
             self.dropped.append(f"pair {first}/{second}: {why}")  # not rerun: the change is in time
             self.moved += 1
+            self.neighbours.seen([(s, these[s].rest, self.value(these[s])) for s in AB])
             return None, True
         return these, False
 
@@ -223,17 +240,21 @@ class Interleaving:
         """A valid pair: judged with the pairs before it; the end, or None to go on."""
         for side in AB:
             self.runs[side].append(these[side])
+        a_run, b_run = these[AB.A], these[AB.B]
+        self.neighbours.keep((a_run.rest, self.value(a_run)), (b_run.rest, self.value(b_run)),
+                             moved=self.saved)
         pair = self.pair
         metric = primary(self.runs[AB.B][0])
         a, b = ([r.single_metrics().get(metric) for r in self.runs[s]] for s in AB)
         m = judge_metric(metric, a, b, self.tolerance, self.budget.anytime, self.gate,
-                         self.budget.alpha)
+                         self.budget.alpha, self.neighbours.offsets)
         if (self.steady is not None and pair >= 2 and (why := "; ".join(scattered(m)))
                 and any(fills_cache(r) for s in AB for r in self.runs[s])):
             done, self.steady = self.steady(), None  # asked once
             if done:  # the pairs so far are not used; start again
                 self.dropped.append(f"pairs 1-{pair}: {why}; {done}")
                 self.runs, self.ran = {AB.A: [], AB.B: []}, self.ran + "|"
+                self.neighbours.offsets, self.neighbours.moves = [], []
                 self.spent_before = time.monotonic() - self.t0
                 return None
         decided = m.outcome != Difference.INCONCLUSIVE
@@ -263,34 +284,8 @@ class Interleaving:
              last_pair: float = 0.0) -> Pairs:
         return Pairs(self.runs[AB.A], self.runs[AB.B], self.ran, why, (self.before or 0.0) + elapsed,
                      tuple(self.dropped), tuple(self.died), out_of_time=out_of_time,
-                     last_pair=last_pair)
-
-
-OFF = 0.25  # both runs of a pair this far off their sides' medians: the machine, not a side
-
-
-def both_off(runs: Mapping[AB, list[WorkloadResult]], these: Mapping[AB, WorkloadResult],
-             first: str, second: str) -> str:
-    """Why a pair may not stand because the machine changed under it without the rest of
-    the machine's CPU showing it: both runs more than OFF off their own side's median of
-    the pairs so far (from 3 on), the same way (as found: a 4-thread read ran 1.88 GB/s on
-    A and 0.78 on B in one pair of 32 that ran 2.5-3.3 GB/s on both; that one pair put the
-    A/A's interval at 0.88-1.04 after 32 pairs). Asked of both sides alike, so it favours
-    neither; one side alone off its median is what a comparison is for."""
-    if len(runs[AB.A]) < 3:
-        return ""
-    metric = primary(these[AB.B])
-    offs = {}
-    for side in AB:
-        kept = sorted(v for r in runs[side] if (v := r.single_metrics().get(metric)))
-        value = these[side].single_metrics().get(metric)
-        if not kept or not value:
-            return ""
-        offs[side] = value / kept[len(kept) // 2]
-    if all(x < 1 - OFF for x in offs.values()) or all(x > 1 + OFF for x in offs.values()):
-        return (f"the machine changed under pair {first}/{second}: both runs were off their "
-                f"sides' medians the same way (A {offs[AB.A]:.2f}x, B {offs[AB.B]:.2f}x)")
-    return ""
+                     last_pair=last_pair, offsets=tuple(self.neighbours.offsets),
+                     adjusted=self.neighbours.said())
 
 
 @dataclass
@@ -392,7 +387,7 @@ def run_compare(fs: Space, workload: Workload, a: Sequence[str] | str, b: Sequen
         c = compare(fs.test, base, owned.backend.name, side(AB.A).shown, side(AB.B).shown,
                     pairs.a, pairs.b, pairs.order, tolerance, budget, pairs.stopped,
                     pairs.seconds, CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS,
-                    pairs.dropped, pairs.died)
+                    pairs.dropped, pairs.died, pairs.offsets, pairs.adjusted)
         c = dataclasses.replace(c, runs=tuple(r.name for r in fs.results[kept:]))
         return profiled(fs, c, (side(AB.A), side(AB.B)), probe)
     finally:
@@ -475,7 +470,7 @@ def gate(fs: Space, label: str, run: Callable[[str], WorkloadResult], release: R
         c = compare(fs.test, label, backend, (release.reference,), (release.candidate,), pairs.a,
                     pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
                     CompareKind.MOUNT_GATE if release.reference_place else CompareKind.GATE,
-                    pairs.dropped, pairs.died)
+                    pairs.dropped, pairs.died, pairs.offsets, pairs.adjusted)
         c = profiled(fs, c, (side(AB.A), side(AB.B)), lambda s: run(f"{label}.{s}.profiled"))
     finally:
         fs.place(*home)
