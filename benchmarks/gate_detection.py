@@ -32,6 +32,7 @@ Prints every trial and then detection rate, false-alarm rate and time to a decis
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import math
 import shutil
@@ -127,13 +128,15 @@ def runner(ws: Workspace, workload: str, seconds: float, count: int
 
 
 def build_trial(session: FsperfSession, target: Target, n: int, a: str, b: str,
-                seconds: float, workload: str, count: int,
+                seconds: float, workload: str, count: int, alpha: float | None = None,
                 ) -> tuple[Difference, int, float, float, str]:
-    """One release gate; returns the deciding figure's outcome, pairs, seconds of measurement,
-    wall s (everything counted) and the stop reason."""
+    """One release gate (its flag at `alpha`, a suite's share, where given); returns the
+    deciding figure's outcome, pairs, seconds of measurement, wall s (everything counted)
+    and the stop reason."""
     ws = Workspace(session, target, f"gate::trial{n}", target.new_workdir(f"trial{n}"))
     t0 = time.monotonic()
-    c, _b, _a = gate(ws, workload, runner(ws, workload, seconds, count), Release(a, b), ws.budget(),
+    budget = ws.budget() if alpha is None else dataclasses.replace(ws.budget(), alpha=alpha)
+    c, _b, _a = gate(ws, workload, runner(ws, workload, seconds, count), Release(a, b), budget,
                      TOLERANCE)
     measured = sum(r.wall_seconds for r in ws.results)
     target.remove(str(ws.workdir))
@@ -141,7 +144,8 @@ def build_trial(session: FsperfSession, target: Target, n: int, a: str, b: str,
     ratios = [f"{y / x:.3f}" for x, y in zip(m.a, m.b, strict=True) if x and y]
     print(f"  pairs B/A {' '.join(ratios)}; B/A {m.ratio:.3f} [{m.ci_low or 0:.3f}, "
           f"{m.ci_high or 0:.3f}]; {c.stopped}" + (f"; unstable: {c.unstable}" if c.unstable else "")
-          + (f"; dropped: {'; '.join(c.dropped)}" if c.dropped else ""), flush=True)
+          + (f"; dropped: {'; '.join(c.dropped)}" if c.dropped else "")
+          + (f"; {c.machine}" if "adjusted" in c.machine else ""), flush=True)
     return c.outcome, c.rounds, measured, time.monotonic() - t0, c.stopped
 
 
