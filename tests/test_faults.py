@@ -62,3 +62,34 @@ def test_a_cold_read_says_the_daemons_faults_in_its_result_and_json(pytester, bi
         assert 0 <= r["faults"]["minor"] <= after[1] - before[1]
         assert 0 <= r["faults"]["major"] <= after[2] - before[2]
         assert r["stats"]["daemon_major_faults"]["median"] == r["faults"]["major"]
+
+
+def test_the_faults_figure_is_declared_once_and_judged_by_marker_ab_and_history() -> None:
+    """Issue 65's worked example: the meter's figure is one registry entry (vocab.METRICS:
+    its keyword, compared, history); no other list names it, and it is a marker's bound, an
+    A/B's judged figure and a history series."""
+    import dataclasses
+    import inspect
+
+    from pytest_fsperf.judge import comparison, history
+    from pytest_fsperf.judge import judge as judge_plan
+    from pytest_fsperf.measure.faults import Faults
+    from pytest_fsperf.plan import marker
+    from pytest_fsperf.vocab import Outcome
+    from tests.test_history import result as saved_result
+    from tests.test_history import run
+    from tests.test_rounds import result
+
+    for module in (marker, comparison, history):  # the registry's, not a list of their own
+        assert '"daemon_major_faults"' not in inspect.getsource(module)
+    faulted = dataclasses.replace(result(100e6), faults=Faults(40, 7, 1))
+    verdict = judge_plan(marker.build_plan("t", [((), {"max_major_faults": 5})]), [faulted])
+    assert verdict.per_workload["read"] == Outcome.FAIL, verdict
+    assert "daemon major page faults" in " ".join(verdict.failures)
+    a = [dataclasses.replace(result(100e6), name=f"A{i}", faults=Faults(40, 2, 1)) for i in range(3)]
+    b = [dataclasses.replace(result(100e6), name=f"B{i}", faults=Faults(40, 9, 1)) for i in range(3)]
+    c = comparison.compare("t", "read", "bindfs", (), (), a, b, "ABBAAB")
+    assert c.metrics["daemon_major_faults"].b_median == 9
+    runs = [run(i, {**saved_result(1e9), "rounds": [{"bw": 1e9, "daemon_major_faults": 3.0 + i}]})
+            for i in range(3)]
+    assert any(s.figure == "daemon_major_faults" for s in history.series(runs))

@@ -23,10 +23,8 @@ from pytest_fsperf.vocab import CompareKind, Difference, Direction, EngineKind, 
 
 # The figures an A/B compares. Daemon CPU is compared per GB moved: a throttled side uses
 # less CPU per second only because it moves less, and must not look "better" for it.
-METRICS = ("bw", "stored_bw", "ops", "iops", "lat_p99", "daemon_cpu_per_gb", "daemon_rss", "daemon_rss_after",
-           "daemon_rss_per_handle", "page_cache", "req_total", "req_get", "req_head", "req_list",
-           "req_put", "req_per_file", "req_per_mib", "cost", "fuse_requests", "fuse_per_file",
-           "fuse_per_mib")
+# the figures an A/B judges, as the registry says (vocab.METRICS: Metric.compared)
+METRICS = tuple(key for key, m in FIGURES.items() if m.compared)
 
 
 def median(values: Sequence[float | None]) -> float | None:

@@ -39,7 +39,7 @@ NEAR = 1  # a workload's change point within this many runs of the canary's is t
 # figures followed, per run (the median of its rounds), as the metric registry names them
 # daemon CPU per GB moved, not CPU%: a daemon throttled to half a core used half the CPU% for
 # half the work, and CPU% called that run "better by 49.7%" beside bandwidth worse by 54.1%
-FIGURES = ("bw", "ops", "daemon_cpu_per_gb", "daemon_rss")
+FIGURES = tuple(key for key, m in METRICS.items() if m.history)  # Metric.history
 CANARY = "canary"  # the machine canary's series: a score, higher is faster
 # comparisons of a candidate build against a reference build (or mount)
 AGAINST_KINDS = frozenset({CompareKind.GATE, CompareKind.BUILDS, CompareKind.MOUNT_GATE})

@@ -47,41 +47,9 @@ class Keyword:
                                series=label), self.bound)
 
 
+# each figure's bounds, as the registry declares them (vocab.METRICS: Metric.keywords)
 KEYWORDS: dict[str, Keyword] = {
-    "min_bw": Keyword(METRICS["bw"], "min"),
-    "max_bw": Keyword(METRICS["bw"], "max"),
-    "min_stored_bw": Keyword(METRICS["stored_bw"], "min"),
-    "min_iops": Keyword(METRICS["iops"], "min"),
-    "max_cpu": Keyword(METRICS["daemon_cpu"], "max"),
-    "max_rss": Keyword(METRICS["daemon_rss"], "max"),
-    "max_p99": Keyword(METRICS["lat_p99"], "max"),
-    "max_p50": Keyword(METRICS["lat_p50"], "max"),
-    "max_mean_lat": Keyword(METRICS["lat_mean"], "max"),
-    "min_ops": Keyword(METRICS["ops"], "min"),
-    "max_requests": Keyword(METRICS["req_total"], "max"),
-    "max_gets": Keyword(METRICS["req_get"], "max"),
-    "max_heads": Keyword(METRICS["req_head"], "max"),
-    "max_lists": Keyword(METRICS["req_list"], "max"),
-    "max_puts": Keyword(METRICS["req_put"], "max"),
-    "max_requests_per_file": Keyword(METRICS["req_per_file"], "max"),
-    "max_requests_per_mib": Keyword(METRICS["req_per_mib"], "max"),
-    "max_fuse_requests": Keyword(METRICS["fuse_requests"], "max"),
-    "max_fuse_per_file": Keyword(METRICS["fuse_per_file"], "max"),
-    "max_fuse_per_mib": Keyword(METRICS["fuse_per_mib"], "max"),
-    "max_cost": Keyword(METRICS["cost"], "max"),
-    "max_cost_per_tb": Keyword(METRICS["cost_per_tb"], "max"),
-    "max_ttfb": Keyword(METRICS["ttfb_p99"], "max"),
-    "max_ttfb_p50": Keyword(METRICS["ttfb_p50"], "max"),
-    "max_stall": Keyword(METRICS["stall_s"], "max"),
-    "max_decay": Keyword(METRICS["decay"], "max"),
-    "max_swing": Keyword(METRICS["bw_swing"], "max"),
-    "max_rss_growth": Keyword(METRICS["rss_growth"], "max"),
-    "max_rss_after": Keyword(METRICS["daemon_rss_after"], "max"),
-    "max_rss_per_handle": Keyword(METRICS["daemon_rss_per_handle"], "max"),
-    "max_rss_round_growth": Keyword(METRICS["daemon_rss_round_growth"], "max"),
-    "max_page_cache": Keyword(METRICS["page_cache"], "max"),
-    "min_efficiency": Keyword(METRICS["efficiency"], "min"),
-}
+    name: Keyword(m, name.split("_", 1)[0]) for m in METRICS.values() for name in m.keywords}
 
 
 # These take a number (all requests) or {opcode: number} (FUSE_<opcode> requests).
