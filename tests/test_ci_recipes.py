@@ -95,7 +95,7 @@ chmod 755 out/rclone
 
 READ = """
 def test_read(fsperf):
-    fsperf.fio(rw="read", bs="1M", size="24M", direct=1)
+    fsperf.fio(rw="read", bs="1M", size="12M", direct=1)
 """
 
 FAKE_GH = """#!/bin/sh
