@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 
 import pytest
 
 from pytest_fsperf.engine.files import differs, file_names, list_files, run_files, sized
 from pytest_fsperf.engine.meta import make_tree, run_meta, tree_paths
+from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.result.workload import OpStats, WorkloadResult
 from pytest_fsperf.scenarios import SCENARIOS
 from pytest_fsperf.scenarios.juicefs import grade
@@ -82,6 +84,16 @@ def test_the_compiled_worker_moves_what_it_lists_and_times_each_file(tmp_path):
     seen: list[int] = []
     seconds, moved, times = native.run(listed, None, 3, 1, seen.append)
     assert moved == sum(sizes) and seen and seconds > 0
+    # a FIFO at a file's name (a store may present one): said at once, never waited on, by the
+    # read-back, the reader and the writer
+    os.unlink(files[0][0])
+    os.mkfifo(files[0][0])
+    assert differs(files, 1 << 20, pattern) == f"{files[0][0]}: not a regular file"
+    for writing in (None, pattern):
+        with pytest.raises(MeasurementError, match=re.escape(files[0][0])):
+            native.run(files[:1], writing, 1, 1 << 20)
+        with pytest.raises(MeasurementError, match=re.escape(files[0][0])):  # the Python engine
+            run_files(files[:1], write=writing is not None, threads=1, compiled=False)
 
 
 def test_without_the_compiled_worker_the_result_says_why(tmp_path, monkeypatch):

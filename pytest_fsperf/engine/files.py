@@ -9,9 +9,11 @@ transfer and close (which for a write is where many FUSE daemons upload) separat
 from __future__ import annotations
 
 import concurrent.futures
+import errno
 import functools
 import os
 import queue
+import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -57,8 +59,13 @@ def _one(path: str, write: bool, size: int, view: memoryview, w: _Worker,
     size of the first call (1: time to the first byte, then the rest in 1 MiB calls)."""
     t0 = time.perf_counter_ns()
     # never through a link: a store others can write may present one at a file's name
+    # never a FIFO's wait either: NONBLOCK until it is known to be a regular file
     flags = (os.O_CREAT | os.O_WRONLY | os.O_TRUNC if write else os.O_RDONLY) | os.O_NOFOLLOW
-    fd = os.open(path, flags, 0o644)
+    fd = os.open(path, flags | os.O_NONBLOCK, 0o644)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file")
+    os.set_blocking(fd, True)
     t1 = time.perf_counter_ns()
     first = 0
     offset = 0
@@ -133,12 +140,16 @@ def differs(files: Sequence[tuple[str, int]], first: int, pattern: bytes,
     `pattern`: "path: why", or None where every one does."""
     def one(item: tuple[str, int]) -> str | None:
         path, size = item
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        try:  # NONBLOCK: a FIFO the store presents at a file's name must not hold root here
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as exc:
             return f"{path}: {exc.strerror or exc}"
         try:
-            why = _compare(fd, size, first, pattern)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                why: str | None = "not a regular file"
+            else:
+                os.set_blocking(fd, True)
+                why = _compare(fd, size, first, pattern)
         except OSError as exc:
             why = exc.strerror or str(exc)
         try:

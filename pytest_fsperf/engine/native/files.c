@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,10 +53,20 @@ static void fail(const char *path, int err) {
 
 static int one(struct file *f, char *buf) {
     int64_t t0 = now();
-    int fd = writing ? open(f->path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644)
-                     : open(f->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* NONBLOCK: a FIFO at a file's name (a store may present one) must not hold the worker */
+    int flags = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+    int fd = writing ? open(f->path, O_CREAT | O_WRONLY | O_TRUNC | flags, 0644)
+                     : open(f->path, O_RDONLY | flags);
     if (fd < 0) {
         fail(f->path, errno);
+        return -1;
+    }
+    struct stat st;
+    int bad = fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL /* not a file */
+            : fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 ? errno : 0;
+    if (bad) {
+        close(fd);
+        fail(f->path, bad);
         return -1;
     }
     int64_t t1 = now(), first = 0, offset = 0;
