@@ -38,11 +38,12 @@ from typing import Any
 
 from benchmarks.gate_detection import CGROUP, _on_term, cgroup, job, load, with_retry_rmdir, wrapper
 from pytest_fsperf.judge import history
-from pytest_fsperf.judge.comparison import Comparison, judge_metric
+from pytest_fsperf.judge.comparison import judge_metric
 from pytest_fsperf.measure import canary
 from pytest_fsperf.mounts.mounter import MountPlan
 from pytest_fsperf.mounts.registry import Registry
 from pytest_fsperf.options.config import Settings
+from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner.target import Target
 from pytest_fsperf.runner.workspace import Workspace

@@ -18,7 +18,8 @@ import sys
 import tempfile
 
 from benchmarks import loads
-from pytest_fsperf.measure.rest import REST_LIMIT, Rest, RestMeter
+from pytest_fsperf.measure.rest import REST_LIMIT, RestMeter
+from pytest_fsperf.result.machine import Rest
 
 SIZE = 64 << 20
 

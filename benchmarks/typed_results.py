@@ -17,13 +17,14 @@ import time
 from collections.abc import Callable
 
 from pytest_fsperf.judge.runs import fingerprint
-from pytest_fsperf.measure.figures import DaemonStats
-from pytest_fsperf.measure.fusetrace import FuseOp, FuseRequests
-from pytest_fsperf.measure.timeline import Timeline
 from pytest_fsperf.report import view
 from pytest_fsperf.report.rows import ResultRow, rows
-from pytest_fsperf.result.workload import IoStats, WorkloadResult
-from pytest_fsperf.store.requests import Requests
+from pytest_fsperf.result.daemon import DaemonStats
+from pytest_fsperf.result.fuse import FuseOp, FuseRequests
+from pytest_fsperf.result.parts import IoStats
+from pytest_fsperf.result.store import Requests
+from pytest_fsperf.result.timeline import Timeline
+from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.vocab import DaemonCache, EngineKind, PageCache
 
 

@@ -21,7 +21,6 @@ from typing import Any, NoReturn
 from pytest_fsperf import units
 from pytest_fsperf.baselines import load as load_baseline
 from pytest_fsperf.baselines import saved_dir, shipped_names
-from pytest_fsperf.baselines.check import show_documented
 from pytest_fsperf.baselines.relative import entries as relative_entries
 from pytest_fsperf.bisect import cli as bisect_cli
 from pytest_fsperf.errors import UsageError
@@ -31,6 +30,7 @@ from pytest_fsperf.options.parse import MAX_SCALE
 from pytest_fsperf.options.table import OPTIONS
 from pytest_fsperf.report import comment
 from pytest_fsperf.report.rows import Document
+from pytest_fsperf.result.judged import show_documented
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.scenarios.library import SCENARIOS
 from pytest_fsperf.vocab import ExitCode, RunOutcome, Unsure

@@ -16,8 +16,8 @@ from pytest_fsperf.baselines.relative import check as check_relative
 from pytest_fsperf.baselines.relative import find as find_relative
 from pytest_fsperf.engine import jobfile as jobfile_engine
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.mounts.daemon import Lookup
+from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.phases import MdtestResult
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner import clients as many

@@ -9,9 +9,9 @@ import pytest
 
 from pytest_fsperf.ceilings.cache import Ceilings
 from pytest_fsperf.judge import Judgement
-from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.mounts.request import MountRequest
 from pytest_fsperf.plan.marker import Plan
+from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.session.second_pass import SecondPass
 from pytest_fsperf.session.state import FsperfSession

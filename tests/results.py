@@ -8,7 +8,8 @@ from typing import Any
 
 from pytest_fsperf.judge.runs import fingerprint
 from pytest_fsperf.report.rows import ResultRow
-from pytest_fsperf.result.workload import IoStats, WorkloadResult
+from pytest_fsperf.result.parts import IoStats
+from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.vocab import DaemonCache, EngineKind, PageCache
 
 
@@ -36,8 +37,8 @@ def row(test: str = "t.py::test_x", name: str = "read", verdict: str = "pass",
 def reads_back(doc: dict[str, Any]) -> None:
     """Every result and comparison of a session's JSON reads into its types and writes out the
     same JSON again."""
-    from pytest_fsperf.judge.comparison import Comparison
     from pytest_fsperf.report.jsonout import finite
+    from pytest_fsperf.result.comparison import Comparison
 
     for r in doc.get("results") or []:
         again = json.loads(json.dumps(finite(ResultRow.of(r).to_dict())))

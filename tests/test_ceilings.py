@@ -398,7 +398,7 @@ def test_a_listings_share_is_of_entries_per_second_not_of_bytes():
     import dataclasses
 
     from pytest_fsperf.result.ceiling import Ceiling
-    from pytest_fsperf.result.workload import OpStats
+    from pytest_fsperf.result.parts import OpStats
     from tests.test_rounds import result
 
     listing = dataclasses.replace(

@@ -73,8 +73,8 @@ def test_the_faults_figure_is_declared_once_and_judged_by_marker_ab_and_history(
 
     from pytest_fsperf.judge import comparison, history
     from pytest_fsperf.judge import judge as judge_plan
-    from pytest_fsperf.measure.faults import Faults
     from pytest_fsperf.plan import marker
+    from pytest_fsperf.result.daemon import Faults
     from pytest_fsperf.vocab import Outcome
     from tests.test_history import result as saved_result
     from tests.test_history import run

@@ -10,9 +10,11 @@ import pytest
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.judge.thresholds import judge
 from pytest_fsperf.measure import fusetrace
-from pytest_fsperf.measure.fusetrace import Events, FuseRequests
+from pytest_fsperf.measure.fusetrace import Events
 from pytest_fsperf.plan.marker import build_plan
-from pytest_fsperf.result.workload import OpStats, WorkloadResult, pick
+from pytest_fsperf.result.fuse import FuseRequests
+from pytest_fsperf.result.parts import OpStats
+from pytest_fsperf.result.workload import WorkloadResult, pick
 from pytest_fsperf.vocab import DaemonCache, Outcome, PageCache
 
 
@@ -216,10 +218,10 @@ def test_where_says_nothing_of_noise_or_without_a_trace() -> None:
 def test_the_timeline_draws_fuse_requests_per_second() -> None:
     from dataclasses import replace
 
-    from pytest_fsperf.measure.timeline import Timeline
     from pytest_fsperf.report.charts import trace
     from pytest_fsperf.report.html import time_chart
     from pytest_fsperf.report.model import TimeChart
+    from pytest_fsperf.result.timeline import Timeline
     from tests.results import row as made
     timeline = Timeline(1.0, [0.0, 1.0, 2.5, 3.5], [10**6, 3 * 10**6, 10**6], [None] * 3, [None] * 3,
                         [None] * 3, [None] * 3, [None] * 3,

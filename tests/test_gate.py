@@ -303,8 +303,8 @@ def test_a_session_budget_is_shared_by_the_tests_still_to_run(monkeypatch):
 
 
 def test_the_report_says_how_a_gated_sessions_time_went():
-    from pytest_fsperf.judge.comparison import Comparison
     from pytest_fsperf.report.view import time_spent
+    from pytest_fsperf.result.comparison import Comparison
 
     def made(name: str, kind: str, seconds: float = 0.0, pairs: int = 1,
              outcome: str = "inconclusive") -> Comparison:

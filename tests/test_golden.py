@@ -92,7 +92,7 @@ def test_the_report_rows_are_the_schemas_results(doc):
 
 def test_the_load_generators_cost_and_engine_are_said():
     from pytest_fsperf.report.view import load_generator_lines
-    from pytest_fsperf.result.workload import OpStats
+    from pytest_fsperf.result.parts import OpStats
     from pytest_fsperf.vocab import EngineKind
     from tests.results import row
 

@@ -23,7 +23,7 @@ import pytest
 
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.hosts.spec import Host, SshSettings, check_python, parse_hosts
-from pytest_fsperf.measure.figures import DaemonStats
+from pytest_fsperf.result.daemon import DaemonStats
 from pytest_fsperf.store.minio import S3Server, find_minio, start_minio
 from pytest_fsperf.store.requests import RequestMeter, difference
 from tests.conftest import need, ours, run_json
@@ -397,7 +397,8 @@ def _daemon(cpu_percent: float, rss: int) -> DaemonStats:
 def test_daemon_limits_hold_on_each_host_not_on_their_sum():
     from pytest_fsperf.judge import judge
     from pytest_fsperf.plan.marker import build_plan
-    from pytest_fsperf.result.workload import ClientStats, WorkloadResult
+    from pytest_fsperf.result.parts import ClientStats
+    from pytest_fsperf.result.workload import WorkloadResult
     from pytest_fsperf.vocab import Outcome
 
     rows = tuple(ClientStats(f"host h{i}", f"/m/w/client{i}", None, None, d, "", f"root@h{i}")

@@ -12,13 +12,15 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_fsperf"
 
 # Bottom first. A module may import from its own stage and any stage below it.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
-    ("words", ("units", "vocab", "errors", "stats", "version")),
+    ("words", ("units", "vocab", "errors", "stats", "version", "typed")),
+    # the contract: what a workload produced and how it was judged, plain frozen data that
+    # imports only the words; meters and judges make it, a results file reads back into it
+    ("result", ("result",)),
     ("infra", ("infra",)),  # processes, the leftovers record, the lock, safe files, /proc
     ("plan", ("plan",)),  # the frozen plan a marker states
     ("mounts", ("mounts",)),  # backends: specs, mounting, finding the daemon
     ("measure", ("measure",)),  # meters and the cold cache
     ("store", ("store",)),  # the object store under a mount: MinIO, request counts, cost
-    ("result", ("result",)),  # what a workload produced: plain frozen data
     ("saved", ("saved",)),  # saved runs on disk: read and named here only
     ("engine", ("engine",)),  # load generators: fio, the in-process engines
     ("baselines", ("baselines",)),  # published figures
@@ -124,3 +126,41 @@ def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:
     bad.write_text("from pytest_fsperf.runner.workspace import Workspace\n")
     (_line, target), = imports(bad)
     assert stage_of(target) > stage_of("measure.meters")
+
+
+def loaded_by(module: str) -> set[str]:
+    """Every package module importing `module` loads at run time (its packages' __init__
+    too; imports under TYPE_CHECKING and inside functions left out: they run later)."""
+    found = modules()
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        parts = name.split(".")
+        for n in range(1, len(parts) + 1):  # a module's packages are imported before it
+            here = ".".join(parts[:n])
+            key = here if here in found else f"{here}.__init__"
+            if key in seen or key not in found:
+                continue
+            seen.add(key)
+            tree = ast.parse(found[key].read_text())
+            for line, target in imports(found[key]):
+                top = [s for s in tree.body if getattr(s, "lineno", 0) == line]
+                if target != "pytest" and top:  # a module-level import only
+                    todo.append(target)
+    return seen
+
+
+def test_reading_a_results_file_imports_the_contract_alone() -> None:
+    """A results file reads back (report/rows.Document) through the result types and the
+    words: not the meters, mounts, processes or judges that made it (61 modules before)."""
+    loaded = loaded_by("report.rows")
+    readers = {"__init__", "report.__init__", "report.rows"}
+    outside = sorted(m for m in loaded - readers if STAGES[stage_of(m)][0] not in ("words", "result"))
+    assert not outside, outside
+    assert len(loaded) <= 24, sorted(loaded)
+
+
+def test_the_import_count_sees_a_module_level_import() -> None:
+    assert "result.workload" in loaded_by("report.rows")
+    assert "mounts.spec" in loaded_by("mounts.mounter")

@@ -14,7 +14,8 @@ import pytest
 from pytest_fsperf.judge.comparison import judge_metric
 from pytest_fsperf.judge.neighbours import Neighbours, Point, slope, with_side
 from pytest_fsperf.judge.paired import ALPHA, Budget, order
-from pytest_fsperf.measure.rest import REST_LIMIT, Rest
+from pytest_fsperf.measure.rest import REST_LIMIT
+from pytest_fsperf.result.machine import Rest
 from pytest_fsperf.vocab import AB, Difference
 
 

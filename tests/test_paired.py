@@ -305,7 +305,8 @@ def test_a_comparison_whose_pairs_are_never_cold_stops_as_unstable():
 def test_a_gate_that_would_pass_on_implausible_pairs_says_unstable():
     """As found: two identical builds at scale 0.002 passed `not worse` with B/A 2.53, runs
     alternating between ~2.7 GB/s and ~0.68 GB/s: nothing said that this is implausible."""
-    from pytest_fsperf.judge.comparison import Comparison, judge_metric, unstable
+    from pytest_fsperf.judge.comparison import judge_metric, unstable
+    from pytest_fsperf.result.comparison import Comparison
     from pytest_fsperf.vocab import CompareKind
 
     a = [0.68e9, 2.7e9, 0.69e9, 2.6e9]
@@ -405,8 +406,9 @@ def test_a_daemon_that_dies_is_rerun_and_a_candidate_that_crashes_fails_the_gate
 
 def test_a_long_comparison_shows_its_first_runs_and_a_count_not_all_of_them():
     """As found: a 94-pair gate on 0.9 s reads printed 94 figures per cell of its table."""
-    from pytest_fsperf.judge.comparison import Comparison, compare
+    from pytest_fsperf.judge.comparison import compare
     from pytest_fsperf.report.tables import comparison
+    from pytest_fsperf.result.comparison import Comparison
     from tests.test_rounds import result
 
     runs = [result(100e6 + i) for i in range(40)]
@@ -575,7 +577,7 @@ def test_a_pair_whose_runs_met_two_machines_is_dropped_and_named():
     pair 2 run anew met it on both runs and stands."""
     import dataclasses
 
-    from pytest_fsperf.measure.rest import Rest
+    from pytest_fsperf.result.machine import Rest
     from pytest_fsperf.runner.ab import Side, interleave
     from tests.test_rounds import result
 
@@ -604,7 +606,7 @@ def test_a_bursty_neighbour_does_not_stop_the_gate_it_keeps_pairing_and_decides(
     import itertools
 
     from pytest_fsperf.measure import rest
-    from pytest_fsperf.measure.rest import Rest
+    from pytest_fsperf.result.machine import Rest
     from pytest_fsperf.runner.ab import Side, interleave
     from tests.test_rounds import result
 
@@ -630,7 +632,7 @@ def test_a_machine_that_never_holds_still_ends_unstable_only_when_the_budget_is_
     import itertools
 
     from pytest_fsperf.measure import rest
-    from pytest_fsperf.measure.rest import Rest
+    from pytest_fsperf.result.machine import Rest
     from pytest_fsperf.runner import ab
     from pytest_fsperf.runner.ab import Side, interleave
     from tests.test_rounds import result
@@ -651,7 +653,8 @@ def test_a_machine_that_never_holds_still_ends_unstable_only_when_the_budget_is_
 
 @pytest.mark.unit
 def test_the_rest_limit_is_symmetric_covers_steal_and_spares_a_missing_reading():
-    from pytest_fsperf.measure.rest import REST_LIMIT, Rest, moved
+    from pytest_fsperf.measure.rest import REST_LIMIT, moved
+    from pytest_fsperf.result.machine import Rest
 
     quiet = Rest(0.1, 0.0)
     assert moved(quiet, Rest(0.1 + REST_LIMIT * 0.99, 0.0), "A1", "B1") == ""
@@ -725,7 +728,7 @@ def test_a_comparison_says_what_the_rest_of_the_machine_used():
     import dataclasses
 
     from pytest_fsperf.judge.comparison import machine_during
-    from pytest_fsperf.measure.rest import Rest
+    from pytest_fsperf.result.machine import Rest
     from tests.test_rounds import result
 
     runs = [dataclasses.replace(result(1e8), rest=r)
@@ -740,7 +743,8 @@ def test_a_comparison_says_what_the_rest_of_the_machine_used():
 def test_a_saturated_machine_is_not_taken_for_a_changed_one():
     """As found: two CPU hogs took 1.14 cores beside an unthrottled rclone read and 1.85
     beside a throttled one; every pair of the README's example was dropped."""
-    from pytest_fsperf.measure.rest import Rest, moved
+    from pytest_fsperf.measure.rest import moved
+    from pytest_fsperf.result.machine import Rest
 
     beside_fast, beside_slow = Rest(1.14, 0.0, idle=0.02), Rest(1.85, 0.0, idle=0.05)
     assert moved(beside_fast, beside_slow, "A1", "B1") == ""
@@ -754,7 +758,7 @@ def test_a_saturated_machine_is_not_taken_for_a_changed_one():
 def test_a_ratio_that_does_not_exist_says_what_happened():
     """As found under two CPU hogs: `LookupError: read: no 'bw' figures to compare`."""
     from pytest_fsperf.errors import MeasurementError, NotCompared
-    from pytest_fsperf.judge.comparison import Comparison
+    from pytest_fsperf.result.comparison import Comparison
     from pytest_fsperf.vocab import CompareKind
 
     dropped = ("pair A1/B1: the machine changed between A1 and B1: the rest of the machine's CPU "
@@ -879,7 +883,7 @@ def test_an_undecided_comparison_spends_its_budget_up_to_one_pair(monkeypatch):
     import time as clock
 
     from pytest_fsperf.measure import rest
-    from pytest_fsperf.measure.rest import Rest
+    from pytest_fsperf.result.machine import Rest
     from pytest_fsperf.runner.ab import Side, interleave
     from tests.test_rounds import result
 

@@ -14,7 +14,8 @@ import pytest
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.judge.comparison import placed
 from pytest_fsperf.measure import placement
-from pytest_fsperf.measure.placement import CpuMode, Placement
+from pytest_fsperf.measure.placement import CpuMode
+from pytest_fsperf.result.machine import Placement
 
 TWO = len(os.sched_getaffinity(0)) >= 2
 

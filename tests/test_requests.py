@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_fsperf.store.requests import KINDS, difference, parse, probe
+from pytest_fsperf.result.store import KINDS
+from pytest_fsperf.store.requests import difference, parse, probe
 from tests.conftest import need, run_json
 
 TIER = "fuse"  # every test here, unless one says otherwise (conftest.py)
@@ -190,8 +191,8 @@ def test_request_thresholds_judge_the_counts_and_never_pass_unmeasured(pytester,
 
 @pytest.mark.unit
 def test_costs_are_priced_per_kind_and_failed_requests_only_where_billed():
+    from pytest_fsperf.result.store import Requests
     from pytest_fsperf.store import cost
-    from pytest_fsperf.store.requests import Requests
 
     kinds = dict.fromkeys(KINDS, 0) | {"GET": 1000, "HEAD": 500, "LIST": 10, "PUT": 100}
     q = Requests(kinds, {}, 500, 0, 2 * 10**9, 0, errors_by_kind={"HEAD": 500})

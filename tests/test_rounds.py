@@ -8,7 +8,8 @@ import pytest
 
 from pytest_fsperf.judge import judge
 from pytest_fsperf.plan.marker import build_plan
-from pytest_fsperf.result.workload import IoStats, WorkloadResult
+from pytest_fsperf.result.parts import IoStats
+from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.vocab import Outcome
 from tests.conftest import need
 
@@ -123,8 +124,8 @@ def test_a_cpu_figure_not_measured_is_null_with_its_reason_in_the_json():
 
     import jsonschema
 
-    from pytest_fsperf.measure.figures import DaemonStats
     from pytest_fsperf.report import jsonout
+    from pytest_fsperf.result.daemon import DaemonStats
 
     daemon = DaemonStats(pid=7, wall_seconds=0.3, cpu_seconds=0.07, cpu_percent=0.0,
                          peak_rss_bytes=5 << 20, peak_rss_method="VmHWM", read_bytes=None,

@@ -12,7 +12,8 @@ import pytest
 from pytest_fsperf.engine.files import differs, file_names, list_files, run_files, sized
 from pytest_fsperf.engine.meta import make_tree, run_meta, tree_paths
 from pytest_fsperf.errors import MeasurementError
-from pytest_fsperf.result.workload import OpStats, WorkloadResult
+from pytest_fsperf.result.parts import OpStats
+from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.scenarios import SCENARIOS
 from pytest_fsperf.scenarios.juicefs import grade
 from pytest_fsperf.scenarios.steps import ENGINES

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from pytest_fsperf.measure.timeline import Timeline, decay, longest_stall, rss_growth, shape, sparkline, swing
+from pytest_fsperf.measure.timeline import sparkline
+from pytest_fsperf.result.timeline import Timeline, decay, longest_stall, rss_growth, shape, swing
 from tests.conftest import measured_fio, need, pause, run_json
 
 
@@ -188,7 +189,7 @@ def test_the_window_after_the_io_is_not_drawn_as_a_slow_second():
     """Issue 62: every per-second chart ended with a drop: the last interval ran to the
     window's close, after fio had stopped. Cut at the I/O's end, its rate is the true one;
     a sliver left at the end joins the interval before; counts are kept."""
-    from pytest_fsperf.measure.timeline import Timeline
+    from pytest_fsperf.result.timeline import Timeline
 
     n = 4
     line = Timeline(1.0, [0, 1, 2, 3, 4], [100, 100, 100, 10], [50.0] * n, [1] * n, [1] * n,

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fsperf.judge.comparison import Comparison, MetricComparison, settled
+from pytest_fsperf.judge.comparison import settled
+from pytest_fsperf.result.comparison import Comparison, MetricComparison
 from pytest_fsperf.vocab import CompareKind, Difference, Settled
 
 TIER = "unit"
@@ -94,15 +95,15 @@ def test_the_schema_names_every_verdict_the_plugin_writes() -> None:
 def test_a_result_reads_back_as_the_one_that_wrote_it_with_its_nested_readings() -> None:
     from dataclasses import replace
 
-    from pytest_fsperf.infra.cgroup import Reading
-    from pytest_fsperf.measure.figures import DaemonStats, ProcessStats
-    from pytest_fsperf.measure.fusetrace import FuseOp, FuseRequests
-    from pytest_fsperf.measure.timeline import Timeline
-    from pytest_fsperf.mounts.mounter import Mounted
     from pytest_fsperf.report.rows import ResultRow
     from pytest_fsperf.result.ceiling import Ceiling, CeilingPath
+    from pytest_fsperf.result.daemon import DaemonStats, ProcessStats
+    from pytest_fsperf.result.daemon import Memory as Reading
+    from pytest_fsperf.result.fuse import FuseOp, FuseRequests
+    from pytest_fsperf.result.machine import Mounted
+    from pytest_fsperf.result.store import Requests
+    from pytest_fsperf.result.timeline import Timeline
     from pytest_fsperf.result.workload import WorkloadResult
-    from pytest_fsperf.store.requests import Requests
     from pytest_fsperf.vocab import ColdRead, Outcome
     from tests.results import result_json
 

@@ -8,13 +8,14 @@ bytes/s (bw), percent of one core (cpu) or bytes (rss). Ranges keep `high` too.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra import inputs
+from pytest_fsperf.result.judged import Described
 
 METRICS = {"bw": "bw", "cpu": "daemon_cpu", "rss": "daemon_rss"}  # file key -> result metric
 # what a figure counts: the whole workload, or each fio job apart (the document's command
@@ -33,25 +34,11 @@ class Baseline:
         return found if isinstance(found, dict) else None
 
 
-Condition = str | int | float | list[str]
-
-
-@dataclass(frozen=True)
-class Described:
-    """A baseline as a result names it: where it came from and what it was measured on."""
-
-    name: str
-    origin: str = ""  # "shipped" or the saved file's path
-    hardware: str | None = None
-    scale: float | None = None
-    kernel: str | None = None
-    conditions: dict[str, Condition] = field(default_factory=dict)  # vcpu, memory_gib, options
-
-    @classmethod
-    def of(cls, baseline: Baseline) -> Described:
-        d = baseline.data
-        return cls(baseline.name, baseline.origin, d.get("hardware"), d.get("scale"),
-                   d.get("kernel"), d.get("conditions") or {})
+def described(baseline: Baseline) -> Described:
+    """A baseline as a result names it."""
+    d = baseline.data
+    return Described(baseline.name, baseline.origin, d.get("hardware"), d.get("scale"),
+                     d.get("kernel"), d.get("conditions") or {})
 
 
 def shipped_names() -> list[str]:

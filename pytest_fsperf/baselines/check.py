@@ -2,63 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
-from pytest_fsperf import units
 from pytest_fsperf.baselines import METRICS, Baseline
+from pytest_fsperf.result.judged import SHOW, Check
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.vocab import EngineKind
-
-LABELS = {"bw": "bandwidth", "cpu": "daemon CPU", "rss": "daemon peak memory"}
-SHOW = {"bw": units.format_rate, "cpu": units.format_percent, "rss": units.format_mb}
-
-
-def show_documented(metric: str, low: float, high: float | None = None) -> str:
-    """A documented figure (bw, cpu, rss) in the unit measured ones are shown in; a range as
-    'low to high', and one whose ends are equal as one figure."""
-    shown = SHOW[metric](low)
-    return shown if high is None or high == low else f"{shown} to {SHOW[metric](high)}"
-
-
-@dataclass(frozen=True)
-class Check:
-    baseline: str
-    key: str  # scenario id, or TEST:WORKLOAD for a saved run's own workloads
-    metric: str  # bw, cpu, rss
-    measured: float | None
-    documented: float
-    printed: str  # as the baseline printed it
-    ratio: float | None  # measured / documented
-    ok: bool | None  # within tolerance; None: not measured, or not comparable (note says)
-    high: float | None = None  # a documented range's top
-    note: str = ""  # why the figure is not judged
-    per: str = "total"  # "job": each fio job's own figure (measured: the slowest job's)
-    measured_high: float | None = None  # per job: the fastest job's
-
-    @property
-    def shown(self) -> str:
-        """The documented figure in the unit the measured one is shown in."""
-        return show_documented(self.metric, self.documented, self.high) + self.unit
-
-    @property
-    def unit(self) -> str:
-        return " per job" if self.per == "job" else ""
-
-    @property
-    def measured_shown(self) -> str:
-        if self.measured is None:
-            return "-"
-        return show_documented(self.metric, self.measured, self.measured_high) + self.unit
-
-    def message(self, workload: str, tolerance: float) -> str:
-        bound = f"{100 * (1 - tolerance):g}% of" if self.metric == "bw" else f"{100 * (1 + tolerance):g}% of"
-        op = "<" if self.metric == "bw" else ">"
-        return (f"{workload}: {LABELS[self.metric]} {self.measured_shown} {op} {bound} "
-                f"{self.baseline}'s {self.shown} ({self.key})")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def key_of(result: WorkloadResult) -> str:

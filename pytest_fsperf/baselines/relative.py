@@ -7,12 +7,12 @@ files 74.3% less time with -o readdir_optimize, 10 files of 10 GB read 79% faste
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pytest_fsperf.baselines import Baseline, load
 from pytest_fsperf.errors import UsageError
+from pytest_fsperf.result.judged import AS_DOCUMENTED, LARGER, SMALLER, UNDECIDED, Expectation
 
 
 @dataclass(frozen=True)
@@ -29,41 +29,6 @@ class RelativeEntry:
     def speedup(self) -> float:
         """B/A of a rate (bandwidth, operations per second) the document implies."""
         return 1.0 / (1.0 - self.less_time)
-
-
-@dataclass(frozen=True)
-class Expectation:
-    baseline: str
-    entry: str
-    a: str
-    b: str
-    printed: str
-    expected: float  # B/A of the deciding rate
-    measured: float | None
-    ci_low: float | None
-    ci_high: float | None
-    outcome: str  # as documented / smaller gain / larger gain / inconclusive
-    note: str = ""  # a condition that differs (another scale), and whether it is judged then
-    judged: bool = True
-
-    @property
-    def failing(self) -> bool:
-        return self.judged and self.outcome == SMALLER
-
-    def message(self) -> str:
-        shown = f"{self.measured:.2f}x" if self.measured is not None else "-"
-        band = (f" [{self.ci_low:.2f}-{self.ci_high:.2f}]"
-                if self.ci_low is not None and self.ci_high is not None else "")
-        return (f"{self.baseline}:{self.entry}: B/A {shown}{band}, documented {self.expected:.2f}x "
-                f"({self.printed} less time, {self.b} against {self.a}): {self.outcome}"
-                + (f" ({self.note})" if self.note else ""))
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-AS_DOCUMENTED, SMALLER, LARGER, UNDECIDED = ("as documented", "smaller gain than documented",
-                                             "larger gain than documented", "inconclusive")
 
 
 def entries(baseline: Baseline) -> dict[str, RelativeEntry]:

@@ -28,7 +28,8 @@ from pytest_fsperf.bisect.builds import git as git_program
 from pytest_fsperf.bisect.plan import Plan
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra import elf, leftovers
-from pytest_fsperf.judge.comparison import Comparison, MetricComparison, settled
+from pytest_fsperf.judge.comparison import settled
+from pytest_fsperf.result.comparison import Comparison, MetricComparison
 from pytest_fsperf.vocab import BisectVerdict, CompareKind, Settled
 
 SAFE_PATH = "-P" if sys.version_info >= (3, 11) else "-I"  # no cwd on sys.path

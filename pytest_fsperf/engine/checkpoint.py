@@ -12,7 +12,7 @@ import time
 
 from pytest_fsperf.engine.files import latency_stats, timed_pool
 from pytest_fsperf.errors import MeasurementError
-from pytest_fsperf.result.workload import OpStats
+from pytest_fsperf.result.parts import OpStats
 
 CALL = 8 * 1024 * 1024  # bytes per write call: large, as framework savers write
 PHASES = ("write", "fsync", "close", "rename")

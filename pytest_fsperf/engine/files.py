@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from pytest_fsperf.engine import native
 from pytest_fsperf.errors import MeasurementError
-from pytest_fsperf.result.workload import LatencyStats, OpStats
+from pytest_fsperf.result.parts import LatencyStats, OpStats
 from pytest_fsperf.vocab import FilesOp
 
 CHUNK = 1024 * 1024  # the seed program's buffer

@@ -25,7 +25,7 @@ from pytest_fsperf.errors import MeasurementError, UsageError, WorkloadHung
 from pytest_fsperf.infra import leftovers, trust
 from pytest_fsperf.infra.procs import Proc, kill_tree
 from pytest_fsperf.mounts.spec import Need
-from pytest_fsperf.result.workload import IoStats, JobStats
+from pytest_fsperf.result.parts import IoStats, JobStats
 
 INSTALL_HINT = "fio is not installed: install the 'fio' package (apt-get install fio / dnf install fio)"
 OWNED = {"directory", "output", "output_format", "opendir", "group_reporting"}  # set by the plugin

@@ -26,7 +26,7 @@ from pytest_fsperf.engine.fio_options import control
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.infra import leftovers
 from pytest_fsperf.infra.procs import Proc, kill_tree
-from pytest_fsperf.result.workload import IoStats
+from pytest_fsperf.result.parts import IoStats
 
 AGGREGATE = "All clients"
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pytest_fsperf.engine.files import latency_stats, timed_pool
 from pytest_fsperf.engine.meta import tree_paths
 from pytest_fsperf.errors import MeasurementError
-from pytest_fsperf.result.workload import OpStats
+from pytest_fsperf.result.parts import OpStats
 
 PHASES = ("create", "stat", "read", "rename", "rename_dir", "remove")
 

@@ -12,7 +12,7 @@ import time
 
 from pytest_fsperf.engine.files import latency_stats
 from pytest_fsperf.errors import MeasurementError
-from pytest_fsperf.result.workload import LatencyStats, OpStats
+from pytest_fsperf.result.parts import LatencyStats, OpStats
 
 OPERATIONS = ("list", "list_stat", "walk", "stat")
 

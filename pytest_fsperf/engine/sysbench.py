@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pytest_fsperf.errors import MeasurementError, WorkloadHung
 from pytest_fsperf.infra import leftovers, trust
 from pytest_fsperf.infra.procs import Proc, kill_tree
-from pytest_fsperf.result.workload import LatencyStats, OpStats
+from pytest_fsperf.result.parts import LatencyStats, OpStats
 
 MODES = ("seqwr", "seqrd", "rndrw", "rndrd", "rndwr", "seqrewr")
 _HIST = re.compile(r"^\s*([\d.]+)\s+\|\**\s+(\d+)\s*$")

@@ -28,7 +28,7 @@ from pytest_fsperf.hosts.agent import PROTOCOL
 from pytest_fsperf.hosts.spec import Host, SshSettings
 from pytest_fsperf.infra import leftovers, trust
 from pytest_fsperf.infra.procs import Proc, kill_tree
-from pytest_fsperf.measure.figures import DaemonStats, ProcessStats
+from pytest_fsperf.result.daemon import DaemonStats, ProcessStats
 from pytest_fsperf.version import __version__
 
 PINGS = 5

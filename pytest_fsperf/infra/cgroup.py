@@ -13,24 +13,13 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from dataclasses import dataclass
 
 from pytest_fsperf.infra import leftovers
 from pytest_fsperf.infra.named import fresh_dir
+from pytest_fsperf.result.daemon import Memory
 
 ROOT = "/sys/fs/cgroup"
 PREFIX = "fsperf-mem-"
-
-
-@dataclass(frozen=True)
-class Reading:
-    """What the cgroup counted: its limit, its peak, its OOM kills."""
-
-    cgroup: int  # its version: 1 or 2
-    limit: int | None  # bytes; None: none (a cgroup that only counts)
-    peak: int | None  # bytes: the most the cgroup's processes held (page cache they own too)
-    oom_kills: int  # processes the kernel killed for this cgroup's limit
-    page_cache: int | None = None  # bytes of page cache charged to it now
 
 
 def _own(controller: str, proc: str = "/proc/self/cgroup") -> str:
@@ -114,7 +103,7 @@ class MemoryCage:
                 self._peak_fd = os.open(os.path.join(self.path, "memory.peak"), os.O_RDWR)
             os.write(self._peak_fd, b"reset\n")
 
-    def read(self) -> Reading:
+    def read(self) -> Memory:
         if self.version == 2:
             peak_text = (os.pread(self._peak_fd, 64, 0).decode() if self._peak_fd is not None
                          else self._read("memory.peak"))
@@ -135,7 +124,7 @@ class MemoryCage:
                         ("total_cache", "total_shmem") if "total_cache" in stat else ("cache", "shmem"))
         pages = (int(stat[cache]) - int(stat.get(shmem, "0"))
                  if stat.get(cache, "").strip().isdigit() else None)
-        return Reading(self.version, self.limit, peak, kills, pages)
+        return Memory(self.version, self.limit, peak, kills, pages)
 
     def close(self, wait: float = 5.0) -> str:
         """Remove the cgroup once its processes are gone (the mount reaped them); '' or why

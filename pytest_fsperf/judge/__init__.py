@@ -10,14 +10,14 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from pytest_fsperf.baselines import Baseline, Described
-from pytest_fsperf.baselines.check import Check, check
-from pytest_fsperf.baselines.relative import Expectation
+from pytest_fsperf.baselines import Baseline, described
+from pytest_fsperf.baselines.check import check
 from pytest_fsperf.judge import history, runs
-from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.judge.thresholds import Verdict, judge
 from pytest_fsperf.plan.marker import Plan
+from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.environment import Environment
+from pytest_fsperf.result.judged import Check, Described, Expectation, RunComparison
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.saved.runs import SavedResult
@@ -55,7 +55,7 @@ class Judgement:
     machine: list[str] = field(default_factory=list)  # saved runs: the machine canary moved
     notes: list[str] = field(default_factory=list)  # shown with failures (e.g. "not judged")
     checks: dict[str, list[Check]] = field(default_factory=dict)  # against the baseline
-    earlier: dict[str, runs.RunComparison] = field(default_factory=dict)  # against a saved run
+    earlier: dict[str, RunComparison] = field(default_factory=dict)  # against a saved run
     baseline: Described | None = None  # the baseline named: name, origin, hardware, scale
     own: dict[str, Outcome] = field(default_factory=dict)  # per workload, saved runs left out
     not_judged: dict[str, list[str]] = field(default_factory=dict)  # per workload: which, why
@@ -82,7 +82,7 @@ def judge_item(plan: Plan, results: list[WorkloadResult], baseline: Baseline | N
                   not_judged=dict(verdict.not_judged))
     judged = [r for r in results if r.judged]
     if baseline is not None:
-        j.baseline = Described.of(baseline)
+        j.baseline = described(baseline)
         for r in judged:
             j.checks[r.name] = check(r, baseline, tolerance, scale, judge_scaled)
             for c in j.checks[r.name]:

@@ -24,8 +24,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.measure.rest import REST_LIMIT
+from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.saved.runs import Run, SavedResult
 from pytest_fsperf.vocab import METRICS, CompareKind
 

@@ -34,7 +34,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_fsperf.judge.comparison import primary
-from pytest_fsperf.measure.rest import Rest, saturated
+from pytest_fsperf.measure.rest import saturated
+from pytest_fsperf.result.machine import Rest
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.vocab import AB
 

@@ -18,13 +18,13 @@ import json
 import math
 import statistics
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pytest_fsperf.judge.paired import t_quantile
 from pytest_fsperf.measure import canary
-from pytest_fsperf.mounts.mounter import Mounted
 from pytest_fsperf.result.environment import Environment
+from pytest_fsperf.result.judged import RunComparison
+from pytest_fsperf.result.machine import Mounted
 from pytest_fsperf.saved.runs import SavedResult
 from pytest_fsperf.stats import direction, mad, shift
 from pytest_fsperf.vocab import Direction, RunOutcome
@@ -51,47 +51,6 @@ def fingerprint(scenario: str | None, options: Mapping[str, str], mount: Mounted
         "machine": (f"{m.cpu_model} x{m.cpus} {m.mem_total_bytes}" if m is not None
                     else "None xNone None"),
     }
-
-
-@dataclass(frozen=True)
-class RunComparison:
-    run: str  # the saved run's name (the newest, against several)
-    key: str  # TEST::WORKLOAD
-    metric: str  # bw or ops; req_total where the requests grew
-    outcome: RunOutcome
-    old: list[float]  # its rounds; against several runs, each run's median
-    new: list[float]
-    ratio: float | None  # median(new) / median(old)
-    ci_low: float | None
-    ci_high: float | None
-    differs: list[str]  # fingerprint fields that differ (incomparable)
-    runs: list[str] = field(default_factory=list)  # every run compared with
-    canary: float | None = None  # the machine now / then, by the canary
-    note: str = ""  # what the comparison cannot show, and what would
-
-    def message(self, tolerance: float, who: str | None = None) -> str:
-        """One line, starting with `who` (default: TEST::WORKLOAD)."""
-        who = who or self.key
-        against = (f"run {self.run!r}" if len(self.runs) <= 1
-                   else f"the last {len(self.runs)} matching runs ({', '.join(self.runs)})")
-        if self.outcome == RunOutcome.INCOMPARABLE:
-            return (f"{who}: not compared with run {self.run!r}: the "
-                    f"{', '.join(self.differs)} differ")
-        if self.outcome == RunOutcome.MACHINE_CHANGED:
-            return (f"{who}: the machine changed since {against}: its canary ran "
-                    f"{self.canary:.3f}x as fast (more than half the tolerance, "
-                    f"{50 * tolerance:g}%); not judged against the filesystem")
-        shown = f"{self.ratio:.3f}" if self.ratio is not None else "-"
-        band = (f", 95% interval {self.ci_low:.3f} to {self.ci_high:.3f}"
-                if self.ci_low is not None and self.ci_high is not None else "")
-        sides = (f"{len(self.new)} rounds vs {len(self.old)} run medians" if len(self.runs) > 1
-                 else f"{len(self.new)} vs {len(self.old)} rounds")
-        note = f"; {self.note}" if self.note else ""
-        return (f"{who}: {self.outcome} against {against}: {self.metric} "
-                f"{shown}x ({sides}{band}; tolerance {100 * tolerance:g}%){note}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _more_requests(run: str, key: str, old: SavedResult, new: SavedResult,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.measure.figures import SHORT_WINDOW
-from pytest_fsperf.measure.timeline import MIN_INTERVALS
 from pytest_fsperf.plan.marker import Plan, Threshold
+from pytest_fsperf.result.daemon import SHORT_WINDOW
+from pytest_fsperf.result.timeline import MIN_INTERVALS
 from pytest_fsperf.result.workload import SHAPE, SHARES, WorkloadResult
 from pytest_fsperf.stats import median_ci
 from pytest_fsperf.vocab import ColdRead, Outcome

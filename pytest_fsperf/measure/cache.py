@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 
-from pytest_fsperf.measure.figures import DaemonStats
-from pytest_fsperf.measure.fusetrace import FuseRequests
+from pytest_fsperf.result.daemon import DaemonStats
+from pytest_fsperf.result.fuse import FuseRequests
 from pytest_fsperf.vocab import ColdRead, DaemonCache, PageCache, StoreCache
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"

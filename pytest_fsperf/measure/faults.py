@@ -10,18 +10,9 @@ from dataclasses import dataclass
 
 from pytest_fsperf.measure.reading import Reading, Span
 from pytest_fsperf.mounts.daemon import stat_fields
+from pytest_fsperf.result.daemon import Faults
 
 MINFLT, MAJFLT, STARTED = 7, 9, 19  # /proc/PID/stat fields 10, 12 and 22 (stat_fields' count)
-
-
-@dataclass(frozen=True)
-class Faults:
-    minor: int
-    major: int
-    processes: int  # of the daemon's processes alive at both ends (one that exited: not counted)
-
-    def figures(self) -> dict[str, float | None]:
-        return {"daemon_major_faults": float(self.major)}
 
 
 @dataclass(frozen=True)

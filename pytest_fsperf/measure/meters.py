@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 
 from pytest_fsperf.errors import MeasurementError
-from pytest_fsperf.measure.figures import SHORT_WINDOW, DaemonStats, ProcessStats
 from pytest_fsperf.mounts.daemon import Daemon, start_time, stat_fields
+from pytest_fsperf.result.daemon import SHORT_WINDOW, DaemonStats, ProcessStats
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 WATCH_INTERVAL = 0.25  # seconds between liveness / RSS samples

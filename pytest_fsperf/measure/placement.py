@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import psutil
 
 from pytest_fsperf.errors import UsageError
+from pytest_fsperf.result.machine import Placement, cpus_text
 
 
 class CpuMode(enum.Enum):
@@ -27,15 +28,6 @@ class CpuMode(enum.Enum):
     SPLIT = "split"  # the daemon on the upper half of the CPUs, the load on the lower half
     AUTO = "auto"  # split in an interleaved A/B (gate, compare), off elsewhere
     GIVEN = "given"  # the user's own sets
-
-
-@dataclass(frozen=True)
-class Placement:
-    daemon: tuple[int, ...]
-    load: tuple[int, ...]
-
-    def shown(self) -> str:
-        return f"daemon on CPU {_cpus(self.daemon)}, load on CPU {_cpus(self.load)}"
 
 
 @dataclass(frozen=True)
@@ -79,8 +71,8 @@ def parse(text: str, where: str, allowed: Iterable[int] | None = None) -> CpuSet
         cpus = _cpu_list(part, f"{where}: the {who}'s CPUs {part[:40]!r}")
         missing = sorted(set(cpus) - have)
         if missing:
-            raise UsageError(f"{where}: the {who}'s CPU {_cpus(tuple(missing))} is not one this "
-                             f"process may use ({_cpus(tuple(sorted(have)))})")
+            raise UsageError(f"{where}: the {who}'s CPU {cpus_text(tuple(missing))} is not one this "
+                             f"process may use ({cpus_text(tuple(sorted(have)))})")
         sets.append(cpus)
     return CpuSetting(CpuMode.GIVEN, Placement(daemon=sets[0], load=sets[1]))
 
@@ -103,17 +95,6 @@ MAX_CPU = 65535  # a CPU number past any machine's (Linux's NR_CPUS is at most 8
 
 def _cpu_number(text: str) -> bool:
     return text.isascii() and text.isdigit() and len(text) <= 5 and int(text) <= MAX_CPU
-
-
-def _cpus(cpus: tuple[int, ...]) -> str:
-    """1, 2-3 or 0,4-5: runs of consecutive CPUs joined."""
-    parts: list[str] = []
-    for cpu in cpus:
-        if parts and cpu == int(parts[-1].rpartition("-")[2]) + 1:
-            parts[-1] = f"{parts[-1].partition('-')[0]}-{cpu}"
-        else:
-            parts.append(str(cpu))
-    return ",".join(parts)
 
 
 def _threads(pids: Iterable[int]) -> list[int]:

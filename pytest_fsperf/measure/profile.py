@@ -17,14 +17,13 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable
 
 import psutil
 
 from pytest_fsperf.infra import leftovers, trust
 from pytest_fsperf.infra.procs import Proc
+from pytest_fsperf.result.daemon import Profile
 
 FREQUENCY = 499  # samples per second per thread: odd, off the kernel's timer ticks
 KERNEL = "[kernel.kallsyms]"
@@ -60,33 +59,6 @@ def refused(pids: Iterable[int]) -> str | None:
             return (f"daemon process {pid} runs as uid {uids.effective or uids.real}: perf, as "
                     "root, would parse binaries that user may have made")
     return None
-
-
-@dataclass(frozen=True)
-class Profile:
-    """One window's samples of the daemon, folded."""
-
-    samples: int
-    kernel: float  # share of samples whose leaf is in the kernel
-    stripped: float  # share of user-space leaves without a symbol
-    self_share: dict[str, float]  # function -> share of samples where it is the leaf
-    folded: tuple[tuple[str, int], ...]  # (stack, samples), most samples first
-
-    def folded_text(self) -> str:
-        return "".join(f"{stack} {n}\n" for stack, n in self.folded)
-
-    def summary(self, functions: int = 10) -> dict[str, Any]:
-        """For the JSON: the shares and the functions most often on CPU."""
-        ranked = sorted(self.self_share.items(), key=lambda kv: -kv[1])[:functions]
-        return {"samples": self.samples, "kernel": round(self.kernel, 4),
-                "stripped": round(self.stripped, 4),
-                "functions": {name: round(share, 4) for name, share in ranked}}
-
-    @classmethod
-    def from_summary(cls, data: Mapping[str, Any]) -> Profile:
-        """A profile as its summary kept it: its shares and top functions, no stacks."""
-        return cls(int(data["samples"]), float(data["kernel"]), float(data["stripped"]),
-                   {str(k): float(v) for k, v in dict(data["functions"]).items()}, ())
 
 
 def fold(script: str) -> Profile:

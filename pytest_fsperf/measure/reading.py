@@ -4,7 +4,7 @@ workload, stopped after it into a typed reading, released however the window end
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar
 
 
 @dataclass(frozen=True)
@@ -12,14 +12,6 @@ class Reading:
     """What a meter read over a window: a frozen dataclass whose fields are the workload
     result's fields of the same names; the result is built from the readings. A field whose
     value has figures() adds them to the figures thresholds judge (WorkloadResult.metrics)."""
-
-
-@runtime_checkable
-class Figured(Protocol):
-    """A reading's value that names figures of its own (a threshold's figure where vocab's
-    METRICS has it; else in the JSON's stats)."""
-
-    def figures(self) -> dict[str, float | None]: ...
 
 
 R_co = TypeVar("R_co", bound=Reading, covariant=True)

@@ -20,19 +20,12 @@ import contextlib
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import psutil
 
-
-@dataclass(frozen=True)
-class Rest:
-    """Cores (CPU-seconds per second of the window) used by the rest of the machine."""
-
-    cpu: float  # busy CPU of the processes that are not the daemon's, ours or the kernel's
-    steal: float  # a VM's vCPUs waiting while the host ran someone else (0 on bare metal)
-    idle: float | None = None  # CPU nobody used (idle and iowait); None: not read
+from pytest_fsperf.result.daemon import SHORT_WINDOW
+from pytest_fsperf.result.machine import Rest
 
 
 def _busy(t: Any) -> float:  # psutil's scputimes: the time in processes, not interrupts
@@ -78,7 +71,7 @@ def _ours(pids: Sequence[int]) -> dict[Key, float]:
 
 # The kernel counts CPU time in 10 ms ticks, per process: over a window of 40 ms a quiet
 # machine's rest read 0 to 0.78 cores. From half a second on the ticks' error is small.
-SHORT = 0.5
+SHORT = SHORT_WINDOW  # s: the daemon's CPU% and the rest share the one limit
 
 
 class RestMeter:

@@ -24,19 +24,10 @@ from pytest_fsperf.infra.procs import Proc, kill, kill_tree, tree
 from pytest_fsperf.infra.redact import mask, redact_args, redact_text
 from pytest_fsperf.mounts.daemon import Lookup, describe, find_daemon, start_time, stat_fields
 from pytest_fsperf.mounts.spec import Backend, Rendered, render
+from pytest_fsperf.result.machine import Mounted
 
 MOUNT_TIMEOUT = 30.0
 DIR_FIELDS = ("source", "cache_dir", "cache", "use_cache")
-
-
-@dataclass(frozen=True)
-class Mounted:
-    """The backend the plugin mounted, as a result names it (secrets masked)."""
-
-    backend: str
-    options: tuple[str, ...]
-    command: tuple[str, ...]
-    store: str = ""  # the conditions of the store behind it ("in-region: rtt 2 ms, ..."); "": none
 
 
 class BinaryMissing(Exception):

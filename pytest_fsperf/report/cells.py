@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pytest_fsperf import units
-from pytest_fsperf.measure.figures import DaemonStats
 from pytest_fsperf.measure.timeline import sparkline
 from pytest_fsperf.report.model import (
     Figure,
     Row,
     short_test,
 )
+from pytest_fsperf.result.daemon import DaemonStats
 from pytest_fsperf.vocab import METRICS, ColdRead, DaemonCache, FilesOp, PageCache
 
 

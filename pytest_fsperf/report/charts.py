@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.report.cells import figures
 from pytest_fsperf.report.model import (
     Bar,
@@ -15,6 +14,7 @@ from pytest_fsperf.report.model import (
     label,
     short_test,
 )
+from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.vocab import METRICS
 
 

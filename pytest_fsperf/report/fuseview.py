@@ -4,8 +4,8 @@ was not traced (measure/fusetrace.py)."""
 from __future__ import annotations
 
 from pytest_fsperf import units
-from pytest_fsperf.measure.fusetrace import FuseOp, FuseRequests
 from pytest_fsperf.report.rows import ResultRow
+from pytest_fsperf.result.fuse import FuseOp, FuseRequests
 
 Row = ResultRow
 SHOWN_OPS = 6  # opcodes per row; the rest are counted together

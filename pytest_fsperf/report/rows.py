@@ -10,14 +10,13 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from pytest_fsperf.baselines import Described
-from pytest_fsperf.baselines.check import Check
-from pytest_fsperf.infra import typed
-from pytest_fsperf.judge.comparison import Comparison
-from pytest_fsperf.judge.runs import RunComparison
+from pytest_fsperf import typed
+from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.environment import Environment
+from pytest_fsperf.result.judged import Check, Described, RunComparison
+from pytest_fsperf.result.parts import Headline, Spread
 from pytest_fsperf.result.schema import check, check_version
-from pytest_fsperf.result.workload import Headline, Spread, WorkloadResult, summary
+from pytest_fsperf.result.workload import WorkloadResult, summary
 from pytest_fsperf.vocab import Outcome
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 
 from pytest_fsperf import units
-from pytest_fsperf.baselines import Described
-from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.report import fuseview
 from pytest_fsperf.report.cells import daemon_cells, rate_cells
 from pytest_fsperf.report.model import (
@@ -21,8 +19,10 @@ from pytest_fsperf.report.model import (
     metric_name,
     short_test,
 )
+from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.environment import Environment, Priced
-from pytest_fsperf.result.workload import ClientStats
+from pytest_fsperf.result.judged import Described
+from pytest_fsperf.result.parts import ClientStats
 from pytest_fsperf.scenarios.library import SCENARIOS
 from pytest_fsperf.stats import median
 from pytest_fsperf.vocab import METRICS, CompareKind

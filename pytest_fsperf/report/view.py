@@ -7,9 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from pytest_fsperf import units
-from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.judge.paired import ALPHA
-from pytest_fsperf.measure.figures import SHORT_WINDOW, countable_cpu
 from pytest_fsperf.plan.conditions import conditions_text
 from pytest_fsperf.report import fuseview
 from pytest_fsperf.report.cells import row
@@ -33,6 +31,8 @@ from pytest_fsperf.report.tables import (
     requests_table,
     run_comparisons,
 )
+from pytest_fsperf.result.comparison import Comparison
+from pytest_fsperf.result.daemon import SHORT_WINDOW, countable_cpu
 from pytest_fsperf.result.environment import Environment, FuseKernel
 from pytest_fsperf.vocab import Decision, Difference, Outcome
 

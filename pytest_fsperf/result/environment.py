@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pytest_fsperf.infra import typed
+from pytest_fsperf import typed
 
 
 @dataclass(frozen=True)

@@ -10,120 +10,21 @@ from enum import Enum
 from statistics import linear_regression, median
 from typing import Any, TypeVar
 
-from pytest_fsperf.infra import typed
-from pytest_fsperf.infra.cgroup import Reading
-from pytest_fsperf.measure.faults import Faults
-from pytest_fsperf.measure.figures import DaemonStats, short_cpu_note
-from pytest_fsperf.measure.fusetrace import FuseRequests
-from pytest_fsperf.measure.placement import Placement
-from pytest_fsperf.measure.profile import Profile
-from pytest_fsperf.measure.reading import Figured
-from pytest_fsperf.measure.rest import Rest
-from pytest_fsperf.measure.timeline import Timeline, shape
-from pytest_fsperf.mounts.mounter import Mounted
+from pytest_fsperf import typed
 from pytest_fsperf.result.ceiling import Ceiling, CeilingPath
+from pytest_fsperf.result.daemon import DaemonStats, Faults, Memory, Profile, short_cpu_note
+from pytest_fsperf.result.fuse import FuseRequests
+from pytest_fsperf.result.machine import Mounted, Placement, Rest
+from pytest_fsperf.result.parts import ClientStats, Figured, Headline, IoStats, JobStats, OpStats, Spread
 from pytest_fsperf.result.schema import JUDGEMENT, check
+from pytest_fsperf.result.store import Cost, Requests
+from pytest_fsperf.result.timeline import Timeline, shape
 from pytest_fsperf.stats import mad, median_ci
-from pytest_fsperf.store.cost import Cost
-from pytest_fsperf.store.requests import Requests
 from pytest_fsperf.vocab import READ_ONLY_OPERATIONS, ColdRead, DaemonCache, EngineKind, FilesOp, PageCache
 
 
 def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:
     return {k: v.value if isinstance(v, Enum) else v for k, v in items}
-
-
-@dataclass(frozen=True)
-class IoStats:
-    """One direction (read or write) of a fio job, as fio reported it."""
-
-    io_bytes: int
-    bw_bytes: float  # B/s, fio's bw_bytes
-    iops: float
-    total_ios: int
-    runtime_ms: int
-    lat_mean_ns: float
-    lat_p50_ns: float | None
-    lat_p99_ns: float | None
-    lat_p999_ns: float | None
-    lat_kind: str  # "clat" (completion latency) or "lat" (total), whichever fio gave
-
-
-@dataclass(frozen=True)
-class JobStats:
-    """One fio job of several reported apart (fsperf.fio(per_job=True)), as fio printed it."""
-
-    read: IoStats | None
-    write: IoStats | None
-
-    @property
-    def bw_bytes(self) -> float:
-        return sum(d.bw_bytes for d in (self.read, self.write) if d is not None)
-
-
-@dataclass(frozen=True)
-class ClientStats:
-    """One client of a many-client run (fio's client/server mode): its fio server, the
-    directory its job ran in (its own mount), fio's figures for it, and its daemon's."""
-
-    server: str  # host:port of its fio server
-    directory: str
-    read: IoStats | None
-    write: IoStats | None
-    daemon: DaemonStats | None
-    daemon_note: str = ""  # why its daemon was not measured, when it was not
-    host: str = ""  # a host reached over SSH (--fsperf-hosts): its [user@]name[:port]
-    cold_read: ColdRead | None = None  # that host's own cold check, and its evidence
-    cold_evidence: str = ""
-    requests: Requests | None = None  # what its daemon asked of the store, where it counts
-    requests_note: str = ""  # why not, where not
-
-
-@dataclass(frozen=True)
-class LatencyStats:
-    mean_ns: float
-    p50_ns: float
-    p99_ns: float
-    max_ns: float
-
-
-@dataclass(frozen=True)
-class OpStats:
-    """A file or metadata engine's run: operations (files, entries) over elapsed time."""
-
-    operation: str  # "read files", "write files", "list", "list+stat", "walk", "stat"
-    count: int
-    io_bytes: int
-    seconds: float
-    per_second: float  # files/s or entries/s
-    bw_bytes: float  # io_bytes / seconds, as the seed program computes MB/s
-    threads: int
-    phases: dict[str, LatencyStats]  # per file: open, first_byte, full, close; per op: op
-    # what moved the files: "native" (the compiled worker), or "python" (threads in this
-    # process), with why the worker did not run where it was wanted
-    generator: str = "python"
-
-
-@dataclass(frozen=True)
-class Headline:
-    """The figures a report leads with (medians over rounds); 0.0: none moved."""
-
-    io_bytes: int
-    bw_bytes: float
-    iops: float
-    ops_per_second: float | None
-    lat_p99_ns: float | None
-
-
-@dataclass(frozen=True)
-class Spread:
-    """One figure over the rounds: how many, the median, MAD, its 95% bootstrap interval."""
-
-    n: int
-    median: float
-    mad: float
-    ci_low: float
-    ci_high: float
 
 
 SHAPE = ("stall_s", "decay", "bw_swing", "rss_growth")  # from the timeline
@@ -181,7 +82,7 @@ class WorkloadResult:
     cost: Cost | None = None  # those requests at the chosen price list's prices
     timeline: Timeline | None = None  # per interval, when the run lasted a few of them
     daemon_counters: dict[str, float] | None = None  # the daemon's own (JuiceFS .stats)
-    memory: Reading | None = None  # the daemon's cgroup: its memory limit, peak, OOM kills
+    memory: Memory | None = None  # the daemon's cgroup: its memory limit, peak, OOM kills
     rss_after: int | None = None  # the daemon's RSS after --fsperf-rss-settle s, bytes
     rss_before: int | None = None  # its RSS just before the window (with rss_after), bytes
     faults: Faults | None = None  # the daemon's page faults in the window (measure/faults.py)

@@ -14,13 +14,15 @@ from dataclasses import dataclass
 
 from pytest_fsperf.engine import fio as fio_engine
 from pytest_fsperf.errors import MeasurementError, UsageError
-from pytest_fsperf.judge.comparison import Comparison, compare, judge_metric, primary, scattered
+from pytest_fsperf.judge.comparison import compare, judge_metric, primary, scattered
 from pytest_fsperf.judge.neighbours import Neighbours, both_off
 from pytest_fsperf.judge.paired import Budget, order, should_stop
 from pytest_fsperf.measure import profile, rest
 from pytest_fsperf.measure.meters import DaemonExited
-from pytest_fsperf.measure.profile import Profile, Profiling
+from pytest_fsperf.measure.profile import Profiling
 from pytest_fsperf.mounts.request import parse_options
+from pytest_fsperf.result.comparison import Comparison
+from pytest_fsperf.result.daemon import Profile
 from pytest_fsperf.result.workload import WorkloadResult, median_round
 from pytest_fsperf.runner import fio_run
 from pytest_fsperf.runner.pairs import Pairs

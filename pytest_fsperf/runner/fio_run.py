@@ -20,7 +20,8 @@ from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import pagecache, progress
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.mounts.spec import Need
-from pytest_fsperf.result.workload import JobStats, WorkloadResult
+from pytest_fsperf.result.parts import JobStats
+from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner import window
 from pytest_fsperf.runner.readings import PageCacheReading, TimelineReading, Window
 from pytest_fsperf.vocab import EngineKind

@@ -20,15 +20,16 @@ from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import fusetrace, profile
 from pytest_fsperf.measure.diskmeter import DiskMeter
 from pytest_fsperf.measure.faults import PageFaults
-from pytest_fsperf.measure.figures import DaemonStats
 from pytest_fsperf.measure.fusetrace import Trace, Tracing
 from pytest_fsperf.measure.meters import DaemonMeter, status_kib
 from pytest_fsperf.measure.profile import Profiler
 from pytest_fsperf.measure.reading import Instrument, Reading, Span
 from pytest_fsperf.measure.rest import RestMeter
-from pytest_fsperf.measure.timeline import Sampler, Timeline
+from pytest_fsperf.measure.timeline import Sampler
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.plan.conditions import conditions_text
+from pytest_fsperf.result.daemon import DaemonStats
+from pytest_fsperf.result.timeline import Timeline
 from pytest_fsperf.runner.readings import (
     DaemonReading,
     DiskReading,

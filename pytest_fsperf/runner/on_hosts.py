@@ -18,13 +18,15 @@ from pytest_fsperf.errors import MeasurementError, UsageError
 from pytest_fsperf.hosts import link
 from pytest_fsperf.hosts.spec import SshSettings
 from pytest_fsperf.measure.cache import check_cold
-from pytest_fsperf.measure.figures import DaemonStats
 from pytest_fsperf.mounts.daemon import Lookup
-from pytest_fsperf.result.workload import ClientStats, WorkloadResult
+from pytest_fsperf.result.daemon import DaemonStats
+from pytest_fsperf.result.parts import ClientStats
+from pytest_fsperf.result.store import Requests
+from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner.clients import Client, client_dirs, job_files, summed
 from pytest_fsperf.runner.readings import DaemonReading, FuseReading, StoreReading, TimelineReading
 from pytest_fsperf.runner.workspace import Workspace
-from pytest_fsperf.store.requests import Requests, combined
+from pytest_fsperf.store.requests import combined
 from pytest_fsperf.vocab import ColdRead, EngineKind, PageCache
 
 

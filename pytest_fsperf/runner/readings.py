@@ -9,17 +9,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pytest_fsperf.infra.cgroup import Reading as CgroupReading
-from pytest_fsperf.measure.figures import DaemonStats
-from pytest_fsperf.measure.fusetrace import FuseRequests
 from pytest_fsperf.measure.meters import DaemonMeter
-from pytest_fsperf.measure.placement import Placement
-from pytest_fsperf.measure.profile import Profile
 from pytest_fsperf.measure.reading import Reading
-from pytest_fsperf.measure.rest import Rest
-from pytest_fsperf.measure.timeline import Timeline
 from pytest_fsperf.mounts.daemon import Lookup
-from pytest_fsperf.store.requests import Requests
+from pytest_fsperf.result.daemon import DaemonStats, Profile
+from pytest_fsperf.result.daemon import Memory as CgroupReading
+from pytest_fsperf.result.fuse import FuseRequests
+from pytest_fsperf.result.machine import Placement, Rest
+from pytest_fsperf.result.store import Requests
+from pytest_fsperf.result.timeline import Timeline
 from pytest_fsperf.vocab import DaemonCache, PageCache
 
 R = TypeVar("R", bound=Reading)

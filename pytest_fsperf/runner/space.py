@@ -15,11 +15,11 @@ from pathlib import Path
 import psutil
 
 from pytest_fsperf.engine import fio as fio_engine
-from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.judge.paired import Budget
 from pytest_fsperf.measure import balloon, cache, pagecache
-from pytest_fsperf.mounts.mounter import Mounted
 from pytest_fsperf.options.config import Settings
+from pytest_fsperf.result.comparison import Comparison
+from pytest_fsperf.result.machine import Mounted
 from pytest_fsperf.result.workload import WorkloadResult, median_round
 from pytest_fsperf.runner.target import Session, Target, safe_name
 from pytest_fsperf.vocab import DaemonCache, PageCache, StoreCache

@@ -18,8 +18,9 @@ from pytest_fsperf.infra import leftovers, trust
 from pytest_fsperf.infra.mountinfo import Mount, find_mount, read_mounts
 from pytest_fsperf.infra.probe import NoAnswer, probe
 from pytest_fsperf.mounts.daemon import Lookup, describe, find_daemon
-from pytest_fsperf.mounts.mounter import Mounted, MountedFs, MountPlan
+from pytest_fsperf.mounts.mounter import MountedFs, MountPlan
 from pytest_fsperf.options.config import Settings
+from pytest_fsperf.result.machine import Mounted
 from pytest_fsperf.runner.budget import SessionClock
 from pytest_fsperf.store import conditioner, juicefs
 from pytest_fsperf.store import requests as store_requests

@@ -21,7 +21,9 @@ from pytest_fsperf.measure.placement import pinned
 from pytest_fsperf.measure.reading import Instrument, Reading
 from pytest_fsperf.measure.rest import own_cpu
 from pytest_fsperf.mounts.daemon import Lookup
-from pytest_fsperf.result.workload import OpStats, WorkloadResult
+from pytest_fsperf.result.parts import OpStats
+from pytest_fsperf.result.store import Cost, Requests
+from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner.instruments import (
     PINNED,
     CacheDisk,
@@ -36,8 +38,6 @@ from pytest_fsperf.runner.instruments import (
 )
 from pytest_fsperf.runner.readings import PlacementReading, TimelineReading, Window
 from pytest_fsperf.runner.space import Space
-from pytest_fsperf.store.cost import Cost
-from pytest_fsperf.store.requests import Requests
 from pytest_fsperf.vocab import ColdRead, DaemonCache, EngineKind, PageCache
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.judge.paired import suite_alpha
-from pytest_fsperf.result.workload import OpStats, WorkloadResult
+from pytest_fsperf.result.parts import OpStats
+from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner import ab, fio_run, window
 from pytest_fsperf.runner.readings import Window
 from pytest_fsperf.runner.space import Space

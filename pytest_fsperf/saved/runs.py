@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_fsperf import typed
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.infra import inputs, typed
-from pytest_fsperf.measure.rest import Rest
-from pytest_fsperf.result.workload import Headline, Spread
+from pytest_fsperf.infra import inputs
+from pytest_fsperf.result.machine import Rest
+from pytest_fsperf.result.parts import Headline, Spread
 
 CREATED = "%Y-%m-%dT%H:%M:%S%z"  # when a run was written (its `created`), as strftime writes it
 

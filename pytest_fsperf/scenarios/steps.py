@@ -24,8 +24,9 @@ from pytest_fsperf.engine.fio_options import control
 from pytest_fsperf.errors import DataLost, UsageError
 from pytest_fsperf.measure import progress
 from pytest_fsperf.mounts.spec import Need
+from pytest_fsperf.result.parts import OpStats
 from pytest_fsperf.result.phases import MdtestResult
-from pytest_fsperf.result.workload import OpStats, WorkloadResult
+from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner.fio_run import refuse
 from pytest_fsperf.runner.instruments import rss_of
 from pytest_fsperf.runner.readings import RssReading, Window

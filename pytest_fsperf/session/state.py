@@ -11,7 +11,6 @@ from pytest_fsperf.baselines import Baseline
 from pytest_fsperf.infra import leftovers
 from pytest_fsperf.infra.mountinfo import Mount
 from pytest_fsperf.infra.redact import mask
-from pytest_fsperf.judge.comparison import Comparison
 from pytest_fsperf.measure import canary
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.mounts.mounter import MountedFs, MountPlan
@@ -19,6 +18,7 @@ from pytest_fsperf.options.config import Settings
 from pytest_fsperf.report import jsonout
 from pytest_fsperf.report.environment import environment
 from pytest_fsperf.report.rows import FailedTest, ResultRow
+from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.environment import Environment, Priced
 from pytest_fsperf.runner.budget import SessionClock
 from pytest_fsperf.runner.target import Target

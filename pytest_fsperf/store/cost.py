@@ -7,13 +7,13 @@ store's region pays none)."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pytest_fsperf.infra import inputs
-from pytest_fsperf.store.requests import KINDS, Requests
+from pytest_fsperf.result.store import KINDS, Cost, Requests
 
 DEFAULT = "aws-s3-standard"
 
@@ -45,17 +45,6 @@ class PriceList:
 
     def describe(self) -> str:
         return f"{self.title} prices ({self.name}, checked {self.checked}; {self.origin})"
-
-
-@dataclass(frozen=True)
-class Cost:
-    price: str  # the price list's name
-    currency: str
-    requests: float  # the window's requests at that list's prices
-    egress: float | None  # the bytes the store sent, were they sent to the internet
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _entry(name: str, raw: Any, origin: str) -> PriceList:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from pytest_fsperf.store.requests import KINDS, Requests
+from pytest_fsperf.result.store import KINDS, Requests
 
 STATS = ".stats"
 _COUNT = re.compile(r"juicefs_object_request_durations_histogram_seconds_(\w+?)_total")

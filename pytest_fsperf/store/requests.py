@@ -16,15 +16,14 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from pytest_fsperf.infra import typed
+from pytest_fsperf.result.store import KINDS, Requests
 
 PATH = "/minio/metrics/v3/api/requests"
-KINDS = ("GET", "HEAD", "LIST", "PUT", "MULTIPART", "COPY", "DELETE", "OTHER")
 API_KIND = {
     "getobject": "GET", "headobject": "HEAD",
     "listobjectsv1": "LIST", "listobjectsv2": "LIST", "listobjectversions": "LIST",
@@ -48,52 +47,6 @@ class Snapshot:
     received: float | None
     errors: Mapping[str, float] = field(default_factory=dict)  # 4xx and 5xx by API name
     ttfb: Mapping[float, float] = field(default_factory=dict)  # le (s) -> count, all S3 APIs
-
-
-@dataclass(frozen=True)
-class Requests:
-    """The requests of one measured window, by kind (KINDS) and by API as the server names it."""
-
-    by_kind: dict[str, int]
-    by_api: dict[str, int]
-    errors_4xx: int
-    errors_5xx: int
-    sent_bytes: int | None  # by the server: what reads pulled
-    received_bytes: int | None  # what writes pushed
-    source: str = "MinIO metrics"
-    errors_by_kind: dict[str, int] = field(default_factory=dict)  # 4xx and 5xx: not billed by some
-    # The server's time to first byte: the upper edge of the histogram bucket holding each
-    # percentile (MinIO's buckets are 50 ms, 100 ms, 250 ms ...: "at most", never finer).
-    ttfb_at_most: dict[str, float] = field(default_factory=dict)  # "p50", "p90", "p99" -> s
-    errors_unclassified: int = 0  # failed requests a source counts without their status
-    # what the store conditions' proxy did in the window (--fsperf-store-*): requests,
-    # throttled, errors (injected 5xx), resets, held, retries; first_byte_p50/p99 (s) as
-    # the daemons met it
-    conditions: dict[str, float] = field(default_factory=dict)
-    # a write workload: seconds from its I/O's start until the store had received what it
-    # wrote (the daemon's upload after the tool stopped its clock included)
-    stored_after: float | None = None
-
-    @property
-    def total(self) -> int:
-        return sum(self.by_kind.values())
-
-    @property
-    def get_bytes_mean(self) -> float | None:
-        """Bytes per GET on average: the part size a reader asks for (sent / GETs)."""
-        gets = self.by_kind.get("GET", 0)
-        return self.sent_bytes / gets if gets and self.sent_bytes is not None else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "total": self.total, "get_bytes_mean": self.get_bytes_mean}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Requests:
-        """to_dict's JSON back (what it adds, derived, is left)."""
-        return typed.read(cls, {k: v for k, v in data.items() if k not in DERIVED}, "requests")
-
-
-DERIVED = ("total", "get_bytes_mean")
 
 
 def combined(parts: Sequence[Requests], source: str) -> Requests:

@@ -1,4 +1,6 @@
-"""The FUSE daemon's figures over a window, as the meters read them from /proc."""
+"""The FUSE daemon's figures over a window, as a result holds them: its CPU and memory, its
+page faults, its cgroup's memory and its CPU profile's summary. The meters that read them
+(measure/) make these; nothing here reads /proc."""
 
 from __future__ import annotations
 
@@ -6,11 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_fsperf.measure.rest import SHORT
-
 # s: CPU time over a shorter window (10 ms clock ticks) says little: the daemon's CPU%, and
 # the rest of the machine (measure/rest.py), share the one limit
-SHORT_WINDOW = SHORT
+SHORT_WINDOW = 0.5
 
 
 EXACT_WINDOW = 0.05  # s: CPU time read in ns (schedstat) means something from here on
@@ -79,3 +79,51 @@ class DaemonStats:
     def countable_cpu(self) -> float | None:
         return countable_cpu(self.cpu_window_seconds or self.wall_seconds, self.cpu_percent,
                              self.cpu_exact)
+
+
+@dataclass(frozen=True)
+class Faults:
+    minor: int
+    major: int
+    processes: int  # of the daemon's processes alive at both ends (one that exited: not counted)
+
+    def figures(self) -> dict[str, float | None]:
+        return {"daemon_major_faults": float(self.major)}
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What the cgroup counted: its limit, its peak, its OOM kills."""
+
+    cgroup: int  # its version: 1 or 2
+    limit: int | None  # bytes; None: none (a cgroup that only counts)
+    peak: int | None  # bytes: the most the cgroup's processes held (page cache they own too)
+    oom_kills: int  # processes the kernel killed for this cgroup's limit
+    page_cache: int | None = None  # bytes of page cache charged to it now
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One window's samples of the daemon, folded."""
+
+    samples: int
+    kernel: float  # share of samples whose leaf is in the kernel
+    stripped: float  # share of user-space leaves without a symbol
+    self_share: dict[str, float]  # function -> share of samples where it is the leaf
+    folded: tuple[tuple[str, int], ...]  # (stack, samples), most samples first
+
+    def folded_text(self) -> str:
+        return "".join(f"{stack} {n}\n" for stack, n in self.folded)
+
+    def summary(self, functions: int = 10) -> dict[str, Any]:
+        """For the JSON: the shares and the functions most often on CPU."""
+        ranked = sorted(self.self_share.items(), key=lambda kv: -kv[1])[:functions]
+        return {"samples": self.samples, "kernel": round(self.kernel, 4),
+                "stripped": round(self.stripped, 4),
+                "functions": {name: round(share, 4) for name, share in ranked}}
+
+    @classmethod
+    def from_summary(cls, data: Mapping[str, Any]) -> Profile:
+        """A profile as its summary kept it: its shares and top functions, no stacks."""
+        return cls(int(data["samples"]), float(data["kernel"]), float(data["stripped"]),
+                   {str(k): float(v) for k, v in dict(data["functions"]).items()}, ())

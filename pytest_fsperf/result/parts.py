@@ -1,0 +1,112 @@
+"""The parts of a measured workload's result: fio's figures per direction, job and client,
+an in-process engine's operations, the headline and each figure's spread over rounds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from pytest_fsperf.result.daemon import DaemonStats
+from pytest_fsperf.result.store import Requests
+from pytest_fsperf.vocab import ColdRead
+
+
+@runtime_checkable
+class Figured(Protocol):
+    """A reading's value that names figures of its own (a threshold's figure where vocab's
+    METRICS has it; else in the JSON's stats)."""
+
+    def figures(self) -> dict[str, float | None]: ...
+
+
+@dataclass(frozen=True)
+class IoStats:
+    """One direction (read or write) of a fio job, as fio reported it."""
+
+    io_bytes: int
+    bw_bytes: float  # B/s, fio's bw_bytes
+    iops: float
+    total_ios: int
+    runtime_ms: int
+    lat_mean_ns: float
+    lat_p50_ns: float | None
+    lat_p99_ns: float | None
+    lat_p999_ns: float | None
+    lat_kind: str  # "clat" (completion latency) or "lat" (total), whichever fio gave
+
+
+@dataclass(frozen=True)
+class JobStats:
+    """One fio job of several reported apart (fsperf.fio(per_job=True)), as fio printed it."""
+
+    read: IoStats | None
+    write: IoStats | None
+
+    @property
+    def bw_bytes(self) -> float:
+        return sum(d.bw_bytes for d in (self.read, self.write) if d is not None)
+
+
+@dataclass(frozen=True)
+class ClientStats:
+    """One client of a many-client run (fio's client/server mode): its fio server, the
+    directory its job ran in (its own mount), fio's figures for it, and its daemon's."""
+
+    server: str  # host:port of its fio server
+    directory: str
+    read: IoStats | None
+    write: IoStats | None
+    daemon: DaemonStats | None
+    daemon_note: str = ""  # why its daemon was not measured, when it was not
+    host: str = ""  # a host reached over SSH (--fsperf-hosts): its [user@]name[:port]
+    cold_read: ColdRead | None = None  # that host's own cold check, and its evidence
+    cold_evidence: str = ""
+    requests: Requests | None = None  # what its daemon asked of the store, where it counts
+    requests_note: str = ""  # why not, where not
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    mean_ns: float
+    p50_ns: float
+    p99_ns: float
+    max_ns: float
+
+
+@dataclass(frozen=True)
+class OpStats:
+    """A file or metadata engine's run: operations (files, entries) over elapsed time."""
+
+    operation: str  # "read files", "write files", "list", "list+stat", "walk", "stat"
+    count: int
+    io_bytes: int
+    seconds: float
+    per_second: float  # files/s or entries/s
+    bw_bytes: float  # io_bytes / seconds, as the seed program computes MB/s
+    threads: int
+    phases: dict[str, LatencyStats]  # per file: open, first_byte, full, close; per op: op
+    # what moved the files: "native" (the compiled worker), or "python" (threads in this
+    # process), with why the worker did not run where it was wanted
+    generator: str = "python"
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The figures a report leads with (medians over rounds); 0.0: none moved."""
+
+    io_bytes: int
+    bw_bytes: float
+    iops: float
+    ops_per_second: float | None
+    lat_p99_ns: float | None
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One figure over the rounds: how many, the median, MAD, its 95% bootstrap interval."""
+
+    n: int
+    median: float
+    mad: float
+    ci_low: float
+    ci_high: float
