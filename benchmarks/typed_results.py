@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 from pytest_fsperf.judge.runs import fingerprint
 from pytest_fsperf.report import view
-from pytest_fsperf.report.rows import ResultRow, rows
 from pytest_fsperf.result.daemon import DaemonStats
+from pytest_fsperf.result.document import ResultRow, rows
 from pytest_fsperf.result.fuse import FuseOp, FuseRequests
 from pytest_fsperf.result.parts import IoStats
 from pytest_fsperf.result.store import Requests

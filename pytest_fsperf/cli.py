@@ -29,7 +29,7 @@ from pytest_fsperf.judge import history, runs
 from pytest_fsperf.options.parse import MAX_SCALE
 from pytest_fsperf.options.table import OPTIONS
 from pytest_fsperf.report import comment
-from pytest_fsperf.report.rows import Document
+from pytest_fsperf.result.document import Document
 from pytest_fsperf.result.judged import show_documented
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.scenarios.library import SCENARIOS

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from pytest_fsperf.judge.runs import fingerprint
-from pytest_fsperf.report.rows import ResultRow
+from pytest_fsperf.result.document import ResultRow
 from pytest_fsperf.result.parts import IoStats
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.vocab import DaemonCache, EngineKind, PageCache
@@ -50,7 +50,7 @@ def reads_back(doc: dict[str, Any]) -> None:
 
 def read_doc(doc):
     """A canned results file, read into its types: environment, results, comparisons."""
-    from pytest_fsperf.report.rows import Document
+    from pytest_fsperf.result.document import Document
 
     read = Document.of(doc)
     return read.environment, list(read.results), list(read.comparisons)

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_fsperf import cli
 from pytest_fsperf.report import comment
-from pytest_fsperf.report.rows import Document
+from pytest_fsperf.result.document import Document
 from pytest_fsperf.vocab import ExitCode
 from tests.results import result_json
 

@@ -79,7 +79,7 @@ def test_the_report_rows_are_the_schemas_results(doc):
     of the schema's result, and every canned result makes a row, its words as enums."""
     from dataclasses import fields
 
-    from pytest_fsperf.report.rows import ResultRow
+    from pytest_fsperf.result.document import ResultRow
     from pytest_fsperf.vocab import Outcome
 
     props = jsonout.schema()["$defs"]["result"]["properties"]

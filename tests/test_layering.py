@@ -152,15 +152,15 @@ def loaded_by(module: str) -> set[str]:
 
 
 def test_reading_a_results_file_imports_the_contract_alone() -> None:
-    """A results file reads back (report/rows.Document) through the result types and the
+    """A results file reads back (result/document.Document) through the result types and the
     words: not the meters, mounts, processes or judges that made it (61 modules before)."""
-    loaded = loaded_by("report.rows")
-    readers = {"__init__", "report.__init__", "report.rows"}
+    loaded = loaded_by("result.document")
+    readers = {"__init__"}
     outside = sorted(m for m in loaded - readers if STAGES[stage_of(m)][0] not in ("words", "result"))
     assert not outside, outside
     assert len(loaded) <= 24, sorted(loaded)
 
 
 def test_the_import_count_sees_a_module_level_import() -> None:
-    assert "result.workload" in loaded_by("report.rows")
+    assert "result.workload" in loaded_by("result.document")
     assert "mounts.spec" in loaded_by("mounts.mounter")

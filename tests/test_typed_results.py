@@ -95,10 +95,10 @@ def test_the_schema_names_every_verdict_the_plugin_writes() -> None:
 def test_a_result_reads_back_as_the_one_that_wrote_it_with_its_nested_readings() -> None:
     from dataclasses import replace
 
-    from pytest_fsperf.report.rows import ResultRow
     from pytest_fsperf.result.ceiling import Ceiling, CeilingPath
     from pytest_fsperf.result.daemon import DaemonStats, ProcessStats
     from pytest_fsperf.result.daemon import Memory as Reading
+    from pytest_fsperf.result.document import ResultRow
     from pytest_fsperf.result.fuse import FuseOp, FuseRequests
     from pytest_fsperf.result.machine import Mounted
     from pytest_fsperf.result.store import Requests
@@ -144,7 +144,7 @@ def test_a_result_reads_back_as_the_one_that_wrote_it_with_its_nested_readings()
     ({"wall_seconds": True}, "wall_seconds"),
 ])
 def test_a_wrong_result_is_one_error_naming_it(change, said) -> None:
-    from pytest_fsperf.report.rows import ResultRow
+    from pytest_fsperf.result.document import ResultRow
     from tests.results import result_json
 
     with pytest.raises(ValueError, match=said):
@@ -173,15 +173,13 @@ WRITERS = {("jsonout", "finite"), ("jsonout", "write"),
 
 
 def test_the_reports_read_types_not_mappings() -> None:
-    """Only report/rows.py (the reader of a results file's JSON) takes a mapping: every other
+    """Only result/document.py (the reader of a results file's JSON) takes a mapping: every other
     function of report/ is given the types (rows, comparisons, failed tests, environment)."""
     import ast
 
     folder = Path(__file__).resolve().parent.parent / "pytest_fsperf" / "report"
     found = []
     for path in sorted(folder.glob("*.py")):
-        if path.stem == "rows":
-            continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]

@@ -11,7 +11,7 @@ from typing import Any
 
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.report.model import short_test
-from pytest_fsperf.report.rows import ResultRow
+from pytest_fsperf.result.document import ResultRow
 from pytest_fsperf.result.environment import Environment
 
 INSTALL = "pip install pytest-benchmark"

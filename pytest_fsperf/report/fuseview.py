@@ -4,7 +4,7 @@ was not traced (measure/fusetrace.py)."""
 from __future__ import annotations
 
 from pytest_fsperf import units
-from pytest_fsperf.report.rows import ResultRow
+from pytest_fsperf.result.document import ResultRow
 from pytest_fsperf.result.fuse import FuseOp, FuseRequests
 
 Row = ResultRow

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fsperf.infra import outfile
-from pytest_fsperf.report.rows import FailedTest, ResultRow
 from pytest_fsperf.result.comparison import Comparison
+from pytest_fsperf.result.document import FailedTest, ResultRow
 from pytest_fsperf.result.environment import Environment
 from pytest_fsperf.result.schema import SCHEMA_ID, schema
 from pytest_fsperf.saved import runs as saved

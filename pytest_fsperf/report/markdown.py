@@ -10,7 +10,7 @@ from typing import Any
 from pytest_fsperf.report import terminal
 from pytest_fsperf.report.cells import figures
 from pytest_fsperf.report.model import View
-from pytest_fsperf.report.rows import ResultRow
+from pytest_fsperf.result.document import ResultRow
 
 
 def _text(text: object) -> str:

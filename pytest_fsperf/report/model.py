@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pytest_fsperf.report.rows import ResultRow
 from pytest_fsperf.result.comparison import Comparison
+from pytest_fsperf.result.document import ResultRow
 from pytest_fsperf.vocab import METRICS, Decision, Metric, Outcome
 
 HEADER = ("test", "workload", "bandwidth", "per second", "IOPS or ops", "p99 lat", "daemon CPU",

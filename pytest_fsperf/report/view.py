@@ -21,7 +21,6 @@ from pytest_fsperf.report.model import (
     metric_name,
     short_test,
 )
-from pytest_fsperf.report.rows import FailedTest, ResultRow
 from pytest_fsperf.report.tables import (
     baseline_checks,
     ceilings_table,
@@ -33,6 +32,7 @@ from pytest_fsperf.report.tables import (
 )
 from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.daemon import SHORT_WINDOW, countable_cpu
+from pytest_fsperf.result.document import FailedTest, ResultRow
 from pytest_fsperf.result.environment import Environment, FuseKernel
 from pytest_fsperf.vocab import Decision, Difference, Outcome
 

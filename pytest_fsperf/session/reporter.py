@@ -14,7 +14,7 @@ from pytest_fsperf.infra.redact import redact_text
 from pytest_fsperf.judge import history
 from pytest_fsperf.report import benchmark_json, html, jsonout, markdown, terminal, view
 from pytest_fsperf.report.model import View
-from pytest_fsperf.report.rows import FailedTest, comparisons, rows
+from pytest_fsperf.result.document import FailedTest, comparisons, rows
 from pytest_fsperf.result.environment import Environment
 from pytest_fsperf.saved import runs as saved
 from pytest_fsperf.session.state import FsperfSession

@@ -17,8 +17,8 @@ from pytest_fsperf.mounts.mounter import MountedFs, MountPlan
 from pytest_fsperf.options.config import Settings
 from pytest_fsperf.report import jsonout
 from pytest_fsperf.report.environment import environment
-from pytest_fsperf.report.rows import FailedTest, ResultRow
 from pytest_fsperf.result.comparison import Comparison
+from pytest_fsperf.result.document import FailedTest, ResultRow
 from pytest_fsperf.result.environment import Environment, Priced
 from pytest_fsperf.runner.budget import SessionClock
 from pytest_fsperf.runner.target import Target

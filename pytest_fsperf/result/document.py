@@ -1,4 +1,4 @@
-"""The report's rows: each workload's result with its judgement, read once from its JSON
+"""A results file and its rows: each workload's result with its judgement, read once from its JSON
 form (this run's, a worker's, a saved run's) into its types - the result's own
 (WorkloadResult.from_dict, checked against result/schema.json) and the judgement's. The
 renderers read attributes, never keys of the JSON."""
