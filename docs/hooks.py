@@ -132,3 +132,9 @@ if __name__ == "__main__":
         if refresh(text) != text:
             path.write_text(refresh(text))
             print(f"wrote {path}")
+    from pytest_fsperf.result import contract  # the results file's schema, from the types
+
+    shipped = docs.parent / "pytest_fsperf" / "result" / "schema.json"
+    if shipped.read_text() != contract.text():
+        shipped.write_text(contract.text())
+        print(f"wrote {shipped}")

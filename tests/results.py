@@ -52,7 +52,7 @@ def read_doc(doc):
     """A canned results file, read into its types: environment, results, comparisons."""
     from pytest_fsperf.result.document import Document
 
-    read = Document.of(doc)
+    read = Document.read(doc, "canned")
     return read.environment, list(read.results), list(read.comparisons)
 
 

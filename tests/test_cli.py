@@ -127,7 +127,7 @@ def test_a_saved_baseline_of_another_scale_is_not_compared(tmp_path):
 def _run(rounds: list[float], canary: float = 1.0) -> dict[str, object]:
     fingerprint = {"workload": "seq_read_1t", "scale": 0.01, "fs": "fuse.x", "mount_options": "m",
                    "kernel": "k", "machine": "m"}
-    return {"results": [{"test": "t.py::test_read", "name": "seq_read_1t",
+    return {"schema": "pytest-fsperf/1", "results": [{"test": "t.py::test_read", "name": "seq_read_1t",
                          "total": {"bw_bytes": rounds[0], "io_bytes": 1, "ops_per_second": None},
                          "rounds": [{"bw": v, "ops": None} for v in rounds],
                          "fingerprint": fingerprint, "canary": [canary] * 3}]}

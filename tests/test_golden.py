@@ -43,9 +43,9 @@ def test_the_schema_names_every_figure_a_comparison_holds_and_every_page_cache_s
     from pytest_fsperf.vocab import PageCache
 
     defs = jsonout.schema()["$defs"]
-    metric = defs["comparison"]["properties"]["metrics"]["additionalProperties"]["properties"]["metric"]
+    metric = defs["MetricComparison"]["properties"]["metric"]
     assert set(METRICS) <= set(metric["enum"])
-    assert {p.value for p in PageCache} <= set(defs["result"]["properties"]["cache"]["enum"])
+    assert {p.value for p in PageCache} <= set(defs["ResultRow"]["properties"]["cache"]["enum"])
 
 
 def the_view(doc: dict[str, Any]) -> view.View:
@@ -82,7 +82,7 @@ def test_the_report_rows_are_the_schemas_results(doc):
     from pytest_fsperf.result.document import ResultRow
     from pytest_fsperf.vocab import Outcome
 
-    props = jsonout.schema()["$defs"]["result"]["properties"]
+    props = jsonout.schema()["$defs"]["ResultRow"]["properties"]
     own = {f.name for f in fields(ResultRow)} - {"profile_note", "output_file"}
     assert set(props) >= own, sorted(own - set(props))
     rows = [ResultRow.of(r) for r in doc["results"]]

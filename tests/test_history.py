@@ -37,7 +37,7 @@ def result(bw: float, canary: float | None = 100.0, test: str = "t.py::test_read
 
 
 def run(i: int, *results: dict[str, Any], build: str = "") -> Run:
-    doc = {"created": f"2026-11-01T{i // 60:02d}:{i % 60:02d}:00+0000",
+    doc = {"schema": "pytest-fsperf/1", "created": f"2026-11-01T{i // 60:02d}:{i % 60:02d}:00+0000",
            "environment": {"build": {"id": build}} if build else {}, "results": list(results)}
     return Run(f"run{i:03d}", doc["created"], saved.build_of(doc), doc)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 # s: CPU time over a shorter window (10 ms clock ticks) says little: the daemon's CPU%, and
 # the rest of the machine (measure/rest.py), share the one limit
@@ -102,6 +102,15 @@ class Memory:
     page_cache: int | None = None  # bytes of page cache charged to it now
 
 
+class ProfileSummary(TypedDict):
+    """The daemon's CPU profile of an A/B's profiled pair, as a results file keeps it."""
+
+    samples: int
+    kernel: float  # share of samples whose leaf is in the kernel
+    stripped: float  # share of user-space leaves without a symbol
+    functions: dict[str, float]  # the functions most often the leaf: share of samples
+
+
 @dataclass(frozen=True)
 class Profile:
     """One window's samples of the daemon, folded."""
@@ -115,7 +124,7 @@ class Profile:
     def folded_text(self) -> str:
         return "".join(f"{stack} {n}\n" for stack, n in self.folded)
 
-    def summary(self, functions: int = 10) -> dict[str, Any]:
+    def summary(self, functions: int = 10) -> ProfileSummary:
         """For the JSON: the shares and the functions most often on CPU."""
         ranked = sorted(self.self_share.items(), key=lambda kv: -kv[1])[:functions]
         return {"samples": self.samples, "kernel": round(self.kernel, 4),

@@ -6,7 +6,7 @@ renderers read attributes, never keys of the JSON."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -15,7 +15,8 @@ from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.environment import Environment
 from pytest_fsperf.result.judged import Check, Described, RunComparison
 from pytest_fsperf.result.parts import Headline, Spread
-from pytest_fsperf.result.schema import check, check_version
+from pytest_fsperf.result.schema import check
+from pytest_fsperf.result.versions import upgrade
 from pytest_fsperf.result.workload import WorkloadResult, summary
 from pytest_fsperf.vocab import Outcome
 
@@ -71,10 +72,9 @@ class ResultRow(WorkloadResult):
 
     @classmethod
     def of(cls, doc: Mapping[str, Any]) -> ResultRow:
-        """The row of a result's JSON form (verdict_own: the verdict where not written)."""
+        """The row of a result's JSON form, of the current version (versions.upgrade)."""
         check(doc, "result", f"result {str(doc.get('test', '?'))[:200]}::{str(doc.get('name', '?'))[:100]}")
         row = cls.from_dict(doc)
-        row = row if "verdict_own" in doc else replace(row, verdict_own=row.verdict)
         given = doc.get("stats")
         if isinstance(given, Mapping) and given:  # what to_dict worked out (the same, seeded)
             row.__dict__["stats"] = typed.read(_Spreads, {"by": given}, "stats").by
@@ -124,16 +124,17 @@ class Document:
 
     @classmethod
     def read(cls, doc: Mapping[str, Any], what: str) -> Document:
-        """A file's document: of this version, and read (ValueError: what is wrong, and where)."""
-        check_version(doc, what)
+        """A file's document of any version this project has written, brought to this one and
+        read (ValueError: what is wrong, and where)."""
         try:
-            return cls.of(doc)
+            return cls.of(upgrade(doc))
         except ValueError as exc:
             raise ValueError(f"{what}: {exc}") from None
 
     @classmethod
     def of(cls, doc: Mapping[str, Any]) -> Document:
-        """ValueError names what does not read (the file's version is not checked here)."""
+        """ValueError names what does not read (of the current version: read() brings an
+        older one to it)."""
         env = doc.get("environment")
         return cls(Environment.from_dict(env) if isinstance(env, Mapping) and env else None,
                    tuple(rows(doc.get("results") or [])),

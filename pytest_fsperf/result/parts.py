@@ -92,13 +92,14 @@ class OpStats:
 
 @dataclass(frozen=True)
 class Headline:
-    """The figures a report leads with (medians over rounds); 0.0: none moved."""
+    """The figures a report leads with (medians over rounds); 0.0: none moved (what a file
+    from before a figure was written holds for it)."""
 
-    io_bytes: int
-    bw_bytes: float
-    iops: float
-    ops_per_second: float | None
-    lat_p99_ns: float | None
+    io_bytes: int = 0
+    bw_bytes: float = 0.0
+    iops: float = 0.0
+    ops_per_second: float | None = None
+    lat_p99_ns: float | None = None
 
 
 @dataclass(frozen=True)

@@ -31,15 +31,18 @@ ADDED = frozenset({"total", "stats", "verdict", "failures", "baseline_checks", "
 JUDGEMENT = ADDED | {"verdict_own", "not_judged", "limits", "baseline"}
 
 
+PARTS = {"result": "ResultRow", "comparison": "Comparison"}  # a part's definition
+
+
 @functools.cache
 def _validator(part: str) -> jsonschema.protocols.Validator:
     whole = schema()
     if part == "measured":
-        result = whole["$defs"]["result"]
+        result = whole["$defs"][PARTS["result"]]
         target = {**result, "required": [k for k in result["required"] if k not in ADDED],
                   "$defs": whole["$defs"]}
     else:
-        target = whole if part == "document" else {**whole["$defs"][part], "$defs": whole["$defs"]}
+        target = whole if part == "document" else {**whole["$defs"][PARTS[part]], "$defs": whole["$defs"]}
     kind = jsonschema.validators.validator_for(whole)
     arrays = kind.TYPE_CHECKER.redefine("array", lambda _c, x: isinstance(x, list | tuple))
     made: jsonschema.protocols.Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
@@ -55,10 +58,3 @@ def check(data: Mapping[str, Any], part: str, what: str) -> None:
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "the top"
         raise ValueError(f"{what}: at {where}: {error.message[:200]}")
-
-
-def check_version(doc: Mapping[str, Any], what: str) -> None:
-    """A results file of this version: another's fields may mean other things."""
-    found = doc.get("schema")
-    if found != SCHEMA_ID:
-        raise ValueError(f"{what}: written as {str(found)[:60]!r}, this version reads {SCHEMA_ID!r}")

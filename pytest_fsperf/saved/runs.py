@@ -17,6 +17,7 @@ from pytest_fsperf.errors import UsageError
 from pytest_fsperf.infra import inputs
 from pytest_fsperf.result.machine import Rest
 from pytest_fsperf.result.parts import Headline, Spread
+from pytest_fsperf.result.versions import upgrade
 
 CREATED = "%Y-%m-%dT%H:%M:%S%z"  # when a run was written (its `created`), as strftime writes it
 
@@ -58,10 +59,22 @@ def read_run(path: Path, where: str) -> dict[str, Any]:
         doc: dict[str, Any] = inputs.read_json(path)
     except inputs.InputError as exc:
         raise UsageError(f"{where}: saved run {path} {exc}") from None
-    problem = shape_problem(doc)
+    try:
+        return checked(doc)
+    except ValueError as exc:
+        raise UsageError(f"{where}: {path} is not a saved run: {exc}") from None
+
+
+def checked(doc: object) -> dict[str, Any]:
+    """A saved run's document brought to this version (versions.upgrade) and checked;
+    ValueError says why it is not a saved run."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        raise ValueError("no `results` list")
+    current = upgrade(doc)
+    problem = shape_problem(current)
     if problem:
-        raise UsageError(f"{where}: {path} is not a saved run: {problem}")
-    return doc
+        raise ValueError(problem)
+    return current
 
 
 def shape_problem(doc: object) -> str | None:
@@ -112,10 +125,6 @@ class SavedResult:
             if isinstance(data.get(many), list) and len(data[many]) > MAX_ROUNDS:
                 raise ValueError(f"{len(data[many])} {many}: a run makes at most {MAX_ROUNDS}")
         own = {k: v for k, v in data.items() if k in typed.names(cls) and v is not None}
-        total = own.get("total")
-        if isinstance(total, dict):  # files from before these were written keep 0 for them
-            own["total"] = {"io_bytes": 0, "bw_bytes": 0.0, "iops": 0.0, "ops_per_second": None,
-                            "lat_p99_ns": None, **total}
         return typed.read(cls, own, f"result {str(data.get('test', '?'))[:200]}::"
                                     f"{str(data.get('name', '?'))[:100]}")
 
@@ -188,9 +197,10 @@ def read(files: Iterable[Path]) -> tuple[list[Run], list[str]]:
         except inputs.InputError as exc:
             skipped.append(f"{path}: {exc}")
             continue
-        problem = shape_problem(doc)
-        if problem:
-            skipped.append(f"{path}: not a saved run: {problem}")
+        try:
+            doc = checked(doc)
+        except ValueError as exc:
+            skipped.append(f"{path}: not a saved run: {exc}")
             continue
         found.append(Run(path.stem, str(doc.get("created") or ""), build_of(doc), doc))
     found.sort(key=lambda r: (_when(r.created), r.name))
