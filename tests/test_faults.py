@@ -65,7 +65,7 @@ def test_a_cold_read_says_the_daemons_faults_in_its_result_and_json(pytester, bi
 
 
 def test_the_faults_figure_is_declared_once_and_judged_by_marker_ab_and_history() -> None:
-    """Issue 65's worked example: the meter's figure is one registry entry (vocab.METRICS:
+    """Issue 65's worked example: the meter's figure is one registry entry (figures.METRICS:
     its keyword, compared, history); no other list names it, and it is a marker's bound, an
     A/B's judged figure and a history series."""
     import dataclasses
@@ -93,3 +93,26 @@ def test_the_faults_figure_is_declared_once_and_judged_by_marker_ab_and_history(
     runs = [run(i, {**saved_result(1e9), "rounds": [{"bw": 1e9, "daemon_major_faults": 3.0 + i}]})
             for i in range(3)]
     assert any(s.figure == "daemon_major_faults" for s in history.series(runs))
+
+
+def test_a_bounded_figure_gets_its_column_in_the_results_table() -> None:
+    """The registry's column (Metric.column): shown where a test bounds the figure, with the
+    figure (its median), '-' where a row did not measure it; absent where nothing bounds it."""
+    from pytest_fsperf.report import terminal, view
+    from pytest_fsperf.result.daemon import Faults
+    from pytest_fsperf.result.document import ResultRow
+    from tests.results import result_json
+
+    bound = {"daemon_major_faults": {"bound": "max", "limit": 5.0, "text": "max_major_faults 5"}}
+    rows = [ResultRow.of({**result_json(name="faulted", faults=Faults(40, 7, 1)), "limits": bound}),
+            ResultRow.of(result_json(name="plain"))]
+    table = terminal.render(view.build(None, rows, [], False))
+    head = next(line for line in table if line.lstrip().startswith("test"))
+    assert "major faults" in head.split("daemon peak mem")[1].split("cache")[0]
+    faulted = next(line for line in table if "faulted" in line)
+    plain = next(line for line in table if " plain " in line)
+    column = head.index("major faults")
+    assert faulted[column:column + 12].strip() == "7"
+    assert plain[column:column + 12].strip() == "-"
+    unbounded = terminal.render(view.build(None, [ResultRow.of(result_json(faults=Faults(1, 2, 1)))], [], False))
+    assert not any("major faults" in line for line in unbounded)

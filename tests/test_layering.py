@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_fsperf"
 
 # Bottom first. A module may import from its own stage and any stage below it.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
-    ("words", ("units", "vocab", "errors", "stats", "version", "typed")),
+    ("words", ("units", "vocab", "figures", "errors", "stats", "version", "typed")),
     # the contract: what a workload produced and how it was judged, plain frozen data that
     # imports only the words; meters and judges make it, a results file reads back into it
     ("result", ("result",)),
@@ -32,7 +32,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("ceilings", ("ceilings",)),  # what the store, FUSE and tmpfs move for the same job
     ("report", ("report",)),  # terminal, Markdown, HTML, JSON
     ("session", ("session",)),  # the session object: mounts, the store, saved runs
-    ("top", ("fixture", "plugin", "stores", "cli", "keys", "hooks", "suites", "bisect", "__init__", "__main__")),
+    ("top", ("fixture", "plugin", "stores", "cli", "cli_parser", "keys", "hooks", "suites", "bisect", "__init__", "__main__")),
 ]
 WORDS = STAGES[0][1]
 # Stages that never import pytest: everything below the session (the measuring core).
@@ -164,3 +164,26 @@ def test_reading_a_results_file_imports_the_contract_alone() -> None:
 def test_the_import_count_sees_a_module_level_import() -> None:
     assert "result.workload" in loaded_by("result.document")
     assert "mounts.spec" in loaded_by("mounts.mounter")
+
+
+def test_every_readings_fields_are_the_results_of_the_same_type() -> None:
+    """A reading reaches the result by its fields' names (runner/window.py): each field of
+    every Reading is a WorkloadResult field whose annotation is the same, so a renamed or
+    retyped field fails here, not in a session."""
+    import dataclasses
+    import importlib
+    import typing
+
+    from pytest_fsperf.measure.reading import Reading
+    from pytest_fsperf.result.workload import WorkloadResult
+
+    for module in modules():
+        if module.startswith(("measure.", "runner.")):
+            importlib.import_module(f"pytest_fsperf.{module}")
+    kinds = Reading.__subclasses__()
+    assert len(kinds) >= 10, kinds
+    result = typing.get_type_hints(WorkloadResult)
+    wrong = [f"{k.__name__}.{name}: {kind} vs {result.get(name)}" for k in kinds
+             for name, kind in typing.get_type_hints(k).items()
+             if name in {f.name for f in dataclasses.fields(k)} and result.get(name) != kind]
+    assert not wrong, wrong

@@ -216,6 +216,23 @@ def test_more_requests_at_the_same_speed_is_a_regression_in_cost():
     assert fewer.outcome == RunOutcome.PASS  # fewer requests never fail a run
 
 
+
+@pytest.mark.unit
+def test_the_counts_a_saved_run_judges_are_the_registrys():
+    """judge/runs.SAVED is made from figures.METRICS (Metric.saved): the FUSE requests too,
+    named by the registry's label."""
+    from pytest_fsperf.figures import METRICS
+    from pytest_fsperf.judge.runs import SAVED
+
+    assert SAVED == tuple(k for k, m in METRICS.items() if m.saved) and "fuse_requests" in SAVED
+    old = res(OLD)
+    old["rounds"] = [{"bw": v, "fuse_requests": 300} for v in OLD]
+    new = res(OLD)
+    new["rounds"] = [{"bw": v, "fuse_requests": 900} for v in OLD]
+    c = compare("base", "t::w", old, new, 0.05)
+    assert c.outcome == RunOutcome.REGRESSION and c.metric == "fuse_requests"
+    assert "FUSE requests 300 -> 900, more in every round" in c.message(0.05)
+
 def _runs(rng, k, rounds, run_sd, round_sd, level=100.0):
     """k runs of `rounds` rounds: each run's level drifts (the machine, the day), rounds
     scatter around it."""

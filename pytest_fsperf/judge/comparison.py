@@ -9,17 +9,17 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_fsperf.figures import METRICS as FIGURES
 from pytest_fsperf.judge import where as fuse_where
 from pytest_fsperf.judge.paired import ALPHA, Budget, Paired, log_ratios, paired, pairs_needed, spread_of
 from pytest_fsperf.result.comparison import Comparison, MetricComparison
 from pytest_fsperf.result.daemon import SHORT_WINDOW
 from pytest_fsperf.result.workload import WorkloadResult
-from pytest_fsperf.vocab import METRICS as FIGURES
 from pytest_fsperf.vocab import CompareKind, Difference, Direction, EngineKind, Settled
 
 # The figures an A/B compares. Daemon CPU is compared per GB moved: a throttled side uses
 # less CPU per second only because it moves less, and must not look "better" for it.
-# the figures an A/B judges, as the registry says (vocab.METRICS: Metric.compared)
+# the figures an A/B judges, as the registry says (figures.METRICS: Metric.compared)
 METRICS = tuple(key for key, m in FIGURES.items() if m.compared)
 
 

@@ -24,10 +24,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from pytest_fsperf.figures import METRICS
 from pytest_fsperf.measure.rest import REST_LIMIT
 from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.saved.runs import Run, SavedResult
-from pytest_fsperf.vocab import METRICS, CompareKind
+from pytest_fsperf.vocab import CompareKind
 
 INSTALL = "pip install 'pytest-fsperf[history]' (Apache Otava)"
 MAX_PVALUE = 0.001  # Otava's default: a change point must be this unlikely by chance

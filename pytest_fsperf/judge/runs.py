@@ -20,6 +20,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_fsperf.figures import METRICS
 from pytest_fsperf.judge.paired import t_quantile
 from pytest_fsperf.measure import canary
 from pytest_fsperf.result.environment import Environment
@@ -53,28 +54,33 @@ def fingerprint(scenario: str | None, options: Mapping[str, str], mount: Mounted
     }
 
 
-def _more_requests(run: str, key: str, old: SavedResult, new: SavedResult,
-                   history: list[tuple[str, SavedResult]], tolerance: float
-                   ) -> RunComparison | None:
-    """The object-store requests of a workload are near fixed for a build and its options:
-    more than the tolerance more in every round than in any saved one is a regression in
-    what the workload costs, even at the same speed."""
-    metric = "req_total"
-    a = ([statistics.median(v) for _n, r in history if (v := r.values(metric))]
-         if len(history) > 1 else old.values(metric))
-    b = new.values(metric)
-    if not a or not b:
-        return None
-    then, now = statistics.median(a), statistics.median(b)
-    if now <= then * (1 + tolerance) or min(b) <= max(a):
-        return None
-    ratio = (now + 0.5) / (then + 0.5) if then == 0 else now / then
-    low = (min(b) + 0.5) / (max(a) + 0.5) if max(a) == 0 else min(b) / max(a)
-    high = (max(b) + 0.5) / (min(a) + 0.5) if min(a) == 0 else max(b) / min(a)
-    return RunComparison(run, key, metric, RunOutcome.REGRESSION, a, b, ratio, low, high, [],
-                         [n for n, _r in history],
-                         note=f"object-store requests {then:.0f} -> {now:.0f}, more in every "
-                              "round (the range shown is min/max, not an interval)")
+# the counts a saved run's comparison judges beside the deciding rate, as the registry says
+# (figures.METRICS: Metric.saved)
+SAVED = tuple(key for key, m in METRICS.items() if m.saved)
+
+
+def _more(run: str, key: str, old: SavedResult, new: SavedResult,
+          history: list[tuple[str, SavedResult]], tolerance: float) -> RunComparison | None:
+    """A count a build and its options fix (the object-store requests, the FUSE requests)
+    more than the tolerance higher in every round than in any saved one is a regression in
+    what the workload costs, even at the same speed: the first such figure."""
+    for metric in SAVED:
+        a = ([statistics.median(v) for _n, r in history if (v := r.values(metric))]
+             if len(history) > 1 else old.values(metric))
+        b = new.values(metric)
+        if not a or not b:
+            continue
+        then, now = statistics.median(a), statistics.median(b)
+        if now <= then * (1 + tolerance) or min(b) <= max(a):
+            continue
+        ratio = (now + 0.5) / (then + 0.5) if then == 0 else now / then
+        low = (min(b) + 0.5) / (max(a) + 0.5) if max(a) == 0 else min(b) / max(a)
+        high = (max(b) + 0.5) / (min(a) + 0.5) if min(a) == 0 else max(b) / min(a)
+        return RunComparison(run, key, metric, RunOutcome.REGRESSION, a, b, ratio, low, high, [],
+                             [n for n, _r in history],
+                             note=f"{METRICS[metric].label} {then:.0f} -> {now:.0f}, more in "
+                                  "every round (the range shown is min/max, not an interval)")
+    return None
 
 
 def rounds_needed(spread: float, tolerance: float) -> int:
@@ -148,7 +154,7 @@ def compare(run: str, key: str, old: SavedResult, new: SavedResult, tolerance: f
                Direction.SAME: RunOutcome.PASS}.get(direction, RunOutcome.INCONCLUSIVE)
     if outcome == RunOutcome.INCONCLUSIVE and lo is not None and lo >= 1 - tolerance:
         outcome = RunOutcome.PASS  # no slowdown beyond tolerance is possible; a speed-up is not proven
-    if outcome != RunOutcome.REGRESSION and (more := _more_requests(run, key, old, new, history, tolerance)):
+    if outcome != RunOutcome.REGRESSION and (more := _more(run, key, old, new, history, tolerance)):
         return more
     note = _one_round_note(a, b, tolerance) if min(len(a), len(b)) < 2 else ""
     if note and len(history) < 2:  # one round against one run: no spread, nothing decided

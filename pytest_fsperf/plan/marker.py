@@ -14,12 +14,12 @@ from dataclasses import dataclass, replace
 
 from pytest_fsperf import units
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.vocab import METRICS, OPCODES, Metric
+from pytest_fsperf.figures import METRICS, OPCODES, Metric
 
 
 @dataclass(frozen=True)
 class Keyword:
-    """A marker keyword: a bound on one figure of the metric registry (vocab.METRICS)."""
+    """A marker keyword: a bound on one figure of the metric registry (figures.METRICS)."""
 
     figure: Metric
     bound: str  # "min" or "max"
@@ -47,7 +47,7 @@ class Keyword:
                                series=label), self.bound)
 
 
-# each figure's bounds, as the registry declares them (vocab.METRICS: Metric.keywords)
+# each figure's bounds, as the registry declares them (figures.METRICS: Metric.keywords)
 KEYWORDS: dict[str, Keyword] = {
     name: Keyword(m, name.split("_", 1)[0]) for m in METRICS.values() for name in m.keywords}
 

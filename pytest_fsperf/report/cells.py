@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pytest_fsperf import units
+from pytest_fsperf.figures import METRICS
 from pytest_fsperf.measure.timeline import sparkline
 from pytest_fsperf.report.model import (
     Figure,
@@ -10,7 +11,7 @@ from pytest_fsperf.report.model import (
     short_test,
 )
 from pytest_fsperf.result.daemon import DaemonStats
-from pytest_fsperf.vocab import METRICS, ColdRead, DaemonCache, FilesOp, PageCache
+from pytest_fsperf.vocab import ColdRead, DaemonCache, FilesOp, PageCache
 
 
 def figures(r: Row) -> tuple[Figure, ...]:
@@ -113,8 +114,22 @@ def rate_cells(r: Row) -> tuple[str, str]:
                 + _spread(r, "ops"))
 
 
-def row(r: Row, saved: bool = False) -> tuple[str, ...]:
-    """saved: add the column of the comparison with a saved run (its own verdict)."""
+def bounded(rows: list[Row]) -> tuple[str, ...]:
+    """The figures with a column of their own (figures.METRICS: Metric.column) that a shown
+    test bounds, in the registry's order: the results table adds a column for each."""
+    named = {key for r in rows for key in r.limits}
+    return tuple(key for key, m in METRICS.items() if m.column and key in named)
+
+
+def judged_cell(r: Row, key: str) -> str:
+    """A bounded figure's cell: its median over the rounds, or '-' (not measured)."""
+    value = r.median(key)
+    return METRICS[key].show(value) if value is not None else "-"
+
+
+def row(r: Row, saved: bool = False, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """saved: add the column of the comparison with a saved run (its own verdict); extra:
+    the bounded figures' columns (bounded())."""
     p99 = r.headline.lat_p99_ns
     cpu, mem = daemon_cells(r)
     bw, rate = rate_cells(r)
@@ -122,7 +137,7 @@ def row(r: Row, saved: bool = False) -> tuple[str, ...]:
     # a workload the test does not judge (a layout step, a gate's reference) reads as secondary
     name = r.name if r.judged else f"{r.name} (not judged)"
     cells: tuple[str, ...] = (short_test(r), name, bw, spark(r) or "-", rate, lat, cpu, mem,
-                              cache_cell(r),
+                              *(judged_cell(r, key) for key in extra), cache_cell(r),
                               str(r.verdict_own))
     if saved:
         c = r.run_comparison

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pytest_fsperf.figures import METRICS
 from pytest_fsperf.report.cells import figures
 from pytest_fsperf.report.model import (
     Bar,
@@ -15,7 +16,6 @@ from pytest_fsperf.report.model import (
     short_test,
 )
 from pytest_fsperf.result.comparison import Comparison
-from pytest_fsperf.vocab import METRICS
 
 
 def _bar(r: Row, text: str, value: float, metric: str, side: str = "now") -> Bar:

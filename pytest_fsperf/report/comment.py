@@ -9,13 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from pytest_fsperf.figures import METRICS
 from pytest_fsperf.judge.comparison import settled
 from pytest_fsperf.judge.paired import ALPHA, PASS_ALPHA, SAME_LEVEL
 from pytest_fsperf.report.model import metric_name, short_test
 from pytest_fsperf.report.view import build, unexplained
 from pytest_fsperf.result.comparison import Comparison, MetricComparison
 from pytest_fsperf.result.document import Document
-from pytest_fsperf.vocab import METRICS, Decision, ExitCode, Outcome
+from pytest_fsperf.vocab import Decision, ExitCode, Outcome
 
 MARKER = "<!-- pytest-fsperf -->"  # how the CI step finds its own comment to update it
 LIMIT = 65536  # GitHub's largest comment, in characters

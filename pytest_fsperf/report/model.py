@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pytest_fsperf.figures import METRICS, Metric
 from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.document import ResultRow
-from pytest_fsperf.vocab import METRICS, Decision, Metric, Outcome
+from pytest_fsperf.vocab import Decision, Outcome
 
 HEADER = ("test", "workload", "bandwidth", "per second", "IOPS or ops", "p99 lat", "daemon CPU",
           "daemon peak mem", "cache", "verdict")

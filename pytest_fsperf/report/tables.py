@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from pytest_fsperf import units
+from pytest_fsperf.figures import METRICS
 from pytest_fsperf.report import fuseview
 from pytest_fsperf.report.cells import daemon_cells, rate_cells
 from pytest_fsperf.report.model import (
@@ -25,7 +26,7 @@ from pytest_fsperf.result.judged import Described
 from pytest_fsperf.result.parts import ClientStats
 from pytest_fsperf.scenarios.library import SCENARIOS
 from pytest_fsperf.stats import median
-from pytest_fsperf.vocab import METRICS, CompareKind
+from pytest_fsperf.vocab import CompareKind
 
 SHOWN_RUNS = 6  # an A/B of 90 short pairs would print 90 figures per cell
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from pytest_fsperf import units
+from pytest_fsperf.figures import METRICS
 from pytest_fsperf.judge.paired import ALPHA
 from pytest_fsperf.plan.conditions import conditions_text
 from pytest_fsperf.report import fuseview
-from pytest_fsperf.report.cells import row
+from pytest_fsperf.report.cells import bounded, row
 from pytest_fsperf.report.charts import bar_charts, timelines
 from pytest_fsperf.report.model import (
     HEADER,
@@ -349,15 +350,18 @@ def build(env: Environment | None, given: Sequence[ResultRow],
                              baseline_checks(results, gated, env),
                              run_comparisons(results)) if s]
     saved = any(r.run_comparison for r in shown)
-    head = HEADER + (("vs saved run",) if saved else ())
-    extra = ([f"{len(results) - len(shown)} runs of A/B comparisons: in their sections below"]
-             if len(shown) < len(results) else [])
+    extra = bounded(shown)
+    head = (*HEADER[:8], *(METRICS[key].column for key in extra), *HEADER[8:],
+            *(("vs saved run",) if saved else ()))
+    told = ([f"{len(results) - len(shown)} runs of A/B comparisons: in their sections below"]
+            if len(shown) < len(results) else [])
     decision, said = summary(shown, comparisons, inconclusive_fails, failed_tests)
-    extra += time_spent(comparisons, *clock)
+    told += time_spent(comparisons, *clock)
     return View(header(env) + elsewhere(env, results),
-                Table(head, tuple(row(r, saved) for r in shown), frozenset(range(2, 8))),
+                Table(head, tuple(row(r, saved, extra) for r in shown),
+                      frozenset(range(2, 8 + len(extra)))),
                 tuple(r.verdict for r in results),
-                tuple(notes(shown) + extra) if results else (),
+                tuple(notes(shown) + told) if results else (),
                 bar_charts(shown, references(results, shown, comparisons)), tuple(sections),
                 said, timelines(results, comparisons, behind), decision)
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from pytest_fsperf import typed
 from pytest_fsperf.errors import NotCompared
+from pytest_fsperf.figures import METRICS as FIGURES
 from pytest_fsperf.result.judged import Expectation
 from pytest_fsperf.result.schema import check
-from pytest_fsperf.vocab import METRICS as FIGURES
 from pytest_fsperf.vocab import CompareKind, Difference, Text
 
 

@@ -21,6 +21,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_fsperf.figures import METRICS
 from pytest_fsperf.result.comparison import Comparison, MetricComparison
 from pytest_fsperf.result.daemon import DaemonStats, Profile, ProfileSummary
 from pytest_fsperf.result.document import FailedTest, ResultRow
@@ -31,7 +32,6 @@ from pytest_fsperf.result.schema import SCHEMA_ID
 from pytest_fsperf.result.store import Requests
 from pytest_fsperf.result.timeline import Timeline
 from pytest_fsperf.result.workload import WorkloadResult
-from pytest_fsperf.vocab import METRICS
 
 
 @dataclass(frozen=True)

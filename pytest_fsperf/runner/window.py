@@ -21,6 +21,7 @@ from pytest_fsperf.measure.placement import pinned
 from pytest_fsperf.measure.reading import Instrument, Reading
 from pytest_fsperf.measure.rest import own_cpu
 from pytest_fsperf.mounts.daemon import Lookup
+from pytest_fsperf.mounts.mounter import MountedFs
 from pytest_fsperf.result.parts import OpStats
 from pytest_fsperf.result.store import Cost, Requests
 from pytest_fsperf.result.workload import WorkloadResult
@@ -110,35 +111,9 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
                steps if page else ())
     if before is not None:  # after the cold start, before the meters: e.g. files opened
         before(w)
-    moved = counter if timed_io else None
-    others = [p.lookup_daemon() for p in ws.peers[:peers]]
-    w.peers = [(o, DaemonMeter(o.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
-                if o.daemon else None) for o in others]
-    daemons = Daemons(label, DaemonMeter(lookup.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
-                      if lookup.daemon else None, w.peers)
-    pids = [m.pid for o in (lookup, *others) if o.daemon for m in o.daemon.members]
-    context = Context(ws, lookup, pids, label)
-    # (also for a cold read on a daemon not restarted: what its memory may already hold)
-    unknown = w.cache.cold and w.daemon_cache == DaemonCache.UNKNOWN
-    rss_before = w.rss_before
-    if (ws.rss_settle or unknown) and rss_before is None:
-        rss_before = rss_of(lookup)
-    owned = ws.target.owned
-    cage = CageMemory(owned.cage) if owned is not None and owned.cage is not None else None
-    disk = CacheDisk.made(context)
-    store = StoreRequests(ws, here)
-    w.received = store.received
-    # read around the whole window: the store's counters first, the cgroup's and the RSS last
-    outer: list[Instrument[Reading]] = [i for i in (
-        store, cage, DaemonRss(lookup, rss_before, ws.rss_settle)) if i is not None]
-    made = [make(context) for make in PINNED]
-    w.put(*(m for m in made if isinstance(m, Reading)))  # why a meter is not here
-    inner: list[Instrument[Reading]] = [m for m in made if m is not None and not isinstance(m, Reading)]
-    trace = next((m for m in inner if isinstance(m, FuseTrace)), None)
-    limit = ws.state.settings.stall_limit
-    sampler = timeline.Sampler(counter, pids, (lambda: disk.meter.last) if disk else None,
-                               stall_limit=limit if on_exit is not None else None,
-                               on_stall=on_exit)
+    m = _meters(ws, w, lookup, label, counter, on_exit, timed_io, peers, here, spanned)
+    daemons, outer, inner, sampler, disk, limit = m.daemons, m.outer, m.inner, m.sampler, m.disk, m.limit
+    owned, cage, pids = ws.target.owned, m.cage, m.pids
     sampled = Sampled(sampler)
     for each in outer:
         each.start()
@@ -153,7 +128,7 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
             release.callback(shown.stop)
         for each in inner:
             release.callback(each.abort)
-        release.callback(_timeline, w, sampled, trace)
+        release.callback(_timeline, w, sampled, m.trace)
         try:
             daemons.start()
             w.put(PlacementReading(ws.settings.cpus.placement(ws.paired)))
@@ -185,13 +160,75 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
             for each in outer:
                 w.put(each.stop(w))
         except DaemonExited as exc:  # the target's own daemon: what its log said last
-            mine = daemons.meter is not None and exc.pid == daemons.meter.daemon.pid
-            said = owned.last_words() if owned is not None and mine else ""
-            oom = oom_cause(cage.cage if cage else None, cage.killed if cage else 0) if mine else ""
-            if not said and not oom:
+            told = _death(exc, daemons, owned, cage)
+            if told is None:
                 raise
-            kind = KilledForMemory if oom else DaemonExited
-            raise kind(f"{oom}{exc}" + (f"; its log ends: {said}" if said else ""), exc.pid) from None
+            raise told from None
+
+
+@dataclasses.dataclass
+class _Meters:
+    """What measures a window, made before it opens."""
+
+    daemons: Daemons
+    outer: list[Instrument[Reading]]  # read around the whole window
+    inner: list[Instrument[Reading]]  # started last, stopped first
+    trace: FuseTrace | None
+    sampler: timeline.Sampler
+    disk: CacheDisk | None
+    cage: CageMemory | None
+    pids: list[int]
+    limit: float | None  # the stall limit
+
+
+def _meters(ws: Space, w: Window, lookup: Lookup, label: str, counter: Callable[[], int],
+            on_exit: Callable[[], None] | None, timed_io: bool, peers: int, here: bool,
+            spanned: bool) -> _Meters:
+    """The window's meters: the daemons' (and the first `peers` other clients'), the store's,
+    the cgroup's, the RSS, the pinned instruments and the sampler."""
+    moved = counter if timed_io else None
+    others = [p.lookup_daemon() for p in ws.peers[:peers]]
+    w.peers = [(o, DaemonMeter(o.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
+                if o.daemon else None) for o in others]
+    daemons = Daemons(label, DaemonMeter(lookup.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
+                      if lookup.daemon else None, w.peers)
+    pids = [m.pid for o in (lookup, *others) if o.daemon for m in o.daemon.members]
+    context = Context(ws, lookup, pids, label)
+    # (also for a cold read on a daemon not restarted: what its memory may already hold)
+    unknown = w.cache.cold and w.daemon_cache == DaemonCache.UNKNOWN
+    rss_before = w.rss_before
+    if (ws.rss_settle or unknown) and rss_before is None:
+        rss_before = rss_of(lookup)
+    owned = ws.target.owned
+    cage = CageMemory(owned.cage) if owned is not None and owned.cage is not None else None
+    disk = CacheDisk.made(context)
+    store = StoreRequests(ws, here)
+    w.received = store.received
+    # read around the whole window: the store's counters first, the cgroup's and the RSS last
+    outer: list[Instrument[Reading]] = [i for i in (
+        store, cage, DaemonRss(lookup, rss_before, ws.rss_settle)) if i is not None]
+    made = [make(context) for make in PINNED]
+    w.put(*(m for m in made if isinstance(m, Reading)))  # why a meter is not here
+    inner: list[Instrument[Reading]] = [m for m in made if m is not None and not isinstance(m, Reading)]
+    trace = next((m for m in inner if isinstance(m, FuseTrace)), None)
+    limit = ws.state.settings.stall_limit
+    sampler = timeline.Sampler(counter, pids, (lambda: disk.meter.last) if disk else None,
+                               stall_limit=limit if on_exit is not None else None,
+                               on_stall=on_exit)
+    return _Meters(daemons, outer, inner, trace, sampler, disk, cage, pids, limit)
+
+
+def _death(exc: DaemonExited, daemons: Daemons, owned: MountedFs | None,
+           cage: CageMemory | None) -> DaemonExited | None:
+    """The target's own daemon's death with what its log said last and whether the kernel
+    killed it for memory; None where there is nothing to add."""
+    mine = daemons.meter is not None and exc.pid == daemons.meter.daemon.pid
+    said = owned.last_words() if owned is not None and mine else ""
+    oom = oom_cause(cage.cage if cage else None, cage.killed if cage else 0) if mine else ""
+    if not said and not oom:
+        return None
+    kind = KilledForMemory if oom else DaemonExited
+    return kind(f"{oom}{exc}" + (f"; its log ends: {said}" if said else ""), exc.pid)
 
 
 class KilledForMemory(DaemonExited):
