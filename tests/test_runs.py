@@ -224,7 +224,7 @@ def test_the_counts_a_saved_run_judges_are_the_registrys():
     from pytest_fsperf.figures import METRICS
     from pytest_fsperf.judge.runs import SAVED
 
-    assert SAVED == tuple(k for k, m in METRICS.items() if m.saved) and "fuse_requests" in SAVED
+    assert tuple(k for k, m in METRICS.items() if m.saved) == SAVED and "fuse_requests" in SAVED
     old = res(OLD)
     old["rounds"] = [{"bw": v, "fuse_requests": 300} for v in OLD]
     new = res(OLD)
