@@ -124,7 +124,7 @@ def _ceilings_run(scenarios: Sequence[str], scale: float, keyword: str | None) -
     """Measure every fio scenario's ceilings (those whose id holds `keyword`, if given) with
     the embedded MinIO as the store where it is installed; the report's lines."""
     from pytest_fsperf.ceilings import machine
-    from pytest_fsperf.infra import leftovers
+    from pytest_fsperf.infra import watchdog
     from pytest_fsperf.infra.lock import machine_lock
     from pytest_fsperf.options.config import Settings
     from pytest_fsperf.session.state import FsperfSession
@@ -133,7 +133,7 @@ def _ceilings_run(scenarios: Sequence[str], scale: float, keyword: str | None) -
     started = time.monotonic()
     jobs = [(s, j) for s, j in machine.fio_jobs(scenarios, scale) if not keyword or keyword in s]
     settings = Settings(scale=scale)
-    with leftovers.recorded() as swept, machine_lock(timeout=settings.lock_timeout):
+    with watchdog.recorded() as swept, machine_lock(timeout=settings.lock_timeout):
         session = FsperfSession(settings)
         binary = find_minio()
         server = None

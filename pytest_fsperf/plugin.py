@@ -20,6 +20,7 @@ from pytest_fsperf.ceilings.cache import Ceilings
 from pytest_fsperf.errors import MeasurementError, UsageError, message
 from pytest_fsperf.fixture import Fsperf
 from pytest_fsperf.infra import leftovers, outfile
+from pytest_fsperf.infra import watchdog as infra_watchdog
 from pytest_fsperf.infra.lock import machine_lock
 from pytest_fsperf.judge import Earlier, Judgement, Past, judge_item, runs
 from pytest_fsperf.keys import CEILINGS, MOUNT, PASSES, PLAN, PLAN_ERROR, RECORD, STATE, USAGE, ItemRecord
@@ -139,7 +140,7 @@ def _guard(config: pytest.Config, state: FsperfSession) -> None:
     except Exception as exc:  # never let the clean-up of others stop this session
         state.unrecorded = f"{exc}"
         return
-    watchdog = leftovers.start_watchdog(record)
+    watchdog = infra_watchdog.start(record)
 
     def stop() -> None:
         leftovers.stop(record)

@@ -165,6 +165,7 @@ def test_a_package_planted_in_the_working_directory_never_runs_in_the_watchdog(
     """As found: pytest ran from a world-writable directory where nobody planted
     pytest_fsperf/__init__.py; after pytest died the watchdog imported it, as root."""
     from pytest_fsperf.infra import leftovers
+    from pytest_fsperf.infra import watchdog as settler
     pwned = sticky_dir / "pwned"
     as_nobody(f"""
 import os
@@ -178,7 +179,7 @@ with open({str(sticky_dir / 'pytest_fsperf' / '__init__.py')!r}, "w") as f:
     record.add("dir", path=str(tmp_path / "gone"))  # something left: the watchdog imports
     monkeypatch.chdir(sticky_dir)
     monkeypatch.setenv("PYTHONPATH", str(sticky_dir))  # ignored too (-I)
-    watchdog = leftovers.start_watchdog(record)
+    watchdog = settler.start(record)
     assert watchdog.stdin is not None
     watchdog.stdin.close()  # as when pytest dies
     assert watchdog.wait(timeout=60) == 0
@@ -204,10 +205,11 @@ def test_helper_interpreters_run_isolated_from_root_dir(monkeypatch, tmp_path):
     from pytest_fsperf.infra.probe import probe
     probe("/", 30)
     from pytest_fsperf.infra import leftovers
+    from pytest_fsperf.infra import watchdog as settler
     leftovers._remove_dir("/nonexistent/pytest-fsperf-x-0123456789ab")
     folder = tmp_path / "state"
     folder.mkdir(mode=0o700)
-    watchdog = leftovers.start_watchdog(leftovers.Record.create(str(folder)))
+    watchdog = settler.start(leftovers.Record.create(str(folder)))
     assert watchdog.stdin is not None
     watchdog.stdin.close()
     watchdog.wait(timeout=60)
@@ -215,3 +217,18 @@ def test_helper_interpreters_run_isolated_from_root_dir(monkeypatch, tmp_path):
     for args, cwd in seen:
         assert args[1] == "-I" and cwd == "/", args
     assert pytest_fsperf.__file__
+
+
+@pytest.mark.unit
+def test_the_watchdog_is_given_the_directory_the_package_was_imported_from() -> None:
+    """As found: after infra/ was made, package_root() gave .../pytest_fsperf itself, so a
+    watchdog of a session run from a checkout (not installed) could not import the package
+    to settle the record."""
+    import os
+
+    import pytest_fsperf
+    from pytest_fsperf.infra import watchdog as settler
+
+    above = os.path.dirname(os.path.dirname(os.path.abspath(pytest_fsperf.__file__)))
+    assert settler.package_root() == [above]  # a root-owned checkout no one else can write
+    assert os.path.isfile(os.path.join(above, "pytest_fsperf", "__init__.py"))

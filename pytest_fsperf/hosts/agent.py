@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from pytest_fsperf.engine import fio_clients
-from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra import leftovers, watchdog
 from pytest_fsperf.infra.mountinfo import Mount, read_mounts
 from pytest_fsperf.measure import progress
 from pytest_fsperf.measure.cache import make_cold
@@ -148,7 +148,7 @@ def _remove(folder: str, entry: leftovers.Entry) -> None:
 def serve(channel: Any) -> None:
     """Answer {"op": name, "args": {...}} with {"ok": value} or {"error": text} until the
     controller sends None or the channel ends; then remove everything made."""
-    with leftovers.recorded() as swept, contextlib.ExitStack() as stack:
+    with watchdog.recorded() as swept, contextlib.ExitStack() as stack:
         agent = Agent(stack, swept)
         while True:
             try:
