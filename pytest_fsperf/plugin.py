@@ -8,27 +8,24 @@ import subprocess
 import threading
 import warnings
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
 
 from pytest_fsperf import hooks
-from pytest_fsperf.baselines.check import entry_of, key_of
 from pytest_fsperf.ceilings.cache import Ceilings
 from pytest_fsperf.errors import MeasurementError, UsageError, message
 from pytest_fsperf.fixture import Fsperf
 from pytest_fsperf.infra import leftovers, outfile
 from pytest_fsperf.infra import watchdog as infra_watchdog
 from pytest_fsperf.infra.lock import machine_lock
-from pytest_fsperf.judge import Earlier, Judgement, Past, judge_item, runs
-from pytest_fsperf.keys import CEILINGS, MOUNT, PASSES, PLAN, PLAN_ERROR, RECORD, STATE, USAGE, ItemRecord
+from pytest_fsperf.keys import CEILINGS, MOUNT, PASSES, PLAN, PLAN_ERROR, RECORD, STATE, USAGE
 from pytest_fsperf.mounts.mounter import BinaryMissing, MountPlan
 from pytest_fsperf.mounts.registry import Registry
 from pytest_fsperf.mounts.request import MARKER, MountRequest, from_marker, resolve
 from pytest_fsperf.mounts.request import MARKER_HELP as MOUNT_HELP
-from pytest_fsperf.options.config import Settings, add_options, for_item, read_settings
+from pytest_fsperf.options.config import Settings, add_options, read_settings
 from pytest_fsperf.options.parse import RULE
 from pytest_fsperf.plan.marker import KEYWORDS, Plan, build_plan
 from pytest_fsperf.report import benchmark_json, junit
@@ -39,6 +36,7 @@ from pytest_fsperf.session.per_test import per_test
 from pytest_fsperf.session.reporter import Reporter, live_line
 from pytest_fsperf.session.second_pass import HELD, SecondPass
 from pytest_fsperf.session.state import FsperfSession
+from pytest_fsperf.session.verdict import ItemRecord, judge_test, report_rows
 from pytest_fsperf.stores import (
     fsperf_azurite,
     fsperf_gcs,
@@ -47,7 +45,7 @@ from pytest_fsperf.stores import (
     fsperf_s3,
     fsperf_stores,
 )
-from pytest_fsperf.vocab import Gate, Missing, Outcome, Unsure
+from pytest_fsperf.vocab import Missing, Unsure
 
 # fixtures, from stores.py
 __all__ = ["fsperf_azurite", "fsperf_gcs", "fsperf_minio", "fsperf_oss", "fsperf_s3",
@@ -340,9 +338,10 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
                 place = (reference, ref_workdir)
             beside = (request.config.stash.setdefault(CEILINGS, Ceilings(state)).beside
                       if s.ceilings or (plan is not None and plan.wants_ceilings) else None)
-            handle = Workspace(state, target, test_id(request.node), workdir,
-                               per_test(s, plan, target, place), beside)
-            request.node.stash[RECORD] = ItemRecord(handle.results, handle.comparisons)
+            config = per_test(s, plan, target, place)  # resolved once, carried in the record
+            handle = Workspace(state, target, test_id(request.node), workdir, config, beside)
+            request.node.stash[RECORD] = ItemRecord(plan or Plan(test_id(request.node), ()), config,
+                                                    handle.results, handle.comparisons)
             yield Fsperf(handle)
         finally:
             if handle is not None:
@@ -394,21 +393,8 @@ def _judge(item: pytest.Item) -> list[str]:
         return []
     state = item.config.stash[STATE]
     s = state.settings
-    plan = item.stash.get(PLAN, Plan(test_id(item), ()))
     _properties(item, record.results)
-    chosen = for_item(s, "baseline", plan.baseline, f"{test_id(item)}: fsperf marker baseline")
-    baseline = state.baseline(chosen.value, chosen.where) if chosen.value is not None else None
-    earlier = (Earlier(state.earlier_name, state.earlier, state.env, s.compare_last)
-               if state.earlier_name else None)
-    tolerance = for_item(s, "tolerance", plan.tolerance, "fsperf marker tolerance").value
-    builds = [c for c in record.comparisons if c.kind.is_gate]
-    expected = [c.expectation for c in record.comparisons if c.expectation is not None]
-    past = (Past(state.history_runs(), state.env, s.save or "", tolerance)
-            if s.history_gate else None)
-    options = [c for c in record.comparisons if not c.kind.is_gate]
-    j = judge_item(plan, record.results, baseline, s.gate is Gate.BASELINE, earlier, tolerance, builds,
-                   s.scale, s.baseline_any_scale, expected, past, options)
-    record.judgement = j
+    j = judge_test(state, record)
     failures = list(j.failures)
     path, line, _ = item.location
     for lines, how in ((j.unsure, s.inconclusive), (j.machine, s.machine_changed or s.inconclusive)):
@@ -438,37 +424,10 @@ def pytest_runtest_makereport(
     record = item.stash.get(RECORD, None)
     if report.when != "call" or record is None:
         return report
-    if record.results:
-        report.fsperf_results = _rows(item, record)  # type: ignore[attr-defined]  # through xdist
-    if record.comparisons:
-        report.fsperf_comparisons = [  # type: ignore[attr-defined]
-            c.to_dict() for c in record.comparisons]
+    rows = report_rows(record, item.config.stash[STATE].env) if record.results else []
+    if hasattr(item.config, "workerinput"):  # to the controller, as JSON
+        report.fsperf_results = [r.to_dict() for r in rows]  # type: ignore[attr-defined]
+        report.fsperf_comparisons = [c.to_dict() for c in record.comparisons]  # type: ignore[attr-defined]
+    elif rows or record.comparisons:  # here: the types themselves, taken when it is logged
+        item.config.stash[STATE].measured[report.nodeid] = (rows, list(record.comparisons))
     return report
-
-
-def _rows(item: pytest.Item, record: ItemRecord) -> list[dict[str, object]]:
-    """The test's results as report rows, with the one judgement rendered into them."""
-    j = record.judgement or Judgement({})
-    env = item.config.stash[STATE].env
-    plan = item.stash.get(PLAN, Plan(test_id(item), ()))
-    rows = []
-    for r in record.results:
-        data = r.to_dict()
-        # the thresholds the workload was judged by, for the charts' threshold lines
-        data["limits"] = ({t.spec.metric: {"bound": t.spec.bound, "limit": t.limit,
-                                           "text": f"{t.named} {t.text}"}
-                           for t in plan.thresholds} if r.judged else {})
-        data["verdict"] = j.outcomes.get(r.name, Outcome.NOT_JUDGED).value
-        data["verdict_own"] = j.own.get(r.name, Outcome.NOT_JUDGED).value
-        data["failures"] = j.lines_of(r.name)
-        data["not_judged"] = j.not_judged.get(r.name, [])
-        data["baseline_checks"] = [c.to_dict() for c in j.checks.get(r.name, [])]
-        data["baseline"] = asdict(j.baseline) if j.baseline and r.name in j.checks else None
-        data["baseline_key"], data["baseline_entry"] = key_of(r), entry_of(r)
-        data["fingerprint"] = runs.fingerprint(r.scenario, r.options, r.mount, env)
-        earlier = j.earlier.get(r.name)
-        data["run_comparison"] = earlier.to_dict() if earlier else None
-        rows.append(data)
-    return rows
-
-

@@ -227,6 +227,30 @@ def test_xdist_never_overlaps_measured_tests(pytester, tmp_path):
     result.stdout.re_match_lines([r"test_measured\[\d\]\s+write"])
 
 
+def test_one_process_hands_its_rows_on_as_types(pytester, monkeypatch, tmp_path):
+    """Marker to report in one pass: without xdist, no result is written to JSON and read
+    back into its types (ResultRow.of) on the way to the reports; the file is still whole.
+    With xdist (above) the worker's rows travel as JSON and are read on arrival."""
+    from pytest_fsperf.result.document import ResultRow
+
+    def refused(cls, doc):
+        raise AssertionError("a result of this process was read back from its JSON")
+
+    monkeypatch.setattr(ResultRow, "of", classmethod(refused))
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf
+
+        @fsperf(min_bw="1B/s", tolerance="7%")
+        def test_w(fsperf):
+            fsperf.fio(rw="write", bs="1M", size="4M")
+    """)
+    out = tmp_path / "r.json"
+    result = pytester.runpytest_inprocess(f"--fsperf-json={out}")
+    result.assert_outcomes(passed=1)
+    (row,) = json.loads(out.read_text())["results"]
+    assert row["verdict"] == "pass" and row["limits"]["bw"]["text"] == "min_bw 1B/s"
+
+
 @pytest.mark.parametrize(("marker", "decision"), [
     ("", "fsperf decision: NOTHING JUDGED: 1 workload: 0 failing, 0 inconclusive, 0 passed, "
          "1 not judged"),

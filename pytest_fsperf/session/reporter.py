@@ -69,6 +69,10 @@ class Reporter:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Each result and comparison the report carries (this process's or an xdist
         worker's), read into its type; one that does not read fails its test, saying why."""
+        if report.when == "call":  # this process's own, as types
+            here, compared = self.state.measured.pop(report.nodeid, ([], []))
+            self.state.results += here
+            self.state.comparisons += compared
         try:
             self.state.results += rows(getattr(report, "fsperf_results", None) or [])
             self.state.comparisons += comparisons(getattr(report, "fsperf_comparisons", None) or [])

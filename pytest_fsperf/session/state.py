@@ -31,6 +31,9 @@ class FsperfSession:
         self.clock = SessionClock(settings.gate_seconds)  # the gated workloads' shared budget
         self.results: list[ResultRow] = []  # every measured workload, as reported
         self.comparisons: list[Comparison] = []  # every A/B comparison, as reported
+        # a test's rows and comparisons made in this process, as types, until its report
+        # is logged (a report carries only JSON: xdist and report logs serialise it)
+        self.measured: dict[str, tuple[list[ResultRow], list[Comparison]]] = {}
         self.leftovers: list[str] = []  # work dirs or mounts that could not be removed
         self.swept: list[str] = []  # what earlier, killed sessions left, removed at the start
         self.failed_tests: list[FailedTest] = []  # every test that failed or errored
