@@ -16,7 +16,7 @@ from pytest_fsperf.mounts.mounter import MountPlan
 from pytest_fsperf.mounts.registry import Registry
 from pytest_fsperf.options.config import Settings
 from pytest_fsperf.result.workload import WorkloadResult
-from pytest_fsperf.runner.ab import fills_cache
+from pytest_fsperf.runner.pairs import fills_cache
 from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.session.state import FsperfSession
 from tests.conftest import need

@@ -115,9 +115,13 @@ def test_every_folder_is_a_stage() -> None:
     assert folders <= staged, f"folders in no stage: {sorted(folders - staged)}"
 
 
-def test_no_module_is_over_500_lines() -> None:
-    long = {m: n for m, p in modules().items() if (n := len(p.read_text().splitlines())) > 500}
+def test_no_module_is_over_450_lines_nor_a_function_over_80() -> None:
+    long = {m: n for m, p in modules().items() if (n := len(p.read_text().splitlines())) > 450}
     assert not long, long
+    functions = {f"{m}.{node.name}": n for m, p in modules().items() for node in ast.walk(ast.parse(p.read_text()))
+                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                 and (n := (node.end_lineno or node.lineno) - node.lineno + 1) > 80}
+    assert not functions, functions
 
 
 def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:
