@@ -24,6 +24,7 @@ from pytest_fsperf.baselines.relative import entries as relative_entries
 from pytest_fsperf.bisect import cli as bisect_cli
 from pytest_fsperf.cli_parser import DEFAULT_SCALE, OPTION, PASSED, RECIPES, USAGE_ERROR, parser
 from pytest_fsperf.errors import UsageError
+from pytest_fsperf.figures import Fig
 from pytest_fsperf.infra.plain import plain_output
 from pytest_fsperf.judge import history, runs
 from pytest_fsperf.options.parse import MAX_SCALE
@@ -177,7 +178,7 @@ def compare_runs(a: argparse.Namespace) -> int:
             unsure += 1
             continue
         c = runs.compare(base_name, key, old, r, tolerance)
-        fig: Callable[[float], str] = units.format_rate if c.metric == "bw" else units.format_count
+        fig: Callable[[float], str] = units.format_rate if c.metric == Fig.BW else units.format_count
         band = (f"{c.ci_low:.3f} to {c.ci_high:.3f}" if c.ci_low is not None and c.ci_high is not None
                 else "-")
         rows.append((key, _shown(fig, c.old), _shown(fig, c.new),

@@ -7,13 +7,55 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final
 
 from pytest_fsperf import units
 
 
+class Fig:
+    """Each figure's name: the registry's key (METRICS), a result's metrics() key, a threshold's
+    figure, a comparison's. Code names a figure by its attribute here (a misspelt one fails
+    mypy), never by text; the values are plain text, as JSON and xdist carry them."""
+
+    BW: Final = "bw"
+    STORED_BW: Final = "stored_bw"
+    IOPS: Final = "iops"
+    OPS: Final = "ops"
+    DAEMON_CPU: Final = "daemon_cpu"
+    DAEMON_CPU_PER_GB: Final = "daemon_cpu_per_gb"
+    DAEMON_RSS: Final = "daemon_rss"
+    DAEMON_RSS_AFTER: Final = "daemon_rss_after"
+    DAEMON_RSS_ROUND_GROWTH: Final = "daemon_rss_round_growth"
+    DAEMON_RSS_PER_HANDLE: Final = "daemon_rss_per_handle"
+    DAEMON_MAJOR_FAULTS: Final = "daemon_major_faults"
+    PAGE_CACHE: Final = "page_cache"
+    LAT_P99: Final = "lat_p99"
+    LAT_P50: Final = "lat_p50"
+    LAT_MEAN: Final = "lat_mean"
+    TTFB_P50: Final = "ttfb_p50"
+    TTFB_P99: Final = "ttfb_p99"
+    REQ_TOTAL: Final = "req_total"
+    REQ_GET: Final = "req_get"
+    REQ_HEAD: Final = "req_head"
+    REQ_LIST: Final = "req_list"
+    REQ_PUT: Final = "req_put"
+    REQ_PER_MIB: Final = "req_per_mib"
+    REQ_PER_FILE: Final = "req_per_file"
+    FUSE_REQUESTS: Final = "fuse_requests"
+    FUSE_PER_MIB: Final = "fuse_per_mib"
+    FUSE_PER_FILE: Final = "fuse_per_file"
+    COST: Final = "cost"
+    COST_PER_TB: Final = "cost_per_tb"
+    STALL_S: Final = "stall_s"
+    DECAY: Final = "decay"
+    BW_SWING: Final = "bw_swing"
+    RSS_GROWTH: Final = "rss_growth"
+    EFFICIENCY: Final = "efficiency"
+
+
 @dataclass(frozen=True)
 class Metric:
-    key: str
+    key: str  # a Fig name; one part of a figure: "fuse_per_file:GETATTR", "efficiency:fuse"
     label: str  # how the figure is named in messages and tables
     parse: Callable[[object], float]  # a threshold as the user writes it
     show: Callable[[float], str]
@@ -56,104 +98,104 @@ def _bw(value: object) -> float:
 
 
 METRICS: dict[str, Metric] = {m.key: m for m in (
-    Metric("bw", "bandwidth", _bw, units.format_rate, True, "MB/s", 1e6,
+    Metric(Fig.BW, "bandwidth", _bw, units.format_rate, True, "MB/s", 1e6,
            keywords=("min_bw", "max_bw"), compared=True, history=True),
     # A write's bytes over the time until the store had them (a daemon buffers, uploads later):
     # where the store is counted, what a release gate judges a write by.
-    Metric("stored_bw", "bandwidth to the store", _bw, units.format_rate, True, "MB/s", 1e6,
+    Metric(Fig.STORED_BW, "bandwidth to the store", _bw, units.format_rate, True, "MB/s", 1e6,
            keywords=("min_stored_bw",), compared=True, column="to the store"),
-    Metric("iops", "IOPS", units.parse_rate_count, units.format_count, True, "IOPS",
+    Metric(Fig.IOPS, "IOPS", units.parse_rate_count, units.format_count, True, "IOPS",
            keywords=("min_iops",), compared=True),
-    Metric("ops", "ops/s", units.parse_rate_count, units.format_count, True, "ops/s", series="ops",
+    Metric(Fig.OPS, "ops/s", units.parse_rate_count, units.format_count, True, "ops/s", series="ops",
            keywords=("min_ops",), compared=True, history=True),
-    Metric("daemon_cpu", "daemon CPU", units.parse_percent, units.format_percent, False, "%",
+    Metric(Fig.DAEMON_CPU, "daemon CPU", units.parse_percent, units.format_percent, False, "%",
            keywords=("max_cpu",)),
-    Metric("daemon_cpu_per_gb", "daemon CPU-s/GB", _number, _cpu_s, False, "CPU-s/GB",
+    Metric(Fig.DAEMON_CPU_PER_GB, "daemon CPU-s/GB", _number, _cpu_s, False, "CPU-s/GB",
            compared=True, history=True, column="CPU-s/GB"),
-    Metric("daemon_rss", "daemon peak memory", units.parse_bytes, units.format_mb, False, "MB", 1e6,
+    Metric(Fig.DAEMON_RSS, "daemon peak memory", units.parse_bytes, units.format_mb, False, "MB", 1e6,
            keywords=("max_rss",), compared=True, history=True),
     # The daemon's RSS a while after the window (--fsperf-rss-settle): what it gave back.
-    Metric("daemon_rss_after", "daemon memory after settling", units.parse_bytes, units.format_mb,
+    Metric(Fig.DAEMON_RSS_AFTER, "daemon memory after settling", units.parse_bytes, units.format_mb,
            False, "MB", 1e6,
            keywords=("max_rss_after",), compared=True),
     # The slope of daemon_rss_after over a test's rounds: a leak grows round after round.
-    Metric("daemon_rss_round_growth", "daemon memory growth per round", units.parse_bytes,
+    Metric(Fig.DAEMON_RSS_ROUND_GROWTH, "daemon memory growth per round", units.parse_bytes,
            units.format_mb, False, "MB", 1e6,
            keywords=("max_rss_round_growth",)),
     # fsperf.files(mode="hold"): the daemon's memory while N files are held open and idle,
     # over its RSS before they were opened, per file.
-    Metric("daemon_rss_per_handle", "daemon memory per idle open file", units.parse_bytes,
+    Metric(Fig.DAEMON_RSS_PER_HANDLE, "daemon memory per idle open file", units.parse_bytes,
            units.format_mb, False, "MB", 1e6,
            keywords=("max_rss_per_handle",), compared=True),
     # The daemon's major page faults over the window (measure/faults.py): its own pages read
     # back from disk, as after a cold start's cache drop.
-    Metric("daemon_major_faults", "daemon major page faults", units.parse_count,
+    Metric(Fig.DAEMON_MAJOR_FAULTS, "daemon major page faults", units.parse_count,
            units.format_count, False, "faults",
            keywords=("max_major_faults",), compared=True, history=True, column="major faults"),
     # The page cache the workload's files hold at the window's end (mincore of each).
-    Metric("page_cache", "page cache of its files", units.parse_bytes, units.format_mb, False,
+    Metric(Fig.PAGE_CACHE, "page cache of its files", units.parse_bytes, units.format_mb, False,
            "MB", 1e6,
            keywords=("max_page_cache",), compared=True),
-    Metric("lat_p99", "p99 latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6,
+    Metric(Fig.LAT_P99, "p99 latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6,
            keywords=("max_p99",), compared=True),
-    Metric("lat_p50", "p50 latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6,
+    Metric(Fig.LAT_P50, "p50 latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6,
            keywords=("max_p50",)),
-    Metric("lat_mean", "mean latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6,
+    Metric(Fig.LAT_MEAN, "mean latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6,
            keywords=("max_mean_lat",)),
     # Open to the first byte back, per file (the small-file engine's first_byte phase).
-    Metric("ttfb_p50", "p50 time to first byte", units.parse_duration_ns, units.format_duration,
+    Metric(Fig.TTFB_P50, "p50 time to first byte", units.parse_duration_ns, units.format_duration,
            False, "ms", 1e6,
            keywords=("max_ttfb_p50",)),
-    Metric("ttfb_p99", "p99 time to first byte", units.parse_duration_ns, units.format_duration,
+    Metric(Fig.TTFB_P99, "p99 time to first byte", units.parse_duration_ns, units.format_duration,
            False, "ms", 1e6,
            keywords=("max_ttfb",), column="p99 first byte"),
     # Object-store requests in the measured window (store/requests.py), by the server's count.
-    Metric("req_total", "object-store requests", units.parse_count, units.format_count, False, "requests",
+    Metric(Fig.REQ_TOTAL, "object-store requests", units.parse_count, units.format_count, False, "requests",
            keywords=("max_requests",), compared=True, saved=True, column="requests"),
-    Metric("req_get", "GET requests", units.parse_count, units.format_count, False, "requests",
+    Metric(Fig.REQ_GET, "GET requests", units.parse_count, units.format_count, False, "requests",
            keywords=("max_gets",), compared=True),
-    Metric("req_head", "HEAD requests", units.parse_count, units.format_count, False, "requests",
+    Metric(Fig.REQ_HEAD, "HEAD requests", units.parse_count, units.format_count, False, "requests",
            keywords=("max_heads",), compared=True),
-    Metric("req_list", "LIST requests", units.parse_count, units.format_count, False, "requests",
+    Metric(Fig.REQ_LIST, "LIST requests", units.parse_count, units.format_count, False, "requests",
            keywords=("max_lists",), compared=True),
-    Metric("req_put", "PUT and multipart requests", units.parse_count, units.format_count, False,
+    Metric(Fig.REQ_PUT, "PUT and multipart requests", units.parse_count, units.format_count, False,
            "requests",
            keywords=("max_puts",), compared=True),
-    Metric("req_per_mib", "requests per MiB moved", _number, units.format_ratio, False, "requests/MiB",
+    Metric(Fig.REQ_PER_MIB, "requests per MiB moved", _number, units.format_ratio, False, "requests/MiB",
            keywords=("max_requests_per_mib",), compared=True),
-    Metric("req_per_file", "requests per file", _number, units.format_ratio, False, "requests/file",
+    Metric(Fig.REQ_PER_FILE, "requests per file", _number, units.format_ratio, False, "requests/file",
            keywords=("max_requests_per_file",), compared=True),
     # The kernel's FUSE requests to the daemon in the window (measure/fusetrace.py).
-    Metric("fuse_requests", "FUSE requests", units.parse_count, units.format_count, False,
+    Metric(Fig.FUSE_REQUESTS, "FUSE requests", units.parse_count, units.format_count, False,
            "requests",
            keywords=("max_fuse_requests",), compared=True, saved=True, column="FUSE requests"),
-    Metric("fuse_per_mib", "FUSE requests per MiB moved", _number, units.format_ratio, False,
+    Metric(Fig.FUSE_PER_MIB, "FUSE requests per MiB moved", _number, units.format_ratio, False,
            "requests/MiB",
            keywords=("max_fuse_per_mib",), compared=True),
-    Metric("fuse_per_file", "FUSE requests per file", _number, units.format_ratio, False,
+    Metric(Fig.FUSE_PER_FILE, "FUSE requests per file", _number, units.format_ratio, False,
            "requests/file",
            keywords=("max_fuse_per_file",), compared=True),
     # At the chosen price list's prices, in its currency (store/cost.py).
-    Metric("cost", "request cost", units.parse_money, units.format_money, False, "currency",
+    Metric(Fig.COST, "request cost", units.parse_money, units.format_money, False, "currency",
            keywords=("max_cost",), compared=True),
-    Metric("cost_per_tb", "request cost per TB moved", units.parse_money, units.format_money, False,
+    Metric(Fig.COST_PER_TB, "request cost per TB moved", units.parse_money, units.format_money, False,
            "currency/TB",
            keywords=("max_cost_per_tb",)),
     # The run's shape, from its timeline (timeline.py).
-    Metric("stall_s", "longest stall", units.parse_seconds, units.format_seconds, False, "s",
+    Metric(Fig.STALL_S, "longest stall", units.parse_seconds, units.format_seconds, False, "s",
            keywords=("max_stall",)),
-    Metric("decay", "decay (last third vs first)", units.parse_percent, units.format_percent,
+    Metric(Fig.DECAY, "decay (last third vs first)", units.parse_percent, units.format_percent,
            False, "%",
            keywords=("max_decay",)),
-    Metric("bw_swing", "swing of the last 5 s", units.parse_percent, units.format_percent,
+    Metric(Fig.BW_SWING, "swing of the last 5 s", units.parse_percent, units.format_percent,
            False, "%",
            keywords=("max_swing",)),
-    Metric("rss_growth", "daemon memory growth", units.parse_growth, units.format_growth, False,
+    Metric(Fig.RSS_GROWTH, "daemon memory growth", units.parse_growth, units.format_growth, False,
            "MB/min", 1e6,
            keywords=("max_rss_growth",)),
     # The bandwidth as a share of what the store moved for the same job (ceilings/);
     # efficiency:fuse and efficiency:tmpfs of the other ceilings.
-    Metric("efficiency", "share of the store's ceiling", _share, units.format_percent, True, "%",
+    Metric(Fig.EFFICIENCY, "share of the store's ceiling", _share, units.format_percent, True, "%",
            keywords=("min_efficiency",)),
 )}
 

@@ -70,6 +70,7 @@ def test_the_faults_figure_is_declared_once_and_judged_by_marker_ab_and_history(
     A/B's judged figure and a history series."""
     import dataclasses
     import inspect
+    from pathlib import Path
 
     from pytest_fsperf.judge import comparison, history
     from pytest_fsperf.judge import judge as judge_plan
@@ -82,6 +83,10 @@ def test_the_faults_figure_is_declared_once_and_judged_by_marker_ab_and_history(
 
     for module in (marker, comparison, history):  # the registry's, not a list of their own
         assert '"daemon_major_faults"' not in inspect.getsource(module)
+    package = Path(inspect.getfile(marker)).parent.parent
+    naming = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
+                    if "daemon_major_faults" in p.read_text() or "DAEMON_MAJOR_FAULTS" in p.read_text())
+    assert naming == ["figures.py", "result/daemon.py"]  # its entry, and the reading that yields it
     faulted = dataclasses.replace(result(100e6), faults=Faults(40, 7, 1))
     verdict = judge_plan(marker.build_plan("t", [((), {"max_major_faults": 5})]), [faulted])
     assert verdict.per_workload["read"] == Outcome.FAIL, verdict
@@ -116,3 +121,32 @@ def test_a_bounded_figure_gets_its_column_in_the_results_table() -> None:
     assert plain[column:column + 12].strip() == "-"
     unbounded = terminal.render(view.build(None, [ResultRow.of(result_json(faults=Faults(1, 2, 1)))], [], False))
     assert not any("major faults" in line for line in unbounded)
+
+
+# Text that is a figure's name but means something else there: a JSON field or fio's key,
+# a baseline file's metric ("bw", "cpu", "rss"), an option's name, a field's name
+NOT_FIGURES = {
+    ("result/workload.py", "cost"), ("engine/fio.py", "iops"), ("report/junit.py", "iops"),
+    ("report/benchmark_json.py", "iops"), ("result/fuse.py", "ops"), ("result/timeline.py", "bw"),
+    ("result/contract.py", "bw"), ("runner/window.py", "cost"), ("options/table.py", "page_cache"),
+    ("baselines/__init__.py", "bw"), ("baselines/check.py", "bw"), ("ceilings/published.py", "bw"),
+    ("cli.py", "bw"), ("result/judged.py", "bw"), ("report/tables.py", "bw"),
+}
+
+
+def test_code_names_a_figure_by_the_registry_not_by_text() -> None:
+    """Every figure name is a Fig attribute and a METRICS entry, one each; no package module
+    spells one as text but for the uses above (a misspelt figure then fails mypy)."""
+    import ast
+    from pathlib import Path
+
+    from pytest_fsperf.figures import METRICS, Fig
+
+    names = {v for k, v in vars(Fig).items() if k.isupper()}
+    assert names == set(METRICS) and len(names) == len([k for k in vars(Fig) if k.isupper()])
+    package = Path(__file__).resolve().parent.parent / "pytest_fsperf"
+    found = sorted({(str(p.relative_to(package)), n.value)
+                    for p in package.rglob("*.py") if p.name != "figures.py"
+                    for n in ast.walk(ast.parse(p.read_text()))
+                    if isinstance(n, ast.Constant) and n.value in names} - NOT_FIGURES)
+    assert not found, found

@@ -27,6 +27,7 @@ from pytest_fsperf.bisect.builds import Builds, check_repo
 from pytest_fsperf.bisect.builds import git as git_program
 from pytest_fsperf.bisect.plan import Plan
 from pytest_fsperf.errors import UsageError
+from pytest_fsperf.figures import Fig
 from pytest_fsperf.infra import elf, leftovers
 from pytest_fsperf.judge.comparison import settled
 from pytest_fsperf.result.comparison import Comparison, MetricComparison
@@ -136,7 +137,7 @@ def judge(doc: dict[str, Any]) -> tuple[BisectVerdict, str, dict[str, Any]]:
                 {})
 
     def deciding(c: Comparison) -> MetricComparison | None:
-        return c.metrics.get(c.decided_by or "bw")
+        return c.metrics.get(c.decided_by or Fig.BW)
 
     worst = min(gates, key=lambda c: (d.ratio if (d := deciding(c)) and d.ratio else 1.0))
     d = deciding(worst)

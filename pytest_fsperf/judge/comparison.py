@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_fsperf.figures import METRICS as FIGURES
+from pytest_fsperf.figures import Fig
 from pytest_fsperf.judge import where as fuse_where
 from pytest_fsperf.judge.paired import ALPHA, Budget, Paired, log_ratios, paired, pairs_needed, spread_of
 from pytest_fsperf.result.comparison import Comparison, MetricComparison
@@ -67,7 +68,7 @@ def unstable(metrics: dict[str, MetricComparison], decided_by: str, pinned: str 
         said.append(f"B/A {m.ratio:.2f}, beyond what a build plausibly changes "
                     f"(1/{IMPLAUSIBLE:g} to {IMPLAUSIBLE:g})")
     said += scattered(m)
-    cpu = metrics.get("daemon_cpu_per_gb")
+    cpu = metrics.get(Fig.DAEMON_CPU_PER_GB)
     for side, values in (("A", cpu.a), ("B", cpu.b)) if said and cpu else ():
         if _spread(known := _known(values)):
             said.append(f"{side}'s daemon CPU-s per GB jumps {known[0]:.2g} to {known[-1]:.2g}: "
@@ -139,9 +140,9 @@ def primary(result: WorkloadResult) -> str:
     """The figure that decides: a write's bandwidth to the store where the store counted it
     (what a buffering daemon's user waits for), else bandwidth where bytes moved, else
     operations per second."""
-    if result.single_metrics().get("stored_bw"):
-        return "stored_bw"
-    return "bw" if result.io_bytes else "ops"
+    if result.single_metrics().get(Fig.STORED_BW):
+        return Fig.STORED_BW
+    return Fig.BW if result.io_bytes else Fig.OPS
 
 
 def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
@@ -154,7 +155,7 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
     """Every figure of the pairs judged; the deciding figure as the stopping rule saw it
     (looked at after every pair when the budget let pairs be added; its pairs' neighbours
     adjustment, `offsets`, said by `adjusted`)."""
-    decided_by = primary(b[0]) if b else "bw"
+    decided_by = primary(b[0]) if b else Fig.BW
     anytime = budget.anytime if budget else False
     metrics = {}
     for metric in METRICS:
@@ -238,7 +239,7 @@ def settled(c: Comparison | Mapping[str, Any]) -> Settled:
     """A comparison's outcome as a whole (the type, or its JSON): crashed, unstable, else its
     deciding figure's outcome."""
     if isinstance(c, Comparison):
-        m = c.metrics.get(c.decided_by or "bw")
+        m = c.metrics.get(c.decided_by or Fig.BW)
         said = (Settled.CRASHED if c.crashed else Settled.UNSTABLE if c.unstable
                 else Settled(str(m.outcome)) if m is not None else Settled.NOT_MEASURED)
         return said
@@ -246,7 +247,7 @@ def settled(c: Comparison | Mapping[str, Any]) -> Settled:
         return Settled.CRASHED
     if c.get("unstable"):
         return Settled.UNSTABLE
-    metric = (c.get("metrics") or {}).get(c.get("decided_by") or "bw") or {}
+    metric = (c.get("metrics") or {}).get(c.get("decided_by") or Fig.BW) or {}
     try:
         return Settled(str(metric.get("outcome") or "-"))
     except ValueError:

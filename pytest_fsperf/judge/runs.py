@@ -20,7 +20,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_fsperf.figures import METRICS
+from pytest_fsperf.figures import METRICS, Fig
 from pytest_fsperf.judge.paired import t_quantile
 from pytest_fsperf.measure import canary
 from pytest_fsperf.result.environment import Environment
@@ -132,7 +132,7 @@ def compare(run: str, key: str, old: SavedResult, new: SavedResult, tolerance: f
             history: list[tuple[str, SavedResult]] | None = None) -> RunComparison:
     """This run's workload against a saved one (`old`), or against the last matching runs
     (`history`, newest first, `old` among them): machine canary first, then the shift rule."""
-    metric = "bw" if new.total is not None and new.total.io_bytes else "ops"
+    metric = Fig.BW if new.total is not None and new.total.io_bytes else Fig.OPS
     differs = [k for k, v in new.fingerprint.items() if old.fingerprint.get(k) != v]
     history = history or [(run, old)]
     names = [name for name, _r in history]

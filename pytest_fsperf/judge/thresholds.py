@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pytest_fsperf.errors import UsageError
+from pytest_fsperf.figures import Fig
 from pytest_fsperf.plan.marker import Plan, Threshold
 from pytest_fsperf.result.daemon import SHORT_WINDOW
 from pytest_fsperf.result.timeline import MIN_INTERVALS
@@ -51,8 +52,8 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
             measured = r.figure(metric)
             if measured is None:
                 why = ((r.requests_note or "no object-store request counters") if metric.startswith(
-                    ("req_", "cost")) else _no_shape(r) if metric in SHAPE else
-                    _short_cpu(r) if metric == "daemon_cpu" and r.daemon is not None else
+                    ("req_", Fig.COST)) else _no_shape(r) if metric in SHAPE else
+                    _short_cpu(r) if metric == Fig.DAEMON_CPU and r.daemon is not None else
                     (r.fuse_note or "no FUSE trace") if metric.startswith("fuse_") else
                     r.ceiling_note(metric) if metric in SHARES else r.daemon_note)
                 said = f"{threshold.named} not judged ({why})"
@@ -79,7 +80,7 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
     return verdict
 
 
-PER_DAEMON = ("daemon_cpu", "daemon_rss")  # a limit on one daemon: each host's, apart
+PER_DAEMON = (Fig.DAEMON_CPU, Fig.DAEMON_RSS)  # a limit on one daemon: each host's, apart
 
 
 def _per_host(threshold: Threshold, r: WorkloadResult, verdict: Verdict) -> bool:
@@ -92,7 +93,7 @@ def _per_host(threshold: Threshold, r: WorkloadResult, verdict: Verdict) -> bool
     metric = threshold.spec.metric
     for c in rows:
         d = c.daemon
-        value = (None if d is None else d.countable_cpu if metric == "daemon_cpu"
+        value = (None if d is None else d.countable_cpu if metric == Fig.DAEMON_CPU
                  else float(d.peak_rss_bytes))
         if value is None:
             said = (f"{threshold.named} not judged on host {c.host} "

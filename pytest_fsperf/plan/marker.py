@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from pytest_fsperf import units
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.figures import METRICS, OPCODES, Metric
+from pytest_fsperf.figures import METRICS, OPCODES, Fig, Metric
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Keyword:
     def of_part(self, part: str) -> Keyword:
         """The same bound on one part of the figure: a FUSE opcode's
         (max_fuse_per_file={"GETATTR": 1}) or one ceiling's (min_efficiency={"fuse": "40%"})."""
-        label = (f"share of the {CEILINGS[part]} ceiling" if self.metric == "efficiency"
+        label = (f"share of the {CEILINGS[part]} ceiling" if self.metric == Fig.EFFICIENCY
                  else self.figure.label.replace("FUSE requests", f"FUSE_{part} requests"))
         return Keyword(replace(self.figure, key=f"{self.metric}:{part}", label=label,
                                series=label), self.bound)

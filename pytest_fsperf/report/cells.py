@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pytest_fsperf import units
-from pytest_fsperf.figures import METRICS
+from pytest_fsperf.figures import METRICS, Fig
 from pytest_fsperf.measure.timeline import sparkline
 from pytest_fsperf.report.model import (
     Figure,
@@ -19,16 +19,16 @@ def figures(r: Row) -> tuple[Figure, ...]:
     total, d = r.headline, r.daemon
     out = []
     if total.io_bytes:
-        out.append(Figure(METRICS["bw"], total.bw_bytes))
+        out.append(Figure(METRICS[Fig.BW], total.bw_bytes))
     if total.ops_per_second is not None:
-        out.append(Figure(METRICS["ops"], total.ops_per_second))
+        out.append(Figure(METRICS[Fig.OPS], total.ops_per_second))
     if total.lat_p99_ns is not None:
-        out.append(Figure(METRICS["lat_p99"], total.lat_p99_ns))
+        out.append(Figure(METRICS[Fig.LAT_P99], total.lat_p99_ns))
     if d:
-        out.append(Figure(METRICS["daemon_rss"], d.peak_rss_bytes))
+        out.append(Figure(METRICS[Fig.DAEMON_RSS], d.peak_rss_bytes))
         cpu = d.countable_cpu
         if cpu is not None:
-            out.append(Figure(METRICS["daemon_cpu"], cpu))
+            out.append(Figure(METRICS[Fig.DAEMON_CPU], cpu))
     return tuple(out)
 
 
@@ -107,11 +107,11 @@ def rate_cells(r: Row) -> tuple[str, str]:
     total = r.headline
     per_s = total.ops_per_second
     if per_s is None:
-        return (units.format_rate(total.bw_bytes) + _spread(r, "bw") + buffered(r),
+        return (units.format_rate(total.bw_bytes) + _spread(r, Fig.BW) + buffered(r),
                 units.format_count(total.iops))
     bw = units.format_rate(total.bw_bytes) if total.io_bytes else "-"
     return bw, (units.format_count(per_s) + (" files/s" if r.kind == "files" else " ops/s")
-                + _spread(r, "ops"))
+                + _spread(r, Fig.OPS))
 
 
 def bounded(rows: list[Row]) -> tuple[str, ...]:

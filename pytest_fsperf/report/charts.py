@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pytest_fsperf.figures import METRICS
+from pytest_fsperf.figures import METRICS, Fig
 from pytest_fsperf.report.cells import figures
 from pytest_fsperf.report.model import (
     Bar,
@@ -39,20 +39,20 @@ def bar_charts(results: list[Row], references: Mapping[tuple[str, str], Row] | N
         ref = references.get((str(r.test), str(r.name)))
         drawn = [(ref, "a", " A"), (r, "b", " B")] if ref is not None else [(r, "now", "")]
         for row, side, tag in drawn:
-            per_round += [_bar(row, f"{label(r)}{tag} #{i + 1}", bw, "bw", side)
-                          for i, rnd in enumerate(row.rounds) if (bw := rnd.get("bw"))]
+            per_round += [_bar(row, f"{label(r)}{tag} #{i + 1}", bw, Fig.BW, side)
+                          for i, rnd in enumerate(row.rounds) if (bw := rnd.get(Fig.BW))]
             if not row.rounds and row.headline.io_bytes:
-                single.append(_bar(row, f"{label(r)}{tag}", row.headline.bw_bytes, "bw", side))
-    by_metric: dict[str, list[Bar]] = {"daemon_cpu": [], "daemon_rss": []}
+                single.append(_bar(row, f"{label(r)}{tag}", row.headline.bw_bytes, Fig.BW, side))
+    by_metric: dict[str, list[Bar]] = {Fig.DAEMON_CPU: [], Fig.DAEMON_RSS: []}
     for r in results:
         for f in figures(r):
             if f.metric.key in by_metric:
                 by_metric[f.metric.key].append(_bar(r, label(r), f.value, f.metric.key))
     title = "bandwidth per workload and round" + (
         " (a gate's reference A blue, its candidate B red)" if references else "")
-    return (Chart(title, METRICS["bw"], tuple(per_round + single)),
-            Chart("daemon CPU (100% = one core)", METRICS["daemon_cpu"], tuple(by_metric["daemon_cpu"])),
-            Chart("daemon peak memory", METRICS["daemon_rss"], tuple(by_metric["daemon_rss"])))
+    return (Chart(title, METRICS[Fig.BW], tuple(per_round + single)),
+            Chart("daemon CPU (100% = one core)", METRICS[Fig.DAEMON_CPU], tuple(by_metric[Fig.DAEMON_CPU])),
+            Chart("daemon peak memory", METRICS[Fig.DAEMON_RSS], tuple(by_metric[Fig.DAEMON_RSS])))
 
 
 def trace(name: str, r: Row) -> Trace | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pytest_fsperf.figures import METRICS
+from pytest_fsperf.figures import METRICS, Fig
 from pytest_fsperf.judge.comparison import settled
 from pytest_fsperf.judge.paired import ALPHA, PASS_ALPHA, SAME_LEVEL
 from pytest_fsperf.report.model import metric_name, short_test
@@ -42,7 +42,7 @@ def _clip(text: str, most: int) -> str:
 
 
 def _deciding(c: Comparison) -> MetricComparison | None:
-    return c.metrics.get(c.decided_by or "bw")
+    return c.metrics.get(c.decided_by or Fig.BW)
 
 
 def _rank(c: Comparison) -> int:
@@ -68,7 +68,7 @@ def _line(c: Comparison) -> str:
     outcome = str(settled(c))
     shown = f"**{outcome}**" if _rank(c) < 2 else outcome
     name = f"{short_test(c)} {c.name}"
-    return (f"| {_cell(name)} | {_cell(metric_name(m.metric if m else 'bw'))} | "
+    return (f"| {_cell(name)} | {_cell(metric_name(m.metric if m else Fig.BW))} | "
             f"{_cell(_medians(m))} | {ratio} | {_cell(band)} | {shown} | "
             f"{c.rounds} | {c.seconds:.0f} s | {_cell(where) or '-'} |")
 

@@ -4,6 +4,7 @@ was not traced (measure/fusetrace.py)."""
 from __future__ import annotations
 
 from pytest_fsperf import units
+from pytest_fsperf.figures import Fig
 from pytest_fsperf.result.document import ResultRow
 from pytest_fsperf.result.fuse import FuseOp, FuseRequests
 
@@ -47,7 +48,7 @@ def table_rows(results: list[Row]) -> list[tuple[str, ...]]:
             continue
         lost = f" ({f.lost} events lost: lower bounds)" if f.lost else ""
         rows.append((r.test.rpartition("::")[2], r.name, f"{f.total}{lost}",
-                     _ratio(r.median("fuse_per_file")), _ratio(r.median("fuse_per_mib")), mix(f)))
+                     _ratio(r.median(Fig.FUSE_PER_FILE)), _ratio(r.median(Fig.FUSE_PER_MIB)), mix(f)))
     return rows
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 
+from pytest_fsperf.figures import Fig
 from pytest_fsperf.report.flame import svg as flame_graph
 from pytest_fsperf.report.model import Chart, Section, Table, TimeChart, View
 
@@ -45,7 +46,7 @@ def _esc(text: object) -> str:
 
 
 COLOURS = {"now": "#3a7bd5", "a": "#3a7bd5", "b": "#d53a3a", "saved": "#999999"}
-FIGURE_COLOURS = {"daemon_cpu": "#e07b39", "daemon_rss": "#8e44ad"}
+FIGURE_COLOURS: dict[str, str] = {Fig.DAEMON_CPU: "#e07b39", Fig.DAEMON_RSS: "#8e44ad"}
 
 
 FAILING = "#8b0000"  # a bar whose workload failed its test: dark red, outlined

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from pytest_fsperf import units
-from pytest_fsperf.figures import METRICS
+from pytest_fsperf.figures import METRICS, Fig
 from pytest_fsperf.report import fuseview
 from pytest_fsperf.report.cells import daemon_cells, rate_cells
 from pytest_fsperf.report.model import (
@@ -55,8 +55,8 @@ def requests_table(results: list[Row], price: Priced | None) -> Section | None:
         other = q.total - sum(kinds[k] for k in ("GET", "HEAD", "LIST", "PUT"))
         rows.append((short_test(r), r.name, str(q.total),
                      *(str(kinds[k]) for k in ("GET", "HEAD", "LIST", "PUT")), str(other),
-                     *(figure_cell(k, r.median(k)) for k in ("req_per_file", "req_per_mib", "cost",
-                                                            "cost_per_tb"))))
+                     *(figure_cell(k, r.median(k)) for k in (Fig.REQ_PER_FILE, Fig.REQ_PER_MIB, Fig.COST,
+                                                            Fig.COST_PER_TB))))
     sources = sorted({r.requests.source for r in counted if r.requests})
     lines = [f"counted by {' and '.join(sources)} around each measured window (not layout or "
              "remounts); 'other' includes multipart, COPY and DELETE"]
@@ -113,7 +113,7 @@ def ceilings_table(results: list[Row]) -> Section | None:
                    Table(("test", "workload", "bandwidth", *CEILING_PATHS), tuple(rows),
                          frozenset({2, 3, 4, 5})),
                    Chart("Share of each ceiling (the tick: the ceiling itself)",
-                         METRICS["efficiency"], tuple(bars)) if bars else None)
+                         METRICS[Fig.EFFICIENCY], tuple(bars)) if bars else None)
 
 
 def _client_bw(c: ClientStats) -> float:
@@ -184,14 +184,14 @@ def comparison(c: Comparison) -> Section:
                      _runs(metric, list(m.a)), _runs(metric, list(m.b))))
     table = Table(("metric", "A median", "B median", "B/A", "interval", "outcome", "A runs",
                    "B runs"), tuple(rows), frozenset((1, 2, 3)))
-    bw = c.metrics.get("bw")
+    bw = c.metrics.get(Fig.BW)
     chart = None
     if bw:
         # each pair's A and B side by side: the pairs are what is judged
         bars = [Bar(f"pair {i + 1} {side.upper()}", v, side)
                 for i, (a_run, b_run) in enumerate(zip(bw.a, bw.b, strict=True))
                 for side, v in (("a", a_run), ("b", b_run)) if v]
-        chart = Chart("bandwidth per pair, A (blue) beside B (red)", METRICS["bw"], tuple(bars))
+        chart = Chart("bandwidth per pair, A (blue) beside B (red)", METRICS[Fig.BW], tuple(bars))
     what = "release gate" if c.kind.is_gate else "A/B"
     cold = "page-cache drop" if c.kind == CompareKind.MOUNT_GATE else "cold remount"
     how = f"{c.rounds} pairs, order {c.order}, {cold} before each run"
@@ -317,4 +317,4 @@ def run_comparisons(results: list[Row]) -> Section | None:
                      Bar(f"{label(r)} now", median(c.new), "now")]
     table = Table(("test", "workload", "figure", "ratio", "interval", "rounds", "outcome"), tuple(rows))
     return Section(f"against saved run {found[0][1].run!r} (median ratio this / saved, 95% interval)",
-                   (), table, Chart("median, saved against now", METRICS["bw"], tuple(bars)))
+                   (), table, Chart("median, saved against now", METRICS[Fig.BW], tuple(bars)))

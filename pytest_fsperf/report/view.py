@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from pytest_fsperf import units
-from pytest_fsperf.figures import METRICS
+from pytest_fsperf.figures import METRICS, Fig
 from pytest_fsperf.judge.paired import ALPHA
 from pytest_fsperf.plan.conditions import conditions_text
 from pytest_fsperf.report import fuseview
@@ -97,7 +97,7 @@ def summary(results: list[Row], comparisons: Iterable[Comparison],
         if v.failing or v.unsure:
             lines += [f"{v}: {short_test(r)} {line}" for line in r.failures or [r.name]]
     for c in comparisons:
-        m = c.metrics.get(c.decided_by or "bw")
+        m = c.metrics.get(c.decided_by or Fig.BW)
         if not m or m.ratio is None:
             continue
         band = (f", {m.interval} {m.ci_low:.3f} to {m.ci_high:.3f}"
@@ -118,7 +118,7 @@ def time_spent(comparisons: Iterable[Comparison], budget: float | None,
     spent = sum(c.seconds for c in gates)
     each = "; ".join(
         f"{short_test(c)} {c.name} {c.seconds:.0f} s, {c.rounds} pairs, "
-        f"{m.outcome if (m := c.metrics.get(c.decided_by or 'bw')) else '-'}"
+        f"{m.outcome if (m := c.metrics.get(c.decided_by or Fig.BW)) else '-'}"
         for c in gates)
     whole = f" of the session's {elapsed:.0f} s" if elapsed is not None else ""
     cap = f" (budget {budget:.0f} s, --fsperf-gate-seconds)" if budget is not None else ""
@@ -131,7 +131,7 @@ def time_spent(comparisons: Iterable[Comparison], budget: float | None,
 
 def _decided(c: Comparison) -> bool:
     """An A/B or gate that reached an outcome on its deciding figure (and is not unstable)."""
-    m = c.metrics.get(c.decided_by or "bw")
+    m = c.metrics.get(c.decided_by or Fig.BW)
     return bool(c.crashed) or (m is not None and not c.unstable
                                and m.outcome != Difference.INCONCLUSIVE)
 

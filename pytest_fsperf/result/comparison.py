@@ -10,6 +10,7 @@ from typing import Any
 from pytest_fsperf import typed
 from pytest_fsperf.errors import NotCompared
 from pytest_fsperf.figures import METRICS as FIGURES
+from pytest_fsperf.figures import Fig
 from pytest_fsperf.result.judged import Expectation
 from pytest_fsperf.result.schema import check
 from pytest_fsperf.vocab import CompareKind, Difference, Text
@@ -90,7 +91,7 @@ class Comparison:
     # pair dropped), so that no report shows them as workloads of their own
     runs: tuple[str, ...] = ()
 
-    def ratio(self, metric: str = "bw") -> float:
+    def ratio(self, metric: str = Fig.BW) -> float:
         """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's
         bandwidth. Where there is none, NotCompared says what happened and why (the test
         fails in that one line)."""

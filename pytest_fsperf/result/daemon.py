@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from pytest_fsperf.figures import Fig
+
 # s: CPU time over a shorter window (10 ms clock ticks) says little: the daemon's CPU%, and
 # the rest of the machine (measure/rest.py), share the one limit
 SHORT_WINDOW = 0.5
@@ -88,7 +90,7 @@ class Faults:
     processes: int  # of the daemon's processes alive at both ends (one that exited: not counted)
 
     def figures(self) -> dict[str, float | None]:
-        return {"daemon_major_faults": float(self.major)}
+        return {Fig.DAEMON_MAJOR_FAULTS: float(self.major)}
 
 
 @dataclass(frozen=True)

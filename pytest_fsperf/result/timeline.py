@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pytest_fsperf import typed
+from pytest_fsperf.figures import Fig
 
 INTERVAL = 1.0
 MIN_INTERVALS = 3
@@ -139,5 +140,5 @@ def shape(t: Timeline | None) -> dict[str, float | None]:
     points; missing altogether: no timeline)."""
     if t is None:
         return {}
-    return {"stall_s": longest_stall(t), "decay": decay(t), "bw_swing": swing(t),
-            "rss_growth": rss_growth(t)}
+    return {Fig.STALL_S: longest_stall(t), Fig.DECAY: decay(t), Fig.BW_SWING: swing(t),
+            Fig.RSS_GROWTH: rss_growth(t)}

@@ -11,6 +11,7 @@ from statistics import linear_regression, median
 from typing import Any, TypeVar
 
 from pytest_fsperf import typed
+from pytest_fsperf.figures import Fig
 from pytest_fsperf.result.ceiling import Ceiling, CeilingPath
 from pytest_fsperf.result.daemon import DaemonStats, Faults, Memory, Profile, short_cpu_note
 from pytest_fsperf.result.fuse import FuseRequests
@@ -27,9 +28,9 @@ def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:
     return {k: v.value if isinstance(v, Enum) else v for k, v in items}
 
 
-SHAPE = ("stall_s", "decay", "bw_swing", "rss_growth")  # from the timeline
+SHAPE = (Fig.STALL_S, Fig.DECAY, Fig.BW_SWING, Fig.RSS_GROWTH)  # from the timeline
 # a workload's bandwidth (a listing's entries/s) as a percentage of each ceiling (min_efficiency)
-SHARES = {"efficiency": CeilingPath.STORE, "efficiency:fuse": CeilingPath.FUSE,
+SHARES = {Fig.EFFICIENCY: CeilingPath.STORE, "efficiency:fuse": CeilingPath.FUSE,
           "efficiency:tmpfs": CeilingPath.TMPFS}
 
 
@@ -145,16 +146,16 @@ class WorkloadResult:
         own = self.single_metrics()
         if self.rounds:
             own = {key: median(values) if (values := self.values(key)) else None for key in own}
-            after = self.values("daemon_rss_after")
+            after = self.values(Fig.DAEMON_RSS_AFTER)
             if len(after) >= 3:  # a leak grows round after round: least-squares slope
-                own["daemon_rss_round_growth"] = linear_regression(
+                own[Fig.DAEMON_RSS_ROUND_GROWTH] = linear_regression(
                     range(len(after)), after).slope  # bytes per round
         return {**own, **self._shares(own.get(self._rate))}
 
     @property
     def _rate(self) -> str:
         """The figure a ceiling bounds: bandwidth, or entries per second for a listing."""
-        return "bw" if self.io_bytes or self.kind != EngineKind.META else "ops"
+        return Fig.BW if self.io_bytes or self.kind != EngineKind.META else Fig.OPS
 
     def _shares(self, bw: float | None) -> dict[str, float | None]:
         """efficiency (of the store's ceiling), efficiency:fuse and :tmpfs: the bandwidth as a
@@ -182,40 +183,40 @@ class WorkloadResult:
     def single_metrics(self) -> dict[str, float | None]:
         """This run's own figures, not the rounds' medians."""
         figures: dict[str, float | None] = {
-            "bw": self.bw_bytes if self.ops is None or self.ops.io_bytes else None,
-            "iops": self.iops if self.ops is None else None,
-            "ops": self.ops.per_second if self.ops is not None else None,
-            "lat_mean": self._worst("lat_mean_ns"),
-            "lat_p50": self._worst("lat_p50_ns"),
-            "lat_p99": self.lat_p99_ns,
-            "ttfb_p50": self._phase("first_byte", "p50_ns"),
-            "ttfb_p99": self._phase("first_byte", "p99_ns"),
-            "daemon_cpu": self.daemon.countable_cpu if self.daemon else None,
-            "daemon_cpu_per_gb": self.cpu_per_gb,
-            "daemon_rss": float(self.daemon.peak_rss_bytes) if self.daemon else None,
-            "daemon_rss_after": float(self.rss_after) if self.rss_after is not None else None,
-            "page_cache": float(self.page_cache) if self.page_cache is not None else None,
+            Fig.BW: self.bw_bytes if self.ops is None or self.ops.io_bytes else None,
+            Fig.IOPS: self.iops if self.ops is None else None,
+            Fig.OPS: self.ops.per_second if self.ops is not None else None,
+            Fig.LAT_MEAN: self._worst("lat_mean_ns"),
+            Fig.LAT_P50: self._worst("lat_p50_ns"),
+            Fig.LAT_P99: self.lat_p99_ns,
+            Fig.TTFB_P50: self._phase("first_byte", "p50_ns"),
+            Fig.TTFB_P99: self._phase("first_byte", "p99_ns"),
+            Fig.DAEMON_CPU: self.daemon.countable_cpu if self.daemon else None,
+            Fig.DAEMON_CPU_PER_GB: self.cpu_per_gb,
+            Fig.DAEMON_RSS: float(self.daemon.peak_rss_bytes) if self.daemon else None,
+            Fig.DAEMON_RSS_AFTER: float(self.rss_after) if self.rss_after is not None else None,
+            Fig.PAGE_CACHE: float(self.page_cache) if self.page_cache is not None else None,
         }
         if self.ops is not None and self.ops.operation == FilesOp.HOLD:  # idle open handles
-            figures["daemon_rss_per_handle"] = (
+            figures[Fig.DAEMON_RSS_PER_HANDLE] = (
                 (self.daemon.peak_rss_bytes - self.rss_before) / max(1, self.ops.count)
                 if self.daemon is not None and self.rss_before is not None else None)
         shape_of = shape(self.timeline)
         q = self.requests
         kinds = q.by_kind if q else {}
         figures.update({
-            "req_total": float(q.total) if q else None,
-            "req_get": float(kinds["GET"]) if q else None,
-            "req_head": float(kinds["HEAD"]) if q else None,
-            "req_list": float(kinds["LIST"]) if q else None,
-            "req_put": float(kinds["PUT"] + kinds["MULTIPART"]) if q else None,
+            Fig.REQ_TOTAL: float(q.total) if q else None,
+            Fig.REQ_GET: float(kinds["GET"]) if q else None,
+            Fig.REQ_HEAD: float(kinds["HEAD"]) if q else None,
+            Fig.REQ_LIST: float(kinds["LIST"]) if q else None,
+            Fig.REQ_PUT: float(kinds["PUT"] + kinds["MULTIPART"]) if q else None,
             # amplification: what a FUSE developer optimises
-            "req_per_mib": q.total / (self.io_bytes / 2**20) if q and self.io_bytes else None,
-            "stored_bw": (self.write.io_bytes / q.stored_after if q and q.stored_after
+            Fig.REQ_PER_MIB: q.total / (self.io_bytes / 2**20) if q and self.io_bytes else None,
+            Fig.STORED_BW: (self.write.io_bytes / q.stored_after if q and q.stored_after
                           and self.write and self.write.io_bytes else None),
-            "req_per_file": q.total / self.ops.count if q and self.ops and self.ops.count else None,
-            "cost": self.cost.requests if self.cost else None,
-            "cost_per_tb": (self.cost.requests / (self.io_bytes / 1e12)
+            Fig.REQ_PER_FILE: q.total / self.ops.count if q and self.ops and self.ops.count else None,
+            Fig.COST: self.cost.requests if self.cost else None,
+            Fig.COST_PER_TB: (self.cost.requests / (self.io_bytes / 1e12)
                             if self.cost and self.io_bytes else None),
         })
         figures.update(self._fuse_figures())
@@ -225,12 +226,12 @@ class WorkloadResult:
                 figures.update(value.figures())
         figures.update({k: shape_of.get(k) for k in SHAPE})  # None: too short to have a shape
         if not self.io_bytes:  # nothing moved: no such figures
-            for key in ("daemon_cpu_per_gb", "req_per_mib", "cost_per_tb", "fuse_per_mib"):
+            for key in (Fig.DAEMON_CPU_PER_GB, Fig.REQ_PER_MIB, Fig.COST_PER_TB, Fig.FUSE_PER_MIB):
                 figures.pop(key, None)
         if self.ops is None or not self.ops.count:
-            del figures["req_per_file"]  # fio: no count of files touched
+            del figures[Fig.REQ_PER_FILE]  # fio: no count of files touched
         if not self.files:
-            figures.pop("fuse_per_file", None)
+            figures.pop(Fig.FUSE_PER_FILE, None)
         # daemon and request figures stay as None when not measured: a threshold on them
         # is then "not judged", never passed
         return {k: v for k, v in figures.items()
@@ -255,10 +256,10 @@ class WorkloadResult:
         f = self.fuse
         mib, files = self.io_bytes / 2**20, self.files
         if f is None:
-            return {"fuse_requests": None, "fuse_per_mib": None, "fuse_per_file": None}
+            return {Fig.FUSE_REQUESTS: None, Fig.FUSE_PER_MIB: None, Fig.FUSE_PER_FILE: None}
         out: dict[str, float | None] = {
-            "fuse_requests": float(f.total), "fuse_per_mib": f.total / mib if mib else None,
-            "fuse_per_file": f.total / files if files else None}
+            Fig.FUSE_REQUESTS: float(f.total), Fig.FUSE_PER_MIB: f.total / mib if mib else None,
+            Fig.FUSE_PER_FILE: f.total / files if files else None}
         for op in f.ops:
             out[f"fuse_requests:{op.opcode}"] = float(op.count)
             if files:
@@ -301,8 +302,8 @@ class WorkloadResult:
     def total(self) -> Headline:
         """The headline figures (medians over rounds), as the report and JSON show them."""
         m = self.metrics()
-        return Headline(self.io_bytes, m.get("bw") or 0.0, m.get("iops") or 0.0, m.get("ops"),
-                        m.get("lat_p99"))
+        return Headline(self.io_bytes, m.get(Fig.BW) or 0.0, m.get(Fig.IOPS) or 0.0, m.get(Fig.OPS),
+                        m.get(Fig.LAT_P99))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (the enums as their words): it travels through xdist and into JSON."""
@@ -380,7 +381,7 @@ def pick(figures: dict[str, float | None], metric: str) -> float | None:
 def median_round(runs: list[WorkloadResult], name: str) -> WorkloadResult:
     """The median run (by bandwidth, or ops/s where no bytes moved), renamed, carrying every
     run's figures as its rounds: for an odd count its figures are one real run's."""
-    key = "bw" if runs[0].io_bytes else "ops"
+    key = Fig.BW if runs[0].io_bytes else Fig.OPS
     ordered = sorted(runs, key=lambda r: r.single_metrics().get(key) or 0.0)
     return replace(ordered[(len(ordered) - 1) // 2], name=name, rounds=tuple(
         {**r.single_metrics(), "seconds": r.wall_seconds} for r in runs),

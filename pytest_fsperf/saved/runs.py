@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_fsperf import typed
 from pytest_fsperf.errors import UsageError
+from pytest_fsperf.figures import Fig
 from pytest_fsperf.infra import inputs
 from pytest_fsperf.result.machine import Rest
 from pytest_fsperf.result.parts import Headline, Spread
@@ -136,8 +137,9 @@ class SavedResult:
         """The figure of each round; without rounds, its one headline or median figure."""
         if self.rounds:
             return [float(v) for r in self.rounds if (v := r.get(metric)) is not None]
-        if metric in ("bw", "ops"):
-            v = (self.total.bw_bytes if metric == "bw" else self.total.ops_per_second) if self.total else None
+        if metric in (Fig.BW, Fig.OPS):
+            total = self.total
+            v = (total.bw_bytes if metric == Fig.BW else total.ops_per_second) if total else None
             return [float(v)] if v else []
         spread = self.stats.get(metric)
         return [spread.median] if spread is not None else []
