@@ -232,3 +232,26 @@ def test_the_watchdog_is_given_the_directory_the_package_was_imported_from() -> 
     above = os.path.dirname(os.path.dirname(os.path.abspath(pytest_fsperf.__file__)))
     assert settler.package_root() == [above]  # a root-owned checkout no one else can write
     assert os.path.isfile(os.path.join(above, "pytest_fsperf", "__init__.py"))
+
+
+@pytest.mark.unit
+def test_a_writable_entry_beside_the_package_keeps_the_watchdog_off_that_path(tmp_path) -> None:
+    """With the directory above the package on root's sys.path, an entry there another user
+    can write (a module it could plant: `psutil.py` where psutil is missing) would run as
+    root: such a directory is not given, nor one whose package holds such an entry."""
+    import os
+
+    from pytest_fsperf.infra import watchdog as settler
+
+    root = tmp_path / "checkout"
+    (root / "pytest_fsperf").mkdir(parents=True)
+    (root / "pytest_fsperf" / "__init__.py").write_text("")
+    os.chmod(tmp_path, 0o755)
+    assert settler.package_root(str(root)) == [str(root)]
+    (root / "shared").mkdir(mode=0o777)
+    os.chmod(root / "shared", 0o777)
+    assert settler.package_root(str(root)) == []
+    os.chmod(root / "shared", 0o755)
+    (root / "pytest_fsperf" / "__init__.py").chmod(0o666)
+    assert settler.package_root(str(root)) == []
+

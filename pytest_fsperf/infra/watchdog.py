@@ -17,19 +17,22 @@ from pytest_fsperf.infra.trust import closed
 # isolated (-I: no current directory, no PYTHON* variables, no user site on sys.path) from
 # "/", so it imports the installed package; argv[2], when given, is the directory pytest
 # imported the plugin from, appended last (so an installed copy still comes first), and
-# only when no one else can write it or anything in the package.
+# only when no one else can write it, anything in it that an import could find (its
+# entries) or anything in the package.
 _WATCHDOG = ("import os, sys\nsys.stdin.buffer.read()\nif os.path.exists(sys.argv[1]):\n"
              "    sys.path.extend(sys.argv[2:])\n"
              "    from pytest_fsperf.infra.leftovers import settle\n    settle(sys.argv[1])\n")
 
 
-def package_root() -> list[str]:
-    """The directory pytest imported this plugin from, for the isolated watchdog's
-    sys.path - if no one else can change it, a directory above it, or anything in the
-    package (a planted module would run as root); else nothing (the installed package is
-    found, or the watchdog fails and the next session sweeps)."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # above infra/
-    root = os.path.dirname(package)
+def package_root(root: str | None = None) -> list[str]:
+    """The directory pytest imported this plugin from (`root`: the one holding the
+    pytest_fsperf package), for the isolated watchdog's sys.path - if no one else can change
+    it, a directory above it, an entry in it or anything in the package (a planted module
+    would run as root); else nothing (the installed package is found, or the watchdog fails
+    and the next session sweeps)."""
+    if root is None:  # above infra/ and the package
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    package = os.path.join(root, "pytest_fsperf")
     try:
         if not closed(os.stat(root)):
             return []
@@ -40,8 +43,8 @@ def package_root() -> list[str]:
             if os.path.dirname(above) == above:
                 break
             above = os.path.dirname(above)
-        inside = [package, *(os.path.join(d, n) for d, dirs, files in os.walk(package)
-                             for n in dirs + files)]
+        inside = [*(os.path.join(root, n) for n in os.listdir(root)), package,
+                  *(os.path.join(d, n) for d, dirs, files in os.walk(package) for n in dirs + files)]
         if not all(closed(os.lstat(p)) for p in inside):
             return []
     except OSError:
