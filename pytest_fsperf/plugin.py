@@ -424,7 +424,7 @@ def pytest_runtest_makereport(
     record = item.stash.get(RECORD, None)
     if report.when != "call" or record is None:
         return report
-    rows = report_rows(record, item.config.stash[STATE].env) if record.results else []
+    rows = report_rows(record, item.config.stash[STATE].env)
     if hasattr(item.config, "workerinput"):  # to the controller, as JSON
         report.fsperf_results = [r.to_dict() for r in rows]  # type: ignore[attr-defined]
         report.fsperf_comparisons = [c.to_dict() for c in record.comparisons]  # type: ignore[attr-defined]

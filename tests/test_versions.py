@@ -106,3 +106,13 @@ def test_a_field_is_described_by_its_comment() -> None:
     assert "sent in the window" in defs["FuseOpJSON"]["properties"]["count"]["description"]
     assert defs["IoStats"]["properties"]["bw_bytes"]["description"] == "B/s, fio's bw_bytes"
     assert defs["DaemonStats"]["properties"]["cpu_percent"]["type"] == ["number", "null"]
+
+
+def test_the_judgement_a_result_is_read_without_is_the_rows_own_fields() -> None:
+    from dataclasses import fields
+
+    from pytest_fsperf.result.document import ResultRow
+    from pytest_fsperf.result.schema import JUDGEMENT
+    from pytest_fsperf.result.workload import WorkloadResult
+
+    assert JUDGEMENT == {f.name for f in fields(ResultRow)} - {f.name for f in fields(WorkloadResult)}

@@ -15,7 +15,6 @@ from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.environment import Environment
 from pytest_fsperf.result.judged import Check, Described, RunComparison
 from pytest_fsperf.result.parts import Headline, Spread
-from pytest_fsperf.result.schema import check
 from pytest_fsperf.result.versions import upgrade
 from pytest_fsperf.result.workload import WorkloadResult, summary
 from pytest_fsperf.vocab import Outcome
@@ -72,8 +71,8 @@ class ResultRow(WorkloadResult):
 
     @classmethod
     def of(cls, doc: Mapping[str, Any]) -> ResultRow:
-        """The row of a result's JSON form, of the current version (versions.upgrade)."""
-        check(doc, "result", f"result {str(doc.get('test', '?'))[:200]}::{str(doc.get('name', '?'))[:100]}")
+        """The row of a result's JSON form, of the current version (versions.upgrade), checked
+        against the schema once (from_dict)."""
         row = cls.from_dict(doc)
         given = doc.get("stats")
         if isinstance(given, Mapping) and given:  # what to_dict worked out (the same, seeded)

@@ -24,11 +24,11 @@ def schema() -> dict[str, Any]:
     return data
 
 
-# what a report adds to a result (its judgement) and what to_dict derives: a measured result
-# alone ("measured") need not have them
-ADDED = frozenset({"total", "stats", "verdict", "failures", "baseline_checks", "baseline_key",
-                   "baseline_entry", "fingerprint", "run_comparison"})
-JUDGEMENT = ADDED | {"verdict_own", "not_judged", "limits", "baseline"}
+# the judgement a report adds to a result (ResultRow's fields beyond WorkloadResult's; a
+# test keeps them equal): a measured result alone is read without them
+JUDGEMENT = frozenset({"verdict", "verdict_own", "failures", "not_judged", "limits", "baseline",
+                       "baseline_key", "baseline_checks", "baseline_entry", "fingerprint",
+                       "run_comparison"})
 
 
 PARTS = {"result": "ResultRow", "comparison": "Comparison"}  # a part's definition
@@ -37,12 +37,7 @@ PARTS = {"result": "ResultRow", "comparison": "Comparison"}  # a part's definiti
 @functools.cache
 def _validator(part: str) -> jsonschema.protocols.Validator:
     whole = schema()
-    if part == "measured":
-        result = whole["$defs"][PARTS["result"]]
-        target = {**result, "required": [k for k in result["required"] if k not in ADDED],
-                  "$defs": whole["$defs"]}
-    else:
-        target = whole if part == "document" else {**whole["$defs"][PARTS[part]], "$defs": whole["$defs"]}
+    target = whole if part == "document" else {**whole["$defs"][PARTS[part]], "$defs": whole["$defs"]}
     kind = jsonschema.validators.validator_for(whole)
     arrays = kind.TYPE_CHECKER.redefine("array", lambda _c, x: isinstance(x, list | tuple))
     made: jsonschema.protocols.Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
@@ -51,9 +46,8 @@ def _validator(part: str) -> jsonschema.protocols.Validator:
 
 
 def check(data: Mapping[str, Any], part: str, what: str) -> None:
-    """data must be a `part` of the schema ('document', 'result', 'measured': a result without
-    its judgement, 'comparison'): else one
-    ValueError naming what and where it is wrong."""
+    """data must be a `part` of the schema ('document', 'result': one with or without its
+    judgement, 'comparison'): else one ValueError naming what and where it is wrong."""
     error = jsonschema.exceptions.best_match(_validator(part).iter_errors(data))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "the top"

@@ -338,7 +338,7 @@ class WorkloadResult:
         stats) is left, and so is a report's judgement where cls holds none. ValueError names
         the result and its wrong field. to_dict(from_dict(x)) writes x again."""
         what = f"result {str(data.get('test', '?'))[:200]}::{str(data.get('name', '?'))[:100]}"
-        check(data, "measured", what)
+        check(data, "result", what)
         left = (JUDGEMENT | {"total", "stats"}) - typed.names(cls)
         own = {k: v for k, v in data.items() if k not in left}
         return typed.read(cls, own, what, READERS)
