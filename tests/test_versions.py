@@ -115,4 +115,4 @@ def test_the_judgement_a_result_is_read_without_is_the_rows_own_fields() -> None
     from pytest_fsperf.result.schema import JUDGEMENT
     from pytest_fsperf.result.workload import WorkloadResult
 
-    assert JUDGEMENT == {f.name for f in fields(ResultRow)} - {f.name for f in fields(WorkloadResult)}
+    assert {f.name for f in fields(ResultRow)} - {f.name for f in fields(WorkloadResult)} == JUDGEMENT
