@@ -116,3 +116,22 @@ def test_the_judgement_a_result_is_read_without_is_the_rows_own_fields() -> None
     from pytest_fsperf.result.workload import WorkloadResult
 
     assert {f.name for f in fields(ResultRow)} - {f.name for f in fields(WorkloadResult)} == JUDGEMENT
+
+
+@pytest.mark.parametrize("doc", [
+    {"schema": "x" * 1_000_000, "results": []},
+    {"schema": ["pytest-fsperf/1"], "results": []},
+    {"schema": "pytest-fsperf/1", "results": [1, "a", None, {"verdict": ["x"] * 100_000}]},
+    {"schema": "pytest-fsperf/1", "results": [{"verdict": "pass", "total": {"bw_bytes": "fast"}}]},
+], ids=["huge-version", "version-not-text", "results-of-any-shape", "wrong-figure"])
+def test_a_hostile_saved_run_is_skipped_in_one_short_line(tmp_path: Path, doc: dict) -> None:
+    """History reads CI artifacts anyone who opens a pull request can shape: whatever the
+    version or the results hold, the file is skipped with one bounded line, never raising."""
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc))
+    found, skipped = saved.read([path])
+    assert not found and len(skipped) == 1 and "\n" not in skipped[0]
+    assert skipped[0].startswith(f"{path}: not a saved run: ") and len(skipped[0]) < 500
+    with pytest.raises(ValueError) as said:
+        Document.read(doc, "run")
+    assert len(str(said.value)) < 500

@@ -337,6 +337,8 @@ class WorkloadResult:
         against the schema's result and each field's annotation; what to_dict derives (total,
         stats) is left, and so is a report's judgement where cls holds none. ValueError names
         the result and its wrong field. to_dict(from_dict(x)) writes x again."""
+        if not isinstance(data, Mapping):  # a file's result of another shape: said, not raised
+            raise ValueError(f"a result is not an object but {type(data).__name__}")
         what = f"result {str(data.get('test', '?'))[:200]}::{str(data.get('name', '?'))[:100]}"
         check(data, "result", what)
         left = (JUDGEMENT | {"total", "stats"}) - typed.names(cls)
