@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fsperf.engine import fio_relay
+from pytest_fsperf.engine import fio_frames, fio_relay
 from tests.conftest import need
 
 NOBODY = 65534
@@ -33,9 +33,12 @@ def crc16(data):
         for _ in range(8):
             crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
     return crc
-def frame(opcode, payload):
-    head = struct.pack("<HHIQI", 97, opcode, 0, 0, len(payload))
+def frame(opcode, payload, flags=0):
+    head = struct.pack("<HHIQI", 97, opcode, flags, 0, len(payload))
     return head + struct.pack("<HH", crc16(head), crc16(payload)) + payload
+def fragments(opcode, payload):
+    parts = [payload[i:i + 1024] for i in range(0, len(payload), 1024)]
+    return b"".join(frame(opcode, p, 1 if i < len(parts) - 1 else 0) for i, p in enumerate(parts))
 port_file, got_file, ask = sys.argv[1], sys.argv[2], sys.argv[3]
 srv = socket.socket()
 srv.bind(("127.0.0.1", 0))
@@ -57,6 +60,19 @@ while True:
                            + b"4k".ljust(128, b"\0")))
     elif ask == "text":  # a text whose length reaches past the heap block fio allocates
         conn.sendall(frame(5, struct.pack("<IIQQ", 0, 0x7FFFFFF0, 0, 0) + b"x"))
+    elif ask == "clatprio":  # a status whose priorities lie 1 TiB past it (fio: SIGBUS)
+        conn.sendall(frame(11, struct.pack("<II", 1, 1)))
+        ts = bytearray(184056)
+        struct.pack_into("<I", ts, 260, 1)
+        struct.pack_into("<Q", ts, 183832, 1 << 40)
+        struct.pack_into("<I", ts, 183856, 1)
+        conn.sendall(fragments(6, bytes(ts)))
+    elif ask == "gsflood":  # one group status of 512 MiB in 1 KiB fragments
+        try:
+            for _ in range(512 * 1024):
+                conn.sendall(frame(7, bytes(1024), 1))
+        except OSError:
+            pass
     elif ask == "update":  # an UPDATE_JOB fio never asked for: it calls a NULL handler
         conn.sendall(frame(18, struct.pack("<IH", 0, 0).ljust(16, b"\0")))
     else:  # an I/O log of the server's choosing, to <name>.<server>
@@ -114,6 +130,8 @@ def _one_client(pytester: pytest.Pytester, tmp_path: Path, port: int
     ("jobopt", "sent an option for job group 1000 of 1 jobs: refused"),
     ("text", "sent a text that says it is 2147483632 bytes long in 1: refused"),
     ("update", "asked the controller to UPDATE_JOB, unasked: refused"),
+    ("clatprio", "sent 1 priorities at offset 1099511627776 in a status of 184056 bytes: refused"),
+    ("gsflood", "sent a command 7 of more than 164 bytes: refused"),
 ])
 def test_a_server_that_asks_for_a_file_or_writes_a_log_is_cut_off_and_named(pytester, tmp_path,
                                                                               ask, said):
@@ -212,13 +230,13 @@ def test_what_fio_indexes_by_must_name_a_job_the_server_announced():
         return struct.pack("<HHI", is_global, 0, group) + bytes(192)
 
     def ts(number: int) -> bytes:
-        return bytes(fio_relay.TS_THREAD_NUMBER) + struct.pack("<I", number) + bytes(700)
+        return status(number)
 
-    seen = fio_relay.Seen()
+    seen = fio_frames.Seen()
     assert "job group 0 of 0 jobs" in seen.frame(22, 0, opt(0))  # before START
     assert seen.frame(22, 0, opt(7, is_global=1)) == ""  # a global option indexes nothing
-    assert "announced 0 jobs" in fio_relay.Seen().frame(11, 0, struct.pack("<II", 0, 1))
-    assert "announced 5000 jobs" in fio_relay.Seen().frame(11, 0, struct.pack("<II", 5000, 1))
+    assert "announced 0 jobs" in fio_frames.Seen().frame(11, 0, struct.pack("<II", 0, 1))
+    assert "announced 5000 jobs" in fio_frames.Seen().frame(11, 0, struct.pack("<II", 5000, 1))
     assert seen.frame(11, 0, struct.pack("<II", 2, 1)) == ""
     assert "again" in seen.frame(11, 0, struct.pack("<II", 2, 1))
     assert seen.frame(22, 0, opt(1)) == "" and "job group 2 of 2" in seen.frame(22, 0, opt(2))
@@ -266,6 +284,13 @@ def test_another_users_listener_on_this_machines_own_address_is_refused(pytester
     result.stdout.fnmatch_lines([f"*fio server {own[0]}:{port} is listening as uid {NOBODY}*"])
 
 
+def status(number: int, size: int = fio_frames.TS_SIZE) -> bytes:
+    """A thread status as fio 3.33 sends one: its names ended, thread `number`."""
+    ts = bytearray(size)
+    struct.pack_into("<I", ts, fio_frames.TS_THREAD_NUMBER, number)
+    return bytes(ts)
+
+
 def _text(buf_len: int, body: bytes, flags: int = 0) -> tuple[int, bytes]:
     return flags, struct.pack("<IIQQ", 0, buf_len, 0, 0) + body
 
@@ -282,8 +307,8 @@ def _text(buf_len: int, body: bytes, flags: int = 0) -> tuple[int, bytes]:
     ([_text(20, b"12345", flags=1), (0, b"123456")], "says it is 20 bytes long in 11"),
 ])
 def test_a_servers_text_must_be_as_long_as_it_says(frames, why):
-    seen = fio_relay.Seen()
-    said = [seen.frame(fio_relay.TEXT, flags, payload) for flags, payload in frames]
+    seen = fio_frames.Seen()
+    said = [seen.frame(fio_frames.TEXT, flags, payload) for flags, payload in frames]
     if why is None:
         assert said == ["", ""]
     else:
@@ -292,12 +317,12 @@ def test_a_servers_text_must_be_as_long_as_it_says(frames, why):
 
 @pytest.mark.unit
 def test_a_text_flood_is_cut_off_and_fios_own_text_passes():
-    seen = fio_relay.Seen()
+    seen = fio_frames.Seen()
     line = b"fio: a line of the server's own, as fio sends them\n"
     frames = 0
-    while not (why := seen.frame(fio_relay.TEXT, 0, _text(len(line), line)[1])):
+    while not (why := seen.frame(fio_frames.TEXT, 0, _text(len(line), line)[1])):
         frames += 1
-    assert frames * (24 + len(line)) <= fio_relay.MAX_TEXT < (frames + 1) * (24 + len(line)) + 1
+    assert frames * (24 + len(line)) <= fio_frames.MAX_TEXT < (frames + 1) * (24 + len(line)) + 1
     assert "more than 1048576 bytes of text" in why
 
 
@@ -306,3 +331,67 @@ def test_an_unasked_update_job_is_refused():
     """fio 3.33 calls a NULL handler for an UPDATE_JOB it did not ask for (SIGSEGV, root's
     controller gone): the controller never asks, so the relay passes none."""
     assert "UPDATE_JOB" in fio_relay._refusal(97, 18, 8)
+
+
+def _fixed(opcode: int, size: int, at: int = 0, value: bytes = b"") -> bytes:
+    payload = bytearray(size)
+    payload[at:at + len(value)] = value
+    return bytes(payload)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("opcode", "payload", "why"), [
+    (7, bytes(165), "command 7 of more than 164 bytes"),  # GS: exactly its size
+    (7, bytes(100), "command 7 of 100 bytes, not fio's 164"),
+    (12, bytes(4), "command 12 of 4 bytes, not fio's 8"),  # STOP
+    (10, _fixed(10, 112, 0, b"h" * 64), "text does not end in its field"),  # PROBE hostname
+    (10, _fixed(10, 112, 65, b"3" * 32), "text does not end in its field"),  # its version
+    (13, _fixed(13, 256, 0, b"d" * 64), "text does not end in its field"),  # DU's disk name
+    (9, bytes(100), "progress report without its job states ended"),  # ETA: too short
+    (9, bytes(168) + b"R" * 30000, "more than"),  # ETA: run_str past fio's buffer
+    (9, _fixed(9, 169, 148, struct.pack("<I", 9)), "unit 9"),  # num2str asserts on it
+    (15, bytes(25823), "command 15 of 25823 bytes"),  # ADD_JOB
+])
+def test_every_frame_fio_trusts_is_checked_as_fio_reads_it(opcode, payload, why):
+    """fio 3.33's client casts each frame to its struct and reads it: a short frame is read
+    past its end, a name without a NUL is printed past its field, a run_str is strcpy'd into
+    a buffer of fio's size, a unit fio does not know aborts it."""
+    seen = fio_frames.Seen()
+    said = seen.frame(opcode, 0, payload)
+    assert why in said, said
+    assert not seen.ready
+
+
+@pytest.mark.unit
+def test_fios_own_frames_pass_whole_and_are_passed_on_whole():
+    seen = fio_frames.Seen()
+    start = struct.pack("<II", 2, 1)
+    assert seen.frame(11, 0, start, b"H" + start) == "" and seen.ready == [b"H" + start]
+    eta = bytes(168) + b"WW\0"
+    assert seen.frame(9, 0, eta) == ""
+    whole = status(2, fio_frames.TS_SIZE + 2 * 8 * 4)
+    ts = bytearray(whole)
+    struct.pack_into("<I", ts, fio_frames.TS_SS_STATE, fio_frames.SS_DATA)
+    struct.pack_into("<Q", ts, fio_frames.TS_SS_DUR, 4)
+    struct.pack_into("<QQ", ts, fio_frames.TS_SS_OFFSETS[0], fio_frames.TS_SIZE,
+                     fio_frames.TS_SIZE + 32)
+    seen.ready.clear()
+    parts = [bytes(ts[i:i + 1024]) for i in range(0, len(ts), 1024)]
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        assert seen.frame(6, 0 if last else 1, part, b"h" + part) == ""
+        assert bool(seen.ready) == last  # nothing passes before the frame is whole
+    assert seen.ready == [b"".join(b"h" + p for p in parts)]
+    struct.pack_into("<Q", ts, fio_frames.TS_SS_OFFSETS[1], fio_frames.TS_SIZE + 40)
+    assert "steady-state samples" in seen.frame(6, 0, bytes(ts))  # the ring past the end
+
+
+@pytest.mark.unit
+def test_a_fragment_of_another_command_or_a_flood_of_whole_ones_is_refused(monkeypatch):
+    seen = fio_frames.Seen()
+    assert seen.frame(6, 1, bytes(1024)) == ""
+    assert "command 7 inside command 6" in seen.frame(7, 0, bytes(164))
+    monkeypatch.setattr(fio_frames, "MAX_CONNECTION", 10_000)
+    flood = fio_frames.Seen()
+    said = [flood.frame(7, 0, bytes(164)) for _ in range(61)]
+    assert said[:60] == [""] * 60 and "more than 10000 bytes of frames" in said[60]

@@ -9,10 +9,9 @@ connects to a unix socket in the session's 0700 directory, the relay connects on
 server and passes the server's frames back only where they are what a benchmark needs
 (fio's server.h: text, job start and stop, statistics, probe and ETA replies). Anything
 else, or a frame that is not fio's protocol, ends the connection, and why is kept for the
-failure's message. The values fio's client indexes by are bounded: a job option's group and a
-status's thread number must name a job of those START announced (fio indexes its arrays
-with them unchecked: a JOB_OPT past the jobs crashed root's controller). What the controller
-sends is passed on as it is.
+failure's message. Each frame is held until it is whole and checked as fio's client will
+read it (fio_frames.py: sizes, offsets, counts, strings, units). What the controller sends is
+passed on as it is.
 """
 
 from __future__ import annotations
@@ -28,8 +27,9 @@ from dataclasses import dataclass, field
 
 import psutil
 
+from pytest_fsperf.engine.fio_frames import Seen
 from pytest_fsperf.errors import MeasurementError
-from pytest_fsperf.infra.tcp import listener_uids, peer_uids
+from pytest_fsperf.infra.tcp import listener_uids, owner
 
 HEADER = struct.Struct("<HHIQIHH")  # version, opcode, flags, tag, pdu_len, cmd_crc16, pdu_crc16
 VERSION = 97  # FIO_SERVER_VER of fio 3.33
@@ -39,12 +39,6 @@ MAX_PDU = 1024  # FIO_SERVER_MAX_FRAGMENT_PDU: larger frames are not fio's
 # handler for one it did not ask for)
 PASSED = {1: "QUIT", 5: "TEXT", 6: "TS", 7: "GS", 9: "ETA", 10: "PROBE", 11: "START",
           12: "STOP", 13: "DU", 14: "SERVER_START", 15: "ADD_JOB", 22: "JOB_OPT"}
-START, TS, JOB_OPT, TEXT = 11, 6, 22, 5
-TEXT_HEAD = 24  # struct cmd_text_pdu: level, buf_len, log_sec, log_usec, then buf
-MAX_TEXT = 1 << 20  # text bytes one connection may send (fio's own messages are a few KB)
-MAX_JOBS = 4096  # jobs one server may announce (fio's own limit is REAL_MAX_JOBS, 4096)
-MORE = 1  # FIO_NET_CMD_F_MORE: a fragment of a larger payload follows
-TS_THREAD_NUMBER = 260  # struct thread_stat: name[128], verror[128], error, thread_number
 REFUSED = {17: "IOLOG: write an I/O log of its choosing", 18: "UPDATE_JOB, unasked",
            19: "LOAD_FILE",
            20: "VTRIGGER: save verify state and run a trigger",
@@ -114,11 +108,11 @@ class Relay:
         family, address = self.upstream
         if family == socket.AF_UNIX or not local(address):
             return ""
-        port = address[1]  # type: ignore[index]
-        others = sorted(u for u in peer_uids(outer.getsockname()[1], port)
-                        if u not in (0, os.geteuid()))
-        return (f"was answered as uid {', '.join(map(str, others))}, not root or you: not the "
-                "server you meant") if others else ""
+        uid = owner(outer.getpeername(), outer.getsockname())  # the server's end, exactly
+        if uid is None:
+            return "its server's socket is not known to the kernel: not the server you meant"
+        return (f"was answered as uid {uid}, not root or you: not the server you meant"
+                if uid not in (0, os.geteuid()) else "")
 
     @staticmethod
     def _to_server(inner: socket.socket, outer: socket.socket) -> None:
@@ -140,11 +134,12 @@ class Relay:
                 payload = _exactly(outer, pdu_len) if pdu_len and not why else b""
                 if payload is None:
                     break
-                why = why or seen.frame(opcode, flags, payload)
+                why = why or seen.frame(opcode, flags, payload, head + payload)
                 if why:
                     self.refused.append(why)
                     break
-                inner.sendall(head + payload)
+                while seen.ready:
+                    inner.sendall(seen.ready.pop(0))
         except OSError:
             pass
         for s in (inner, outer):
@@ -171,70 +166,6 @@ def _refusal(version: int, opcode: int, pdu_len: int) -> str:
     if opcode not in PASSED:
         return f"asked the controller to {REFUSED.get(opcode, f'obey command {opcode}')}: refused"
     return ""
-
-
-@dataclass
-class Seen:
-    """What one connection's server announced, to bound what it sends after."""
-
-    jobs: int | None = None  # START's count
-    ts: bytearray = field(default_factory=bytearray)  # a status's fragments so far
-    text: bytearray = field(default_factory=bytearray)  # a text's head so far
-    text_size: int = 0  # the text's payload so far, its fragments together
-    text_sent: int = 0  # text bytes of the connection
-
-    def frame(self, opcode: int, flags: int, payload: bytes) -> str:
-        """Why this frame may not reach fio's client, or ""."""
-        if opcode == TEXT:
-            return self._text(flags, payload)
-        if opcode == START:
-            if len(payload) < 8:
-                return "sent a START of the wrong size"
-            jobs = struct.unpack_from("<I", payload)[0]
-            if self.jobs is not None or not 0 < jobs <= MAX_JOBS:
-                return f"announced {jobs} jobs{' again' if self.jobs is not None else ''}: refused"
-            self.jobs = jobs
-        elif opcode == JOB_OPT:
-            if len(payload) < 8:
-                return "sent a job option of the wrong size"
-            is_global, _cut, group = struct.unpack_from("<HHI", payload)
-            if not is_global and (self.jobs is None or group >= self.jobs):
-                return (f"sent an option for job group {group} of {self.jobs or 0} jobs: refused "
-                        "(fio would index past its list)")
-        elif opcode == TS:
-            if len(self.ts) < TS_THREAD_NUMBER + 4:
-                self.ts += payload[: TS_THREAD_NUMBER + 4 - len(self.ts)]
-            if not flags & MORE:
-                head, self.ts = bytes(self.ts), bytearray()
-                if len(head) < TS_THREAD_NUMBER + 4:
-                    return "sent a thread status too short to be fio's"
-                number = struct.unpack_from("<I", head, TS_THREAD_NUMBER)[0]
-                if self.jobs is None or not 1 <= number <= self.jobs:
-                    return (f"sent the status of thread {number} of {self.jobs or 0} jobs: "
-                            "refused (fio would index past its list)")
-        return ""
-
-    def _text(self, flags: int, payload: bytes) -> str:
-        """fio's client writes a NUL at buf[buf_len] of the whole (reassembled) payload, as
-        the server states it; fio's server sends buf_len = the text's length exactly (no NUL
-        of its own): more than was sent is refused."""
-        self.text_sent += len(payload)
-        if self.text_sent > MAX_TEXT:
-            return f"sent more than {MAX_TEXT} bytes of text: refused (a flood)"
-        if len(self.text) < TEXT_HEAD:
-            self.text += payload[: TEXT_HEAD - len(self.text)]
-        self.text_size += len(payload)
-        if flags & MORE:
-            return ""
-        head, size = bytes(self.text), self.text_size
-        self.text, self.text_size = bytearray(), 0
-        if len(head) < TEXT_HEAD:
-            return "sent a text too short to be fio's"
-        length = struct.unpack_from("<I", head, 4)[0]
-        if TEXT_HEAD + length > size:
-            return (f"sent a text that says it is {length} bytes long in {size - TEXT_HEAD}: "
-                    "refused (fio would write past it)")
-        return ""
 
 
 def _exactly(s: socket.socket, n: int) -> bytes | None:

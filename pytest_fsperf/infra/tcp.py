@@ -1,14 +1,24 @@
-"""This machine's TCP sockets and their owners, from /proc/net/tcp and tcp6: who listens on
-a port, and whose socket is the other end of a loopback connection (an owner check for
-servers that hold no secret a local user lacks)."""
+"""This machine's TCP sockets and their owners: who listens on a port (/proc/net/tcp, tcp6),
+and whose socket is the other end of a loopback connection, asked of the kernel by the exact
+4-tuple (sock_diag: SO_PEERCRED does not exist for TCP). An owner check for servers that
+hold no secret a local user lacks; one netlink round trip a connection, bounded in time."""
 
 from __future__ import annotations
 
+import socket
+import struct
 from collections.abc import Iterator
 
+SOCK_DIAG_BY_FAMILY = 20
+NETLINK_SOCK_DIAG = 4
+ESTABLISHED = 1
+_HEADER = struct.Struct("=IHHII")  # nlmsghdr
+_REQUEST = struct.Struct("=BBBBI")  # inet_diag_req_v2 before its sockid
+_MESSAGE = struct.Struct("=BBBB48sIIIII")  # inet_diag_msg
 
-def _tcp_sockets(proc: str = "/proc") -> Iterator[tuple[int, int, str, int]]:
-    """(local port, remote port, state, owner uid) of this machine's TCP sockets."""
+
+def _tcp_sockets(proc: str = "/proc") -> Iterator[tuple[int, str, int]]:
+    """(local port, state, owner uid) of this machine's TCP sockets."""
     for name in ("tcp", "tcp6"):
         try:
             with open(f"{proc}/net/{name}", encoding="ascii") as f:
@@ -18,17 +28,41 @@ def _tcp_sockets(proc: str = "/proc") -> Iterator[tuple[int, int, str, int]]:
         for line in lines:
             fields = line.split()
             if len(fields) > 7:
-                yield (int(fields[1].rsplit(":", 1)[1], 16), int(fields[2].rsplit(":", 1)[1], 16),
-                       fields[3], int(fields[7]))
+                yield int(fields[1].rsplit(":", 1)[1], 16), fields[3], int(fields[7])
 
 
 def listener_uids(port: int, proc: str = "/proc") -> set[int]:
     """The users whose sockets listen on TCP `port` on this machine (/proc/net/tcp, tcp6)."""
-    return {uid for local, _r, state, uid in _tcp_sockets(proc) if state == "0A" and local == port}
+    return {uid for local, state, uid in _tcp_sockets(proc) if state == "0A" and local == port}
 
 
-def peer_uids(ours: int, port: int, proc: str = "/proc") -> set[int]:
-    """The owners of the server's end of our connection from local port `ours` to `port`
-    on this machine (an accepted socket belongs to its listener's user)."""
-    return {uid for local, remote, state, uid in _tcp_sockets(proc)
-            if state == "01" and local == port and remote == ours}
+def _sockid(family: int, local: tuple[str, int], remote: tuple[str, int]) -> bytes:
+    def packed(host: str) -> bytes:
+        return socket.inet_pton(family, host.split("%", 1)[0]).ljust(16, b"\0")
+    return (struct.pack("!HH", local[1], remote[1]) + packed(local[0]) + packed(remote[0])
+            + struct.pack("=III", 0, 0xFFFFFFFF, 0xFFFFFFFF))
+
+
+def owner(local: tuple[str, int], remote: tuple[str, int], timeout: float = 0.2) -> int | None:
+    """The uid owning the established TCP socket whose own address is `local` and whose peer
+    is `remote` (both host, port), or None where the kernel knows no such socket."""
+    family = socket.AF_INET6 if ":" in local[0] else socket.AF_INET
+    try:
+        sockid = _sockid(family, local[:2], remote[:2])
+    except OSError:
+        return None
+    request = _REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, 1 << ESTABLISHED) + sockid
+    try:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as nl:
+            nl.settimeout(timeout)
+            nl.send(_HEADER.pack(_HEADER.size + len(request), SOCK_DIAG_BY_FAMILY, 1, 1, 0)
+                    + request)
+            data = nl.recv(4096)
+    except OSError:
+        return None
+    if len(data) < _HEADER.size + _MESSAGE.size or _HEADER.unpack_from(data)[1] != SOCK_DIAG_BY_FAMILY:
+        return None  # NLMSG_ERROR: no such socket
+    fam, state, _t, _r, found, _e, _rq, _wq, uid, _inode = _MESSAGE.unpack_from(data, _HEADER.size)
+    if fam != family or state != ESTABLISHED or found[:36] != sockid[:36]:
+        return None
+    return int(uid)

@@ -33,7 +33,7 @@ COUNTED = ("requests", "connections", "throttled", "errors", "resets", "corrupte
            "retries")
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "pytest-fsperf", "proxy")
 GO = ("/usr/local/go/bin/go", "/usr/lib/go/bin/go", "/usr/bin/go")
-SOURCES = ("proxy.go", "gateway.go", "go.mod")
+SOURCES = ("proxy.go", "gateway.go", "owner.go", "go.mod")
 
 
 def _source() -> dict[str, bytes]:

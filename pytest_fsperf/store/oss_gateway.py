@@ -29,7 +29,7 @@ from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from pytest_fsperf.infra.tcp import peer_uids
+from pytest_fsperf.infra.tcp import owner
 
 CHUNK = 1 << 20
 MAX_CONNECTIONS = 2048  # at once: past it a connection is closed as it is accepted
@@ -151,9 +151,8 @@ class Gateway(ThreadingHTTPServer):
 
     def verify_request(self, request: Any, client_address: Any) -> bool:
         """In the accepting thread, before any thread or byte is spent on the client."""
-        mine = self.server_address[1]
-        owners = peer_uids(mine, client_address[1])
-        if not owners or not owners <= self.trusted or not self.slots.acquire(blocking=False):
+        uid = owner(client_address, request.getsockname())  # the client's own socket
+        if uid not in self.trusted or not self.slots.acquire(blocking=False):
             self.refused += 1
             return False
         return True

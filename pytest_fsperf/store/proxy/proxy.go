@@ -126,14 +126,13 @@ func main() {
 			writeStats()
 		}
 	}()
-	port := ln.Addr().(*net.TCPAddr).Port
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		if !allowed(port, c.RemoteAddr().(*net.TCPAddr).Port) {
+		if !allowed(c) {
 			atomic.AddInt64(&count.Refused, 1)
 			c.Close()
 			continue
@@ -169,39 +168,6 @@ func snapshot() counts {
 		atomic.LoadInt64(&count.Held), atomic.LoadInt64(&count.Retries),
 		atomic.LoadInt64(&count.Refused), atomic.LoadInt64(&count.Conns), atomic.LoadInt64(&count.BodyIn),
 		atomic.LoadInt64(&count.BodyOut)}
-}
-
-// allowed: the owner of the client's socket (the other end of our accepted connection, in
-// the kernel's table) is one of cfg.Owners.
-func allowed(ours, theirs int) bool {
-	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(data), "\n")[1:] {
-			f := strings.Fields(line)
-			if len(f) < 8 || f[3] != "01" {
-				continue
-			}
-			if hexPort(f[1]) == theirs && hexPort(f[2]) == ours {
-				uid, _ := strconv.Atoi(f[7])
-				for _, o := range cfg.Owners {
-					if o == uid {
-						return true
-					}
-				}
-				return false
-			}
-		}
-	}
-	return false
-}
-
-func hexPort(addr string) int {
-	i := strings.LastIndexByte(addr, ':')
-	p, _ := strconv.ParseInt(addr[i+1:], 16, 32)
-	return int(p)
 }
 
 type head struct {
