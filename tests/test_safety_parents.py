@@ -7,6 +7,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -241,3 +242,72 @@ def test_a_daemon_found_on_path_in_a_directory_another_user_can_change_is_not_ru
     result.stdout.fnmatch_lines([f"*bindfs: its directory {nobodys_dir} can be changed by another "
                                  "user*it would run as you*"])
     assert not ran.exists()
+
+
+def test_a_directory_moved_to_the_work_roots_name_is_never_removed(pytester, nobodys_dir):
+    """As found: on a mount whose root is 0777 and not sticky, nobody renamed the session's
+    work root away and moved a root-owned directory to its name; the session said "not
+    removed" but its record kept the name, and the watchdog's settling at exit ran `rm -rf`
+    on it: root's directory was gone. A directory is now removed only as the very one made
+    (its device and inode recorded once made), held by descriptor while it is emptied."""
+    from pytest_fsperf.infra.leftovers import state_dir
+    nobodys_dir.parent.chmod(0o755)
+    mount = nobodys_dir.parent / "open"
+    mount.mkdir()
+    mount.chmod(0o777)
+    precious = mount / "precious"  # root's, in a directory anyone may rename entries of
+    precious.mkdir()
+    (precious / "keep").write_text("root's own\n")
+    swap = ("import os, sys\nroot, precious = sys.argv[1:]\nos.rename(root, root + '.moved')\n"
+            "os.rename(precious, root)\n")
+    pytester.makepyfile(f"""
+        import os, subprocess
+        def test_x(fsperf):
+            root = fsperf._runner.target.logical(os.path.dirname(str(fsperf.workdir)))
+            subprocess.run([{SYSTEM_PYTHON!r}, "-c", {swap!r}, root, {str(precious)!r}],
+                           check=True, user={NOBODY}, group={NOBODY}, extra_groups=[])
+    """)
+    records = set(Path(state_dir()).glob("*.jsonl"))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--fsperf-mount={mount}",
+                                           "--fsperf-plain-dir=1")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*the name no longer holds the plugin's work root; not removed*"])
+    deadline = time.monotonic() + 30  # the watchdog settles the record after the exit
+    while set(Path(state_dir()).glob("*.jsonl")) - records and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not set(Path(state_dir()).glob("*.jsonl")) - records  # settled
+    (named,) = [p for p in mount.iterdir() if p.name.startswith("fsperf-work-")
+                and not p.name.endswith(".moved")]
+    assert (named / "keep").read_text() == "root's own\n"  # root's directory, untouched
+
+
+@pytest.mark.fio
+def test_a_recorded_directory_is_removed_only_as_the_one_made(tmp_path):
+    """The settling itself: the directory made is emptied and removed; a directory of the
+    same name that is not it (moved there later) is kept; without a recorded identity (a
+    kill between making it and noting it) only an empty one is removed."""
+    from pytest_fsperf.infra import leftovers
+    folder = tmp_path / "state"
+    folder.mkdir(mode=0o700)
+    made = tmp_path / "fsperf-work-0123abcd"
+    made.mkdir()
+    (made / "sub").mkdir()
+    (made / "sub" / "f").write_text("x")
+    st = made.stat()
+    other = tmp_path / "fsperf-work-4567abcd"
+    other.mkdir()
+    (other / "keep").write_text("keep")
+    bare = tmp_path / "fsperf-work-89abcdef"
+    bare.mkdir()
+    (folder / "1-dead.jsonl").write_text(
+        '{"owner": 1, "started": 1.0}\n'
+        f'{{"id": 1, "kind": "dir", "path": "{made}"}}\n'
+        f'{{"id": 1, "kind": "dir", "path": "{made}", "dev": {st.st_dev}, "ino": {st.st_ino}}}\n'
+        f'{{"id": 2, "kind": "dir", "path": "{other}", "dev": {st.st_dev}, "ino": {st.st_ino}}}\n'
+        f'{{"id": 3, "kind": "dir", "path": "{other}"}}\n'
+        f'{{"id": 4, "kind": "dir", "path": "{bare}"}}\n')
+    report = leftovers.sweep(str(folder))
+    assert not made.exists() and not bare.exists()
+    assert (other / "keep").read_text() == "keep"
+    assert f"kept {other} (not the directory the plugin made there)" in report[0]
+    assert f"kept {other} (its identity was not recorded and it is not empty)" in report[0]

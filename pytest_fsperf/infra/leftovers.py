@@ -10,7 +10,8 @@ watchdog may have died with it) and names each thing it removed.
 
 Removal never goes beyond the record: a process only while its PID still has the recorded
 start time; a directory only if it has a name the plugin gives (pytest-fsperf-KIND-<hex>,
-fsperf-work-<hex>) and is a real directory of this user with no mount inside; a mount is
+fsperf-work-<hex>), is the very directory made (its device and inode, recorded once made;
+held by descriptor while it is emptied) and has no mount inside; a mount is
 detached (lazily, after aborting a connection that does not answer); a tracefs instance
 only by the name the plugin gives it (instances/fsperf-<hex>), a network namespace by its
 (fsperf-<hex>-<n>, the test suite's hosts).
@@ -126,6 +127,12 @@ class Record:
             self._write({"id": self._next, "kind": kind, **data})
             return self._next
 
+    def same(self, entry: int, **data: Any) -> None:
+        """More of what an open entry is (a directory's identity once made): its line again."""
+        with _WRITING:
+            if self._open is not None and entry in self._open:
+                self._write({"id": entry, **data})
+
     def done(self, entry: int) -> None:
         with _WRITING:
             if self._open is not None and entry in self._open:
@@ -197,6 +204,16 @@ def done(entry: Entry) -> None:
         entry[0].done(entry[1])
 
 
+def made_dir(entry: Entry, path: str, fd: int | None = None) -> None:
+    """The directory a note_dir entry names now exists: its identity (device, inode) joins
+    the entry, so that only that directory is ever removed by it, not what another user
+    may later move to its name."""
+    if entry is None:
+        return
+    st = os.fstat(fd) if fd is not None else os.lstat(path)
+    entry[0].same(entry[1], kind="dir", path=path, dev=st.st_dev, ino=st.st_ino)
+
+
 def private_dir(prefix: str, base: str | None = None) -> tuple[str, Entry]:
     """A new 0700 directory under `base` (the temp dir), noted in the record before it
     exists (so no kill can fall between making it and noting it)."""
@@ -209,6 +226,7 @@ def private_dir(prefix: str, base: str | None = None) -> tuple[str, Entry]:
         except FileExistsError:
             done(entry)
             continue
+        made_dir(entry, path)
         return path, entry
     raise FileExistsError(f"no free name for {prefix}* in {base}")
 
@@ -254,23 +272,45 @@ def _detach(point: str, minor: int) -> str:
 
 
 # Run in a child with a deadline (a work dir may sit on a mount that does not answer, and
-# even lstat would then hang): prints what it did. Removes only a real directory of this
-# user, never crossing into another mount.
+# even lstat would then hang): prints what it did. Removes only the directory made (its
+# device and inode as recorded; without them, only an empty one), a real directory of this
+# user, held by descriptor from the check to the end: its contents through that descriptor
+# (shutil.rmtree with dir_fd never follows a link), itself by name only while the name still
+# holds it. What another user moves to the name is never touched.
 _REMOVE = """
-import os, stat, subprocess, sys
-p = sys.argv[1]
+import os, shutil, stat, sys
+p, ident = sys.argv[1], tuple(map(int, sys.argv[2:4])) if len(sys.argv) > 3 else None
+name = os.path.basename(p)
 try:
-    st = os.lstat(p)
+    parent = os.open(os.path.dirname(p), os.O_RDONLY | os.O_DIRECTORY)
+    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
 except FileNotFoundError:
     sys.exit(0)
 except OSError as exc:
-    print(f"could not remove {p} ({exc.strerror})")
-    sys.exit(0)
-if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or os.path.realpath(p) != p:
     print(f"kept {p} (not a directory of this user, or reached through a symlink)")
     sys.exit(0)
-subprocess.run(["rm", "-rf", "--one-file-system", "--", p], capture_output=True)
-print(f"removed {p}" if not os.path.lexists(p) else f"could not remove {p}")
+st = os.fstat(fd)
+if st.st_uid != os.geteuid() or (ident is not None and (st.st_dev, st.st_ino) != ident):
+    print(f"kept {p} (not the directory the plugin made there)")
+    sys.exit(0)
+try:
+    if ident is None and os.listdir(fd):
+        print(f"kept {p} (its identity was not recorded and it is not empty)")
+        sys.exit(0)
+    for entry in os.scandir(fd):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.name, dir_fd=fd)
+        else:
+            os.unlink(entry.name, dir_fd=fd)
+    now = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        print(f"kept {p} (its name was moved to another directory)")
+        sys.exit(0)
+    os.rmdir(name, dir_fd=parent)
+except OSError as exc:
+    print(f"could not remove {p} ({exc.strerror})")
+    sys.exit(0)
+print(f"removed {p}")
 """
 
 
@@ -290,14 +330,15 @@ def _ours(path: str) -> bool:
             and bool(_OURS.fullmatch(os.path.basename(path))))
 
 
-def _remove_dir(path: str) -> str | None:
+def _remove_dir(path: str, ident: tuple[int, int] | None = None) -> str | None:
     if not _ours(path):
         return f"kept {path} (not a directory the plugin makes)"
     inside = [m for m in _mounts() if m == path or m.startswith(path.rstrip("/") + "/")]
     if inside:
         return f"kept {path} (still mounted: {inside[0]})"
     try:
-        out = subprocess.run([sys.executable, "-I", "-S", "-c", _REMOVE, path], capture_output=True,
+        which = [str(n) for n in ident] if ident else []
+        out = subprocess.run([sys.executable, "-I", "-S", "-c", _REMOVE, path, *which], capture_output=True,
                              text=True, timeout=120, check=False, start_new_session=True, cwd="/")
     except subprocess.TimeoutExpired:
         return f"kept {path} (removal did not finish in 120 s)"
@@ -332,7 +373,8 @@ def _clean_one(e: dict[str, Any], mounts: dict[str, int]) -> str | None:
             return None
         return f"stopped process {e['pid']}" + (f" and {len(pids) - 1} more" if len(pids) > 1 else "")
     if e["kind"] == "dir":
-        return _remove_dir(e["path"])
+        ident = (int(e["dev"]), int(e["ino"])) if "dev" in e and "ino" in e else None
+        return _remove_dir(e["path"], ident)
     if e["kind"] in ("trace", "cgroup"):
         return _remove_made(e["path"], e["kind"])
     if e["kind"] == "netns":

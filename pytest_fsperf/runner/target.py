@@ -138,8 +138,13 @@ class Target:
                 os.mkdir(root, 0o700)
                 self._root = root
                 # (a mount of the plugin's lies in its private directory: no one else reaches it)
-                if self.owned is None and not trust.closed(os.stat(self.path), sticky_ok=True):
-                    self._root_fd = _held(root)
+                if self.owned is None:
+                    fd = _held(root)  # what was made, by its identity, in the record
+                    leftovers.made_dir(self._root_entry, root, fd)
+                    if trust.closed(os.stat(self.path), sticky_ok=True):
+                        os.close(fd)
+                    else:
+                        self._root_fd = fd
             self._count += 1
             name = f"{safe_name(test_name)}-{self._count}"
             if self._root_fd is not None:
