@@ -308,3 +308,29 @@ def test_the_worker_runs_from_what_was_checked_and_built_with_the_systems_tools(
         assert not marker.exists()
     finally:
         native.worker.cache_clear()
+
+
+@pytest.mark.fio
+@pytest.mark.parametrize("planted", ["a link to a device", "a FIFO"])
+def test_a_device_or_fifo_another_user_put_at_a_reports_name_is_never_written(
+        pytester, sticky_dir, planted):
+    """As found: `--fsperf-markdown=/tmp/r.md` with nobody's symlink there to root's pty:
+    1,491-2,459 bytes of the report reached root's terminal (/dev/kmsg, /dev/watchdog or
+    another user's tty the same way). A stream is written into only where no other user
+    could have put it; this one is one usage line, and nothing is written."""
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    target = sticky_dir / "r.md"
+    as_nobody(f"import os; os.symlink('/dev/null', {str(target)!r})" if planted.startswith("a link")
+              else f"import os; os.mkfifo({str(target)!r}, 0o666)")
+    with pytest.raises(outfile.OutputError, match=rf"another user's \(owner uid {NOBODY}\)"):
+        outfile.check(target)
+    pytester.makepyfile("def test_x(): pass")
+    for flag in ("--fsperf-markdown", "--fsperf-json", "--fsperf-html"):
+        result = pytester.runpytest("-p", "no:cacheprovider", f"{flag}={target}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*{flag}={target}*another user's (owner uid {NOBODY})*"])
+    # root's own link to a device in its own directory is still written into (/dev/stdout)
+    mine = pytester.path / "out"
+    mine.symlink_to("/dev/null")
+    outfile.write(mine, "x")

@@ -3,7 +3,8 @@
 A regular file (or a new one) is replaced atomically: the data goes to a fresh temporary
 file created with O_EXCL in the same directory (never a fixed `PATH.tmp` another user could
 plant a link at), then renamed over it. A character device or FIFO the user named
-(`/dev/stdout`, a pipe) is written straight into, never replaced: opened without blocking
+(`/dev/stdout`, a pipe) is written straight into, never replaced: only where no other user
+could have put it there (its entry and directories root's or ours), opened without blocking
 and checked (fstat) to be the one looked at. Anything else (a directory, a socket, a
 symlink to a regular file) is refused with one line, and so is a target named at start-up
 that has become something else since (a FIFO or a symlink planted at a new file's name).
@@ -72,6 +73,22 @@ def _look(path: Path) -> Seen:
     raise OutputError(f"{path} is not a regular file, device or FIFO")
 
 
+def _placed_by_us(path: Path) -> None:
+    """A device or FIFO (or a link to one) is written into only where no other user could
+    have put it: the entry is root's or ours, and no other user can add or replace names in
+    its directory or above (a sticky /tmp keeps ours ours). As found: nobody's link to root's
+    pty at a report's name made root write the report onto the terminal."""
+    st = os.lstat(path)
+    if st.st_uid not in (0, os.geteuid()):
+        raise OutputError(f"{path} is a device, FIFO or link of another user's (owner uid "
+                          f"{st.st_uid}); not written into: name a file")
+    parent = os.path.dirname(os.path.abspath(path))
+    why = trust.untrusted(parent) if parent != "/" else ""
+    if why:
+        raise OutputError(f"{path} is a device, FIFO or link in a directory another user can "
+                          f"change ({why}); not written into: name a file")
+
+
 def _key(path: Path) -> str:
     return os.path.abspath(path)
 
@@ -79,7 +96,10 @@ def _key(path: Path) -> str:
 def check(path: Path) -> None:
     """Fail now (at configuration) for a path that write() would refuse later, and note
     what it is: a target that changes kind before the write is refused then."""
-    _seen[_key(path)] = _look(path)
+    seen = _look(path)
+    if seen.kind == "stream":
+        _placed_by_us(path)
+    _seen[_key(path)] = seen
 
 
 def check_theirs(path: Path) -> Path:
@@ -120,6 +140,7 @@ def write(path: Path, data: bytes | str, streams: bool = True) -> Path:
     if now.kind == "stream" and not streams:
         raise OutputError(f"{path} is {now}, not a file; not written")
     if now.kind == "stream":
+        _placed_by_us(path)
         _write_stream(path, now, raw)
         return path
     tmp = None
