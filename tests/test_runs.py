@@ -314,3 +314,34 @@ def test_a_changed_machine_fails_or_warns_as_asked(pytester):
     r.assert_outcomes(failed=1)
     r = pytester.runpytest(*args, "--fsperf-machine-changed=maybe")
     r.stderr.fnmatch_lines(["*--fsperf-machine-changed=maybe (command line)*"])
+
+
+@pytest.mark.parametrize("failing", ["a bad marker", "a collection error", "nothing measured"])
+def test_a_failed_session_never_replaces_a_saved_run_a_baseline_or_a_results_file(
+        pytester, failing):
+    """As found: `--fsperf-save=good` in a session whose marker was bad (exit 4) or that
+    failed to collect (exit 2) replaced .fsperf/runs/good.json with a run of 0 workloads;
+    --fsperf-json and --fsperf-save-baseline overwrote theirs the same way. Such a session's
+    files go aside (NAME.json.failed), the references stay, and the session says so."""
+    need("fio")
+    runs, bases = pytester.path / ".fsperf" / "runs", pytester.path / ".fsperf" / "baselines"
+    runs.mkdir(parents=True)
+    bases.mkdir(parents=True)
+    keep = {runs / "good.json": '{"team": "reference run"}\n',
+            bases / "mine.json": '{"team": "reference baseline"}\n',
+            pytester.path / "results.json": '{"team": "last results"}\n'}
+    for path, text in keep.items():
+        path.write_text(text)
+    pytester.makepyfile(test_it={
+        "a bad marker": "from pytest_fsperf import fsperf\n@fsperf(min_bw='fast')\n"
+                        "def test_x(fsperf):\n    pass\n",
+        "a collection error": "import no_such_module_here\n",
+        "nothing measured": "def test_x():\n    pass\n"}[failing])
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-save=good",
+                           "--fsperf-save-baseline=mine", "--fsperf-json=results.json")
+    assert r.ret != pytest.ExitCode.OK
+    for path, text in keep.items():
+        assert path.read_text() == text, path
+    assert not list(runs.glob("*.json"))[1:] and (runs / "good.json.failed").exists()
+    r.stdout.fnmatch_lines([f"*did not measure what it was asked to*{runs / 'good.json'} kept as "
+                            f"it was; this session's results are in {runs / 'good.json.failed'}"])

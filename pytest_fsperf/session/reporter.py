@@ -3,12 +3,15 @@ the terminal summary, and writes the files asked for at the end of the session."
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_fsperf import baselines
 from pytest_fsperf.infra import outfile
 from pytest_fsperf.infra.redact import redact_text
 from pytest_fsperf.judge import history
@@ -64,6 +67,7 @@ class Reporter:
         self.state = state
         self.is_worker = hasattr(config, "workerinput")
         self.output_errors: list[str] = []  # files that could not be written
+        self.failed_session = ""  # why this session's results replace no reference
         self.env: Environment | None = None  # read at the session's end, for every report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -122,6 +126,8 @@ class Reporter:
         if not self.is_worker and (wanted or state.results):
             self.env = state.final_environment()  # while the mounts are up
         state.close()  # unmounts whatever a fixture teardown did not (e.g. after Ctrl-C)
+        self.failed_session = _failed(session.exitstatus, bool(state.usage_errors),
+                                      bool(state.results))
         if wanted and self.env is not None:
             self._write(self.env)
         if self.output_errors and session.exitstatus == pytest.ExitCode.OK:
@@ -143,11 +149,13 @@ class Reporter:
                                state.failed_tests)
         todo: list[Callable[[], object]] = []
         if s.json_path is not None:
-            todo.append(partial(jsonout.write, s.json_path, doc))
+            todo.append(partial(self._keep, s.json_path, lambda p: jsonout.write(p, doc), True))
         if s.save is not None:
-            todo.append(partial(self._save_run, s.save, doc))
+            path = saved.storage(s.root, s.storage) / f"{s.save}.json"
+            todo.append(partial(self._keep, path, lambda p: self._save_run(p, doc), False))
         if s.save_baseline is not None:
-            todo.append(partial(state.save_baseline, env))
+            path = baselines.saved_dir(s.root) / f"{s.save_baseline}.json"
+            todo.append(partial(self._keep, path, lambda p: state.save_baseline(env, p), False))
         if s.markdown_path is not None:
             todo.append(partial(outfile.write, s.markdown_path, markdown.document(self.view(env))))
         if s.html_path is not None:
@@ -177,7 +185,29 @@ class Reporter:
             return [f"no saved run in {folder} (--fsperf-save or --fsperf-autosave saves one)"]
         return [*history.report(found)[2], *(f"skipped {line}" for line in skipped)]
 
-    def _save_run(self, name: str, doc: dict[str, Any]) -> None:
-        s = self.state.settings
-        self.state.saved_run = str(jsonout.write(saved.storage(s.root, s.storage) / f"{name}.json", doc,
-                                                 streams=False))
+    def _save_run(self, path: Path, doc: dict[str, Any]) -> None:
+        self.state.saved_run = str(jsonout.write(path, doc, streams=False))
+
+    def _keep(self, path: Path, write: Callable[[Path], object], new_ok: bool) -> None:
+        """A results file, saved run or baseline of a session that did not measure what it
+        was asked to (it failed to start or collect, a usage error, nothing measured) never
+        replaces one: it is written aside (NAME.json.failed, which no reader takes for a
+        run) and the session says so. A results file that does not exist yet is written."""
+        if not self.failed_session or (new_ok and not os.path.lexists(path)):
+            write(path)
+            return
+        aside = path.with_name(path.name + ".failed")
+        write(aside)
+        self.output_errors.append(
+            f"pytest-fsperf: the session did not measure what it was asked to ({self.failed_session}):"
+            f" {path} {'kept as it was' if os.path.lexists(path) else 'not written'}; this "
+            f"session's results are in {aside}")
+
+
+def _failed(exit: int | pytest.ExitCode, usage: bool, measured: bool) -> str:
+    """Why a session's results may not replace a team's reference, or ""."""
+    if usage:
+        return "a usage error"
+    if exit not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        return f"pytest's exit status {int(exit)}"
+    return "" if measured else "no workload was measured"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from pytest_fsperf import baselines, units
 from pytest_fsperf.baselines import Baseline
@@ -96,8 +97,9 @@ class FsperfSession:
             self._baselines[name] = baselines.load(name, self.settings.root, where)
         return self._baselines[name]
 
-    def save_baseline(self, env: Environment) -> None:
-        """This run's figures, per scenario (or test:workload), in the baseline format."""
+    def save_baseline(self, env: Environment, path: Path | None = None) -> None:
+        """This run's figures, per scenario (or test:workload), in the baseline format
+        (at `path`, else the baseline's own place)."""
         name = self.settings.save_baseline
         if name is None:
             return
@@ -113,7 +115,7 @@ class FsperfSession:
             "number_format": "en", "mount_options": "; ".join(mounts) or (m.options if m else ""),
             "scale": self.settings.scale, "environment": env.to_dict(), "entries": entries,
         }
-        path = baselines.saved_dir(self.settings.root) / f"{name}.json"
+        path = path or baselines.saved_dir(self.settings.root) / f"{name}.json"
         jsonout.write(path, data, streams=False)
         self.saved_baseline = str(path)
 
