@@ -1,10 +1,11 @@
 """A machine-wide lock: measured tests never overlap, under xdist or across sessions.
 
-The lock file is never followed through a symlink, and any user can lock it: flock needs
-only a read descriptor, so a file root created earlier does not lock out later users.
-So any user can also hold it: a waiting test says who holds it (PID, user, command, since
-when, from /proc/locks), gives up after a deadline, and fails at once when the holder is
-another user (whose measurement would overlap this one, or who holds it to stall us).
+The lock file is never followed through a symlink, and is the file its name holds once
+locked. Root's sessions lock a file of root's in /run, where no other user can create,
+remove or lock it, and take the shared lock beside it where free. Other users' sessions
+lock the shared one, which any user can lock (flock needs only a read descriptor): a waiting
+test says who holds it (PID, user, command, since when, from /proc/locks), gives up after a
+deadline, and fails at once when the holder is another user.
 """
 
 from __future__ import annotations
@@ -26,20 +27,35 @@ from pytest_fsperf.errors import MeasurementError
 
 # One path for the machine, whatever the environment says: a lock that followed TMPDIR let
 # two sessions with different TMPDIRs measure at once (FHS: /run/lock holds locks of
-# resources several programs share; /tmp where a system has none).
-LOCK_PATH = ("/run/lock/pytest-fsperf.lock" if os.path.isdir("/run/lock")
-             else "/tmp/pytest-fsperf.lock")
+# resources several programs share; /tmp where a system has none). Any user can create,
+# remove and lock a name there: root's sessions lock a file of root's in /run instead, where
+# only root creates names (nobody removing the shared file while root A held it let root B
+# take "the lock" too), and take the shared one beside it only when it is free, so other
+# users' sessions wait for root's; one another user holds is said, never obeyed.
+SHARED_LOCK = ("/run/lock/pytest-fsperf.lock" if os.path.isdir("/run/lock")
+               else "/tmp/pytest-fsperf.lock")
+ROOT_LOCK = "/run/pytest-fsperf.lock"
 
 
-def _open(path: str) -> int:
+def _roots_own() -> bool:
+    with contextlib.suppress(OSError):
+        st = os.stat(os.path.dirname(ROOT_LOCK))
+        return os.geteuid() == 0 and st.st_uid == 0 and not st.st_mode & 0o022
+    return False
+
+
+LOCK_PATH = ROOT_LOCK if _roots_own() else SHARED_LOCK
+
+
+def _open(path: str, mode: int = 0o644) -> int:
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # NONBLOCK: a planted FIFO
     try:
         try:
             fd = os.open(path, flags)
         except FileNotFoundError:
-            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, mode)
     except FileExistsError:  # another session created it just now
-        return _open(path)
+        return _open(path, mode)
     except OSError as exc:
         what = "it is a symlink" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
         raise MeasurementError(f"cannot open the machine lock {path}: {what} "
@@ -51,9 +67,9 @@ def _open(path: str) -> int:
             "has other names (hard links)"  # another file of root's: never chmod it
         raise MeasurementError(f"the machine lock {path} {what}: not made by pytest-fsperf: "
                                "remove it")
-    if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != 0o644:
+    if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != mode:
         with contextlib.suppress(OSError):
-            os.fchmod(fd, 0o644)  # readable, so lockable, by every user
+            os.fchmod(fd, mode)  # the shared one readable, so lockable, by every user
     return fd
 
 
@@ -128,13 +144,56 @@ def machine_lock(path: str | None = None, timeout: float = 900.0,
                  say: Callable[[str], None] | None = None) -> Iterator[None]:
     """Hold the lock for the block. Busy: `say` who holds it, wait at most `timeout` s
     (MeasurementError then), or fail at once if another user holds it."""
-    path = path or LOCK_PATH
-    fd = _open(path)
+    mine = path or LOCK_PATH
+    mode = 0o600 if mine == ROOT_LOCK else 0o644
+    while True:
+        fd = _open(mine, mode)
+        try:
+            _take(fd, mine, timeout, say)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _names(fd, mine):
+            break
+        os.close(fd)  # the name was given to another file while we waited: lock that one
+    shared = _beside(say) if path is None and mine == ROOT_LOCK else None
     try:
-        _take(fd, path, timeout, say)
         yield
     finally:
         os.close(fd)  # closing releases the lock
+        if shared is not None:
+            os.close(shared)
+
+
+def _names(fd: int, path: str) -> bool:
+    """The lock's name still holds the file locked (not removed and made anew meanwhile)."""
+    try:
+        named, held = os.lstat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _beside(say: Callable[[str], None] | None) -> int | None:
+    """Root's session also takes the shared lock where it is free (other users' sessions
+    then wait for it); held by another user, it is said and not obeyed."""
+    try:
+        fd = _open(SHARED_LOCK)
+    except MeasurementError as exc:
+        if say is not None:
+            say(f"pytest-fsperf: {exc}; not taken beside {ROOT_LOCK}")
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fd
+    except BlockingIOError:
+        who = holder(fd)
+        if say is not None:
+            say(f"pytest-fsperf: the shared lock {SHARED_LOCK} is held by {who or 'a process'}"
+                f"; root's sessions lock {ROOT_LOCK}, which no other user can take: measuring"
+                " beside it (its measurements may overlap this one)")
+        os.close(fd)
+        return None
 
 
 # Paths this process gave up waiting for: a session waits out its deadline once, not once
