@@ -452,3 +452,43 @@ def venv(temp: Path) -> None:
     makes one where none is, and installs with FSPERF_INSTALL; here the plugin is installed)."""
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
                     str(temp / "fsperf-venv")], check=True)
+
+
+@pytest.mark.fio
+def test_the_note_job_runs_no_file_of_the_merge_request(tmp_path) -> None:
+    """As found: fsperf-note checked the merge request out and ran `python3 -m venv` and
+    `python3 -c 'import json ...'` with the current directory first on the import path: a
+    top-level venv/__init__.py or json.py of the merge request printed FSPERF_GITLAB_TOKEN.
+    The job now checks nothing out (GIT_STRATEGY: none), works in a directory of its own,
+    and runs Python isolated: run as its runner runs it, in a build directory holding
+    such files (an earlier job's checkout), the token reaches none of them."""
+    jobs = yaml.safe_load(recipe("gitlab-ci.yml").read_text())
+    note = jobs["fsperf-note"]
+    assert note["variables"]["GIT_STRATEGY"] == "none"
+    build = tmp_path / "build"
+    (build / "venv").mkdir(parents=True)
+    (build / "fsperf-out").mkdir()
+    shutil.copy(Path(__file__).parent / "data" / "canned-results.json",
+                build / "fsperf-out" / "results.json")
+    leak = "import os, sys\nsys.stderr.write('LEAK ' + os.environ.get('FSPERF_GITLAB_TOKEN', '') + '\\n')\n"
+    for planted in ("json.py", "venv/__init__.py", "venv/__main__.py", "encodings.py"):
+        (build / planted).write_text(leak)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "fsperf").write_text(f"#!/bin/sh\nexec {sys.executable} -m pytest_fsperf \"$@\"\n")
+    (tools / "curl").write_text(  # the API: who am I, no earlier note, then the note posted
+        "#!/bin/sh\ncat > /dev/null\ncase \"$*\" in\n  *\"/user\"*) echo '{\"id\": 5}' ;;\n"
+        f"  *body@*) echo posted >> {tmp_path / 'posted'} ;;\n  *) echo '[]' ;;\nesac\n")
+    for tool in tools.iterdir():
+        tool.chmod(0o755)
+    variables = {k: str(v) for k, v in jobs["variables"].items()}
+    env = {**os.environ, **variables, "FSPERF_INSTALL": "true", "FSPERF_GITLAB_TOKEN": "glpat-SECRET",
+           "PATH": f"{tools}:{os.environ['PATH']}", "CI_API_V4_URL": "https://gitlab.example/api/v4",
+           "CI_PROJECT_ID": "1", "CI_MERGE_REQUEST_IID": "2", "CI_BUILDS_DIR": str(tmp_path),
+           "CI_PIPELINE_URL": "https://gitlab.example/p/1"}
+    done = subprocess.run(["bash", "-e", "-c", "\n".join(note["script"])], cwd=build, env=env,
+                          capture_output=True, text=True, check=False, timeout=300)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-3000:]
+    assert "LEAK" not in said and "SECRET" not in said
+    assert (tmp_path / "posted").read_text() == "posted\n"  # the note was written, once
