@@ -205,3 +205,41 @@ def test_fio_from_a_path_directory_another_user_owns_is_not_run(monkeypatch, nob
     assert sysbench.binary() is None
     assert trust.which("sysbench")[1].endswith("can be changed by another user than root or "
                                                "you (owner uid 65534, mode 755)")
+
+
+@pytest.mark.fio
+@pytest.mark.parametrize("entry", ["/tmp/fsperf-audit-$PLATFORM", "/tmp/fsperf-audit-${LIB}",
+                                   "/tmp/fsperf-audit-missing-{n}", "$ORIGIN/" + "../" * 16 + "tmp/x-{n}"])
+def test_a_runpath_token_or_a_missing_directory_another_user_may_create_is_refused(
+        tmp_path, entry):
+    """As found: trust.program expanded only $ORIGIN; a RUNPATH of /tmp/fsperf-audit-$PLATFORM
+    was checked as that literal (missing) path and skipped, and nobody's
+    /tmp/fsperf-audit-haswell/libz.so.1 ran as uid 0; a RUNPATH directory missing at the check
+    and planted before a start-up retry's exec ran too. Every token now stands for any name
+    (the directory it is looked up in must let no one else create one), a missing directory
+    is refused where another user could create it, and each exec checks again."""
+    cc = shutil.which("cc") or pytest.skip("no C compiler")
+    n = os.urandom(4).hex()
+    entry = entry.replace("{n}", n)
+    ours = tmp_path / "ours"
+    ours.mkdir()
+    (ours / "p.c").write_text("int main(void) { return 0; }\n")
+    subprocess.run([cc, "-o", str(ours / "p"), str(ours / "p.c"),
+                    f"-Wl,--enable-new-dtags,-rpath,{entry}"], check=True)
+    argv, why = trust.program(str(ours / "p"))
+    assert "could be created in /tmp by another user" in why, why
+    assert trust.again(argv) == why
+
+
+@pytest.mark.fio
+def test_a_library_directory_planted_after_the_check_is_refused_at_the_next_exec(tmp_path):
+    cc = shutil.which("cc") or pytest.skip("no C compiler")
+    ours = tmp_path / "ours"
+    (ours / "lib").mkdir(parents=True)
+    (ours / "p.c").write_text("int main(void) { return 0; }\n")
+    subprocess.run([cc, "-o", str(ours / "p"), str(ours / "p.c"),
+                    "-Wl,--enable-new-dtags,-rpath,$ORIGIN/lib"], check=True)
+    argv, why = trust.program(str(ours / "p"))
+    assert why == ""
+    (ours / "lib").chmod(0o777)  # as if another user's since the first check
+    assert "can be changed by another user" in trust.again(argv)

@@ -4,7 +4,9 @@ real path is resolved once and checked as that string, for the caller to use."""
 
 from __future__ import annotations
 
+import glob
 import os
+import re
 import shutil
 import stat
 
@@ -55,6 +57,38 @@ def resolved(path: str, exists: bool = True) -> tuple[str, str]:
         return real, f"{real}: {exc.strerror or exc}"
 
 
+_TOKEN = re.compile(r"\$(\{[A-Za-z_]*\}|[A-Za-z_]+)")  # $LIB, ${PLATFORM}, any other
+
+
+def library_dir(where: str) -> str:
+    """Why the loader may find another user's library in the RUNPATH entry `where` ($ORIGIN
+    already expanded), or "". Every other token ($LIB, $PLATFORM: the loader's own values,
+    not known here) stands for any name: each existing directory it could name is checked,
+    and the directory it would be looked up in must let no other user create a name there
+    (not even sticky). A missing directory is unsafe where another user could create it."""
+    pattern = _TOKEN.sub("*", where)
+    parts = pattern.split(os.sep)
+    fixed = next((i for i, part in enumerate(parts) if "*" in part), len(parts))
+    for found in glob.glob(glob.escape(where) if fixed == len(parts) else pattern):
+        if why := untrusted(found):
+            return why
+    if fixed == len(parts) and os.path.lexists(where):
+        return ""
+    above = os.sep.join(parts[:fixed]) or os.sep
+    while not os.path.lexists(above):  # the nearest directory that exists
+        above = os.path.dirname(above)
+    above = os.path.realpath(above)  # as the loader's lookup walks it
+    try:
+        st = os.stat(above)
+    except OSError as exc:
+        return f"{above}: {exc.strerror or exc}"
+    if not closed(st):
+        return (f"{'a directory its tokens name' if fixed < len(parts) else 'it does not exist, and it'}"
+                f" could be created in {above} by another user than root or you (owner uid "
+                f"{st.st_uid}, mode {stat.S_IMODE(st.st_mode):o})")
+    return untrusted(above)
+
+
 def program(name: str, search: str | None = None) -> tuple[list[str], str]:
     """How root may run the program `name` (a path, or a name looked up on PATH once): the
     argv that runs what was checked, and why it may not ("" where it may). Checked: the
@@ -70,7 +104,7 @@ def program(name: str, search: str | None = None) -> tuple[list[str], str]:
     for where in elf.search_dirs(real):
         if not os.path.isabs(where):
             return [real], f"{real} loads libraries from {where!r}, relative to the current directory"
-        if os.path.lexists(where) and (why := untrusted(where)):
+        if why := library_dir(where):
             return [real], f"{real} loads libraries from {where}: {why}"
     try:
         with open(real, "rb") as f:
@@ -89,6 +123,12 @@ def program(name: str, search: str | None = None) -> tuple[list[str], str]:
     interpreter, why = program(words[0], search)
     return ([*interpreter, *words[1:], real],
             f"{real}'s interpreter {words[0]}: {why}" if why else "")
+
+
+def again(argv: list[str]) -> str:
+    """The program of a checked argv, checked once more just before another exec of it (a
+    start-up retry): a library directory planted since the first check is refused then."""
+    return program(argv[0])[1] if argv else "nothing to run"
 
 
 def which(*names: str) -> tuple[str | None, str]:

@@ -113,6 +113,8 @@ def start_minio(binary: str, timeout: float = 30.0) -> S3Server:
     for _attempt in range(3):  # a free port may be taken between probe and bind
         port, console = free_port(), free_port()
         endpoint = f"http://127.0.0.1:{port}"
+        if why := trust.again(argv):  # each exec, not only the first
+            raise MeasurementError(f"MinIO is not run: {why}; it would run as you")
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 [*argv, "server", "--quiet", "--address", f"127.0.0.1:{port}",

@@ -81,6 +81,8 @@ def _start(name: str, argv: Callable[[int, str], list[str]], env: Mapping[str, s
     impostor = ""
     for _attempt in range(3):  # a free port may be taken between probe and bind
         port = free_port()
+        if why := trust.again(prefix):  # each exec, not only the first
+            raise MeasurementError(f"{name} is not run: {why}; it would run as you")
         with open(log_path, "wb") as log:
             proc = subprocess.Popen([*prefix, *argv(port, data_dir)[1:]],
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log,
