@@ -82,7 +82,7 @@ class Metric:
 
 
 def _number(value: object) -> float:
-    return float(str(value))
+    return units.plain_number(value)
 
 
 def _cpu_s(value: float) -> str:

@@ -24,29 +24,37 @@ BYTE_UNITS: dict[str, int] = {
 }
 TIME_UNITS: dict[str, float] = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 
-_NUMBER = r"(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
-_QUANTITY = re.compile(rf"^\s*{_NUMBER}\s*(?P<unit>[^\s\d.][^\s]*)?\s*$")
+# digits 0-9 only: Python's float() also takes 1_0 and other scripts' digits (٣)
+_NUMBER = r"(?P<num>(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+_QUANTITY = re.compile(rf"^\s*{_NUMBER}\s*(?P<unit>[^\s0-9.][^\s]*)?\s*$", re.ASCII)
+_PLAIN = re.compile(rf"^\s*{_NUMBER}\s*$", re.ASCII)
+
+
+def _r(value: object) -> str:
+    """A value as an error quotes it: its repr, cut (a 5000-digit number is one short line)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
 
 
 def _split(text: str) -> tuple[float, str]:
     match = _QUANTITY.match(text)
     if not match:
-        raise ValueError(f"{text!r} is not a number with a unit")
+        raise ValueError(f"{_r(text)} is not a number with a unit")
     value = float(match["num"])
     if not math.isfinite(value):
-        raise ValueError(f"{text!r} is not a finite number")
+        raise ValueError(f"{_r(text)} is not a finite number")
     return value, match["unit"] or ""
 
 
 def _finite(value: float, text: object) -> float:
     if not math.isfinite(value):
-        raise ValueError(f"{text!r} is too large")
+        raise ValueError(f"{_r(text)} is too large")
     return value
 
 
 def _require_text(value: object, example: str) -> str:
     if isinstance(value, bool) or not isinstance(value, str):
-        raise ValueError(f"{value!r} needs a unit, e.g. {example!r}")
+        raise ValueError(f"{_r(value)} needs a unit, e.g. {example!r}")
     return value
 
 
@@ -58,7 +66,7 @@ def parse_bytes(value: object, *, rate: bool = False) -> float:
         unit = unit[:-2]
     if unit not in BYTE_UNITS:
         units = ", ".join(BYTE_UNITS)
-        raise ValueError(f"{text!r} has unknown unit {unit or '(none)'!r}; use one of {units}")
+        raise ValueError(f"{_r(text)} has unknown unit {unit or '(none)'!r}; use one of {units}")
     return _finite(number * BYTE_UNITS[unit], text)
 
 
@@ -68,7 +76,7 @@ def parse_percent(value: object, example: str = "250%", meaning: str = "100% = o
     text = _require_text(value, example)
     number, unit = _split(text)
     if unit != "%":
-        raise ValueError(f"{text!r} must be a percentage such as '{example}'"
+        raise ValueError(f"{_r(text)} must be a percentage such as '{example}'"
                          + (f" ({meaning})" if meaning else ""))
     return number
 
@@ -83,27 +91,27 @@ def parse_duration_ns(value: object) -> float:
     text = _require_text(value, "20ms")
     number, unit = _split(text)
     if unit not in TIME_UNITS:
-        raise ValueError(f"{text!r} has unknown time unit {unit or '(none)'!r}; use ns, us, ms or s")
+        raise ValueError(f"{_r(text)} has unknown time unit {unit or '(none)'!r}; use ns, us, ms or s")
     return _finite(number * TIME_UNITS[unit], text)
 
 
 def parse_rate_count(value: object) -> float:
     """A plain count per second: 5000, '5000', '5000/s'."""
     if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a number")
+        raise ValueError(f"{_r(value)} is not a number")
     if isinstance(value, int | float):
         try:
             number = float(value)
         except OverflowError:
-            raise ValueError(f"{value!r} is too large") from None
+            raise ValueError(f"{_r(value)} is too large") from None
         if not math.isfinite(number) or number < 0:
-            raise ValueError(f"{value!r} is not a non-negative finite number")
+            raise ValueError(f"{_r(value)} is not a non-negative finite number")
         return number
     if not isinstance(value, str):
-        raise ValueError(f"{value!r} is not a number")
+        raise ValueError(f"{_r(value)} is not a number")
     number, unit = _split(value)
     if unit not in ("", "/s"):
-        raise ValueError(f"{value!r} must be a plain number per second, such as '5000/s'")
+        raise ValueError(f"{_r(value)} must be a plain number per second, such as '5000/s'")
     return number
 
 
@@ -155,7 +163,7 @@ def format_duration(ns: float) -> str:
 def parse_count(value: object) -> float:
     """A plain count, no unit: 1000, '1000'."""
     if isinstance(value, str) and value.strip().endswith("/s"):
-        raise ValueError(f"{value!r} must be a plain count, such as 1000")
+        raise ValueError(f"{_r(value)} must be a plain count, such as 1000")
     return parse_rate_count(value)
 
 
@@ -169,16 +177,34 @@ def format_count(value: float) -> str:
     return _three_figures(value)
 
 
+def plain_number(value: object) -> float:
+    """A non-negative finite number written plainly (digits 0-9), or a number that is one."""
+    if isinstance(value, bool):
+        raise ValueError(f"{_r(value)} is not a number")
+    if isinstance(value, int | float):
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ValueError(f"{_r(value)} is too large") from None
+    elif isinstance(value, str) and (match := _PLAIN.match(value)):
+        number = float(match["num"])
+    else:
+        raise ValueError(f"{_r(value)} is not a number")
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"{_r(value)} is not a non-negative finite number")
+    return number
+
+
 def parse_money(value: object) -> float:
     """An amount in the price list's currency: 0.01, '0.01', '$0.01'."""
     text = str(value).strip().removeprefix("$").strip()
     try:
-        amount = float(text)
+        amount = plain_number(text if isinstance(value, str) else value)
     except ValueError:
-        raise ValueError(f"{value!r} is not an amount; give one such as 0.01 (in the price "
+        raise ValueError(f"{_r(value)} is not an amount; give one such as 0.01 (in the price "
                          "list's currency)") from None
     if not math.isfinite(amount) or amount < 0:
-        raise ValueError(f"{value!r} must be an amount of 0 or more")
+        raise ValueError(f"{_r(value)} must be an amount of 0 or more")
     return amount
 
 
@@ -215,7 +241,7 @@ def parse_growth(value: object) -> float:
     amount, _, per = text.replace(" ", "").partition("/")
     minutes = {"min": 1.0, "m": 1.0, "h": 60.0, "s": 1 / 60}.get(per)
     if minutes is None:
-        raise ValueError(f"{text!r} must be a size per time, such as 50MB/min or 1GB/h")
+        raise ValueError(f"{_r(text)} must be a size per time, such as 50MB/min or 1GB/h")
     return parse_bytes(amount) / minutes
 
 

@@ -84,7 +84,32 @@ def load(name: str, root: Path | None, where: str) -> Baseline:
 
 
 def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
+    """A finite number of 0 or more (not a bool, text or list)."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and 0 <= value < float("inf"))
+
+
+RELATIVE_TEXT = ("scenario", "a", "b", "printed")  # a relative entry's fields
+
+
+def _relative_problem(relative: object) -> str | None:
+    if relative is None:
+        return None
+    if not isinstance(relative, dict):
+        return "`relative` is not an object of entries"
+    for key, entry in relative.items():
+        if not isinstance(entry, dict):
+            return f"relative entry {key!r} is not an object"
+        missing = [f for f in RELATIVE_TEXT if not isinstance(entry.get(f), str)]
+        if missing:
+            return f"relative entry {key!r}: {', '.join(missing)} must be text"
+        less = entry.get("less_time")
+        if not _number(less) or not less < 1:  # type: ignore[operator]
+            return f"relative entry {key!r}: less_time must be a share from 0 to below 1"
+        options = entry.get("b_options", [])
+        if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+            return f"relative entry {key!r}: b_options must be a list of texts"
+    return None
 
 
 def shape_problem(data: object) -> str | None:
@@ -95,6 +120,13 @@ def shape_problem(data: object) -> str | None:
     entries = data.get("entries")
     if not isinstance(entries, dict):
         return "not a baseline file (no `entries` object)"
+    if not isinstance(data.get("conditions") or {}, dict):
+        return "`conditions` is not an object"
+    if (problem := _relative_problem(data.get("relative"))) is not None:
+        return problem
+    scale = data.get("scale")
+    if scale is not None and not (_number(scale) and scale > 0):
+        return "`scale` must be a positive number"
     for key, entry in entries.items():
         if not isinstance(entry, dict):
             return f"entry {key!r} is not an object"
@@ -103,5 +135,7 @@ def shape_problem(data: object) -> str | None:
                 return f"entry {key!r}: {metric} needs a numeric `value`"
             if metric in METRICS and figure.get("per", "total") not in PER:
                 return f"entry {key!r}: {metric} `per` must be one of {', '.join(PER)}"
+            if metric in METRICS and figure.get("high") is not None and not _number(figure["high"]):
+                return f"entry {key!r}: {metric} `high` must be a number"
     return None
 

@@ -220,6 +220,9 @@ def _converted(opt: Option, raw: Raw) -> Any:
     naming the option, not a traceback. Overlong text is cut in the line."""
     if len(raw.text) > MAX_VALUE:
         raise UsageError(f"{raw.where}: {len(raw.text)} characters; at most {MAX_VALUE}")
+    odd = next((c for c in raw.text if (ord(c) < 32 and c not in "\t\n") or ord(c) == 127), None)
+    if odd is not None:  # a NUL in a path was a traceback at the first use of it
+        raise UsageError(f"{raw.where}: holds a control character ({odd!r}); no setting takes one")
     try:
         return opt.convert(raw)
     except OSError as exc:
