@@ -87,7 +87,10 @@ class Fsperf:
         With --fsperf-hosts: on every host at once (clients=N: the first N), each host's
         daemon measured there (runner/on_hosts.py)."""
         where = f"{self._runner.test}: fsperf.fio()"
+        _named(name, where)
         if jobfile is not None:
+            if not isinstance(jobfile, str | os.PathLike) or "\0" in os.fspath(jobfile):
+                raise UsageError(f"{where}: jobfile={str(jobfile)[:40]!r} must be a file's path")
             if name is not None:
                 raise UsageError(f"{where}: name={name!r} with jobfile: its sections name the "
                                  "workloads")
@@ -143,6 +146,7 @@ class Fsperf:
         all held open and idle for `hold` seconds, the window: what idle open
         handles cost the daemon (daemon_rss_per_handle, its CPU while idle)."""
         where = f"{self._runner.test}: fsperf.files()"
+        _named(name, where)
         job = steps.job(steps.FilesJob, params, where, name)
         return self._runner.repeat(name or f"files_{job.mode}",
                            lambda n: steps.files_step(self._runner, n, job, judged, where),
@@ -153,6 +157,7 @@ class Fsperf:
         """The metadata engine; parameters and defaults: `scenarios.steps.MetaJob` (op, entries,
         per_dir). The files are laid out first, unmeasured; `entries` is shrunk by --fsperf-scale."""
         where = f"{self._runner.test}: fsperf.meta()"
+        _named(name, where)
         job = steps.job(steps.MetaJob, params, where, name)
         return self._runner.repeat(name or f"meta_{job.op}",
                            lambda n: steps.meta_step(self._runner, n, job, judged, where),
@@ -165,6 +170,7 @@ class Fsperf:
         parameters and defaults: `scenarios.steps.CheckpointJob` (mode, shards, size, threads,
         subdir). The shard size is shrunk by --fsperf-scale, the shard count is not."""
         where = f"{self._runner.test}: fsperf.checkpoint()"
+        _named(name, where)
         job = steps.job(steps.CheckpointJob, params, where, name)
         return self._runner.repeat(name or f"checkpoint_{job.mode}",
                            lambda n: steps.checkpoint_step(self._runner, n, job, judged, where),
@@ -176,6 +182,7 @@ class Fsperf:
         rename, rename_dir, remove; ops/s and per-op latency); parameters and defaults:
         `scenarios.steps.MdtestJob` (files, per_dir, threads, size, subdir)."""
         where = f"{self._runner.test}: fsperf.mdtest()"
+        _named(name, where)
         job = steps.job(steps.MdtestJob, params, where, name)
         found = steps.mdtest_steps(self._runner, name, job, judged, where)
         for r in found.phases().values():
@@ -189,6 +196,7 @@ class Fsperf:
         sysbench installed, the same shape as a fio job, noted in the result. `total` and
         `seconds` (not below 5 s) shrink with --fsperf-scale."""
         where = f"{self._runner.test}: fsperf.sysbench()"
+        _named(name, where)
         job = steps.job(steps.SysbenchJob, params, where, name)
         return self._runner.repeat(name or f"sysbench_{job.mode}",
                            lambda n: steps.sysbench_step(self._runner, n, job, judged, where),
@@ -227,6 +235,9 @@ class Fsperf:
                 tol = units.parse_tolerance(tolerance)
             except ValueError as exc:
                 raise UsageError(f"{where}: tolerance: {exc}") from None
+            if not 0 <= tol < 1:
+                raise UsageError(f"{where}: tolerance={str(tolerance)[:20]!r} must be from 0% to "
+                                 "below 100%")
         relative = (None if expect is None else
                     find_relative(Expected.of(expect), self._runner.settings.root, where))
         run: Workload
@@ -255,3 +266,11 @@ class Fsperf:
         ratio, low, high = (m.ratio, m.ci_low, m.ci_high) if m else (None, None, None)
         found = check_relative(baseline, entry, ratio, low, high, tolerance, rule.note, rule.judged)
         return dataclasses.replace(outcome, expectation=found)
+
+
+def _named(name: object, where: str) -> None:
+    """A workload's name is text (a number passed first was a TypeError in the engine)."""
+    if name is not None and not isinstance(name, str):
+        raise UsageError(f"{where}: name={str(name)[:40]!r} must be text (the workload's name; "
+                         "options are keywords)")
+

@@ -169,6 +169,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         markers = [(m.args, m.kwargs) for m in item.iter_markers("fsperf")]
         mount = item.get_closest_marker(MARKER)
         try:
+            if markers and "fsperf" not in getattr(item, "fixturenames", ()):
+                raise UsageError(f"{test_id(item)}: the fsperf marker judges what the fsperf "
+                                 "fixture measures, and this test does not take it: add "
+                                 "`fsperf` to its arguments")
             if markers:
                 item.stash[PLAN] = build_plan(test_id(item), markers)
             if mount is not None:

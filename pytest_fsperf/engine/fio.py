@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pytest_fsperf.engine import fiosize
 from pytest_fsperf.engine.fio_options import PATHS, refusal
 from pytest_fsperf.engine.fiosize import check_size, parse_fio_size, scale_count, scale_size
 from pytest_fsperf.errors import MeasurementError, UsageError, WorkloadHung
@@ -84,6 +85,8 @@ def build_job(options: dict[str, object], scale: float, where: str) -> dict[str,
         if isinstance(value, int) and abs(value) >= 10**20:  # (str() refuses 4300 digits)
             raise UsageError(f"{where}: {key}= a number of {value.bit_length()} bits: past any "
                              "value fio takes")
+        if isinstance(value, bool) and (key in SIZE_KEYS or key in fiosize.CHECKED):
+            raise UsageError(f"{where}: {key}={value!r} is not a size or a count; give one")
         job[key] = _render(value)
         why = refusal(key, job[key])
         if why:
@@ -92,10 +95,13 @@ def build_job(options: dict[str, object], scale: float, where: str) -> dict[str,
         if key in job:
             _check_path(key, job[key], where)
     kb_base = 1000 if job.get("kb_base") == "1000" else 1024
-    for key in SIZE_KEYS:
+    for key in (*SIZE_KEYS, *fiosize.CHECKED):
         if key in job:
             try:
-                check_size(job[key], kb_base)
+                if key in SIZE_KEYS:
+                    check_size(job[key], kb_base)
+                else:
+                    fiosize.check_value(key, job[key], kb_base)
             except ValueError as exc:
                 raise UsageError(f"{where}: {key}={job[key][:40]!r}: {exc}") from None
     block = _block(job, kb_base)

@@ -80,3 +80,42 @@ def job_bytes(job: dict[str, str]) -> int | None:
     except ValueError:
         return None
     return per * max(1, jobs)
+
+
+BLOCKS = ("bs", "blocksize", "ba", "blockalign")  # a size, or read,write[,trim]
+RANGES = ("bsrange", "blocksize_range")  # low-high, for read,write[,trim]
+OFFSETS = ("offset", "offset_increment")  # a size of 0 or more, or a percentage
+COUNTS = {"loops": (1, 1_000_000), "numjobs": (1, 4096)}  # fio's REAL_MAX_JOBS
+MOST_THINK_US = 3_600_000_000  # thinktime: an hour between I/Os at most
+CHECKED = (*BLOCKS, *RANGES, *OFFSETS, *COUNTS, "thinktime")
+
+
+def check_value(key: str, text: str, kb_base: int = 1024) -> None:
+    """The options fio would refuse, or take to mean nothing, that a typo gives: a block size
+    of no bytes, a range whose low end is past its high, no loops or jobs, a negative offset,
+    a think time of years. ValueError says why."""
+    if key in BLOCKS:
+        for part in text.split(","):
+            if part.strip() and parse_fio_size(part, kb_base) < 1:
+                raise ValueError("a block size must be at least one byte")
+    elif key in RANGES:
+        for part in text.split(","):
+            low, sep, high = part.partition("-") if "-" in part else part.partition(":")
+            if not sep or not 1 <= parse_fio_size(low, kb_base) <= parse_fio_size(high, kb_base):
+                raise ValueError("each range must be LOW-HIGH, sizes of one byte or more, "
+                                 "LOW not past HIGH")
+    elif key in OFFSETS:
+        if text.strip().endswith("%"):
+            if not text.strip()[:-1].isdigit() or int(text.strip()[:-1]) > 100:
+                raise ValueError("a percentage must be from 0% to 100%")
+        else:
+            parse_fio_size(text, kb_base)
+    elif key in COUNTS:
+        least, most = COUNTS[key]
+        if not re.fullmatch(r"[0-9]{1,10}", text.strip()) or not least <= int(text) <= most:
+            raise ValueError(f"must be a whole number from {least} to {most:,}")
+    elif key == "thinktime":
+        number = re.fullmatch(r"\s*([0-9]{1,20})\s*(us|ms|s|m|h)?\s*", text)
+        scale = {None: 1, "us": 1, "ms": 1000, "s": 10**6, "m": 6 * 10**7, "h": 36 * 10**8}
+        if not number or int(number[1]) * scale[number[2]] > MOST_THINK_US:
+            raise ValueError("must be a time of at most an hour (microseconds, or us/ms/s/m/h)")

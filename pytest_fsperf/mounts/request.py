@@ -41,12 +41,18 @@ class MountRequest:
 def parse_options(value: object, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         try:
-            return tuple(shlex.split(value))
+            found = tuple(shlex.split(value))
         except ValueError as exc:
             raise UsageError(f"{where}: options: {exc}") from None
-    if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise UsageError(f"{where}: options must be a list of strings or one string, not {value!r}")
+    elif isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
+        found = tuple(value)
+    else:
+        raise UsageError(f"{where}: options must be a list of strings or one string, not "
+                         f"{str(value)[:40]!r}")
+    for option in found:  # a NUL was a traceback at the daemon's exec
+        if any(ord(c) < 32 or ord(c) == 127 for c in option):
+            raise UsageError(f"{where}: options: {option[:40]!r} holds a control character")
+    return found
 
 
 def _config(value: object, where: str) -> Mapping[str, str] | str | None:

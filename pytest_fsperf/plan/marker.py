@@ -9,6 +9,7 @@ measured and reported).
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
@@ -119,8 +120,11 @@ def build_plan(test: str, markers: Iterable[tuple[tuple[object, ...], Mapping[st
         for key, value in kwargs.items():
             merged.setdefault(key, value)
     baseline = merged.pop("baseline", None)
-    if baseline is not None and (not isinstance(baseline, str) or not baseline):
-        raise UsageError(f"{test}: fsperf marker baseline={baseline!r} must be a baseline name")
+    if baseline is not None and (not isinstance(baseline, str)
+                                 or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", baseline)
+                                 or ".." in baseline):
+        raise UsageError(f"{test}: fsperf marker baseline={str(baseline)[:40]!r} must be a "
+                         "baseline name (letters, digits, '.', '_', '-'; not a path)")
     tolerance = None
     if "tolerance" in merged:
         try:

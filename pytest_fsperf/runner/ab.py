@@ -283,6 +283,10 @@ def _rounds(rounds: int, max_rounds: int | None, seconds: float | None, settings
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or not low <= value <= 1000):
             raise UsageError(f"{where}: {key}={value!r} must be a whole number from 1 to 1000")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)
+                                or not 0 < seconds <= 7 * 86_400):  # a NaN budget never ended
+        raise UsageError(f"{where}: seconds={str(seconds)[:20]!r} must be a number of seconds "
+                         "above 0, at most a week")
     most = max_rounds if max_rounds is not None else max(rounds, settings_budget.max_pairs)
     if most < rounds:
         raise UsageError(f"{where}: max_rounds={most} is below rounds={rounds}")

@@ -113,19 +113,33 @@ def job(kind: type[Job], params: Mapping[str, object], where: str,
         bad = isinstance(value, str) and control(value)
         if bad:
             raise UsageError(f"{where}: {key}={value!r} holds a control character ({bad})")
+    for f in dataclasses.fields(kind):  # each value of its field's type (a wrong one was a
+        if f.name not in params:        # TypeError deep in the engine)
+            continue
+        value, shown = params[f.name], repr(params[f.name])[:40]
+        if f.type == "str" and not isinstance(value, str):
+            raise UsageError(f"{where}: {f.name}={shown} must be text")
+        if f.type == "float" and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not 0 <= value <= MOST_SECONDS):
+            raise UsageError(f"{where}: {f.name}={shown} must be a number of seconds from 0 "
+                             f"to {MOST_SECONDS:,}")
     return kind(**params)  # type: ignore[arg-type]  # each step checks the values
 
 
-MOST = 100_000_000  # files, entries, shards, threads: past it, a typo (10**12 ate memory)
+MOST = 100_000_000  # files, entries, shards: past it, a typo (10**12 ate memory)
+MOST_THREADS = 100_000  # threads started at once (10**8 never finished starting)
+MOST_SECONDS = 86_400 * 7  # a duration a step takes
 
 
 def _whole(where: str, **values: tuple[object, int]) -> None:
-    """Each value (name=(value, least)) a whole number from `least` to MOST."""
+    """Each value (name=(value, least)) a whole number from `least` to MOST (MOST_THREADS
+    for threads)."""
     for key, (value, least) in values.items():
-        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MOST:
+        most = MOST_THREADS if key == "threads" else MOST
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
             shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:37]}..."
             raise UsageError(f"{where}: {key}={shown} must be a whole number from {least} "
-                             f"to {MOST:,}")
+                             f"to {most:,}")
 
 
 def _open_files(where: str, n: int) -> None:
