@@ -134,7 +134,8 @@ def _ceilings_run(scenarios: Sequence[str], scale: float, keyword: str | None) -
     started = time.monotonic()
     jobs = [(s, j) for s, j in machine.fio_jobs(scenarios, scale) if not keyword or keyword in s]
     settings = Settings(scale=scale)
-    with watchdog.recorded() as swept, machine_lock(timeout=settings.lock_timeout):
+    with watchdog.recorded() as swept, machine_lock(
+            timeout=settings.lock_timeout, say=lambda text: print(text, file=sys.stderr, flush=True)):
         session = FsperfSession(settings)
         binary = find_minio()
         server = None

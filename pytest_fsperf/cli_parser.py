@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import textwrap
 from typing import Any, NoReturn
 
@@ -29,6 +30,33 @@ EXIT_CODES = """exit codes (pytest's, for CI):
   3  an internal error of pytest or the plugin
   4  a usage error: a flag, file or name was wrong (one line on stderr says which)
   5  no test ran (e.g. -k matched nothing)"""
+
+
+def _bounded(cast: type[int] | type[float], low: float, high: float, above: bool = False) -> Any:
+    """An argparse type: a number written plainly (digits 0-9: float() also takes ٣ and 1_0)
+    from low (or above it) to high."""
+    pattern = r"[0-9]{1,12}" if cast is int else r"(?:[0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})"
+
+    def convert(text: str) -> int | float:
+        if not re.fullmatch(pattern, text.strip(), re.ASCII):
+            raise argparse.ArgumentTypeError(f"{text[:30]!r} is not a plain "
+                                             f"{'whole number' if cast is int else 'number'}")
+        value = cast(text.strip())
+        if not (low < value if above else low <= value) or value > high:
+            raise argparse.ArgumentTypeError(
+                f"{text[:30]!r} must be {'above' if above else 'from'} {low:g} "
+                f"{'and at most' if above else 'to'} {high:g}")
+        return value
+    return convert
+
+
+def _link(text: str) -> str:
+    """A CI run's page: one http(s) URL, no space, newline or bracket (a newline in it was
+    silently dropped from the comment)."""
+    if not re.fullmatch(r"https?://[^\s()<>\[\]]{1,2000}", text):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not one http(s) URL without spaces, "
+                                         "new lines or brackets")
+    return text
 
 
 class Parser(argparse.ArgumentParser):
@@ -70,7 +98,7 @@ def _bench(sub: Any) -> None:
                             "local MinIO where it needs one), and unmount it after")
     bench.add_argument("--suite", default="ossfs2", choices=SUITES, metavar="NAME",
                        help="which suite (default ossfs2; listed below)")
-    bench.add_argument("--scale", type=float, metavar="FACTOR",
+    bench.add_argument("--scale", type=_bounded(float, 0, 100, above=True), metavar="FACTOR",
                        help=f"multiply every size and file count (default {DEFAULT_SCALE}: "
                             "1 GiB instead of 100 GiB; 1 with --fio)")
     for key in ("store", "mount_options", "backend_config", "save_baseline", "candidate"):
@@ -85,7 +113,7 @@ def _bench(sub: Any) -> None:
                        help="with --baseline and --scale 1 (the documents' size): a figure "
                             "worse than documented beyond the tolerance fails; at another "
                             "scale the comparison is shown, not judged")
-    bench.add_argument("--rounds", type=int, metavar="N", help="run each workload N times")
+    bench.add_argument("--rounds", type=_bounded(int, 1, 1000), metavar="N", help="run each workload N times")
     bench.add_argument("--tolerance", metavar="PERCENT", help="default 10%%")
     bench.add_argument("--inconclusive", choices=("fail", "warn"),
                        help="whether an undecided comparison fails the test (default fail)")
@@ -145,11 +173,11 @@ def _history(sub: Any) -> None:
                       help="where the runs are saved (default .fsperf/runs)")
     hist.add_argument("--figure", default=",".join(history.FIGURES), metavar="LIST",
                       help=f"figures to follow (default {','.join(history.FIGURES)})")
-    hist.add_argument("--max-pvalue", type=float, default=history.MAX_PVALUE, metavar="P",
+    hist.add_argument("--max-pvalue", type=_bounded(float, 0, 1e12), default=history.MAX_PVALUE, metavar="P",
                       help=f"a change point's significance (default {history.MAX_PVALUE:g})")
     hist.add_argument("--min-change", default=f"{100 * history.MIN_CHANGE:g}%", metavar="PERCENT",
                       help="ignore level shifts smaller than this (default %(default)s)")
-    hist.add_argument("--window", type=int, default=history.WINDOW, metavar="N",
+    hist.add_argument("--window", type=_bounded(int, 0, 100_000), default=history.WINDOW, metavar="N",
                       help=f"runs per window of Otava's split step (default {history.WINDOW})")
     hist.add_argument("--normalise", action="store_true",
                       help="also divide each run's figure by its machine canary (relative to the "
@@ -159,7 +187,7 @@ def _history(sub: Any) -> None:
                       help="exit 1 when a series' newest runs start a level worse by more than "
                            "--tolerance (not the machine's)")
     hist.add_argument("--tolerance", default="10%", metavar="PERCENT", help="default 10%%")
-    hist.add_argument("--recent", type=int, default=5, metavar="N",
+    hist.add_argument("--recent", type=_bounded(int, 0, 100_000), default=5, metavar="N",
                       help="with --gate: a change point counts when it began within the newest N "
                            "runs (default 5)")
 
@@ -182,8 +210,8 @@ def _others(sub: Any) -> None:
                       help="whether an undecided gate fails (exit 8; default) or passes, said")
     note.add_argument("--machine-changed", choices=("fail", "warn"),
                       help="whether a changed machine fails (exit 9; default: as --inconclusive)")
-    note.add_argument("--link", metavar="URL", help="where the artifacts are (the CI run's page)")
-    note.add_argument("--limit", type=int, default=comment.LIMIT, metavar="CHARS",
+    note.add_argument("--link", type=_link, metavar="URL", help="where the artifacts are (the CI run's page)")
+    note.add_argument("--limit", type=_bounded(int, 500, 1_000_000), default=comment.LIMIT, metavar="CHARS",
                       help="the most characters (default %(default)s, GitHub's limit)")
     ci = sub.add_parser("ci", help="print a CI recipe: the release gate on each pull request, "
                                    "its comment, and main's history",

@@ -21,6 +21,17 @@ EXIT = ("exit codes: 0 a first bad commit named; 1 no regression between good an
         "against good) could not decide: nothing bisected; 4 a usage error")
 
 
+def seconds(text: str) -> float:
+    """An argparse type: seconds above 0, at most a week, written plainly."""
+    try:
+        value = units.plain_number(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not 0 < value <= 7 * 86_400:
+        raise argparse.ArgumentTypeError(f"{text[:30]!r} must be above 0 and at most a week")
+    return value
+
+
 def add(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "bisect", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT,
@@ -45,9 +56,9 @@ def add(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="what to measure, as pytest arguments: a node id "
                         "('perf/test_read.py::test_read') or a shipped scenario "
                         "('--pyargs pytest_fsperf.suites.ossfs2 -k seq_read_1t')")
-    p.add_argument("--step-seconds", type=float, default=300.0, metavar="S",
+    p.add_argument("--step-seconds", type=seconds, default=300.0, metavar="S",
                    help="each step's gate budget (default 300; doubled once when undecided)")
-    p.add_argument("--seconds", type=float, default=3600.0, metavar="S",
+    p.add_argument("--seconds", type=seconds, default=3600.0, metavar="S",
                    help="the whole bisection's (default 3600)")
     p.add_argument("--tolerance", default="10%", metavar="PERCENT", help="default 10%%")
     p.add_argument("--json", metavar="PATH", help="write the steps and the answer as JSON")
