@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import socket
 import subprocess
 import time
@@ -125,10 +126,14 @@ def parse_servers(text: str) -> tuple[Server, ...]:
             continue
         host, _, rest = entry.partition(":")
         port_text, _, directory = rest.partition(":")
-        if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            raise ValueError(f"{entry!r} is not HOST:PORT[:DIR] (PORT a number from 1 to 65535)")
-        if directory and not directory.startswith("/"):
-            raise ValueError(f"{entry!r}: DIR must be an absolute path")
+        if (not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}", host)
+                or not re.fullmatch(r"[0-9]{1,5}", port_text) or not 0 < int(port_text) < 65536):
+            raise ValueError(f"{entry[:60]!r} is not HOST:PORT[:DIR] (HOST a name or address, "
+                             "PORT a number from 1 to 65535)")
+        if directory and (not directory.startswith("/")
+                          or any(ord(c) < 32 or ord(c) == 127 for c in directory)):
+            raise ValueError(f"{entry[:60]!r}: DIR must be an absolute path without "
+                             "control characters")
         found.append(Server(host, int(port_text), None, directory or None))
     if not found:
         raise ValueError("no servers given")

@@ -69,9 +69,15 @@ def parse_host(entry: str) -> Host:
     return Host(name, mount.rstrip("/") or "/", user or None, port)
 
 
+MAX_HOSTS = 1024
+
+
 def parse_hosts(text: str) -> tuple[Host, ...]:
     """`[USER@]HOST[:PORT]:/MOUNT,...`; ValueError says what is wrong."""
-    found = tuple(parse_host(e.strip()) for e in text.split(",") if e.strip())
+    entries = [e.strip() for e in text.split(",") if e.strip()]
+    if len(entries) > MAX_HOSTS:  # each is a session of ssh: 100,000 were taken without a word
+        raise ValueError(f"{len(entries):,} hosts: at most {MAX_HOSTS:,}")
+    found = tuple(parse_host(e) for e in entries)
     if not found:
         raise ValueError("no hosts given")
     seen = [(h.shown, h.mount) for h in found]
@@ -84,4 +90,7 @@ def check_python(text: str) -> str:
     """The hosts' Python: a command name or path, one word (it runs in the remote shell)."""
     if not _PYTHON.fullmatch(text) or "//" in text:  # execnet's spec splits on //
         raise ValueError(f"{text!r} is not a command name or path (letters, digits, _ . / + -)")
+    if "/" in text and (not text.startswith("/") or ".." in text.split("/")):
+        raise ValueError(f"{text[:40]!r}: a command name (python3) or an absolute path without "
+                         "'..' (a relative path depends on the remote shell's directory)")
     return text

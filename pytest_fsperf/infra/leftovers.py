@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.infra import trust
+from pytest_fsperf.infra import removal, trust
 from pytest_fsperf.infra.mountinfo import read_mounts
 from pytest_fsperf.infra.probe import abort_connection
 from pytest_fsperf.infra.procs import Proc, empty_cgroup, kill_tree
@@ -271,49 +271,6 @@ def _detach(point: str, minor: int) -> str:
     return f"unmounted {point} (lazily)" if point not in _mounts() else f"could not unmount {point}"
 
 
-# Run in a child with a deadline (a work dir may sit on a mount that does not answer, and
-# even lstat would then hang): prints what it did. Removes only the directory made (its
-# device and inode as recorded; without them, only an empty one), a real directory of this
-# user, held by descriptor from the check to the end: its contents through that descriptor
-# (shutil.rmtree with dir_fd never follows a link), itself by name only while the name still
-# holds it. What another user moves to the name is never touched.
-_REMOVE = """
-import os, shutil, stat, sys
-p, ident = sys.argv[1], tuple(map(int, sys.argv[2:4])) if len(sys.argv) > 3 else None
-name = os.path.basename(p)
-try:
-    parent = os.open(os.path.dirname(p), os.O_RDONLY | os.O_DIRECTORY)
-    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
-except FileNotFoundError:
-    sys.exit(0)
-except OSError as exc:
-    print(f"kept {p} (not a directory of this user, or reached through a symlink)")
-    sys.exit(0)
-st = os.fstat(fd)
-if st.st_uid != os.geteuid() or (ident is not None and (st.st_dev, st.st_ino) != ident):
-    print(f"kept {p} (not the directory the plugin made there)")
-    sys.exit(0)
-try:
-    if ident is None and os.listdir(fd):
-        print(f"kept {p} (its identity was not recorded and it is not empty)")
-        sys.exit(0)
-    for entry in os.scandir(fd):
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.name, dir_fd=fd)
-        else:
-            os.unlink(entry.name, dir_fd=fd)
-    now = os.stat(name, dir_fd=parent, follow_symlinks=False)
-    if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-        print(f"kept {p} (its name was moved to another directory)")
-        sys.exit(0)
-    os.rmdir(name, dir_fd=parent)
-except OSError as exc:
-    print(f"could not remove {p} ({exc.strerror})")
-    sys.exit(0)
-print(f"removed {p}")
-"""
-
-
 # The only directories a record may make the plugin delete: its private dirs and its work
 # roots, by the names it gives them. A record is the plugin's own file in a 0700 directory,
 # but a path of any other name (a bug, a tampered file) is refused, never removed.
@@ -338,7 +295,8 @@ def _remove_dir(path: str, ident: tuple[int, int] | None = None) -> str | None:
         return f"kept {path} (still mounted: {inside[0]})"
     try:
         which = [str(n) for n in ident] if ident else []
-        out = subprocess.run([sys.executable, "-I", "-S", "-c", _REMOVE, path, *which], capture_output=True,
+        out = subprocess.run([sys.executable, "-I", "-S", "-c", removal.SCRIPT, path, *which],
+                             capture_output=True,
                              text=True, timeout=120, check=False, start_new_session=True, cwd="/")
     except subprocess.TimeoutExpired:
         return f"kept {path} (removal did not finish in 120 s)"

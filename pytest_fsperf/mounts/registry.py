@@ -47,8 +47,13 @@ def _value(raw: str, where: str) -> str:
         name = raw[4:]
         if name not in os.environ:
             raise UsageError(f"{where}: environment variable {name} is not set")
-        return os.environ[name]
+        raw = os.environ[name]
+    if any(ord(c) < 32 or ord(c) == 127 for c in raw):  # a NUL reached the daemon's argv
+        raise UsageError(f"{where}: holds a control character")
     return raw
+
+
+BACKEND_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a name, never a path
 
 
 def _backend(name: str, section: Mapping[str, str], where: str) -> Backend:
@@ -129,6 +134,12 @@ def load_config(path: str, where: str) -> BackendConfig:
                     raise UsageError(f"{here}: {key!r} is not a valid name")
                 values[key] = _value(raw, f"{here} {key}")
         elif kind == "backend" and name.strip():
+            if not BACKEND_NAME.fullmatch(name.strip()) or ".." in name:
+                raise UsageError(f"{here}: a backend's name is letters, digits, '.', '_', '-' "
+                                 "(not a path)")
+            for key, raw in parser[section].items():
+                if any(ord(c) < 32 or ord(c) == 127 for c in raw):
+                    raise UsageError(f"{here} {key}: holds a control character")
             backends.append(_backend(name.strip(), parser[section], here))
         else:
             raise UsageError(f"{here}: unknown section (use [fsperf] or [backend NAME])")

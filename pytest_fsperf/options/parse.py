@@ -7,6 +7,7 @@ import math
 import os
 import re
 import shlex
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -238,8 +239,16 @@ def member(kind: type[E]) -> Callable[[Raw], E]:
 
 
 def storage(raw: Raw) -> Path:
+    if not raw.text.strip():
+        raise UsageError(f"{raw.where}: empty; give the folder of saved runs")
     path = raw.path
-    if path.exists() and not path.is_dir():
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return path
+    except OSError as exc:  # a link loop, a component that is a file
+        raise UsageError(f"{raw.where}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(st.st_mode):
         raise UsageError(f"{raw.where}: not a directory")
     return path
 

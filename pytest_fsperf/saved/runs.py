@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import glob
+import math
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -102,6 +103,13 @@ Figure = dict[str, float | None]
 MAX_ROUNDS = 2000  # rounds (or canary readings) of one workload: --fsperf-rounds is at most 1000
 
 
+def _measured(value: object, above: float | None) -> bool:
+    """A finite number, above `above` (or 0 or more where None)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return False
+    return value > above if above is not None else value >= 0
+
+
 @dataclass(frozen=True)
 class SavedResult:
     """A saved run's workload as the judges of saved runs read it, in the result's own types:
@@ -125,6 +133,14 @@ class SavedResult:
         for many in ("rounds", "canary"):  # each is bootstrapped: a million took 600 s
             if isinstance(data.get(many), list) and len(data[many]) > MAX_ROUNDS:
                 raise ValueError(f"{len(data[many])} {many}: a run makes at most {MAX_ROUNDS}")
+        fingerprint = data.get("fingerprint")
+        scale = fingerprint.get("scale") if isinstance(fingerprint, dict) else None
+        for key, value, least in (("wall_seconds", data.get("wall_seconds"), 0.0),
+                                  ("tool_cpu_percent", data.get("tool_cpu_percent"), None),
+                                  ("fingerprint.scale", scale, 0.0)):
+            if value is not None and not _measured(value, least):
+                raise ValueError(f"{key} {str(value)[:20]} is not a figure a run makes "
+                                 f"({'above 0' if least is not None else '0 or more'})")
         own = {k: v for k, v in data.items() if k in typed.names(cls) and v is not None}
         return typed.read(cls, own, f"result {str(data.get('test', '?'))[:200]}::"
                                     f"{str(data.get('name', '?'))[:100]}")

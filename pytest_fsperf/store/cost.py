@@ -74,8 +74,14 @@ def _entry(name: str, raw: Any, origin: str) -> PriceList:
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise PriceError(f"{where}: needs {key} = \"...\" (where the figures come from, "
                              "and when they were checked)")
+    billed = raw.get("failed_billed", True)
+    if not isinstance(billed, bool):  # 'no' was read as true
+        raise PriceError(f"{where}: failed_billed must be true or false, not {str(billed)[:20]!r}")
+    note = raw.get("egress_note", "")
+    if not isinstance(note, str):
+        raise PriceError(f"{where}: egress_note must be text")
     return PriceList(name, raw["title"], raw["currency"], raw["source"], raw["checked"], prices,
-                     bool(raw.get("failed_billed", True)),
+                     billed,
                      float(egress) if egress is not None else None,
                      str(raw.get("egress_note", "")), origin)
 
