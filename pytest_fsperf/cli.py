@@ -73,10 +73,7 @@ def bench_args(a: argparse.Namespace) -> list[str]:
     if a.mount is not None and not os.path.isdir(a.mount):
         raise UsageError(f"{where}: MOUNT {a.mount!r} is not a directory")
     fio = getattr(a, "fio", None)
-    scale = a.scale if a.scale is not None else 1.0 if fio else DEFAULT_SCALE
-    if not 0 < scale <= MAX_SCALE:
-        raise UsageError(f"{where}: --scale={scale:g} must be above 0 and at most {MAX_SCALE:g} "
-                         "(above 1 for a machine bigger than the document's)")
+    scale = _scale(a, 1.0 if fio else DEFAULT_SCALE)
     if a.gate and not a.baseline:
         raise UsageError(f"{where}: --gate needs --baseline NAME")
     suite = "jobfile" if fio else a.suite
@@ -112,9 +109,17 @@ def bench(a: argparse.Namespace) -> int:
     return int(pytest.main(args))
 
 
+def _scale(a: argparse.Namespace, default: float) -> float:
+    scale = float(a.scale) if a.scale is not None else default
+    if not 0 < scale <= MAX_SCALE:
+        raise UsageError(f"fsperf bench: --scale={scale:g} must be above 0 and at most "
+                         f"{MAX_SCALE:g} (above 1 for a machine bigger than the document's)")
+    return scale
+
+
 def ceilings(a: argparse.Namespace) -> int:
 
-    scale = a.scale if a.scale is not None else DEFAULT_SCALE
+    scale = _scale(a, DEFAULT_SCALE)
     scenarios = importlib.import_module(f"pytest_fsperf.suites.{a.suite}").SCENARIOS
     for line in _ceilings_run(scenarios, scale, a.keyword):
         print(line, flush=True)

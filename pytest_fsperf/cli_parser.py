@@ -98,7 +98,7 @@ def _bench(sub: Any) -> None:
                             "local MinIO where it needs one), and unmount it after")
     bench.add_argument("--suite", default="ossfs2", choices=SUITES, metavar="NAME",
                        help="which suite (default ossfs2; listed below)")
-    bench.add_argument("--scale", type=_bounded(float, 0, 100, above=True), metavar="FACTOR",
+    bench.add_argument("--scale", type=_bounded(float, 0, 1e12), metavar="FACTOR",
                        help=f"multiply every size and file count (default {DEFAULT_SCALE}: "
                             "1 GiB instead of 100 GiB; 1 with --fio)")
     for key in ("store", "mount_options", "backend_config", "save_baseline", "candidate"):
