@@ -179,3 +179,19 @@ def test_a_nul_in_an_ini_path_is_one_usage_line(pytester, key):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{key} = a\\x00b (ini file *): holds a control character*"])
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.fio
+def test_a_job_that_asks_for_more_time_than_the_deadline_is_not_blamed_on_the_filesystem(pytester):
+    """As found: a job stopped by --fsperf-workload-timeout was blamed on the filesystem ("the
+    filesystem stopped answering") where fio itself was told to think between I/Os."""
+    pytester.makepyfile("""
+        def test_slow(fsperf):
+            fsperf.fio(name="think", rw="write", bs="4k", size="64k", thinktime="1s")
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider",
+                                           "--fsperf-workload-timeout=3", timeout=120)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*fio did not finish within 3 s: the mount still answers*the "
+                                 "job may have asked for more time than that*"])
+    assert "stopped answering" not in result.stdout.str()

@@ -286,9 +286,8 @@ class FioProcess:
                 if pid:
                     break
                 if end is not None and time.monotonic() > end:
-                    told = on_hang() if on_hang else ""
-                    raise WorkloadHung(f"fio did not finish within {timeout:g} s: the filesystem "
-                                       f"stopped answering{told}")
+                    told = on_hang() if on_hang else ": the filesystem stopped answering"
+                    raise WorkloadHung(f"fio did not finish within {timeout:g} s{told}")
                 time.sleep(0.05)
         except BaseException:
             self.stop()

@@ -54,10 +54,9 @@ def _run(argv: list[str], cwd: str, timeout: float | None,
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            told = on_hang() if on_hang else ""
+            told = on_hang() if on_hang else ": the filesystem stopped answering"
             _stop(proc, started)
-            raise WorkloadHung(f"sysbench did not finish within {timeout:g} s: the filesystem "
-                               f"stopped answering{told}") from None
+            raise WorkloadHung(f"sysbench did not finish within {timeout:g} s{told}") from None
         except BaseException:
             _stop(proc, started)
             raise

@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 
 from pytest_fsperf.engine import fio as fio_engine
+from pytest_fsperf.infra.probe import NoAnswer, probe
 from pytest_fsperf.judge.paired import Budget
 from pytest_fsperf.measure import balloon, cache, pagecache
 from pytest_fsperf.options.config import Settings
@@ -335,10 +336,19 @@ class Space:
                 told = f" (daemon PID {lookup.daemon.pid}: {psutil.Process(lookup.daemon.pid).status()})"
             except psutil.Error:
                 told = f" (daemon PID {lookup.daemon.pid}: gone)"
+        try:  # a mount that still answers is not simply blamed: the job may ask for the time
+            probe(str(self.target.path), 2.0)
+            answers = True
+        except NoAnswer:
+            answers = False
         if self.target.owned is not None:
-            told += self.target.owned.abort()
+            told += self.target.owned.abort()  # either way: nothing stays stuck on it
+        if answers:
+            return (": the mount still answers (statfs within 2 s), so the job may have asked "
+                    "for more time than that (its size, loops, thinktime, rate or runtime), or "
+                    "one request of it is stuck" + told)
         self.target.hung = "the filesystem stopped answering during a workload" + told
-        return told
+        return ": the filesystem stopped answering" + told
 
     # -- scenarios ------------------------------------------------------------
 

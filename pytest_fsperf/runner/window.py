@@ -81,8 +81,7 @@ def measure_engine(ws: Space, label: str, judged: bool, kind: EngineKind,
             timer.cancel()
         if fired.is_set():
             timer.join()
-            raise WorkloadHung(f"{label}: did not finish within {timeout:g} s: the filesystem "
-                               f"stopped answering{told[0]}")
+            raise WorkloadHung(f"{label}: did not finish within {timeout:g} s{told[0]}")
         cpu = own_cpu(children) - cpu0
     return record(ws, w, name=label, kind=kind, options=options, read=None, write=None,
                        tool_cpu_percent=100.0 * cpu / w.wall if w.wall > 0 else 0.0,
