@@ -243,3 +243,29 @@ def test_a_library_directory_planted_after_the_check_is_refused_at_the_next_exec
     assert why == ""
     (ours / "lib").chmod(0o777)  # as if another user's since the first check
     assert "can be changed by another user" in trust.again(argv)
+
+
+@pytest.mark.s3
+def test_a_port_another_user_listens_on_is_passed_by_not_a_failed_test(monkeypatch, clean):
+    """On a shared machine a port taken between the probe and the bind is most often someone's
+    ordinary listener: the store starts on another port (nothing of root's reaches the
+    listener), and only a port taken at every start fails it."""
+    from pytest_fsperf.store import minio
+    binary = minio.find_minio() or pytest.skip("MinIO is not installed")
+    record = leftovers.start()
+    try:
+        with nobodys_http() as (port, got):
+            real, calls = minio.free_port, []
+
+            def first_is_theirs() -> int:
+                calls.append(1)
+                return port if len(calls) == 1 else real()
+            monkeypatch.setattr(minio, "free_port", first_is_theirs)
+            server = minio.start_minio(binary, timeout=30)
+            try:
+                assert not server.endpoint.endswith(f":{port}") and len(calls) > 2
+            finally:
+                server.stop()
+        assert not [r for r in got if r.startswith("AUTH")]
+    finally:
+        leftovers.stop(record)

@@ -112,6 +112,11 @@ class Rendered:
     fields: Mapping[str, object] = field(default_factory=dict)
 
 
+# Starts of a store on a new port each, where the last was taken first by another process
+# (on a shared machine, most often someone's ordinary listener): the next port is tried.
+STARTS = 6
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -17,7 +17,7 @@ from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.infra import leftovers, trust
 from pytest_fsperf.infra.procs import Proc, serving, stop_child
 from pytest_fsperf.measure.meters import io_counters
-from pytest_fsperf.mounts.spec import free_port
+from pytest_fsperf.mounts.spec import STARTS, free_port
 from pytest_fsperf.store.sigv4 import signed_request
 
 MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
@@ -110,7 +110,7 @@ def start_minio(binary: str, timeout: float = 30.0) -> S3Server:
                MINIO_PROMETHEUS_AUTH_TYPE="public")
     log_path = os.path.join(data_dir, "minio.log")
     last = ""
-    for _attempt in range(3):  # a free port may be taken between probe and bind
+    for _attempt in range(STARTS):  # a free port may be taken between probe and bind
         port, console = free_port(), free_port()
         endpoint = f"http://127.0.0.1:{port}"
         if why := trust.again(argv):  # each exec, not only the first

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.infra import leftovers, trust
 from pytest_fsperf.infra.procs import Proc, serving, stop_child
-from pytest_fsperf.mounts.spec import free_port
+from pytest_fsperf.mounts.spec import STARTS, free_port
 from pytest_fsperf.store.minio import CACHE_BIN
 
 AZURITE_INSTALL = "npm install -g azurite@3.35.0 (Node 20; 3.36 and later need Node 21)"
@@ -79,7 +79,7 @@ def _start(name: str, argv: Callable[[int, str], list[str]], env: Mapping[str, s
         leftovers.done(dir_entry)
         raise MeasurementError(f"{name} is not run: {why}; it would run as you")
     impostor = ""
-    for _attempt in range(3):  # a free port may be taken between probe and bind
+    for _attempt in range(STARTS):  # a free port may be taken between probe and bind
         port = free_port()
         if why := trust.again(prefix):  # each exec, not only the first
             raise MeasurementError(f"{name} is not run: {why}; it would run as you")
