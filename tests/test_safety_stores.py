@@ -269,3 +269,23 @@ def test_a_port_another_user_listens_on_is_passed_by_not_a_failed_test(monkeypat
         assert not [r for r in got if r.startswith("AUTH")]
     finally:
         leftovers.stop(record)
+
+
+@pytest.mark.parametrize(("name", "value", "says"), [
+    ("LD_LIBRARY_PATH", ":/usr/lib", "relative to the current directory"),
+    ("LD_LIBRARY_PATH", "lib", "relative to the current directory"),
+    ("LD_LIBRARY_PATH", "/tmp/fsperf-nowhere-$PLATFORM", "could be created in /tmp"),
+    ("LD_PRELOAD", "./x.so", "relative to the current directory"),
+    ("LD_PRELOAD", "/tmp/fsperf-nowhere.so", "/tmp can be changed by another user"),
+    ("LD_AUDIT", "/tmp/fsperf-nowhere.so", "/tmp can be changed by another user"),
+])
+def test_a_loader_variable_that_reaches_another_users_library_refuses_the_program(
+        monkeypatch, name, value, says):
+    """Not tried by the audit, tried here: what the environment tells the dynamic loader is
+    part of every program root runs (an empty LD_LIBRARY_PATH entry is the current
+    directory: a work directory on a mount others write)."""
+    monkeypatch.setenv(name, value)
+    why = trust.program("/bin/true")[1]
+    assert name in why and says in why, why
+    monkeypatch.setenv(name, "/usr/lib" if name == "LD_LIBRARY_PATH" else "libc.so.6")
+    assert trust.program("/bin/true")[1] == ""

@@ -89,6 +89,42 @@ def library_dir(where: str) -> str:
     return untrusted(above)
 
 
+LOADER_ENV = {"LD_LIBRARY_PATH": ":;", "LD_PRELOAD": ": ", "LD_AUDIT": ":"}  # name: separators
+
+
+def loader_env() -> str:
+    """Why the dynamic loader, as this environment tells it, may load another user's library
+    into a program root runs, or "": an empty or relative entry (the current directory, a
+    mount's work directory), or a directory or library another user can change."""
+    for name, seps in LOADER_ENV.items():
+        value = os.environ.get(name)
+        if value is None:
+            continue
+        entries = re.split(f"[{re.escape(seps)}]", value)
+        for entry in entries:
+            if name != "LD_LIBRARY_PATH" and "/" not in entry:
+                continue  # a blank, or a library's name: looked up as a needed one is
+            if not os.path.isabs(_TOKEN.sub("x", entry)):
+                return (f"{name} holds {entry!r}, relative to the current directory: the "
+                        "loader would look there")
+            why = (library_dir(entry) if name == "LD_LIBRARY_PATH"
+                   else untrusted(entry) if os.path.lexists(entry)
+                   else library_dir(os.path.dirname(entry)) or _creatable(entry))
+            if why:
+                return f"{name} names {entry}: {why}"
+    return ""
+
+
+def _creatable(path: str) -> str:
+    """Why another user could create `path` (a missing file) in its directory, or ""."""
+    try:
+        st = os.stat(os.path.dirname(path))
+    except OSError as exc:
+        return f"{os.path.dirname(path)}: {exc.strerror or exc}"
+    return "" if closed(st) else (f"it does not exist, and another user could create it in "
+                                  f"{os.path.dirname(path)}")
+
+
 def program(name: str, search: str | None = None) -> tuple[list[str], str]:
     """How root may run the program `name` (a path, or a name looked up on PATH once): the
     argv that runs what was checked, and why it may not ("" where it may). Checked: the
@@ -100,6 +136,8 @@ def program(name: str, search: str | None = None) -> tuple[list[str], str]:
         return [], f"{name} is not on PATH"
     real, why = resolved(found)
     if why:
+        return [real], why
+    if why := loader_env():
         return [real], why
     for where in elf.search_dirs(real):
         if not os.path.isabs(where):
