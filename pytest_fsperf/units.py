@@ -95,8 +95,8 @@ def parse_duration_ns(value: object) -> float:
     return _finite(number * TIME_UNITS[unit], text)
 
 
-def parse_rate_count(value: object) -> float:
-    """A plain count per second: 5000, '5000', '5000/s'."""
+def plain_number(value: object) -> float:
+    """A non-negative finite number written plainly (digits 0-9), or a number that is one."""
     if isinstance(value, bool):
         raise ValueError(f"{_r(value)} is not a number")
     if isinstance(value, int | float):
@@ -104,11 +104,19 @@ def parse_rate_count(value: object) -> float:
             number = float(value)
         except OverflowError:
             raise ValueError(f"{_r(value)} is too large") from None
-        if not math.isfinite(number) or number < 0:
-            raise ValueError(f"{_r(value)} is not a non-negative finite number")
-        return number
-    if not isinstance(value, str):
+    elif isinstance(value, str) and (match := _PLAIN.match(value)):
+        number = float(match["num"])
+    else:
         raise ValueError(f"{_r(value)} is not a number")
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"{_r(value)} is not a non-negative finite number")
+    return number
+
+
+def parse_rate_count(value: object) -> float:
+    """A plain count per second: 5000, '5000', '5000/s'."""
+    if not isinstance(value, str):
+        return plain_number(value)
     number, unit = _split(value)
     if unit not in ("", "/s"):
         raise ValueError(f"{_r(value)} must be a plain number per second, such as '5000/s'")
@@ -175,24 +183,6 @@ def format_count(value: float) -> str:
     if value >= 1e4:
         return f"{_three_figures(value / 1e3)}k"
     return _three_figures(value)
-
-
-def plain_number(value: object) -> float:
-    """A non-negative finite number written plainly (digits 0-9), or a number that is one."""
-    if isinstance(value, bool):
-        raise ValueError(f"{_r(value)} is not a number")
-    if isinstance(value, int | float):
-        try:
-            number = float(value)
-        except OverflowError:
-            raise ValueError(f"{_r(value)} is too large") from None
-    elif isinstance(value, str) and (match := _PLAIN.match(value)):
-        number = float(match["num"])
-    else:
-        raise ValueError(f"{_r(value)} is not a number")
-    if not math.isfinite(number) or number < 0:
-        raise ValueError(f"{_r(value)} is not a non-negative finite number")
-    return number
 
 
 def parse_money(value: object) -> float:
