@@ -492,3 +492,16 @@ def test_the_note_job_runs_no_file_of_the_merge_request(tmp_path) -> None:
     assert done.returncode == 0, said[-3000:]
     assert "LEAK" not in said and "SECRET" not in said
     assert (tmp_path / "posted").read_text() == "posted\n"  # the note was written, once
+
+
+def test_the_jobs_that_hold_a_writing_token_check_nothing_out_and_run_python_isolated() -> None:
+    """The family of the note job's hole: wherever a token that writes is held, no file a
+    pull or merge request wrote is checked out, and every Python runs isolated (-I)."""
+    github = yaml.safe_load(recipe("github.yml").read_text())
+    comment = github["jobs"]["comment"]
+    assert not [s for s in comment["steps"] if "checkout" in str(s.get("uses", ""))]
+    gitlab = yaml.safe_load(recipe("gitlab-ci.yml").read_text())
+    for script in ("\n".join(str(s.get("run", "")) for s in comment["steps"]),
+                   "\n".join(gitlab["fsperf-note"]["script"])):
+        calls = re.findall(r"python3( -\S+)*", script)
+        assert calls and all("-I" in c for c in re.findall(r"python3(?: -\S+)+|python3", script)), script
