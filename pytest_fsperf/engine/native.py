@@ -119,7 +119,8 @@ def run(files: Sequence[tuple[str, int]], pattern: bytes | None, threads: int, f
         proc = subprocess.Popen([NAME, "write" if write else "read", str(threads), str(first)],
                                 executable=f"/proc/self/fd/{fd}", pass_fds=(fd,),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, close_fds=True, cwd="/")
+                                stderr=subprocess.PIPE, close_fds=True, cwd="/",
+                                env=BUILD_ENV)  # nothing of the caller's for its loader
     finally:
         os.close(fd)
     started(proc.pid)
