@@ -288,6 +288,8 @@ def status(number: int, size: int = fio_frames.TS_SIZE) -> bytes:
     """A thread status as fio 3.33 sends one: its names ended, thread `number`."""
     ts = bytearray(size)
     struct.pack_into("<I", ts, fio_frames.TS_THREAD_NUMBER, number)
+    struct.pack_into("<I", ts, fio_frames.TS_KB_BASE, 1024)
+    struct.pack_into("<I", ts, fio_frames.TS_RS + fio_frames.GS_KB_BASE, 1024)
     return bytes(ts)
 
 
@@ -393,5 +395,32 @@ def test_a_fragment_of_another_command_or_a_flood_of_whole_ones_is_refused(monke
     assert "command 7 inside command 6" in seen.frame(7, 0, bytes(164))
     monkeypatch.setattr(fio_frames, "MAX_CONNECTION", 10_000)
     flood = fio_frames.Seen()
-    said = [flood.frame(7, 0, bytes(164)) for _ in range(61)]
+    group = bytearray(164)
+    struct.pack_into("<I", group, fio_frames.GS_KB_BASE, 1024)
+    said = [flood.frame(7, 0, bytes(group)) for _ in range(61)]
     assert said[:60] == [""] * 60 and "more than 10000 bytes of frames" in said[60]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("at", "value", "fmt", "why"), [
+    (fio_frames.TS_BLOCK_INFOS, 8193, "<Q", "more than 8192 block infos"),
+    (fio_frames.TS_KB_BASE, 0, "<I", "kb_base is not 1000 or 1024"),  # fio divides by it
+    (fio_frames.TS_RS + fio_frames.GS_KB_BASE, 7, "<I", "kb_base is not 1000 or 1024"),
+    (fio_frames.TS_RS + fio_frames.GS_UNIT_BASE, 6, "<I", "unit 6"),  # num2str asserts
+    (fio_frames.TS_UNIT_BASE, 99, "<I", "unit 99"),
+])
+def test_the_deeper_counts_and_units_of_a_status_are_bounded(at, value, fmt, why):
+    """What the last round left open ("the deeper counts of a status frame are not bounded"):
+    fio sorts nr_block_infos entries of a fixed array, divides by kb_base and asserts on a
+    group's unit."""
+    seen = fio_frames.Seen()
+    assert seen.frame(11, 0, struct.pack("<II", 1, 1)) == ""
+    ts = bytearray(status(1))
+    assert seen.frame(6, 0, bytes(ts)) == ""
+    struct.pack_into(fmt, ts, at, value)
+    assert why in seen.frame(6, 0, bytes(ts))
+    group = bytearray(164)
+    struct.pack_into("<I", group, fio_frames.GS_KB_BASE, 1000)
+    assert seen.frame(7, 0, bytes(group)) == ""
+    struct.pack_into("<I", group, fio_frames.GS_UNIT_BASE, 6)
+    assert "unit 6" in seen.frame(7, 0, bytes(group))

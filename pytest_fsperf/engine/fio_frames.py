@@ -22,7 +22,11 @@ TEXT_HEAD = 24  # struct cmd_text_pdu: level, buf_len, log_sec, log_usec, then b
 TS_SIZE = 184056
 TS_STRINGS = ((0, 128), (128, 128), (272, 256))  # name, verror, description
 TS_THREAD_NUMBER = 260
-TS_UNIT_BASE, TS_SIG_FIGS = 183684, 183728
+TS_UNIT_BASE, TS_SIG_FIGS, TS_KB_BASE = 183684, 183728, 183680
+TS_BLOCK_INFOS, MAX_BLOCK_INFOS = 150904, 8192  # nr_block_infos (u64); MAX_NR_BLOCK_INFOS
+TS_RS = 183888  # its group_run_stats
+GS_KB_BASE, GS_UNIT_BASE, GS_SIG_FIGS = 144, 148, 152  # in a group_run_stats
+KB_BASES = (1000, 1024)  # fio's kb_base option: stats are divided by it
 TS_SS_DUR, TS_SS_STATE = 183732, 183740
 TS_SS_OFFSETS = (183816, 183824)  # ss_iops_data_offset, ss_bw_data_offset
 TS_PRIO_OFFSETS, TS_PRIO_COUNTS = 183832, 183856  # clat_prio_offset[3], nr_clat_prio[3]
@@ -115,6 +119,8 @@ class Seen:
             return _thread_status(payload, self.jobs)
         elif opcode == ETA:
             return _eta(payload)
+        elif opcode == GS:
+            return _group(payload, 0)
         return ""
 
 
@@ -137,6 +143,13 @@ def _units(payload: bytes, unit_at: int, figs_at: int) -> str:
         return (f"sent unit {unit} and {figs} significant figures: refused (fio asserts on a "
                 "unit it does not know)")
     return ""
+
+
+def _group(payload: bytes, at: int) -> str:
+    """A group_run_stats at `at`: its kb_base divides, its unit is asserted on."""
+    if struct.unpack_from("<I", payload, at + GS_KB_BASE)[0] not in KB_BASES:
+        return "sent a group status whose kb_base is not 1000 or 1024: refused (fio divides by it)"
+    return _units(payload, at + GS_UNIT_BASE, at + GS_SIG_FIGS)
 
 
 def _thread_status(payload: bytes, jobs: int | None) -> str:
@@ -163,7 +176,12 @@ def _thread_status(payload: bytes, jobs: int | None) -> str:
                     or not _inside(payload, offset, 8 * samples, TS_SIZE)):
                 return (f"sent {samples} steady-state samples at offset {offset} in a status "
                         f"of {len(payload)} bytes: refused (fio would read outside it)")
-    return _units(payload, TS_UNIT_BASE, TS_SIG_FIGS)
+    if struct.unpack_from("<Q", payload, TS_BLOCK_INFOS)[0] > MAX_BLOCK_INFOS:
+        return (f"sent more than {MAX_BLOCK_INFOS} block infos: refused (fio would read past "
+                "its array)")
+    if struct.unpack_from("<I", payload, TS_KB_BASE)[0] not in KB_BASES:
+        return "sent a thread status whose kb_base is not 1000 or 1024: refused (fio divides by it)"
+    return _units(payload, TS_UNIT_BASE, TS_SIG_FIGS) or _group(payload, TS_RS)
 
 
 def _eta(payload: bytes) -> str:
