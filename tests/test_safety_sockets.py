@@ -119,3 +119,25 @@ def test_a_client_on_the_servers_own_port_is_still_another_users(minio, clean, p
         oss.stop()
         s3.stop()
         leftovers.stop(record)
+
+
+def test_without_sock_diag_the_table_is_matched_by_the_whole_four_tuple(monkeypatch) -> None:
+    """A kernel without sock_diag: /proc/net/tcp, every address and port of the tuple matched
+    (the hole was matching ports alone), the mirrored tuple of the other end not taken."""
+    from pytest_fsperf.infra import tcp
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        client = socket.create_connection(server.getsockname())
+        accepted, _ = server.accept()
+        real = socket.socket
+
+        def no_netlink(family: int = -1, *args: object, **kw: object) -> socket.socket:
+            if family == socket.AF_NETLINK:
+                raise OSError(97, "Address family not supported by protocol")
+            return real(family, *args, **kw)  # type: ignore[arg-type]
+        monkeypatch.setattr(tcp.socket, "socket", no_netlink)
+        with client, accepted:
+            assert tcp.owner(client.getsockname(), client.getpeername()) == os.geteuid()
+            port = client.getsockname()[1]
+            assert tcp.owner(("127.0.0.2", port), client.getpeername()) is None

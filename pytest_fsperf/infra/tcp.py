@@ -58,11 +58,34 @@ def owner(local: tuple[str, int], remote: tuple[str, int], timeout: float = 0.2)
             nl.send(_HEADER.pack(_HEADER.size + len(request), SOCK_DIAG_BY_FAMILY, 1, 1, 0)
                     + request)
             data = nl.recv(4096)
-    except OSError:
+    except TimeoutError:
         return None
+    except OSError:  # no sock_diag here: the table, by the whole 4-tuple
+        return _from_table(family, sockid)
     if len(data) < _HEADER.size + _MESSAGE.size or _HEADER.unpack_from(data)[1] != SOCK_DIAG_BY_FAMILY:
         return None  # NLMSG_ERROR: no such socket
     fam, state, _t, _r, found, _e, _rq, _wq, uid, _inode = _MESSAGE.unpack_from(data, _HEADER.size)
     if fam != family or state != ESTABLISHED or found[:36] != sockid[:36]:
         return None
     return int(uid)
+
+
+def _from_table(family: int, sockid: bytes) -> int | None:
+    """Where the kernel has no sock_diag: the established row of /proc/net/tcp(6) whose local
+    and remote addresses and ports are all the socket's (never its ports alone)."""
+    size = 4 if family == socket.AF_INET else 16
+
+    def hexed(raw: bytes, port: bytes) -> str:  # the table's words: native-endian u32s
+        words = "".join(f"{w:08X}" for w in struct.unpack(f"={size // 4}I", raw[:size]))
+        return f"{words}:{int.from_bytes(port, 'big'):04X}"
+    local, remote = hexed(sockid[4:20], sockid[0:2]), hexed(sockid[20:36], sockid[2:4])
+    name = "tcp" if family == socket.AF_INET else "tcp6"
+    try:
+        with open(f"/proc/net/{name}", encoding="ascii") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 7 and fields[3] == "01" and fields[1] == local and fields[2] == remote:
+                    return int(fields[7])
+    except OSError:
+        return None
+    return None
