@@ -334,3 +334,23 @@ def test_a_device_or_fifo_another_user_put_at_a_reports_name_is_never_written(
     mine = pytester.path / "out"
     mine.symlink_to("/dev/null")
     outfile.write(mine, "x")
+
+
+def test_the_daemons_part_of_a_shared_cache_another_user_can_change_is_kept(tmp_path, monkeypatch):
+    """The family of the work root's hole: s3fs's part of a shared cache (use_cache=DIR: DIR/
+    BUCKET) is emptied only where no other user can swap what is there; in a directory they
+    own it is kept and named, whatever is inside."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a directory to nobody")
+    monkeypatch.setattr("shutil.which", lambda name: "/bin/true")
+    cache = tmp_path / "theirs"
+    made = plant(cache / "b", ("obj1",))
+    os.chown(cache, NOBODY, NOBODY)
+    s3fs = MountedFs(MountPlan(Registry([]).get("s3fs", "test"), ("-o", f"use_cache={cache}"),
+                               dict(SECRETS)))
+    try:
+        steps = s3fs.wipe_cache()
+        assert f"kept {cache}/b (another user could change what is there: " in steps[0]
+        assert unchanged(cache / "b", made)
+    finally:
+        s3fs.close()

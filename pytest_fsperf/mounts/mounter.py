@@ -365,8 +365,9 @@ class MountedFs:
             return "not a plain absolute path: it is relative or passes through a symlink"
         if path.startswith(self.private + os.sep):
             return ""  # created by the plugin for this mount
-        if self.backend.cache_scoped:
-            return ""  # the daemon's own part of a shared directory, by its layout
+        if self.backend.cache_scoped:  # the daemon's own part of a shared directory, by its
+            why = trust.untrusted(path)  # layout: emptied only where no one else can swap it
+            return f"another user could change what is there: {why}" if why else ""
         return "a directory you named: the plugin deletes only what it created"
 
     def remount(self, options: tuple[str, ...] | None = None, wipe: bool = True,
