@@ -366,7 +366,8 @@ class MountedFs:
         if path.startswith(self.private + os.sep):
             return ""  # created by the plugin for this mount
         if self.backend.cache_scoped:  # the daemon's own part of a shared directory, by its
-            why = trust.untrusted(path)  # layout: emptied only where no one else can swap it
+            # layout: emptied only where no one else can swap what is there
+            why = trust.untrusted(path, exists=os.path.lexists(path))
             return f"another user could change what is there: {why}" if why else ""
         return "a directory you named: the plugin deletes only what it created"
 
