@@ -128,8 +128,8 @@ def parse_servers(text: str) -> tuple[Server, ...]:
         port_text, _, directory = rest.partition(":")
         if (not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}", host)
                 or not re.fullmatch(r"[0-9]{1,5}", port_text) or not 0 < int(port_text) < 65536):
-            raise ValueError(f"{entry[:60]!r} is not HOST:PORT[:DIR] (HOST a name or address, "
-                             "PORT a number from 1 to 65535)")
+            raise ValueError(f"{entry[:60]!r} is not HOST:PORT[:DIR] (PORT a number from 1 to "
+                             "65535, HOST a name or address)")
         if directory and (not directory.startswith("/")
                           or any(ord(c) < 32 or ord(c) == 127 for c in directory)):
             raise ValueError(f"{entry[:60]!r}: DIR must be an absolute path without "
