@@ -936,3 +936,18 @@ def test_a_release_gates_false_alarms_are_held_for_its_whole_suite():
     each = sum(suite_flags(lambda w: ALPHA) for _ in range(suites))
     assert held / suites <= ALPHA / 2 + 0.01, held  # one direction: about half the error
     assert each > held, (each, held)
+
+
+def test_a_large_effect_measured_steadily_is_decided_not_called_unstable():
+    """As found (issue 72): s3fs built before s3fs-fuse#965 against 1.84, a cold `ls -l`:
+    9,367 [8,883-9,421] against 4,612 [4,042-5,782] ops/s, each side's runs tight, was
+    'unstable, nothing decided: B/A 1.94, beyond what a build plausibly changes'. The runs
+    decide whether a measurement is unstable, never the size of the ratio."""
+    from pytest_fsperf.judge.comparison import judge_metric, unstable
+
+    faster = {"ops": judge_metric("ops", [4612, 4042, 5782 * 0.9], [9367, 8883, 9421], 0.1,
+                                  gate=True)}
+    assert unstable(faster, "ops") == ""
+    assert faster["ops"].outcome == Difference.B_BETTER
+    slower = {"ops": judge_metric("ops", [9367, 8883, 9421], [4612, 4300, 4800], 0.1, gate=True)}
+    assert unstable(slower, "ops") == "" and slower["ops"].outcome == Difference.B_WORSE

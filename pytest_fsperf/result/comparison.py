@@ -64,9 +64,9 @@ class Comparison:
     # a relative baseline's documented gain, checked against this B/A (compare(expect=...))
     expectation: Expectation | None = None
     dropped: tuple[str, ...] = ()  # runs not used (not cold after a rerun), each with why
-    # a release gate that would pass although its sides differ by more than any build
-    # plausibly could, or its runs spread too widely, says why and decides nothing
-    # (unstable()); a regression stands
+    # a release gate that would pass although one side's runs spread too widely (judged by
+    # the runs, never by the size of B/A) says why and decides nothing (unstable()); a
+    # regression stands
     unstable: str = ""
     short: str = ""  # runs too short for a precise reading, and what would lengthen them
     # B's daemon died during some of its runs (they were rerun, not used): whatever the
