@@ -30,7 +30,7 @@ _QUANTITY = re.compile(rf"^\s*{_NUMBER}\s*(?P<unit>[^\s0-9.][^\s]*)?\s*$", re.AS
 _PLAIN = re.compile(rf"^\s*{_NUMBER}\s*$", re.ASCII)
 
 
-def _r(value: object) -> str:
+def cut_repr(value: object) -> str:
     """A value as an error quotes it: its repr, cut (a 5000-digit number is one short line)."""
     text = repr(value)
     return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
@@ -39,22 +39,22 @@ def _r(value: object) -> str:
 def _split(text: str) -> tuple[float, str]:
     match = _QUANTITY.match(text)
     if not match:
-        raise ValueError(f"{_r(text)} is not a number with a unit")
+        raise ValueError(f"{cut_repr(text)} is not a number with a unit")
     value = float(match["num"])
     if not math.isfinite(value):
-        raise ValueError(f"{_r(text)} is not a finite number")
+        raise ValueError(f"{cut_repr(text)} is not a finite number")
     return value, match["unit"] or ""
 
 
 def _finite(value: float, text: object) -> float:
     if not math.isfinite(value):
-        raise ValueError(f"{_r(text)} is too large")
+        raise ValueError(f"{cut_repr(text)} is too large")
     return value
 
 
 def _require_text(value: object, example: str) -> str:
     if isinstance(value, bool) or not isinstance(value, str):
-        raise ValueError(f"{_r(value)} needs a unit, e.g. {example!r}")
+        raise ValueError(f"{cut_repr(value)} needs a unit, e.g. {example!r}")
     return value
 
 
@@ -66,7 +66,7 @@ def parse_bytes(value: object, *, rate: bool = False) -> float:
         unit = unit[:-2]
     if unit not in BYTE_UNITS:
         units = ", ".join(BYTE_UNITS)
-        raise ValueError(f"{_r(text)} has unknown unit {unit or '(none)'!r}; use one of {units}")
+        raise ValueError(f"{cut_repr(text)} has unknown unit {unit or '(none)'!r}; use one of {units}")
     return _finite(number * BYTE_UNITS[unit], text)
 
 
@@ -76,7 +76,7 @@ def parse_percent(value: object, example: str = "250%", meaning: str = "100% = o
     text = _require_text(value, example)
     number, unit = _split(text)
     if unit != "%":
-        raise ValueError(f"{_r(text)} must be a percentage such as '{example}'"
+        raise ValueError(f"{cut_repr(text)} must be a percentage such as '{example}'"
                          + (f" ({meaning})" if meaning else ""))
     return number
 
@@ -91,25 +91,25 @@ def parse_duration_ns(value: object) -> float:
     text = _require_text(value, "20ms")
     number, unit = _split(text)
     if unit not in TIME_UNITS:
-        raise ValueError(f"{_r(text)} has unknown time unit {unit or '(none)'!r}; use ns, us, ms or s")
+        raise ValueError(f"{cut_repr(text)} has unknown time unit {unit or '(none)'!r}; use ns, us, ms or s")
     return _finite(number * TIME_UNITS[unit], text)
 
 
 def plain_number(value: object) -> float:
     """A non-negative finite number written plainly (digits 0-9), or a number that is one."""
     if isinstance(value, bool):
-        raise ValueError(f"{_r(value)} is not a number")
+        raise ValueError(f"{cut_repr(value)} is not a number")
     if isinstance(value, int | float):
         try:
             number = float(value)
         except OverflowError:
-            raise ValueError(f"{_r(value)} is too large") from None
+            raise ValueError(f"{cut_repr(value)} is too large") from None
     elif isinstance(value, str) and (match := _PLAIN.match(value)):
         number = float(match["num"])
     else:
-        raise ValueError(f"{_r(value)} is not a number")
+        raise ValueError(f"{cut_repr(value)} is not a number")
     if not math.isfinite(number) or number < 0:
-        raise ValueError(f"{_r(value)} is not a non-negative finite number")
+        raise ValueError(f"{cut_repr(value)} is not a non-negative finite number")
     return number
 
 
@@ -119,7 +119,7 @@ def parse_rate_count(value: object) -> float:
         return plain_number(value)
     number, unit = _split(value)
     if unit not in ("", "/s"):
-        raise ValueError(f"{_r(value)} must be a plain number per second, such as '5000/s'")
+        raise ValueError(f"{cut_repr(value)} must be a plain number per second, such as '5000/s'")
     return number
 
 
@@ -171,7 +171,7 @@ def format_duration(ns: float) -> str:
 def parse_count(value: object) -> float:
     """A plain count, no unit: 1000, '1000'."""
     if isinstance(value, str) and value.strip().endswith("/s"):
-        raise ValueError(f"{_r(value)} must be a plain count, such as 1000")
+        raise ValueError(f"{cut_repr(value)} must be a plain count, such as 1000")
     return parse_rate_count(value)
 
 
@@ -191,10 +191,10 @@ def parse_money(value: object) -> float:
     try:
         amount = plain_number(text if isinstance(value, str) else value)
     except ValueError:
-        raise ValueError(f"{_r(value)} is not an amount; give one such as 0.01 (in the price "
+        raise ValueError(f"{cut_repr(value)} is not an amount; give one such as 0.01 (in the price "
                          "list's currency)") from None
     if not math.isfinite(amount) or amount < 0:
-        raise ValueError(f"{_r(value)} must be an amount of 0 or more")
+        raise ValueError(f"{cut_repr(value)} must be an amount of 0 or more")
     return amount
 
 
@@ -231,7 +231,7 @@ def parse_growth(value: object) -> float:
     amount, _, per = text.replace(" ", "").partition("/")
     minutes = {"min": 1.0, "m": 1.0, "h": 60.0, "s": 1 / 60}.get(per)
     if minutes is None:
-        raise ValueError(f"{_r(text)} must be a size per time, such as 50MB/min or 1GB/h")
+        raise ValueError(f"{cut_repr(text)} must be a size per time, such as 50MB/min or 1GB/h")
     return parse_bytes(amount) / minutes
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 
 import pytest
@@ -345,3 +346,26 @@ def test_a_failed_session_never_replaces_a_saved_run_a_baseline_or_a_results_fil
     assert not list(runs.glob("*.json"))[1:] and (runs / "good.json.failed").exists()
     r.stdout.fnmatch_lines([f"*did not measure what it was asked to*{runs / 'good.json'} kept as "
                             f"it was; this session's results are in {runs / 'good.json.failed'}"])
+
+
+def test_the_aside_file_of_a_failed_session_follows_no_link_another_user_planted(
+        pytester, sticky_dir):
+    """The file a failed session writes aside (NAME.json.failed) is a new name: in a runs
+    folder others may add names to, nobody's link there to a file of root's is refused,
+    never written through, and the saved run is still kept."""
+    from tests.hostile import NOBODY, SYSTEM_PYTHON, as_nobody
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    (sticky_dir / "good.json").write_text('{"team": "reference run"}\n')
+    victim = pytester.path / "victim"
+    victim.write_text("root's own\n")
+    as_nobody(f"import os; os.symlink({str(victim)!r}, {str(sticky_dir / 'good.json.failed')!r})")
+    assert os.lstat(sticky_dir / "good.json.failed").st_uid == NOBODY
+    pytester.makepyfile(test_it="from pytest_fsperf import fsperf\n@fsperf(min_bw='fast')\n"
+                                "def test_x(fsperf):\n    pass\n")
+    r = pytester.runpytest("-p", "no:cacheprovider", "--fsperf-save=good",
+                           f"--fsperf-storage={sticky_dir}")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert victim.read_text() == "root's own\n"
+    assert (sticky_dir / "good.json").read_text() == '{"team": "reference run"}\n'
+    r.stdout.fnmatch_lines([f"*{sticky_dir / 'good.json.failed'} is a symlink*"])

@@ -23,11 +23,6 @@ LIMITS = {"rtt": (0, 60), "ttfb": (0, 60), "tail": (0, 60), "conn_bandwidth": (0
 CONNECTION = 50e6  # bytes/s one connection to S3 moves (aws-c-s3: 4 Gbit/s a VIP, 10 connections)
 
 
-def _cut(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
-
-
 @dataclass(frozen=True)
 class StoreConditions:
     """Each 0 is "none"; times in seconds, bandwidths in bytes/s, rates per second."""
@@ -56,13 +51,15 @@ class StoreConditions:
         for name, (low, high) in LIMITS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-                raise UsageError(f"{where}: {name}={_cut(value)} must be a number from {low:g} to {high:g}")
+                raise UsageError(f"{where}: {name}={units.cut_repr(value)} must be a number from "
+                                 f"{low:g} to {high:g}")
         for name in ("tail_every", "window", "init_window"):  # counts: whole numbers
             if not isinstance(getattr(self, name), int):
-                raise UsageError(f"{where}: {name}={_cut(getattr(self, name))} must be a whole number")
+                raise UsageError(f"{where}: {name}={units.cut_repr(getattr(self, name))} must be a "
+                                 "whole number")
         if not isinstance(self.profile, str) or (
                 self.profile and self.profile.removesuffix(", changed") not in PROFILES):
-            raise UsageError(f"{where}: profile={_cut(self.profile)} must be the name of a store "
+            raise UsageError(f"{where}: profile={units.cut_repr(self.profile)} must be the name of a store "
                              f"profile ({', '.join(PROFILES)})")
         return self
 
