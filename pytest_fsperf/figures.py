@@ -75,6 +75,19 @@ class Metric:
     # the results table's column for it, shown where a test bounds the figure ("": none
     # but the headline's own: bandwidth, rate, p99, daemon CPU and memory)
     column: str = ""
+    # how an A/B decides on it (judge/deciding.py): among the figures a release gate and
+    # fsperf.compare decide on by default (gated; where `unless` is measured, that one
+    # instead: daemon CPU% decides only where no bytes moved), with its own tolerance (None:
+    # the test's), a floor (a figure below it counts as it: 3% against 1% of a core is no
+    # change), judged as an exact count (count: every pair
+    # past the tolerance decides at once) and, for a request shape (shape), without a better
+    # direction: moved either way is "changed"
+    gated: bool = False
+    unless: str = ""
+    tolerance: float | None = None
+    floor: float = 0.0
+    count: bool = False
+    shape: bool = False
 
     def __post_init__(self) -> None:
         if not self.series:
@@ -109,15 +122,17 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
     Metric(Fig.OPS, "ops/s", units.parse_rate_count, units.format_count, True, "ops/s", series="ops",
            keywords=("min_ops",), compared=True, history=True),
     Metric(Fig.DAEMON_CPU, "daemon CPU", units.parse_percent, units.format_percent, False, "%",
-           keywords=("max_cpu",)),
+           keywords=("max_cpu",), compared=True, gated=True, unless=Fig.DAEMON_CPU_PER_GB,
+           tolerance=0.25, floor=10.0),
     Metric(Fig.DAEMON_CPU_PER_GB, "daemon CPU-s/GB", _number, _cpu_s, False, "CPU-s/GB",
-           compared=True, history=True, column="CPU-s/GB"),
+           compared=True, history=True, column="CPU-s/GB", gated=True, tolerance=0.20),
     Metric(Fig.DAEMON_RSS, "daemon peak memory", units.parse_bytes, units.format_mb, False, "MB", 1e6,
-           keywords=("max_rss",), compared=True, history=True),
+           keywords=("max_rss",), compared=True, history=True, gated=True, tolerance=0.20,
+           floor=16e6),
     # The daemon's RSS a while after the window (--fsperf-rss-settle): what it gave back.
     Metric(Fig.DAEMON_RSS_AFTER, "daemon memory after settling", units.parse_bytes, units.format_mb,
            False, "MB", 1e6,
-           keywords=("max_rss_after",), compared=True),
+           keywords=("max_rss_after",), compared=True, gated=True, tolerance=0.20, floor=16e6),
     # The slope of daemon_rss_after over a test's rounds: a leak grows round after round.
     Metric(Fig.DAEMON_RSS_ROUND_GROWTH, "daemon memory growth per round", units.parse_bytes,
            units.format_mb, False, "MB", 1e6,
@@ -151,30 +166,34 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
            keywords=("max_ttfb",), column="p99 first byte"),
     # Object-store requests in the measured window (store/requests.py), by the server's count.
     Metric(Fig.REQ_TOTAL, "object-store requests", units.parse_count, units.format_count, False, "requests",
-           keywords=("max_requests",), compared=True, saved=True, column="requests"),
+           keywords=("max_requests",), compared=True, count=True, saved=True, column="requests"),
     Metric(Fig.REQ_GET, "GET requests", units.parse_count, units.format_count, False, "requests",
-           keywords=("max_gets",), compared=True),
+           keywords=("max_gets",), compared=True, count=True),
     Metric(Fig.REQ_HEAD, "HEAD requests", units.parse_count, units.format_count, False, "requests",
-           keywords=("max_heads",), compared=True),
+           keywords=("max_heads",), compared=True, count=True),
     Metric(Fig.REQ_LIST, "LIST requests", units.parse_count, units.format_count, False, "requests",
-           keywords=("max_lists",), compared=True),
+           keywords=("max_lists",), compared=True, count=True),
     Metric(Fig.REQ_PUT, "PUT and multipart requests", units.parse_count, units.format_count, False,
            "requests",
-           keywords=("max_puts",), compared=True),
+           keywords=("max_puts",), compared=True, count=True),
     Metric(Fig.REQ_PER_MIB, "requests per MiB moved", _number, units.format_ratio, False, "requests/MiB",
-           keywords=("max_requests_per_mib",), compared=True),
+           keywords=("max_requests_per_mib",), compared=True,
+           gated=True, tolerance=0.25, floor=0.1, count=True, shape=True),
     Metric(Fig.REQ_PER_FILE, "requests per file", _number, units.format_ratio, False, "requests/file",
-           keywords=("max_requests_per_file",), compared=True),
+           keywords=("max_requests_per_file",), compared=True,
+           gated=True, tolerance=0.25, floor=0.1, count=True, shape=True),
     # The kernel's FUSE requests to the daemon in the window (measure/fusetrace.py).
     Metric(Fig.FUSE_REQUESTS, "FUSE requests", units.parse_count, units.format_count, False,
            "requests",
-           keywords=("max_fuse_requests",), compared=True, saved=True, column="FUSE requests"),
+           keywords=("max_fuse_requests",), compared=True, count=True, saved=True, column="FUSE requests"),
     Metric(Fig.FUSE_PER_MIB, "FUSE requests per MiB moved", _number, units.format_ratio, False,
            "requests/MiB",
-           keywords=("max_fuse_per_mib",), compared=True),
+           keywords=("max_fuse_per_mib",), compared=True,
+           gated=True, tolerance=0.25, floor=0.1, count=True, shape=True),
     Metric(Fig.FUSE_PER_FILE, "FUSE requests per file", _number, units.format_ratio, False,
            "requests/file",
-           keywords=("max_fuse_per_file",), compared=True),
+           keywords=("max_fuse_per_file",), compared=True,
+           gated=True, tolerance=0.25, floor=0.1, count=True, shape=True),
     # At the chosen price list's prices, in its currency (store/cost.py).
     Metric(Fig.COST, "request cost", units.parse_money, units.format_money, False, "currency",
            keywords=("max_cost",), compared=True),

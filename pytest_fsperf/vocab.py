@@ -34,6 +34,7 @@ class Outcome(Text):
     INCONCLUSIVE = "INCONCLUSIVE"  # an interval straddles a limit, or a saved run cannot decide
     INCOMPARABLE = "INCOMPARABLE"  # the saved run measured something else
     MACHINE_CHANGED = "MACHINE CHANGED"  # the canary moved: not judged against the filesystem
+    CHANGED = "CHANGED"  # a gate found a request shape moved: fails until the test accepts it
     REGRESSION = "REGRESSION"  # slower than the saved run, beyond the tolerance
     FAIL = "FAIL"  # a threshold, or a gated baseline, missed
 
@@ -43,7 +44,7 @@ class Outcome(Text):
 
     @property
     def failing(self) -> bool:
-        return self in (Outcome.FAIL, Outcome.REGRESSION)
+        return self in (Outcome.FAIL, Outcome.REGRESSION, Outcome.CHANGED)
 
     @property
     def unsure(self) -> bool:
@@ -110,6 +111,7 @@ class Difference(Text):
     SAME = "same"
     NOT_WORSE = "not worse"  # a release gate's pass: B is not worse beyond the tolerance
     INCONCLUSIVE = "inconclusive"
+    CHANGED = "changed"  # a figure with no better direction (a request shape) moved either way
 
 
 class Settled(Text):
@@ -121,13 +123,14 @@ class Settled(Text):
     SAME = "same"
     NOT_WORSE = "not worse"
     INCONCLUSIVE = "inconclusive"
+    CHANGED = "changed"  # a request shape moved: a finding that fails a gate until accepted
     CRASHED = "crashed"  # a side's daemon died in its runs
     UNSTABLE = "unstable"  # too many pairs dropped: nothing decided
     NOT_MEASURED = "-"  # no deciding figure
 
     @property
     def worse(self) -> bool:
-        return self in (Settled.B_WORSE, Settled.CRASHED)
+        return self in (Settled.B_WORSE, Settled.CRASHED, Settled.CHANGED)
 
     @property
     def undecided(self) -> bool:

@@ -25,7 +25,8 @@ from pytest_fsperf.vocab import Difference, Outcome
 
 __all__ = ["Earlier", "Judgement", "Past", "Verdict", "judge", "judge_item"]
 
-BUILD_OUTCOMES = {Difference.B_WORSE: Outcome.REGRESSION, Difference.INCONCLUSIVE: Outcome.INCONCLUSIVE}
+BUILD_OUTCOMES = {Difference.B_WORSE: Outcome.REGRESSION, Difference.CHANGED: Outcome.CHANGED,
+                  Difference.INCONCLUSIVE: Outcome.INCONCLUSIVE}
 @dataclass(frozen=True)
 class Earlier:
     """Saved runs to compare with (--fsperf-compare): by TEST::WORKLOAD, each run's result,

@@ -4,6 +4,7 @@ into a test's verdict by judge/; run by ab.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -12,14 +13,22 @@ from typing import Any
 from pytest_fsperf.figures import METRICS as FIGURES
 from pytest_fsperf.figures import Fig
 from pytest_fsperf.judge import where as fuse_where
-from pytest_fsperf.judge.paired import ALPHA, Budget, Paired, log_ratios, paired, pairs_needed, spread_of
+from pytest_fsperf.judge.deciding import BY_DEFAULT, Deciding, decided_by, tolerance_of
+from pytest_fsperf.judge.paired import (
+    ALPHA,
+    Budget,
+    Paired,
+    counted,
+    log_ratios,
+    paired,
+    pairs_needed,
+    spread_of,
+)
 from pytest_fsperf.result.comparison import Comparison, MetricComparison
 from pytest_fsperf.result.daemon import SHORT_WINDOW
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.vocab import CompareKind, Difference, Direction, EngineKind, Settled
 
-# The figures an A/B compares. Daemon CPU is compared per GB moved: a throttled side uses
-# less CPU per second only because it moves less, and must not look "better" for it.
 # the figures an A/B judges, as the registry says (figures.METRICS: Metric.compared)
 METRICS = tuple(key for key, m in FIGURES.items() if m.compared)
 
@@ -30,13 +39,15 @@ def median(values: Sequence[float | None]) -> float | None:
 
 
 def _outcome(metric: str, p: Paired, gate: bool) -> Difference:
-    bigger_is_better = FIGURES[metric].bigger_is_better
+    fig = FIGURES[metric]
     if p.direction == Direction.SAME:
         return Difference.SAME
     if p.direction in (Direction.UP, Direction.DOWN):
-        better = (p.direction == Direction.UP) == bigger_is_better
+        if fig.shape:  # a request shape: no better direction
+            return Difference.CHANGED
+        better = (p.direction == Direction.UP) == fig.bigger_is_better
         return Difference.B_BETTER if better else Difference.B_WORSE
-    if gate and (p.not_down if bigger_is_better else p.not_up):
+    if gate and not fig.shape and (p.not_down if fig.bigger_is_better else p.not_up):
         return Difference.NOT_WORSE
     return Difference.INCONCLUSIVE
 
@@ -46,10 +57,37 @@ def judge_metric(metric: str, av: Sequence[float | None], bv: Sequence[float | N
                  alpha: float = ALPHA, offsets: Sequence[float] = ()) -> MetricComparison:
     """anytime: the figure is looked at after every pair (paired.py's confidence sequences);
     gate: a release gate's one-sided question, "not worse" decides; alpha: the flag's error;
-    offsets: each pair's neighbours adjustment of ln(B/A) (judge/neighbours.py)."""
-    p = paired(av, bv, tolerance, anytime, alpha, offsets)
+    offsets: each pair's neighbours adjustment of ln(B/A) (judge/neighbours.py). tolerance:
+    the test's; a figure with its own (the registry's) is judged with that, and an exact
+    count first by the count's rule (paired.counted)."""
+    fig = FIGURES[metric]
+    tolerance = tolerance_of(metric, tolerance)
+    p = paired(av, bv, tolerance, anytime, alpha, offsets, fig.floor)
+    if fig.count and (found := counted(av, bv, tolerance, fig.floor)) is not None:
+        p = dataclasses.replace(p, direction=found)
     return MetricComparison(metric, tuple(av), tuple(bv), median(av), median(bv), p.ratio,
                             p.low, p.high, p.level, _outcome(metric, p, gate), p.anytime)
+
+
+def judge_all(a: Sequence[WorkloadResult], b: Sequence[WorkloadResult], figures: tuple[str, ...],
+              tolerance: float, anytime: bool, gate: bool, alpha: float,
+              offsets: Sequence[float] = (), every: bool = True) -> dict[str, MetricComparison]:
+    """Each figure of the pairs judged (every=False: the deciding `figures` only): those in
+    `figures` as the stopping rule sees them (looked at after every pair where `anytime`, the
+    flag's error `alpha` split over them, the first one's pairs adjusted by `offsets`), the
+    others at the plain error, described."""
+    out = {}
+    share = alpha / max(1, len(figures))
+    for metric in METRICS if every else figures:
+        av = tuple(r.single_metrics().get(metric) for r in a)
+        bv = tuple(r.single_metrics().get(metric) for r in b)
+        if all(v is None for v in av + bv):
+            continue
+        watched = metric in figures
+        out[metric] = judge_metric(metric, av, bv, tolerance, anytime and watched, gate,
+                                   share if watched else ALPHA,
+                                   offsets if figures and metric == figures[0] else ())
+    return out
 
 
 IMPLAUSIBLE = 1.5  # a side's spread (middle half, or max/min below 4 runs) past which its
@@ -134,50 +172,40 @@ def short_runs(runs: Sequence[WorkloadResult]) -> str:
             f"precise reading needs: give the workload {how}")
 
 
-def primary(result: WorkloadResult) -> str:
-    """The figure that decides: a write's bandwidth to the store where the store counted it
-    (what a buffering daemon's user waits for), else bandwidth where bytes moved, else
-    operations per second."""
-    if result.single_metrics().get(Fig.STORED_BW):
-        return Fig.STORED_BW
-    return Fig.BW if result.io_bytes else Fig.OPS
-
-
 def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
             b_options: tuple[str, ...], a: list[WorkloadResult], b: list[WorkloadResult],
             order_run: str, tolerance: float = 0.10, budget: Budget | None = None,
             stopped: str = "", seconds: float = 0.0,
             kind: CompareKind = CompareKind.OPTIONS, dropped: tuple[str, ...] = (),
             died: tuple[str, ...] = (), offsets: Sequence[float] = (),
-            adjusted: str = "") -> Comparison:
-    """Every figure of the pairs judged; the deciding figure as the stopping rule saw it
-    (looked at after every pair when the budget let pairs be added; its pairs' neighbours
-    adjustment, `offsets`, said by `adjusted`)."""
-    decided_by = primary(b[0]) if b else Fig.BW
+            adjusted: str = "", deciding: Deciding = BY_DEFAULT) -> Comparison:
+    """Every figure of the pairs judged; the deciding ones (deciding.py) as the stopping rule
+    saw them (looked at after every pair when the budget let pairs be added; the primary's
+    pairs' neighbours adjustment, `offsets`, said by `adjusted`), the comparison's outcome
+    theirs together."""
+    figures = deciding.figures(b[0]) if b else (Fig.BW,)
     anytime = budget.anytime if budget else False
-    metrics = {}
-    for metric in METRICS:
-        av = tuple(r.single_metrics().get(metric) for r in a)
-        bv = tuple(r.single_metrics().get(metric) for r in b)
-        if all(v is None for v in av + bv):
-            continue
-        watched = metric == decided_by
-        metrics[metric] = judge_metric(metric, av, bv, tolerance, anytime and watched,
-                                       kind.is_gate, budget.alpha if budget and watched else ALPHA,
-                                       offsets if watched else ())
-    deciding = metrics.get(decided_by)
+    metrics = judge_all(a, b, figures, tolerance, anytime, kind.is_gate,
+                        budget.alpha if budget else ALPHA, offsets)
+    by = decided_by(metrics, figures, deciding.accepted)
+    lead = metrics.get(figures[0])
     pinned = placed([*a, *b])
-    passing = kind.is_gate and deciding is not None and deciding.outcome != Difference.B_WORSE
+    worse = (Difference.B_WORSE, Difference.CHANGED)
+    passing = (kind.is_gate and lead is not None and metrics[by].outcome not in worse
+               if by in metrics else False)
     return Comparison(test, name, backend, a_options, b_options, len(b), order_run,
-                      tuple(r.name for r in a), tuple(r.name for r in b), metrics, decided_by,
+                      tuple(r.name for r in a), tuple(r.name for r in b), metrics, by,
                       stopped, seconds, kind, dropped=dropped,
-                      unstable=unstable(metrics, decided_by, pinned) if passing else "",
+                      unstable=unstable(metrics, figures[0], pinned) if passing else "",
                       short=short_runs([*a, *b]), crashed=_crashed(died, kind),
                       placement=pinned,
                       machine="; ".join(x for x in (machine_during([*a, *b]), adjusted) if x),
                       where=fuse_where.findings(a, b),
-                      needed=_needed(deciding, tolerance, kind.is_gate, seconds, budget)
-                      if anytime and deciding is not None else "")
+                      needed=_needed(metrics[by], tolerance_of(by, tolerance), kind.is_gate,
+                                     seconds, budget)
+                      if anytime and by in metrics else "",
+                      deciding=tuple(f for f in figures if f in metrics),
+                      accepted=tuple(f for f in deciding.accepted if f in metrics))
 
 
 def _needed(m: MetricComparison, tolerance: float, gate: bool, seconds: float,

@@ -33,7 +33,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pytest_fsperf.judge.comparison import primary
+from pytest_fsperf.judge.deciding import primary
 from pytest_fsperf.measure.rest import saturated
 from pytest_fsperf.result.machine import Rest
 from pytest_fsperf.result.workload import WorkloadResult

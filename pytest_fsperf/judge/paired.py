@@ -110,14 +110,40 @@ class Paired:
 
 
 def log_ratios(a: Sequence[float | None], b: Sequence[float | None],
-               offsets: Sequence[float] = ()) -> list[float]:
+               offsets: Sequence[float] = (), floor: float = 0.0) -> list[float]:
     """ln(B/A) per pair, less the pair's offset where given (judge/neighbours.py); a pair
     with a zero (a count of requests an option removed) is taken as (B + 0.5) / (A + 0.5),
-    so that 300 against 0 is a large change and 0 against 0 none."""
+    so that 300 against 0 is a large change and 0 against 0 none. floor: a figure below it
+    counts as it (a figure's registry floor: 3% against 1% of a core is no change, 100%
+    against 5% is 10x)."""
     less = list(offsets) + [0.0] * (len(a) - len(offsets))
-    return [(math.log(y / x) if x > 0 and y > 0 else math.log((y + 0.5) / (x + 0.5))) - o
+    return [(math.log(max(y, floor) / max(x, floor)) if floor > 0 else
+             math.log(y / x) if x > 0 and y > 0 else math.log((y + 0.5) / (x + 0.5))) - o
             for x, y, o in zip(a, b, less, strict=True)
             if x is not None and y is not None and x >= 0 and y >= 0]
+
+
+COUNT_PAIRS = 2  # an exact count decides on its own rule from this many pairs on
+
+
+def counted(a: Sequence[float | None], b: Sequence[float | None], tolerance: float,
+            floor: float = 0.0) -> Direction | None:
+    """An exact count (requests, FUSE requests per MiB) judged as a count: from COUNT_PAIRS
+    pairs on, every pair's B/A past the tolerance the same way is UP or DOWN, every pair's
+    within it SAME; otherwise None (judged by the intervals, as a timing is). A count that
+    varies from run to run by chance rarely moves past the tolerance the same way in every
+    pair: tests/test_paired.py simulates Poisson counts (docs/explanation/statistics.md)."""
+    d = log_ratios(a, b, floor=floor)
+    if len(d) < COUNT_PAIRS:
+        return None
+    up, down = math.log(1 + tolerance), math.log(1 - tolerance)
+    if all(v > up for v in d):
+        return Direction.UP
+    if all(v < down for v in d):
+        return Direction.DOWN
+    if all(down <= v <= up for v in d):
+        return Direction.SAME
+    return None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -155,12 +181,14 @@ def _exp(x: float) -> float:
 
 
 def paired(a: Sequence[float | None], b: Sequence[float | None], tolerance: float,
-           anytime: bool = False, alpha: float = ALPHA, offsets: Sequence[float] = ()) -> Paired:
+           anytime: bool = False, alpha: float = ALPHA, offsets: Sequence[float] = (),
+           floor: float = 0.0) -> Paired:
     """B against A over interleaved pairs; anytime: the pairs are looked at after each one
     and the intervals must hold at every look (confidence sequences; see the module's text);
     alpha: the flag's error (a release gate's share of its suite's: suite_alpha); offsets:
-    per pair, taken off its ln(B/A) (the neighbours adjusted for: judge/neighbours.py)."""
-    d = log_ratios(a, b, offsets)
+    per pair, taken off its ln(B/A) (the neighbours adjusted for: judge/neighbours.py);
+    floor: the figure's, added to both sides (log_ratios)."""
+    d = log_ratios(a, b, offsets, floor)
     if not d:
         return Paired(0, None, None, None, 0.0, Direction.UNCLEAR)
     n = len(d)

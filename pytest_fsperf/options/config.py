@@ -80,6 +80,7 @@ class Settings:
     candidate: str | None = None
     reference_mount: Path | None = None  # release gate between two existing mounts
     tolerance: float = 0.10
+    gate_on: tuple[str, ...] = ()  # () : the default set (judge/deciding.py)
     ab_max_rounds: int = 100
     ab_seconds: float = 300.0
     gate_seconds: float | None = None  # one budget the session's gated workloads share

@@ -22,6 +22,7 @@ from pytest_fsperf.infra.mountinfo import find_mount, read_mounts
 from pytest_fsperf.infra.probe import MISSING, NOT_DIR, READ_ONLY, NoAnswer, probe
 from pytest_fsperf.measure import fusetrace
 from pytest_fsperf.mounts.registry import BackendConfig, load_config
+from pytest_fsperf.plan.marker import figure_names
 from pytest_fsperf.store import cost
 from pytest_fsperf.vocab import Text
 
@@ -297,6 +298,10 @@ def pairs(raw: Raw) -> int:
     return n
 
 
+
+
+def gate_on(raw: Raw) -> tuple[str, ...]:
+    return figure_names(raw.text, raw.where)
 
 
 def tracing(raw: Raw) -> fusetrace.Tracing:

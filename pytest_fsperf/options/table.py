@@ -130,6 +130,11 @@ OPTIONS = (
     Option("fsperf_tolerance", "tolerance", parse.tolerance, 0.10, "PERCENT",
            "how far B may be from A (or this run from a saved one, or from a baseline) and still "
            "be the same (default 10%; marker tolerance=)"),
+    Option("fsperf_gate_on", "gate_on", parse.gate_on, (), "FIGURES",
+           "the figures a release gate and fsperf.compare decide on together, comma-separated: "
+           "'default' (the bandwidth or ops/s, every figure the test bounds, daemon CPU per GB, "
+           "peak and settled memory, requests and FUSE requests per MiB or per file), "
+           "'primary' (the bandwidth or ops/s alone), or figure names (marker gate_on=)"),
     Option("fsperf_ab_max_rounds", "ab_max_rounds", parse.pairs, 100, "N",
            "a safety cap on the pairs of an interleaved A/B (default 100); the time budget "
            "decides how many fit"),

@@ -97,6 +97,9 @@ class Plan:
     tolerance: float | None = None  # None: --fsperf-tolerance (the marker's beats the ini's)
     rounds: int | None = None  # None: --fsperf-rounds
     warmup: bool | None = None
+    # the figures its A/Bs decide on (judge/deciding.py); None: the setting's
+    gate_on: tuple[str, ...] | None = None
+    gate_accept: tuple[str, ...] = ()  # request-shape changes a reviewer accepted
 
     @property
     def wants_rss_after(self) -> bool:
@@ -108,7 +111,27 @@ class Plan:
         return any(t.keyword == "min_efficiency" for t in self.thresholds)
 
 
-BASELINE_KEYS = ("baseline", "tolerance", "rounds", "warmup")
+BASELINE_KEYS = ("baseline", "tolerance", "rounds", "warmup", "gate_on", "gate_accept")
+DECIDING_WORDS = ("primary", "default")  # the bandwidth or rate; the default set
+
+
+def figure_names(value: object, where: str, words: tuple[str, ...] = DECIDING_WORDS) -> tuple[str, ...]:
+    """Figures an A/B decides on, as written (a list, or one text with commas): each a figure
+    A/Bs compare (figures.METRICS) or one of `words`; UsageError names the first that is not."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not items:
+        raise UsageError(f"{where}: give figure names, e.g. 'primary,daemon_rss,fuse_per_mib'")
+    known = [*words, *(k for k, m in METRICS.items() if m.compared)]
+    out: list[str] = []
+    for item in items:
+        name = str(item).strip()
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(f"{where}: {name[:40]!r} is not a figure an A/B compares{hint}; "
+                             f"known: {', '.join(known)}")
+        out.append(name)
+    return tuple(dict.fromkeys(out))
 
 
 def build_plan(test: str, markers: Iterable[tuple[tuple[object, ...], Mapping[str, object]]]) -> Plan:
@@ -140,6 +163,12 @@ def build_plan(test: str, markers: Iterable[tuple[tuple[object, ...], Mapping[st
     warmup = merged.pop("warmup", None)
     if warmup is not None and not isinstance(warmup, bool):
         raise UsageError(f"{test}: fsperf marker warmup={warmup!r} must be True or False")
+    gate_on = merged.pop("gate_on", None)
+    if gate_on is not None:
+        gate_on = figure_names(gate_on, f"{test}: fsperf marker gate_on")
+    accept = merged.pop("gate_accept", None)
+    accepted = (figure_names(accept, f"{test}: fsperf marker gate_accept", ())
+                if accept is not None else ())
     thresholds = []
     for key, value in merged.items():
         if key not in KEYWORDS:
@@ -159,7 +188,7 @@ def build_plan(test: str, markers: Iterable[tuple[tuple[object, ...], Mapping[st
         except ValueError as exc:
             raise UsageError(f"{test}: fsperf marker {key}: {exc}") from None
         thresholds.append(Threshold(key, str(value), limit))
-    return Plan(test, tuple(thresholds), baseline, tolerance, rounds, warmup)
+    return Plan(test, tuple(thresholds), baseline, tolerance, rounds, warmup, gate_on, accepted)
 
 
 def _per_opcode(test: str, key: str, limits: Mapping[object, object]) -> list[Threshold]:

@@ -176,6 +176,7 @@ def time_chart(chart: TimeChart) -> str:
 
 
 OUTCOMES = {"FAIL": "bad", "REGRESSION": "bad", "regression": "bad", "B worse": "bad",
+            "CHANGED": "bad", "changed": "bad",
             "INCONCLUSIVE": "unsure", "INCOMPARABLE": "unsure", "MACHINE CHANGED": "unsure",
             "inconclusive": "unsure", "incomparable": "unsure", "machine changed": "unsure",
             "pass": "good", "same": "good", "not worse": "good", "B better": "good",

@@ -203,12 +203,18 @@ def comparison(c: Comparison) -> Section:
         how += f"; {c.stopped} ({c.seconds:.0f} s)"
     lines: tuple[str, ...] = (f"A: {a}", f"B: {b}")
     if c.decided_by:
-        lines += (f"decided on {metric_name(c.decided_by)}: B/A is the geometric mean of the pairs' "
-                  "ratios; interval: on their logs, paired t (judged once) or an anytime "
+        deciding = c.deciding or (c.decided_by,)
+        names = ", ".join(metric_name(f) for f in deciding)
+        lines += (f"decided on {names}{' together' if len(deciding) > 1 else ''}: the comparison "
+                  f"is {metric_name(c.decided_by)}'s outcome (any figure worse decides, then a "
+                  "request shape changed, then any undecided); B/A is the geometric mean of the "
+                  "pairs' ratios; interval: on their logs, paired t (judged once) or an anytime "
                   "confidence sequence (looked at after every pair, valid at every look)",
-                  f"only {metric_name(c.decided_by)} decides; the other figures' outcomes are "
-                  "shown for information (an 'inconclusive' among them, p99 latency's say, does "
-                  "not make the comparison undecided)")
+                  "the other figures' outcomes are shown for information (an 'inconclusive' "
+                  "among them does not make the comparison undecided)")
+        if c.accepted:
+            lines += (f"accepted by the test (gate_accept): {', '.join(map(metric_name, c.accepted))}"
+                      " may change",)
     lines += tuple(line for line in (
         c.short, c.needed and f"inconclusive: {c.needed}",
         c.unstable and f"the measurement is unstable, nothing decided: {c.unstable}", c.crashed,

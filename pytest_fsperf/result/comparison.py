@@ -29,7 +29,7 @@ class MetricComparison:
     b: tuple[float | None, ...]
     a_median: float | None
     b_median: float | None
-    ratio: float | None  # geometric mean of the pairs' B/A
+    ratio: float | None  # geometric mean of the pairs' B/A (each side at least the figure's floor)
     ci_low: float | None = None  # its interval (paired t on the log ratios) at `level`
     ci_high: float | None = None
     level: float = 0.0
@@ -57,7 +57,7 @@ class Comparison:
     a_results: tuple[str, ...]  # names of the WorkloadResults behind the figures
     b_results: tuple[str, ...]
     metrics: dict[str, MetricComparison]
-    decided_by: str = ""  # the figure the stopping rule watched
+    decided_by: str = ""  # the deciding figure whose outcome is the comparison's
     stopped: str = ""  # why no more pairs were run
     seconds: float = 0.0  # wall time of the comparison, cold starts included
     kind: CompareKind = CompareKind.OPTIONS
@@ -90,6 +90,11 @@ class Comparison:
     # every run it kept a result of (names): its figures' and those it did not use (a rerun, a
     # pair dropped), so that no report shows them as workloads of their own
     runs: tuple[str, ...] = ()
+    # the figures that decided together (judge/deciding.py), the bandwidth or rate first; a
+    # file from before them: decided_by alone
+    deciding: tuple[str, ...] = ()
+    # request-shape changes the test accepts (marker gate_accept=): said, not failing
+    accepted: tuple[str, ...] = ()
 
     def ratio(self, metric: str = Fig.BW) -> float:
         """B over A (geometric mean of the pairs), e.g. ratio('bw') == 0.5: B has half A's
@@ -142,15 +147,35 @@ class Comparison:
         ref = {CompareKind.MOUNT_GATE: "the reference mount",
                CompareKind.GATE: "the reference build"}.get(self.kind, "A")
         what = {Difference.B_WORSE: f"regression against {ref}",
+                Difference.CHANGED: f"changed against {ref}",
                 Difference.INCONCLUSIVE: f"inconclusive against {ref}",
                 Difference.SAME: f"same as {ref}"}.get(m.outcome, f"{m.outcome} than {ref}")
         found = (*self.where, *self.profile)
-        told = (f"; where: {'; '.join(found)}"
-                if found and m.outcome in (Difference.B_WORSE, Difference.B_BETTER) else "")
+        told = (f"; where: {'; '.join(found)}" if found and m.outcome in
+                (Difference.B_WORSE, Difference.B_BETTER, Difference.CHANGED) else "")
         more = f"; {self.needed}" if self.needed and m.outcome == Difference.INCONCLUSIVE else ""
-        return (f"{self.name}: {what}: {FIGURES[m.metric].label} {m.ratio:.3f}x "
-                f"({self.rounds} pairs{band}; tolerance {100 * tolerance:g}%; {self.stopped}{more})"
-                + told)
+        fig = FIGURES[m.metric]
+        both = (f", {fig.show(m.b_median)} against {fig.show(m.a_median)}"
+                if m.a_median is not None and m.b_median is not None else "")
+        own = f"; tolerance {100 * (fig.tolerance if fig.tolerance is not None else tolerance):g}%"
+        return (f"{self.name}: {what}: {fig.label} {m.ratio:.3f}x{both} "
+                f"({self.rounds} pairs{band}{own}; {self.decision_of()}{self.stopped}{more})"
+                + told + self.accepted_said())
+
+    def decision_of(self) -> str:
+        """Which figures decided together, where more than one did ("" otherwise)."""
+        if len(self.deciding) < 2:
+            return ""
+        return ("decided on " + ", ".join(
+            f"{FIGURES[f].label} {self.metrics[f].outcome}" if f in self.metrics else FIGURES[f].label
+            for f in self.deciding if f in FIGURES) + "; ")
+
+    def accepted_said(self) -> str:
+        """The changes the test accepted, said (a reviewer's decision)."""
+        moved = [f for f in self.accepted if (m := self.metrics.get(f)) is not None
+                 and m.outcome == Difference.CHANGED]
+        return "".join(f"; {FIGURES[f].label} changed {self.metrics[f].ratio or 0:.3g}x, accepted "
+                       "by the test (gate_accept)" for f in moved)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self, dict_factory=lambda items: {

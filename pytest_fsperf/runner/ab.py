@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from pytest_fsperf.engine import fio as fio_engine
 from pytest_fsperf.errors import MeasurementError, UsageError
-from pytest_fsperf.judge.comparison import compare, judge_metric, primary, scattered
+from pytest_fsperf.judge.comparison import compare, judge_all, scattered
+from pytest_fsperf.judge.deciding import BY_DEFAULT, Deciding, decided_by, primary
 from pytest_fsperf.judge.neighbours import Neighbours, both_off
 from pytest_fsperf.judge.paired import Budget, order, should_stop
 from pytest_fsperf.measure import profile, rest
@@ -25,6 +26,7 @@ from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.daemon import Profile
 from pytest_fsperf.result.workload import WorkloadResult, median_round
 from pytest_fsperf.runner import fio_run
+from pytest_fsperf.runner.budget import pair_budget
 from pytest_fsperf.runner.pairs import (
     RERUNS,
     SETTLE_MAX,
@@ -54,7 +56,8 @@ class Side:
 def interleave(sides: tuple[Side, Side], run: Callable[[AB, int], WorkloadResult],
                budget: Budget, tolerance: float, gate: bool = False,
                started: float | None = None,
-               steady: Callable[[], str] | None = None, earlier: Pairs | None = None) -> Pairs:
+               steady: Callable[[], str] | None = None, earlier: Pairs | None = None,
+               deciding: Deciding = BY_DEFAULT) -> Pairs:
     """Pairs A B, B A, ... (each run after its side's enter(): a cold start) until the
     deciding figure is decisive or the budget is spent. gate: "not worse" decides too.
     started: when the comparison began (time.monotonic), so that its preparation counts.
@@ -67,8 +70,10 @@ def interleave(sides: tuple[Side, Side], run: Callable[[AB, int], WorkloadResult
     A pair whose two runs met two machines (the rest of the machine's CPU, or the VM's
     steal, over each run moved past rest.REST_LIMIT) is dropped, not rerun.
     earlier: the pairs of this comparison's first pass (a session's second pass goes on from
-    them: "+" in the order; the intervals are confidence sequences, valid at any look)."""
-    return Interleaving(sides, run, budget, tolerance, gate, started, steady, earlier).pairs()
+    them: "+" in the order; the intervals are confidence sequences, valid at any look).
+    deciding: the figures that decide together (judge/deciding.py)."""
+    return Interleaving(sides, run, budget, tolerance, gate, started, steady, earlier,
+                        deciding).pairs()
 
 
 class Interleaving:
@@ -77,8 +82,10 @@ class Interleaving:
 
     def __init__(self, sides: tuple[Side, Side], run: Callable[[AB, int], WorkloadResult],
                  budget: Budget, tolerance: float, gate: bool, started: float | None,
-                 steady: Callable[[], str] | None, earlier: Pairs | None) -> None:
+                 steady: Callable[[], str] | None, earlier: Pairs | None,
+                 deciding: Deciding = BY_DEFAULT) -> None:
         self.sides = {AB(s.name): s for s in sides}
+        self.deciding = deciding
         self.run, self.budget, self.tolerance, self.gate = run, budget, tolerance, gate
         self.steady = steady
         self.runs: dict[AB, list[WorkloadResult]] = {
@@ -205,11 +212,12 @@ class Interleaving:
         self.neighbours.keep((a_run.rest, self.value(a_run)), (b_run.rest, self.value(b_run)),
                              moved=self.saved)
         pair = self.pair
-        metric = primary(self.runs[AB.B][0])
-        a, b = ([r.single_metrics().get(metric) for r in self.runs[s]] for s in AB)
-        m = judge_metric(metric, a, b, self.tolerance, self.budget.anytime, self.gate,
-                         self.budget.alpha, self.neighbours.offsets)
-        if (self.steady is not None and pair >= 2 and (why := "; ".join(scattered(m)))
+        figures = self.deciding.figures(self.runs[AB.B][0])
+        ms = judge_all(self.runs[AB.A], self.runs[AB.B], figures, self.tolerance,
+                       self.budget.anytime, self.gate, self.budget.alpha, self.neighbours.offsets,
+                       every=False)
+        m, by = ms.get(figures[0]), decided_by(ms, figures, self.deciding.accepted)
+        if (self.steady is not None and pair >= 2 and m and (why := "; ".join(scattered(m)))
                 and any(fills_cache(r) for s in AB for r in self.runs[s])):
             done, self.steady = self.steady(), None  # asked once
             if done:  # the pairs so far are not used; start again
@@ -218,7 +226,7 @@ class Interleaving:
                 self.neighbours.offsets, self.neighbours.moves = [], []
                 self.spent_before = time.monotonic() - self.t0
                 return None
-        decided = m.outcome != Difference.INCONCLUSIVE
+        decided = by in ms and ms[by].outcome != Difference.INCONCLUSIVE
         now = time.monotonic()
         elapsed = now - self.t0
         # what a pair costs (issue 63): this one's and the others' own time, not the waits for
@@ -277,22 +285,6 @@ def _timed(call: Callable[[], object]) -> float:
     return time.monotonic() - t
 
 
-def _rounds(rounds: int, max_rounds: int | None, seconds: float | None, settings_budget: Budget,
-            where: str) -> Budget:
-    for key, value, low in (("rounds", rounds, 1), ("max_rounds", max_rounds, 1)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or not low <= value <= 1000):
-            raise UsageError(f"{where}: {key}={value!r} must be a whole number from 1 to 1000")
-    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)
-                                or not 0 < seconds <= 7 * 86_400):  # a NaN budget never ended
-        raise UsageError(f"{where}: seconds={str(seconds)[:20]!r} must be a number of seconds "
-                         "above 0, at most a week")
-    most = max_rounds if max_rounds is not None else max(rounds, settings_budget.max_pairs)
-    if most < rounds:
-        raise UsageError(f"{where}: max_rounds={most} is below rounds={rounds}")
-    return Budget(rounds, most, seconds if seconds is not None else settings_budget.seconds)
-
-
 def run_compare(fs: Space, workload: Workload, a: Sequence[str] | str, b: Sequence[str] | str,
                 rounds: int, name: str | None, where: str, tolerance: float = 0.10,
                 max_rounds: int | None = None, seconds: float | None = None,
@@ -305,7 +297,7 @@ def run_compare(fs: Space, workload: Workload, a: Sequence[str] | str, b: Sequen
     if owned is None or not owned.backend.has_daemon:
         raise UsageError(f"{where}: needs a backend the plugin mounts (fsperf_mount marker or "
                          "--fsperf-backend), not an existing directory")
-    budget = _rounds(rounds, max_rounds, seconds, fs.budget(), where)
+    budget = pair_budget(rounds, max_rounds, seconds, fs.budget(), where)
     options = {AB.A: parse_options(a, f"{where} a"), AB.B: parse_options(b, f"{where} b")}
     original, original_build = owned.options, owned.build
     builds = {AB.A: check_build(a_build, f"{where} a_build") or original_build,
@@ -348,11 +340,11 @@ def run_compare(fs: Space, workload: Workload, a: Sequence[str] | str, b: Sequen
                 fs.remount(options[AB.A], wipe=False, build=builds[AB.A])
                 fio_run.lay_out(fs, job, fs.output(base))
             pairs = interleave((side(AB.A), side(AB.B)), run, budget, tolerance, started=started,
-                               steady=fs.settle_from_now)
+                               steady=fs.settle_from_now, deciding=fs.config.deciding)
         c = compare(fs.test, base, owned.backend.name, side(AB.A).shown, side(AB.B).shown,
                     pairs.a, pairs.b, pairs.order, tolerance, budget, pairs.stopped,
                     pairs.seconds, CompareKind.BUILDS if a_build or b_build else CompareKind.OPTIONS,
-                    pairs.dropped, pairs.died, pairs.offsets, pairs.adjusted)
+                    pairs.dropped, pairs.died, pairs.offsets, pairs.adjusted, fs.config.deciding)
         c = dataclasses.replace(c, runs=tuple(r.name for r in fs.results[kept:]))
         return profiled(fs, c, (side(AB.A), side(AB.B)), probe)
     finally:
@@ -425,7 +417,8 @@ def gate(fs: Space, label: str, run: Callable[[str], WorkloadResult], release: R
         with fs.pairing():
             pairs = interleave((side(AB.A), side(AB.B)),
                                lambda s, n: run(f"{label}.{s}{n}"), budget, tolerance, gate=True,
-                               steady=fs.settle_from_now, earlier=earlier)
+                               steady=fs.settle_from_now, earlier=earlier,
+                               deciding=fs.config.deciding)
         if pairs.out_of_time and carry is not None:
             carry(pairs)
         backend = owned.backend.name if owned is not None else (fs.target.mount().fstype or "mount")
@@ -435,7 +428,7 @@ def gate(fs: Space, label: str, run: Callable[[str], WorkloadResult], release: R
         c = compare(fs.test, label, backend, (release.reference,), (release.candidate,), pairs.a,
                     pairs.b, pairs.order, tolerance, budget, pairs.stopped, pairs.seconds,
                     CompareKind.MOUNT_GATE if release.reference_place else CompareKind.GATE,
-                    pairs.dropped, pairs.died, pairs.offsets, pairs.adjusted)
+                    pairs.dropped, pairs.died, pairs.offsets, pairs.adjusted, fs.config.deciding)
         c = profiled(fs, c, (side(AB.A), side(AB.B)), lambda s: run(f"{label}.{s}.profiled"))
     finally:
         fs.place(*home)

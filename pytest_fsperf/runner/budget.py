@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from pytest_fsperf.errors import UsageError
+from pytest_fsperf.judge.paired import Budget
 from pytest_fsperf.runner.pairs import Pairs
 
 
@@ -57,3 +59,21 @@ class SessionClock:
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
+
+
+def pair_budget(rounds: int, max_rounds: int | None, seconds: float | None, settings_budget: Budget,
+            where: str) -> Budget:
+    """An A/B's budget of pairs and seconds (fsperf.compare's rounds=, max_rounds=, seconds=),
+    each checked and named where wrong; the settings' where not given."""
+    for key, value, low in (("rounds", rounds, 1), ("max_rounds", max_rounds, 1)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not low <= value <= 1000):
+            raise UsageError(f"{where}: {key}={value!r} must be a whole number from 1 to 1000")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)
+                                or not 0 < seconds <= 7 * 86_400):  # a NaN budget never ended
+        raise UsageError(f"{where}: seconds={str(seconds)[:20]!r} must be a number of seconds "
+                         "above 0, at most a week")
+    most = max_rounds if max_rounds is not None else max(rounds, settings_budget.max_pairs)
+    if most < rounds:
+        raise UsageError(f"{where}: max_rounds={most} is below rounds={rounds}")
+    return Budget(rounds, most, seconds if seconds is not None else settings_budget.seconds)

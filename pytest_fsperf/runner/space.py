@@ -16,6 +16,7 @@ import psutil
 
 from pytest_fsperf.engine import fio as fio_engine
 from pytest_fsperf.infra.probe import NoAnswer, probe
+from pytest_fsperf.judge.deciding import BY_DEFAULT, Deciding
 from pytest_fsperf.judge.paired import Budget
 from pytest_fsperf.measure import balloon, cache, pagecache
 from pytest_fsperf.options.config import Settings
@@ -54,6 +55,7 @@ class PerTest:
     page_cache: pagecache.Counting = pagecache.Counting.AUTO  # the page cache its files hold
     notes: tuple[str, ...] = ()  # added to every result kept (e.g. an overridden setting)
     release: Release | None = None  # under a release gate
+    deciding: Deciding = BY_DEFAULT  # the figures its A/Bs decide on together
 
 
 class Space:
