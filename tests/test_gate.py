@@ -61,9 +61,11 @@ def test_a_slower_candidate_fails_the_gate(pytester, tmp_path):
     result, doc = run(pytester, f"--fsperf-reference={rclone}",
                       f"--fsperf-candidate={slower_build(tmp_path, '8M')}")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*read: regression against the reference build: bandwidth 0.*x "
-                                 "(* pairs, 98.78% anytime interval * to *; tolerance 10%; decided after * pairs; "
-                                 "* s of * s: layout * s, cold starts * s, runs * s)*"])
+    # decided with the other figures (issue 72): the flag's error split over them
+    result.stdout.fnmatch_lines(["*read: regression against the reference build: bandwidth 0.*x, "
+                                 "* MB/s against * MB/s (* pairs, 99.*% anytime interval * to *; "
+                                 "tolerance 10%; decided on bandwidth B worse, *; decided after * "
+                                 "pairs; * s of * s: layout * s, cold starts * s, runs * s)*"])
     # one gated test: its one workload flags at its share of the suite's 2% (issue 63.3)
     result.stdout.fnmatch_lines(["*false alarms: at most 2% for the session's gated workloads "
                                  "together, each flagging at its share of it*"])
@@ -186,8 +188,10 @@ def test_a_slower_candidate_mount_fails_the_gate(pytester, bindfs, rclone_mount)
     pytester.makepyfile(READ)
     result, doc = mount_gate(pytester, candidate, reference.point)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*read: regression against the reference mount: bandwidth 0.*x*"])
+    # bindfs's 2 MB against rclone's 90 MB of memory may decide first (issue 72): a regression too
+    result.stdout.fnmatch_lines(["*read: regression against the reference mount: *"])
     (c,) = doc["comparisons"]
+    assert c["metrics"]["bw"]["ratio"] < 0.5
     # each side's first run read files laid out just before it: both rerun
     # each side's first run rerun (its files laid out on its own mount); then pair 2, unless
     # the machine canary dropped pair 1 (an x)

@@ -254,7 +254,7 @@ def test_an_s3fs_option_that_adds_heads_is_proved_by_an_ab(pytester, minio):
             heads = ab.metrics["req_head"]
             print("HEADS", heads.a, heads.b, heads.outcome)
             assert heads.outcome == "B worse" and min(heads.b) > max(heads.a)
-            assert ab.metrics["req_per_file"].outcome == "B worse"
+            assert ab.metrics["req_per_file"].outcome == "changed"  # a request shape (issue 72)
     """)
     result, doc = run(pytester, "-s")
     result.assert_outcomes(passed=1)
