@@ -349,3 +349,48 @@ def test_rows_that_ran_on_a_mount_of_their_own_are_named_in_the_header(pytester,
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["filesystem: *", "also ran on: *bindfs (2 rows): mounted by the "
                                  "plugin for their tests*"])
+
+
+def test_a_daemon_is_started_as_a_service_starts_it(pytester, clean):
+    """Issue 72.3: stdin /dev/null, no terminal, a session of its own and a minimal environment
+    (never the test run's): a daemon that serves differently when started from a shell is
+    measured as deployed. The wrapper says what it met, then is bindfs."""
+    need("bindfs")
+    need("fio")
+    report = pytester.path / "met.txt"
+    wrapper = pytester.path / "svcfs"
+    wrapper.write_text(f"""#!/bin/sh
+read -r pid comm state ppid pgrp sid tty rest < /proc/$$/stat
+met=service
+[ "$sid" = "$$" ] || met="no session of its own ($sid)"
+[ "$tty" = 0 ] || met="a terminal ($tty)"
+[ "$(readlink /proc/$$/fd/0)" = /dev/null ] || met="stdin $(readlink /proc/$$/fd/0)"
+[ -z "$PYTEST_CURRENT_TEST$FSPERF_FROM_SHELL" ] || met="the test run's environment"
+echo "$met $(env | cut -d= -f1 | sort | tr '\\n' ' ')" > {report}
+exec bindfs "$@"
+""")
+    wrapper.chmod(0o755)
+    pytester.makefile(".ini", fsperf=f"""
+        [backend svcfs]
+        command = {wrapper} -f {{options}} {{source}} {{mountpoint}}
+        default.source = {{private}}/data
+        env.SVCFS_LEVEL = 2
+    """)
+    pytester.makepyfile("""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("svcfs")
+        def test_x(fsperf):
+            fsperf.fio(rw="write", bs="1M", size="4M")
+    """)
+    import os
+    os.environ["FSPERF_FROM_SHELL"] = "1"
+    try:
+        result, _, _ = run(pytester, "--fsperf-backend-config=fsperf.ini")
+    finally:
+        del os.environ["FSPERF_FROM_SHELL"]
+    result.assert_outcomes(passed=1)
+    met = report.read_text().split()
+    assert met[0] == "service", met
+    assert "SVCFS_LEVEL" in met and "PATH" in met  # the backend's own, and the basics
+    assert not any(name.startswith(("PYTEST", "FSPERF")) for name in met), met

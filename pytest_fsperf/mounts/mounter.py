@@ -169,7 +169,7 @@ class MountedFs:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(content)
-        env = {k: v for k, v in os.environ.items() if k not in r.unset_env}
+        env = service_env(os.environ, r.unset_env)
         env.update(r.env)
         if self.backend.prepare is not None and not self._prepared:
             self.backend.prepare(r, env)  # raises MountError, its output redacted by the caller
@@ -398,3 +398,14 @@ class MountedFs:
             shutil.rmtree(self.private, ignore_errors=True)
             leftovers.done(self._dir_entry)
         return steps
+
+
+# What a service manager or a CSI driver gives a daemon (issue 72.3): stdin /dev/null, no
+# terminal, a session of its own (start()), and an environment of these alone, plus what the
+# backend sets (its credentials, its endpoint's CA): never the test run's (PYTEST_*, a
+# developer's shell settings), which a deployed daemon does not see.
+SERVICE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME")
+
+
+def service_env(environ: Mapping[str, str], unset: tuple[str, ...] = ()) -> dict[str, str]:
+    return {k: environ[k] for k in SERVICE_ENV if k in environ and k not in unset}
