@@ -1,6 +1,6 @@
 """Regressions that shipped, rebuilt from their upstream sources and gated through the plugin.
 
-    python3 -m benchmarks.shipped_regressions [--case juicefs-5102] [--repo juicefs=DIR]
+    python3 -m benchmarks.shipped_regressions [--case gofuse-5076] [--repo juicefs=DIR]
                                               [--cache DIR] [--seconds 300]
 
 Each case builds a daemon at its good and its bad version into a cache (once), mounts each
@@ -8,6 +8,11 @@ through the plugin's own backend over the plugin's own store, and runs a release
 against good and of good against itself: the outcome, the figure that decided, the pairs
 and the time to the decision. It exits 1 unless every regression is caught and no A/A is
 flagged. Needs root, fio, Go and the Go module proxy; the first build takes minutes.
+
+gofuse-5076: the same go-fuse update in go-fuse's own loopback example (the juicedata fork at
+the two versions JuiceFS's go.mod named, from the Go module proxy): its default write size
+went from 64 KiB to 128 KiB - 16 FUSE writes per MiB against 8. It builds in seconds: CI runs
+it (tests/test_shipped_regressions.py).
 
 juicefs-5102 (juicedata/juicefs#5102, "Performance of master branch dropped by 20%?"): the
 update to go-fuse 2.5.1 in d4779d9b4 (good: its parent b6582db4c) let 1 MiB FUSE writes
@@ -47,6 +52,9 @@ class Build:
     commit: str  # from a clone with history
     module: str  # else module@version from the Go module proxy
     diff: str = ""  # a file under benchmarks/data applied to the module's source
+    # the module's hash as the go.sum of the project that used it records it: checked where
+    # the checksum database has no entry for it (a fork's pseudo-version)
+    sum: str = ""
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,8 @@ class Case:
     good: Build
     bad: Build
     needs: str = ""  # why it cannot run yet ("" where it can)
+    package: str = "."  # what `go build` builds in the source
+    config: str = ""  # a backend config (--fsperf-backend-config) for a backend of its own
 
 
 WRITE_64M = """
@@ -73,8 +83,24 @@ def test_write(fsperf):
 """
 
 JUICEFS_TAG = "github.com/juicedata/juicefs@v1.2.0"
+GOFUSE = "github.com/juicedata/go-fuse/v2@"  # the fork JuiceFS builds with (go.mod's replace)
+WRITE_GOFUSE = WRITE_64M.replace('"juicefs"', '"gofuse"')
+LOOPBACK = """[backend gofuse]
+binary = loopback
+command = loopback -q {mountpoint} {source}
+default.source = {private}/data
+"""
 
 CASES = (
+    # the same update of go-fuse, in go-fuse's own example daemon: its default write size went
+    # from 64 KiB to 128 KiB (16 FUSE writes per MiB against 8); built in seconds, so CI runs it
+    Case("gofuse-5076", "juicedata/juicefs#5076's go-fuse update, in go-fuse's loopback example",
+         "", "loopback", "gofuse", WRITE_GOFUSE, "fuse_per_mib", ("changed",),
+         Build("7c40cb5eb3e9", "", GOFUSE + "v2.1.1-0.20240425033113-7c40cb5eb3e9",
+               sum="h1:9oZoY+S86+VLhIohjC4Vx9MVdB/eYtqs0sWHylpc6jc="),  # b6582db4c's go.sum
+         Build("d78c97ed7b7a", "", GOFUSE + "v2.1.1-0.20240809072820-d78c97ed7b7a",
+               sum="h1:Rzopfv1+KpROzMWd6NVAs1wTjr5bc5ZdzIhIs0u5XBc="),  # d4779d9b4's go.sum
+         package="./example/loopback", config=LOOPBACK),
     Case("juicefs-5102", "juicedata/juicefs#5102 (go-fuse 2.5.1: FUSE write size)", "juicefs",
          "juicefs", "juicefs", WRITE_64M, "fuse_per_mib", ("changed",),
          Build("b6582db4c", "b6582db4c0965839f4b6357e1d8a0d1d7e267193", JUICEFS_TAG),
@@ -104,9 +130,15 @@ def source(build: Build, repo: Path | None, into: Path) -> str:
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
         return f"{build.commit[:9]} from {repo}"
-    got = json.loads(run(["go", "mod", "download", "-json", build.module]))
+    env = dict(os.environ)
+    if build.sum:  # checked here against the project's go.sum, not the checksum database
+        env["GONOSUMDB"] = build.module.split("@")[0]
+    got = json.loads(run(["go", "mod", "download", "-json", build.module], env=env))
     if got.get("Error"):
         raise RuntimeError(f"{build.module}: {got['Error']}")
+    if build.sum and got.get("Sum") != build.sum:
+        raise RuntimeError(f"{build.module}: hash {got.get('Sum')} is not {build.sum}, the one "
+                           "its project's go.sum records: not built")
     shutil.copytree(got["Dir"], into, dirs_exist_ok=True)
     for d, _dirs, files in os.walk(into):
         os.chmod(d, 0o755)
@@ -133,11 +165,12 @@ def built(case: Case, build: Build, repo: Path | None, cache: Path) -> tuple[Pat
         src.mkdir()
         said = source(build, repo, src)
         env = {**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "1"}
-        for pin in PINS:
+        for pin in PINS if case.backend == "juicefs" else ():
             run(["go", "mod", "edit", f"-require={pin}"], cwd=src, env=env)
-        run(["go", "build", "-ldflags=-s -w", "-o", str(binary), "."], cwd=src, env=env)
+        run(["go", "build", "-ldflags=-s -w", "-o", str(binary), case.package], cwd=src, env=env)
     version = run(["go", "version"]).strip()
-    note.write_text(f"{said}; pinned {', '.join(PINS)}; {version}\n")
+    pins = f"; pinned {', '.join(PINS)}" if case.backend == "juicefs" else ""
+    note.write_text(f"{said}{pins}; {version}\n")
     return binary, note.read_text().strip(), time.monotonic() - t
 
 
@@ -158,12 +191,19 @@ def gate(case: Case, reference: Path, candidate: Path, seconds: float) -> Gated:
         (Path(tmp) / "test_case.py").write_text(case.test)
         (Path(tmp) / "pytest.ini").write_text("[pytest]\n")
         out = Path(tmp) / "out.json"
+        extra, env = [], dict(os.environ)
+        if case.config:  # a backend of its own: its binary on PATH, as a user installs it
+            (Path(tmp) / "fsperf.ini").write_text(case.config)
+            (Path(tmp) / "bin").mkdir()
+            shutil.copy(reference, Path(tmp) / "bin" / case.binary)
+            extra = ["--fsperf-backend-config=fsperf.ini"]
+            env["PATH"] = f"{tmp}/bin:{env.get('PATH', '')}"
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_case.py",
              f"--fsperf-backend={case.backend}", f"--fsperf-reference={reference}",
              f"--fsperf-candidate={candidate}", f"--fsperf-json={out}",
-             f"--fsperf-ab-seconds={seconds:g}"], cwd=tmp, capture_output=True, text=True,
-            check=False)
+             f"--fsperf-ab-seconds={seconds:g}", *extra], cwd=tmp, capture_output=True,
+            text=True, check=False, env=env)
         if not out.exists():
             raise RuntimeError(f"{case.name}: no results: {done.stdout[-600:]}")
         doc = json.loads(out.read_text())

@@ -38,6 +38,7 @@ class Run:
     rest: Any = None
     placement: Any = None
     fuse: Any = None
+    daemon: Any = None
 
     def single_metrics(self) -> dict[str, float | None]:
         return dict(self.figures)
@@ -177,3 +178,14 @@ def test_the_marker_and_the_option_name_the_deciding_figures_or_say_what_is_wron
     with pytest.raises(UsageError, match="gate_accept: 'primary' is not a figure"):
         build_plan("t", [((), {"gate_accept": ["primary"]})])
     assert bounded_by(["max_rss", "min_bw", "nonsense"]) == (Fig.DAEMON_RSS, Fig.BW)
+
+
+def test_cpu_per_gb_counted_in_a_few_ticks_does_not_decide():
+    """go-fuse's loopback writing 64 MiB used 5 or 6 ticks (10 ms) a run: its CPU per GB moved
+    20% from run to run and a good build against itself waited 47 pairs to pass."""
+    from types import SimpleNamespace
+
+    run = Run({Fig.BW: 5e8, Fig.DAEMON_CPU_PER_GB: 0.6}, daemon=SimpleNamespace(cpu_seconds=0.05))
+    assert Fig.DAEMON_CPU_PER_GB not in BY_DEFAULT.figures(run)  # type: ignore[arg-type]
+    run.daemon = SimpleNamespace(cpu_seconds=2.0)
+    assert Fig.DAEMON_CPU_PER_GB in BY_DEFAULT.figures(run)  # type: ignore[arg-type]

@@ -25,6 +25,10 @@ from pytest_fsperf.vocab import Difference
 
 PRIMARY = "primary"  # in a chosen list: the bandwidth, or ops/s where no bytes moved
 DEFAULT = "default"  # in a chosen list: the default set (PRIMARY, bounded, gated)
+# s of daemon CPU a run must hold for its CPU per GB to decide: below it, CPU time counted
+# in 10 ms ticks moves by 20% and more from run to run (go-fuse's loopback writing 64 MiB:
+# 5 or 6 ticks) and a good build waits dozens of pairs to pass
+MIN_CPU_SECONDS = 0.5
 WORST_FIRST = (Difference.B_WORSE, Difference.CHANGED, Difference.INCONCLUSIVE)
 
 
@@ -51,6 +55,9 @@ class Deciding:
         """The deciding figures of a comparison whose first B run is `first`: those it
         measured, the primary first."""
         have = {k for k, v in first.single_metrics().items() if v is not None}
+        daemon = first.daemon
+        if daemon is not None and daemon.cpu_seconds < MIN_CPU_SECONDS:
+            have.discard(Fig.DAEMON_CPU_PER_GB)  # a few 10 ms ticks a run: too coarse to decide
         lead = primary(first)
         wanted: list[str] = []
         for name in self.chosen or (DEFAULT,):
