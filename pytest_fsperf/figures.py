@@ -51,6 +51,7 @@ class Fig:
     BW_SWING: Final = "bw_swing"
     RSS_GROWTH: Final = "rss_growth"
     EFFICIENCY: Final = "efficiency"
+    APP_ERRORS: Final = "app_errors"
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,11 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
            "requests/file",
            keywords=("max_fuse_per_file",), compared=True,
            gated=True, tolerance=0.25, floor=0.1, count=True, shape=True),
+    # Operations the application saw fail (open, read, write, close), by the engine's count:
+    # none allowed unless the test says how many (max_app_errors); a gate compares them.
+    Metric(Fig.APP_ERRORS, "operations that failed", units.parse_count, units.format_count, False,
+           "operations", keywords=("max_app_errors",), compared=True, gated=True,
+           tolerance=0.25, floor=1.0, count=True, column="failed"),
     # At the chosen price list's prices, in its currency (store/cost.py).
     Metric(Fig.COST, "request cost", units.parse_money, units.format_money, False, "currency",
            keywords=("max_cost",), compared=True),

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from fuse import FUSE  # fusepy
 
+# started as a service is (issue 72.3): no PYTHONPATH of the test run's, so the repository's
+# root is found from here
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.forkfs import Passthrough
 
 

@@ -95,3 +95,45 @@ def test_a_leak_grows_round_after_round_and_is_caught(pytester):
     afters = [r["daemon_rss_after"] for r in rows["read"]["rounds"]]
     assert afters == sorted(afters) and afters[-1] - afters[0] > 200e6, afters
     assert ours() == ([], [])
+
+
+def test_a_daemon_that_turns_a_throttled_request_into_enoent_fails_max_app_errors(pytester):
+    """Issue 72.4: what the application saw is a figure. enoentfs answers ENOENT to every 5th
+    open (mountpoint-s3#1422's 503 SlowDown as a missing file): the small-file read goes on,
+    counts them by operation and errno, and the test fails naming them - with no threshold
+    (none allowed) and with max_app_errors below the count; a bound above it passes."""
+    pytest.importorskip("fuse", reason="fusepy is not installed (pip install fusepy)")
+    pytester.makeconftest(f"""
+        import sys
+        from pytest_fsperf import Backend
+
+        def pytest_fsperf_backends():
+            return [Backend(name="enoentfs", binary={sys.executable!r}, install="-",
+                            command=({sys.executable!r}, {str(HERE / "enoentfs.py")!r},
+                                     "{{source}}", "{{mountpoint}}", "5"),
+                            defaults={{"source": ("{{private}}/src",)}}, secrets=())]
+    """)
+    result, rows = run(pytester, """
+        from pytest_fsperf import fsperf, fsperf_mount
+
+        @fsperf_mount("enoentfs")
+        def test_unbounded(fsperf):
+            fsperf.files(mode="read", count=40, size="64KiB", threads=4)
+
+        @fsperf_mount("enoentfs")
+        @fsperf(max_app_errors=2)
+        def test_bounded(fsperf):
+            fsperf.files(mode="read", count=40, size="64KiB", threads=4)
+
+        @fsperf_mount("enoentfs")
+        @fsperf(max_app_errors=40)
+        def test_allowed(fsperf):
+            fsperf.files(mode="read", count=40, size="64KiB", threads=4)
+    """)
+    result.assert_outcomes(failed=2, passed=1)
+    result.stdout.fnmatch_lines([
+        "*files_read: * operations failed (open ENOENT *; first: */*.dat: No such file or "
+        "directory): the application saw them; max_app_errors= allows some*",
+        "*files_read: operations that failed * > max_app_errors 2*"])
+    ops = rows["files_read"]["ops"]
+    assert ops["errors"]["open ENOENT"] >= 6 and ops["count"] + ops["errors"]["open ENOENT"] == 40

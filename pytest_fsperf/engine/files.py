@@ -17,10 +17,9 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pytest_fsperf.engine import native
-from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.result.parts import LatencyStats, OpStats
 from pytest_fsperf.vocab import FilesOp
 
@@ -49,7 +48,29 @@ def sized(paths: Sequence[str]) -> list[tuple[str, int]]:
 class _Worker:
     times: dict[str, list[int]]
     done_bytes: int = 0
-    error: str | None = None
+    failed: list[tuple[str, int, str]] = field(default_factory=list)  # (operation, errno, said)
+
+
+class Failed(Exception):
+    """One file's operation that failed, as the application saw it."""
+
+    def __init__(self, operation: str, exc: OSError) -> None:
+        super().__init__(operation, exc)
+        self.operation, self.errno = operation, exc.errno or 0
+        self.said = exc.strerror or str(exc)
+
+
+def errno_name(number: int) -> str:
+    return errno.errorcode.get(number, f"errno {number}")
+
+
+def tally(failed: Sequence[tuple[str, int, str]]) -> dict[str, int]:
+    """'read ENOENT': 3, ... of the operations that failed."""
+    out: dict[str, int] = {}
+    for operation, number, _said in failed:
+        key = f"{operation} {errno_name(number)}"
+        out[key] = out.get(key, 0) + 1
+    return out
 
 
 def _one(path: str, write: bool, size: int, view: memoryview, w: _Worker,
@@ -61,14 +82,18 @@ def _one(path: str, write: bool, size: int, view: memoryview, w: _Worker,
     # never through a link: a store others can write may present one at a file's name
     # never a FIFO's wait either: NONBLOCK until it is known to be a regular file
     flags = (os.O_CREAT | os.O_WRONLY | os.O_TRUNC if write else os.O_RDONLY) | os.O_NOFOLLOW
-    fd = os.open(path, flags | os.O_NONBLOCK, 0o644)
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        raise Failed("open", exc) from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise OSError(errno.EINVAL, "not a regular file")
+        raise Failed("open", OSError(errno.EINVAL, "not a regular file"))
     os.set_blocking(fd, True)
     t1 = time.perf_counter_ns()
     first = 0
     offset = 0
+    failed: Failed | None = None
     try:
         while offset < size:
             part = view[: min(CHUNK if offset else head, size - offset)]
@@ -78,11 +103,17 @@ def _one(path: str, write: bool, size: int, view: memoryview, w: _Worker,
             offset += n
             if not first:
                 first = time.perf_counter_ns()
-    finally:
-        t2 = time.perf_counter_ns()
+    except OSError as exc:
+        failed = Failed("write" if write else "read", exc)
+    t2 = time.perf_counter_ns()
+    try:
         os.close(fd)
-        t3 = time.perf_counter_ns()
+    except OSError as exc:  # where many daemons upload: a failure the application sees
+        failed = failed or Failed("close", exc)
+    t3 = time.perf_counter_ns()
     w.done_bytes += offset
+    if failed is not None:
+        raise failed
     for phase, value in zip(PHASES, (t1 - t0, (first or t2) - t0, t2 - t0, t3 - t2), strict=True):
         w.times[phase].append(value)
 
@@ -126,10 +157,11 @@ def run_files(files: Sequence[tuple[str, int]], *, write: bool, threads: int,
         pattern = os.urandom(CHUNK)
     path, why = native.worker() if compiled else (None, "")
     if path is not None:
-        seconds, total, times = native.run(files, pattern if write else None, threads, first,
-                                           started)
+        seconds, total, times, failed = native.run(files, pattern if write else None, threads,
+                                                   first, started)
         per_phase = {p: [t[i] for t in times] for i, p in enumerate(PHASES)}
-        return _stats(write, len(files), total, seconds, threads, per_phase, "native")
+        return _stats(write, len(files) - len(failed), total, seconds, threads, per_phase,
+                      "native", failed)
     return _in_process(files, pattern if write else None, threads, first,
                        f"python ({why})" if why else "python")
 
@@ -163,12 +195,15 @@ def differs(files: Sequence[tuple[str, int]], first: int, pattern: bytes,
 
 
 def _stats(write: bool, count: int, total: int, seconds: float, threads: int,
-           times: dict[str, list[int]], generator: str) -> OpStats:
+           times: dict[str, list[int]], generator: str,
+           failed: Sequence[tuple[str, int, str]] = ()) -> OpStats:
+    """count: the files done whole; failed: (operation, errno, what was said) of the others."""
     return OpStats(
         operation=FilesOp.WRITE if write else FilesOp.READ, count=count, io_bytes=total,
         seconds=seconds, per_second=count / seconds if seconds > 0 else 0.0,
         bw_bytes=total / seconds if seconds > 0 else 0.0, threads=threads,
-        phases={p: latency_stats(v) for p, v in times.items()}, generator=generator)
+        phases={p: latency_stats(v) for p, v in times.items()}, generator=generator,
+        errors=tally(failed), first_error=failed[0][2] if failed else "")
 
 
 def _in_process(files: Sequence[tuple[str, int]], pattern: bytes | None, threads: int,
@@ -190,20 +225,17 @@ def _in_process(files: Sequence[tuple[str, int]], pattern: bytes | None, threads
         view = memoryview(data if write else bytearray(CHUNK))
         go.wait()
         while (item := tasks.get()) is not None:
-            if w.error is not None:
-                continue
             try:
                 _one(item[0], write, item[1], view, w, first)
-            except OSError as exc:
-                w.error = f"{item[0]}: {exc.strerror or exc}"
+            except Failed as exc:  # counted; the thread goes on with the next file
+                w.failed.append((exc.operation, exc.errno, f"{item[0]}: {exc.said}"))
 
     seconds = timed_pool([functools.partial(work, w) for w in workers], go)
-    errors = [w.error for w in workers if w.error]
-    if errors:
-        raise MeasurementError(f"small-file {'write' if write else 'read'} failed: {errors[0]}")
+    failed = [f for w in workers for f in w.failed]
     total = sum(w.done_bytes for w in workers)
     times = {p: [v for w in workers for v in w.times[p]] for p in PHASES}
-    return _stats(write, len(paths), total, seconds, threads, times, generator)
+    return _stats(write, len(paths) - len(failed), total, seconds, threads, times, generator,
+                  failed)
 
 
 def _compare(fd: int, size: int, first: int, pattern: bytes) -> str | None:

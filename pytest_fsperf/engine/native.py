@@ -27,7 +27,10 @@ from pytest_fsperf.infra import buildcache, trust
 NAME = "fsperf-files"
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "pytest-fsperf", "native")
 HEAD = struct.Struct("<qqq")  # seconds_ns, bytes, files
-PER_FILE = struct.Struct("<qqqq")  # open, first byte, whole transfer, close: ns
+# open, first byte, whole transfer, close: ns; the errno of what failed and which (1 open,
+# 2 the reads or writes, 3 close)
+PER_FILE = struct.Struct("<qqqqii")
+STAGES = {1: "open", 2: "", 3: "close"}  # 2: "read" or "write"
 
 
 def source() -> bytes:
@@ -105,9 +108,10 @@ def opened(w: Worker) -> int:
 
 def run(files: Sequence[tuple[str, int]], pattern: bytes | None, threads: int, first: int,
         started: Callable[[int], None] = lambda pid: None,
-        ) -> tuple[float, int, list[tuple[int, int, int, int]]]:
+        ) -> tuple[float, int, list[tuple[int, int, int, int]], list[tuple[str, int, str]]]:
     """Each (path, size) read, or written from `pattern` (1 MiB), whole by the worker:
-    seconds, bytes, and per file the ns of its open, first byte, whole transfer and close.
+    seconds, bytes, per file done whole the ns of its open, first byte, whole transfer and
+    close, and per file that failed (operation, errno, what was said), the first said whole.
     `started` is told its pid."""
     found, why = worker()
     if found is None:
@@ -138,5 +142,15 @@ def run(files: Sequence[tuple[str, int]], pattern: bytes | None, threads: int, f
         raise MeasurementError(f"the small-file worker's report is {len(out)} bytes, not the "
                                f"{HEAD.size + len(files) * PER_FILE.size} of {len(files)} files")
     seconds_ns, moved, _count = HEAD.unpack_from(out)
-    times = list(PER_FILE.iter_unpack(out[HEAD.size:]))
-    return seconds_ns / 1e9, moved, times
+    times: list[tuple[int, int, int, int]] = []
+    failed: list[tuple[str, int, str]] = []
+    said = err.decode(errors="replace").strip().splitlines()
+    for (path, _size), (t0, t1, t2, t3, number, stage) in zip(
+            files, PER_FILE.iter_unpack(out[HEAD.size:]), strict=True):
+        if not number:
+            times.append((t0, t1, t2, t3))
+            continue
+        operation = STAGES.get(stage) or ("write" if write else "read")
+        text = said[-1] if not failed and said else f"{path}: {os.strerror(number)}"
+        failed.append((operation, number, text))
+    return seconds_ns / 1e9, moved, times, failed

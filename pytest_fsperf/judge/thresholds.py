@@ -35,6 +35,7 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
         if r.cold_read == ColdRead.NOT_COLD:  # its figures are not those of a cold read
             verdict.inconclusive.append(f"{r.name}: a cold read that was not cold: {r.cold_evidence}")
             verdict.per_workload[r.name] = verdict.per_workload[r.name].worst(Outcome.INCONCLUSIVE)
+    _failed_operations(plan, judged, verdict)
     if plan.thresholds and not judged:
         raise UsageError(f"{plan.test}: has fsperf thresholds but measured no judged workload "
                          "(use the fsperf fixture, e.g. fsperf.fio(...))")
@@ -120,3 +121,25 @@ def _short_cpu(r: WorkloadResult) -> str:
     seconds = r.daemon.cpu_window_seconds or r.daemon.wall_seconds
     return (f"I/O ran {seconds:.2g} s, under the {SHORT_WINDOW:g} s daemon CPU time needs: it is "
             "counted in 10 ms ticks")
+
+
+SAID_ERRORS = 4  # kinds of failed operation named in a failure line
+
+
+def _failed_operations(plan: Plan, judged: list[WorkloadResult], verdict: Verdict) -> None:
+    """Operations the application saw fail fail the workload, with or without a threshold,
+    unless the test allows them (max_app_errors): a store that only slows or retries must
+    never surface as ENOENT (mountpoint-s3#1422)."""
+    if any(t.keyword == "max_app_errors" for t in plan.thresholds):
+        return  # judged as any threshold
+    for r in judged:
+        ops = r.ops
+        if ops is None or not ops.failed:
+            continue
+        kinds = sorted(ops.errors.items(), key=lambda kv: -kv[1])
+        said = ", ".join(f"{k} {n}" for k, n in kinds[:SAID_ERRORS])
+        more = f" and {len(kinds) - SAID_ERRORS} more kinds" if len(kinds) > SAID_ERRORS else ""
+        verdict.failures.append(
+            f"{r.name}: {ops.failed} operations failed ({said}{more}; first: {ops.first_error}): "
+            "the application saw them; max_app_errors= allows some")
+        verdict.per_workload[r.name] = Outcome.FAIL

@@ -3,7 +3,7 @@ an in-process engine's operations, the headline and each figure's spread over ro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from pytest_fsperf.result.daemon import DaemonStats
@@ -88,6 +88,14 @@ class OpStats:
     # what moved the files: "native" (the compiled worker), or "python" (threads in this
     # process), with why the worker did not run where it was wanted
     generator: str = "python"
+    # the operations that failed, by operation and errno ("read ENOENT": 3): what the
+    # application saw (issue 72.4); the first, with its file, said whole
+    errors: dict[str, int] = field(default_factory=dict)
+    first_error: str = ""
+
+    @property
+    def failed(self) -> int:
+        return sum(self.errors.values())
 
 
 @dataclass(frozen=True)

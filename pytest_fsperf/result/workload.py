@@ -196,6 +196,7 @@ class WorkloadResult:
             Fig.DAEMON_RSS: float(self.daemon.peak_rss_bytes) if self.daemon else None,
             Fig.DAEMON_RSS_AFTER: float(self.rss_after) if self.rss_after is not None else None,
             Fig.PAGE_CACHE: float(self.page_cache) if self.page_cache is not None else None,
+            Fig.APP_ERRORS: float(self.ops.failed) if self.ops is not None else None,
         }
         if self.ops is not None and self.ops.operation == FilesOp.HOLD:  # idle open handles
             figures[Fig.DAEMON_RSS_PER_HANDLE] = (
