@@ -5,6 +5,7 @@ session's store conditions (--fsperf-store-*) each is reached through the condit
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,10 +21,28 @@ from pytest_fsperf.store.minio import S3Server, find_minio, start_minio
 from pytest_fsperf.store.oss import OssServer, start_oss
 from pytest_fsperf.store.served import Served
 
+# the stores whose every built-in daemon reads a CA file the plugin can name (checked: each
+# refused the proxy's certificate without it), spoken to over TLS unless --fsperf-store-tls=off
+TLS_BY_DEFAULT = frozenset({"s3"})
 
-def _conditions(request: pytest.FixtureRequest) -> StoreConditions:
+
+def with_tls(conditions: StoreConditions, kind: str, setting: bool | None) -> StoreConditions:
+    """The conditions with TLS on or off: as --fsperf-store-tls says where given, else as the
+    marker's conditions say (tls=True/False), else on for TLS_BY_DEFAULT's stores."""
+    on = (setting if setting is not None else conditions.tls if conditions.tls is not None
+          else kind in TLS_BY_DEFAULT)
+    return conditions if on is conditions.tls else dataclasses.replace(conditions, tls=on)
+
+
+def _setting(request: pytest.FixtureRequest) -> bool | None:
     state = request.config.stash.get(STATE, None)
-    return state.settings.store if state is not None else StoreConditions()
+    return state.settings.store_tls if state is not None else False
+
+
+def _conditions(request: pytest.FixtureRequest, kind: str) -> StoreConditions:
+    state = request.config.stash.get(STATE, None)
+    found = state.settings.store if state is not None else StoreConditions()
+    return with_tls(found, kind, _setting(request))
 
 
 def _under(server: Any, port: int, conditions: StoreConditions, dialect: str,
@@ -70,7 +89,7 @@ def fsperf_minio() -> Iterator[S3Server]:
 def fsperf_s3(request: pytest.FixtureRequest, fsperf_minio: S3Server) -> Iterator[S3Server]:
     """A MinIO server on 127.0.0.1 for this session: free port, fresh credentials and bucket
     (under store conditions, reached through them). Skips the test when MinIO is not installed."""
-    server = _under(fsperf_minio, _port(fsperf_minio.endpoint), _conditions(request), "s3",
+    server = _under(fsperf_minio, _port(fsperf_minio.endpoint), _conditions(request, "s3"), "s3",
                     owns=False)  # fsperf_oss shares it
     try:
         yield server
@@ -84,7 +103,7 @@ def fsperf_oss(request: pytest.FixtureRequest, fsperf_minio: S3Server) -> Iterat
     """An OSS endpoint on 127.0.0.1 for ossfs and ossfs2: a bucket of the session's MinIO
     behind the plugin's translating gateway (its metrics count every request); store
     conditions apply between the daemon and the gateway."""
-    server = _oss(fsperf_minio, _conditions(request))
+    server = _oss(fsperf_minio, _conditions(request, "oss"))
     try:
         yield server
     finally:
@@ -97,7 +116,7 @@ def _served(request: pytest.FixtureRequest, name: str, install: str,
     if binary is None:
         pytest.skip(f"{name} is not installed: {install}")
     server = start(binary)
-    wrapped = _under(server, _port(server.values["endpoint"]), _conditions(request), dialect)
+    wrapped = _under(server, _port(server.values["endpoint"]), _conditions(request, dialect), dialect)
     try:
         yield wrapped
     finally:
@@ -128,14 +147,15 @@ class Stores:
     kind and conditions, started on first use (over the session's MinIO for S3 and OSS, a
     server of their own for Azurite and fake-gcs-server), stopped with the session."""
 
-    def __init__(self, session: StoreConditions) -> None:
-        self.session = session
+    def __init__(self, session: StoreConditions, tls: bool | None = False) -> None:
+        self.session, self.tls = session, tls
         self._made: dict[tuple[str, StoreConditions], Any] = {}
         self._stops = contextlib.ExitStack()  # each stopped, last first, whatever one raises
 
     def get(self, kind: str, conditions: StoreConditions, fixture: Callable[[str], Any]) -> Any:
         if conditions == self.session:
             return fixture(STORE_FIXTURE[kind])
+        conditions = with_tls(conditions, kind, self.tls)
         key = (kind, conditions)
         if key not in self._made:
             self._made[key] = self._start(kind, conditions, fixture)
@@ -167,7 +187,9 @@ class Stores:
 @pytest.fixture(scope="session")
 def fsperf_stores(request: pytest.FixtureRequest) -> Iterator[Stores]:
     """The stores of markers that name conditions of their own (fsperf_mount(store=...))."""
-    stores = Stores(_conditions(request))
+    state = request.config.stash.get(STATE, None)
+    stores = Stores(state.settings.store if state is not None else StoreConditions(),
+                    _setting(request))
     try:
         yield stores
     finally:

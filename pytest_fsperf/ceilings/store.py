@@ -86,11 +86,17 @@ class Store:
 
         endpoint = str(config.get("s3_endpoint") or config["endpoint"])  # (OSS: its gateway)
         self.prefix = f"fsperf-ceiling-{secrets.token_hex(6)}/"
+        from obstore.store import ClientConfig
+
+        options: ClientConfig = {"allow_http": endpoint.startswith("http://")}
+        if config.get("ca_file"):  # the store over TLS, as the daemon reads it: the same CA
+            with open(str(config["ca_file"]), encoding="ascii") as f:
+                options["root_certificate"] = f.read()
         self.store = S3Store(str(config["bucket"]), endpoint=endpoint,
                              access_key_id=str(config["access_key"]),
                              secret_access_key=str(config["secret_key"]),
                              region=str(config.get("region") or "us-east-1"),
-                             client_options={"allow_http": endpoint.startswith("http://")})
+                             client_options=options)
         self.made: list[str] = []
 
     def put(self, name: str, data: bytes) -> int:

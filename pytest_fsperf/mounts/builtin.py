@@ -86,6 +86,9 @@ OSS_ENV = {"OSSACCESSKEYID": "{access_key}", "OSSSECRETACCESSKEY": "{secret_key}
            "OSS_ACCESS_KEY_ID": "{access_key}", "OSS_ACCESS_KEY_SECRET": "{secret_key}",
            "http_proxy": "{http_proxy}"}
 S3_NEEDS = ("endpoint", "bucket", "access_key", "secret_key")
+# where a daemon reads the CA to trust: Go's crypto/x509 (its roots from there alone), and
+# OpenSSL's and s2n's defaults (mountpoint-s3)
+GO_TRUST = ("SSL_CERT_FILE",)
 USE_CACHE = {"use_cache": r"use_cache=([^,\s]+)"}  # s3fs and ossfs 1.x: -o use_cache=DIR
 USE_CACHE_DIRS = ("{use_cache}/{bucket}", "{use_cache}/.{bucket}.stat", "{use_cache}/.{bucket}.mirror")
 
@@ -155,6 +158,7 @@ BUILTIN: tuple[Backend, ...] = (
              "RCLONE_CONFIG_FSPERF_REGION": "{region}",
              "RCLONE_RC_USER": "fsperf", "RCLONE_RC_PASS": "{token}"},
         unset_env=("AWS_CA_BUNDLE",),  # Debian's rclone 1.60 fails with LoadCustomCABundleError
+        trust_env=GO_TRUST,
         option_fields={"cache_dir": r"--cache-dir[= ](\S+)"},
         cache_dirs=("{cache_dir}/vfs", "{cache_dir}/vfsMeta"), settle=rclone_settle,
     ),
@@ -164,6 +168,7 @@ BUILTIN: tuple[Backend, ...] = (
                  "-o", "passwd_file={files[passwd]}", "-o", "use_path_request_style", "{options}"),
         requires=S3_NEEDS, files={"passwd": "{access_key}:{secret_key}\n"},
         option_fields=USE_CACHE, cache_dirs=USE_CACHE_DIRS, cache_scoped=True,
+        trust_env=("CURL_CA_BUNDLE",),  # s3fs looks for its CA bundle there first
     ),
     Backend(
         name="ossfs", binary="ossfs", store="oss",
@@ -195,6 +200,7 @@ BUILTIN: tuple[Backend, ...] = (
         # --cache "[catfs options:]DIR" keeps a disk cache (catfs) in DIR: one the user named,
         # so a cold start keeps it and says `not cold`
         option_fields={"cache": r"--cache[= ]\"?(?:\S*:)?(/[^\s\"]+)"}, cache_dirs=("{cache}",),
+        trust_env=GO_TRUST,
     ),
     Backend(
         name="juicefs", binary="juicefs",
@@ -211,7 +217,7 @@ BUILTIN: tuple[Backend, ...] = (
         option_fields={"cache_dir": r"--cache-dir[= ](\S+)"}, cache_dirs=("{cache_dir}",),
         secrets=("access_key", "secret_key", "meta_password"), store="s3", own_store="meta_url",
         url_passwords=(("meta_url", "meta_password"),),
-        prepare=juicefs_format,
+        prepare=juicefs_format, trust_env=GO_TRUST,
     ),
     Backend(
         name="mountpoint-s3", binary="mount-s3", store="s3",
@@ -222,6 +228,7 @@ BUILTIN: tuple[Backend, ...] = (
                  "{endpoint}", "--force-path-style", "--region", "{region}", "--allow-delete",
                  "--allow-overwrite", "{options}"),
         requires=S3_NEEDS, defaults=REGION, env=AWS_ENV, limits=MOUNTPOINT_LIMITS,
+        trust_env=GO_TRUST,  # its TLS library reads SSL_CERT_FILE too (checked: refused without)
         # mount-s3 keeps its cache in CACHE/mountpoint-cache (and empties it at mount and exit)
         option_fields={"cache": r"--cache[= ](\S+)"}, cache_dirs=("{cache}/mountpoint-cache",),
         cache_scoped=True,

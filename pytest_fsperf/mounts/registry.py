@@ -31,7 +31,8 @@ from pytest_fsperf.infra import inputs
 from pytest_fsperf.mounts.builtin import BUILTIN
 from pytest_fsperf.mounts.spec import FIELD, Backend
 
-KEYS = {"binary", "command", "install", "requires", "cache_dirs", "secrets", "store", "unset_env"}
+KEYS = {"binary", "command", "install", "requires", "cache_dirs", "secrets", "store", "unset_env",
+        "trust_env"}
 PREFIXES = ("file.", "env.", "default.", "option.")
 
 
@@ -87,6 +88,7 @@ def _backend(name: str, section: Mapping[str, str], where: str) -> Backend:
         defaults={k: (v,) for k, v in prefixed("default.").items()},
         files=prefixed("file."), env=prefixed("env."), option_fields=prefixed("option."),
         unset_env=tuple(section.get("unset_env", "").split()),
+        trust_env=tuple(section.get("trust_env", "").split()),
         cache_dirs=tuple(section.get("cache_dirs", "").split()),
         secrets=tuple(section.get("secrets", "access_key secret_key").split()),
         store=section.get("store", ""),

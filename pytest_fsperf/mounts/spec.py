@@ -85,6 +85,9 @@ class Backend:
     # The dialect of its store ("s3", "oss", "azure", "gcs"): with no endpoint configured the
     # plugin starts its own (mounts/request.py, STORE_FIXTURE)
     store: str = ""
+    # over a store with TLS: the environment variables that tell its daemon which CA file to
+    # trust (Go's SSL_CERT_FILE, libcurl's CURL_CA_BUNDLE as s3fs reads it), each set to it
+    trust_env: tuple[str, ...] = ()
     # what it cannot do (mount-s3 writes only new files, front to back): refused before a
     # run, not failed by the daemon midway
     limits: Limits = field(default_factory=Limits)
@@ -206,6 +209,13 @@ def render(backend: Backend, config: Mapping[str, str], options: tuple[str, ...]
         else:
             argv.append(_fill(part, fields, where))
     env = {k: v for k, t in backend.env.items() if (v := _try(t, fields)) is not None}
+    if fields.get("ca_file"):  # the store speaks TLS with a CA of the plugin's
+        if not backend.trust_env:
+            raise UsageError(f"{where}: its store is over TLS (--fsperf-store-tls; on for S3 "
+                             f"by default), and {backend.name} names no variable its daemon "
+                             "reads a CA file from (a backend config's trust_env = "
+                             "SSL_CERT_FILE): name one, or run with --fsperf-store-tls=off")
+        env.update({k: str(fields["ca_file"]) for k in backend.trust_env})
     caches = tuple(v for t in backend.cache_dirs if (v := _try(t, fields)) is not None)
     hidden = (*secret_values(backend, config), *moved, str(fields["token"]))
     for part in argv:

@@ -99,6 +99,7 @@ class Settings:
     store_resets: float | None = None
     store_corrupt: float | None = None
     store_tail: tuple[int, float] | None = None
+    store_tls: bool | None = None
     fuse_trace: fusetrace.Tracing = fusetrace.Tracing.AUTO
     page_cache: pagecache.Counting = pagecache.Counting.AUTO
     ceilings: bool = False

@@ -197,6 +197,12 @@ OPTIONS = (
            "share of ranged reads answered with one byte flipped (silent corruption)"),
     Option("fsperf_store_tail", "store_tail", lambda raw: conditions.tail(raw.text, raw.where),
            None, "1/N:TIME", "a slow tail: one request in N held TIME more, e.g. 1/100:200ms"),
+    Option("fsperf_store_tls", "store_tls", lambda raw: parse.choice("on", "off")(raw) == "on",
+           None, "on|off",
+           "the plugin's stores over TLS, as real endpoints are (the proxy's, with a CA made for "
+           "it; each backend told to trust it as its daemon reads trust): the daemon's TLS work "
+           "in its CPU and latency (default: on for S3, whose every built-in daemon reads a CA "
+           "file the plugin names; off for OSS, Azure and GCS)"),
     Option("fsperf_page_cache", "page_cache", parse.member(pagecache.Counting),
            pagecache.Counting.AUTO, "auto|on|off",
            "count the page cache a fio workload takes (its processes in a memory cgroup of "

@@ -44,6 +44,10 @@ class StoreConditions:
     window: int = 4 << 20
     init_window: int = 10 * 1448  # RFC 6928: 10 segments of a 1500-byte MTU
     profile: str = ""  # the named profile these came from, if any
+    # the daemons reach the store over TLS (the proxy's, with a CA made for it), as every real
+    # endpoint is: their TLS work in their CPU and latency; None: as --fsperf-store-tls says
+    # (its default: on for S3, stores.TLS_BY_DEFAULT)
+    tls: bool | None = None
 
     def checked(self, where: str) -> StoreConditions:
         """Conditions given whole (a marker's store=StoreConditions(...)), held to the bounds
@@ -57,6 +61,8 @@ class StoreConditions:
             if not isinstance(getattr(self, name), int):
                 raise UsageError(f"{where}: {name}={units.cut_repr(getattr(self, name))} must be a "
                                  "whole number")
+        if self.tls is not None and not isinstance(self.tls, bool):
+            raise UsageError(f"{where}: tls={units.cut_repr(self.tls)} must be True, False or None")
         if not isinstance(self.profile, str) or (
                 self.profile and self.profile.removesuffix(", changed") not in PROFILES):
             raise UsageError(f"{where}: profile={units.cut_repr(self.profile)} must be the name of a store "
@@ -66,7 +72,8 @@ class StoreConditions:
     @property
     def bare(self) -> bool:
         return not any((self.rtt, self.ttfb, self.conn_bandwidth, self.bandwidth, self.rate,
-                        self.errors, self.resets, self.corrupt, self.tail_every and self.tail))
+                        self.errors, self.resets, self.corrupt, self.tail_every and self.tail,
+                        bool(self.tls)))
 
     @property
     def faulty(self) -> bool:
@@ -94,13 +101,15 @@ class StoreConditions:
             parts.append(f"{100 * self.corrupt:g}% of ranged reads with a byte flipped")
         if self.tail_every and self.tail:
             parts.append(f"1 in {self.tail_every} held {units.format_duration(self.tail * 1e9)}")
+        if self.tls:
+            parts.append("over TLS")
         said = ", ".join(parts) or "bare"
         return f"{self.profile}: {said}" if self.profile and self.profile != "bare" else said
 
     def __str__(self) -> str:  # as a user names it: the profile, else the conditions
         return self.profile or self.describe()
 
-    def to_dict(self) -> dict[str, float | int | str]:
+    def to_dict(self) -> dict[str, float | int | str | bool | None]:
         return dataclasses.asdict(self)
 
     def settings(self, upstream: str, dialect: str, stats: str, owners: list[int],

@@ -27,6 +27,7 @@ from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.infra import buildcache, leftovers, trust
 from pytest_fsperf.infra.procs import Proc, listening, stop_child
 from pytest_fsperf.plan.conditions import StoreConditions
+from pytest_fsperf.store import tls
 
 NAME = "fsperf-store-proxy"
 COUNTED = ("requests", "connections", "throttled", "errors", "resets", "corrupted", "held",
@@ -94,6 +95,7 @@ class Conditioned:
     stats_path: str
     entries: tuple[leftovers.Entry, ...] = ()
     private: str = ""
+    ca: str = ""  # over TLS: the certificate of the CA its daemons are told to trust
     _last: dict[str, object] = field(default_factory=dict)
 
     @property
@@ -154,6 +156,11 @@ def start(upstream: str, conditions: StoreConditions, dialect: str,
                                    secrets.randbits(31))
     if gateway is not None:
         settings["gateway"] = dict(gateway)
+    ca = ""
+    if conditions.tls:  # a CA of its own, in its private dir: key 0600, never on a command line
+        certs = tls.make(private)
+        settings.update(tls_cert=certs.cert, tls_key=certs.key)
+        ca = certs.ca
     proc = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, start_new_session=True, cwd="/",
                             env={"PATH": "/usr/bin:/bin"})
@@ -168,7 +175,7 @@ def start(upstream: str, conditions: StoreConditions, dialect: str,
         port = int(line.strip()) if re.fullmatch(rb"\d{1,5}\s*", line) else 0
     except OSError:
         port = 0
-    found = Conditioned(conditions, proc, port, stats_path, (entry, dir_entry), private)
+    found = Conditioned(conditions, proc, port, stats_path, (entry, dir_entry), private, ca)
     taken = listening(proc.pid, port) if port else "it printed no port"
     if taken is None:
         taken = f"nothing listens on its port {port}"
@@ -201,7 +208,11 @@ class ConditionedStore:
         theirs, ours = f"127.0.0.1:{self.store_port}", self.proxy.address
         for key, value in values.items():
             if key != "metrics_endpoint" and theirs in value:
+                if self.proxy.ca:  # an endpoint URL: https to the proxy
+                    value = value.replace(f"http://{theirs}", f"https://{ours}")
                 values[key] = value.replace(theirs, ours)
+        if self.proxy.ca:
+            values["ca_file"] = self.proxy.ca  # each backend tells its daemon to trust it
         values["store_conditions"] = self.proxy.conditions.describe()
         values["conditions_proxy"] = self.proxy.address  # its counts, read around each window
         return values

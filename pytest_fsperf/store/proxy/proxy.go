@@ -14,6 +14,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -50,6 +51,8 @@ type settings struct {
 	Owners    []int            `json:"owners"`       // uids whose connections are served
 	Gateway   *gatewaySettings `json:"gateway"`      // the OSS gateway (gateway.go), or none
 	Stats     string           `json:"stats"`        // where SIGUSR1 writes the counts
+	TLSCert   string           `json:"tls_cert"`     // the daemons reach it over TLS: its certificate
+	TLSKey    string           `json:"tls_key"`      // and key (0600); "" both: plain HTTP
 	Seed      int64            `json:"seed"`
 }
 
@@ -111,6 +114,15 @@ func main() {
 	if cfg.Rate > 0 {
 		rate = newBucket(cfg.Rate, cfg.Burst+1)
 	}
+	var tlsConf *tls.Config
+	if cfg.TLSCert != "" {
+		pair, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tls:", err)
+			os.Exit(2)
+		}
+		tlsConf = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	}
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "listen:", err)
@@ -146,7 +158,20 @@ func main() {
 		atomic.AddInt64(&count.Conns, 1)
 		go func() {
 			defer atomic.AddInt64(&open, -1)
-			serve(c.(*net.TCPConn))
+			raw := c.(*net.TCPConn)
+			if tlsConf == nil {
+				serve(raw, raw)
+				return
+			}
+			// the owner was checked on the TCP connection; its handshake has the idle limit
+			t := tls.Server(raw, tlsConf)
+			raw.SetDeadline(time.Now().Add(idle))
+			if t.Handshake() != nil {
+				raw.Close()
+				return
+			}
+			raw.SetDeadline(time.Time{})
+			serve(t, raw)
 		}()
 	}
 }
@@ -240,12 +265,14 @@ func (h *head) bytes() []byte {
 func (h *head) hasBody() bool { return h.chunked || h.length > 0 }
 
 type link struct {
-	client, up *net.TCPConn
-	cr, ur     *bufio.Reader
-	conn       *bucket
-	fresh      bool
-	toStore    flow // each direction's congestion window (Window > 0)
-	toClient   flow
+	client   net.Conn     // the daemon's connection: its TCP one, or TLS over it
+	tcp      *net.TCPConn // the TCP connection under it (a reset is sent on it)
+	up       *net.TCPConn
+	cr, ur   *bufio.Reader
+	conn     *bucket
+	fresh    bool
+	toStore  flow // each direction's congestion window (Window > 0)
+	toClient flow
 }
 
 // flow: one direction of a connection as TCP paces it over a round trip.
@@ -254,9 +281,9 @@ type flow struct {
 	sent time.Time // when it last sent: idle past IdleNs, it starts slow again
 }
 
-func serve(c *net.TCPConn) {
+func serve(c net.Conn, tcp *net.TCPConn) {
 	defer c.Close()
-	l := &link{client: c, cr: bufio.NewReaderSize(c, 64<<10), fresh: true}
+	l := &link{client: c, tcp: tcp, cr: bufio.NewReaderSize(c, 64<<10), fresh: true}
 	if cfg.ConnBps > 0 {
 		l.conn = newBucket(cfg.ConnBps, cfg.ConnBps/20)
 	}
@@ -435,7 +462,7 @@ func (l *link) upload(req *head) bool {
 func (l *link) reset(req *head) {
 	atomic.AddInt64(&count.Resets, 1)
 	failed.Store(req.key, true)
-	l.client.SetLinger(0)
+	l.tcp.SetLinger(0)
 }
 
 // answer the request ourselves (a throttle or an injected error): the body it sends is not
@@ -499,7 +526,7 @@ func internal() (int, string, string) {
 // splice in paced slices, or chunked framing as it comes. cut >= 0: stop after that many
 // bytes (false: the connection is to be dropped).
 // flip >= 0: that byte of the body is sent inverted (a store's silent corruption).
-func (l *link) body(r *bufio.Reader, raw, w *net.TCPConn, h *head, n *int64, cut, flip int64,
+func (l *link) body(r *bufio.Reader, raw, w net.Conn, h *head, n *int64, cut, flip int64,
 	f *flow) bool {
 	if h.chunked {
 		return copyChunked(r, w, n)
@@ -565,7 +592,7 @@ func (l *link) body(r *bufio.Reader, raw, w *net.TCPConn, h *head, n *int64, cut
 			atomic.AddInt64(n, b)
 			continue
 		}
-		got, err := w.ReadFrom(io.LimitReader(raw, slice))
+		got, err := io.Copy(w, io.LimitReader(raw, slice)) // a TCP w splices
 		left -= got
 		inRound += got
 		atomic.AddInt64(n, got)
