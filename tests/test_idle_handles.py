@@ -6,10 +6,13 @@ handle, and under a memory limit below that its OOM kill is named."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import need, ours
+
+HERE = Path(__file__).parent
 
 TIER = "s3"
 
@@ -57,3 +60,41 @@ def test_under_a_limit_below_that_its_oom_kill_is_named(pytester, minio, clean):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*the daemon was killed for memory: its cgroup's limit 64 MiB (67.1 MB)*"])
     assert ours() == ([], [])
+
+
+def test_an_idle_window_whose_candidate_burns_a_core_is_a_regression_on_cpu(pytester):
+    """Issue 72: a gated idle window decided 'same' on ops/s (0 against 0) while the
+    candidate's daemon used a core. Two builds of burnfs, the candidate spinning while idle:
+    the comparison decides B worse on daemon CPU, its stand-in where no bytes moved."""
+    pytest.importorskip("fuse", reason="fusepy is not installed (pip install fusepy)")
+    import sys
+
+    builds = {}
+    for name, burn in (("quiet", "0"), ("burning", "1")):
+        path = pytester.path / f"burnfs-{name}"
+        path.write_text(f"#!/bin/sh\nexec {sys.executable} {HERE / 'burnfs.py'} \"$1\" \"$2\" {burn}\n")
+        path.chmod(0o755)
+        builds[name] = str(path)
+    pytester.makeconftest(f"""
+        from pytest_fsperf import Backend
+
+        def pytest_fsperf_backends():
+            return [Backend(name="burnfs", binary={builds["quiet"]!r}, install="-",
+                            command=({builds["quiet"]!r}, "{{source}}", "{{mountpoint}}"),
+                            defaults={{"source": ("{{private}}/src",)}}, secrets=())]
+    """)
+    pytester.makepyfile(f"""
+        from pytest_fsperf import fsperf_mount
+
+        @fsperf_mount("burnfs")
+        def test_idle(fsperf):
+            c = fsperf.compare(lambda f: f.files(mode="hold", count=4, size="64KiB",
+                                                 first="4KiB", hold=2, threads=1),
+                               a=[], b=[], a_build={builds["quiet"]!r},
+                               b_build={builds["burning"]!r}, rounds=3, max_rounds=4)
+            print("IDLE", c.decided_by, c.outcome, c.metrics["daemon_cpu"].a, c.metrics["daemon_cpu"].b)
+            assert c.decided_by == "daemon_cpu" and c.outcome == "B worse", c.message(0.1)
+            assert c.metrics["ops"].outcome == "same"
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=1)
