@@ -189,3 +189,17 @@ def test_cpu_per_gb_counted_in_a_few_ticks_does_not_decide():
     assert Fig.DAEMON_CPU_PER_GB not in BY_DEFAULT.figures(run)  # type: ignore[arg-type]
     run.daemon = SimpleNamespace(cpu_seconds=2.0)
     assert Fig.DAEMON_CPU_PER_GB in BY_DEFAULT.figures(run)  # type: ignore[arg-type]
+
+
+def test_an_accepted_change_is_said_in_the_comment():
+    """A reviewer's decision (gate_accept=) is said where the team reads the gate."""
+    from pytest_fsperf.report.comment import _accepted
+
+    rng = random.Random(9)
+    a = runs(3, rng, bw=(400e6, 0.02), fuse_per_mib=(1.03, 0.001))
+    b = runs(3, rng, bw=(400e6, 0.02), fuse_per_mib=(8.03, 0.001))
+    c = gate(a, b, Deciding(accepted=(Fig.FUSE_PER_MIB,)))
+    (line,) = _accepted([c])
+    assert line.startswith("test_w write: FUSE requests per MiB moved changed 7.") and line.endswith(
+        "x, accepted by the test "
+                         "(gate_accept)"), line

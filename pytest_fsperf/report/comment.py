@@ -16,7 +16,7 @@ from pytest_fsperf.report.model import metric_name, short_test
 from pytest_fsperf.report.view import build, unexplained
 from pytest_fsperf.result.comparison import Comparison, MetricComparison
 from pytest_fsperf.result.document import Document
-from pytest_fsperf.vocab import Decision, ExitCode, Outcome
+from pytest_fsperf.vocab import Decision, Difference, ExitCode, Outcome
 
 MARKER = "<!-- pytest-fsperf -->"  # how the CI step finds its own comment to update it
 LIMIT = 65536  # GitHub's largest comment, in characters
@@ -124,6 +124,7 @@ def render(read: Document, inconclusive_fails: bool, link: str | None = None,
         head.append("")
     others = [f"- {_clip(_cell(line), LINE)}" for line in rest
               if not line.startswith(("release gate ", "A/B "))]
+    others = [*(f"- {_clip(_cell(line), LINE)}" for line in _accepted(gates)), *others]
     legend = _legend(gates, sum(1 for r in read.results if r.verdict is Outcome.NOT_JUDGED))
     tail = ["", *(f"<sub>{_cell(line)}</sub>" for line in legend)] if legend else [""]
     if link and len(link) <= LINE and not any(c in link for c in " ()<>\n\r"):
@@ -131,6 +132,15 @@ def render(read: Document, inconclusive_fails: bool, link: str | None = None,
     tail.append("<sub>pytest-fsperf: interleaved pairs, each after a cold start; B/A is the "
                 "geometric mean of the pairs' ratios</sub>")
     return _fit(head, [*HEAD, *map(_line, gates)] if gates else [], others, tail, limit)
+
+
+def _accepted(gates: Sequence[Comparison]) -> list[str]:
+    """Request shapes a test let change (gate_accept=): a reviewer's decision, said."""
+    return [f"{short_test(c)} {c.name}: {metric_name(f)} changed "
+            f"{m.ratio:.3g}x, accepted by the test (gate_accept)"
+            for c in gates for f in c.accepted
+            if (m := c.metrics.get(f)) is not None and m.outcome == Difference.CHANGED
+            and m.ratio is not None]
 
 
 def _fit(head: list[str], table: list[str], others: list[str], tail: list[str], limit: int) -> str:
