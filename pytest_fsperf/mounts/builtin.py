@@ -243,7 +243,7 @@ BUILTIN: tuple[Backend, ...] = (
         defaults={"use_http": ("false",)},
         secrets=("account_key",),
         env={"AZURE_STORAGE_ACCESS_KEY": "{account_key}"},
-        files={"config.yaml": BLOBFUSE2_CONFIG},
+        files={"config.yaml": BLOBFUSE2_CONFIG}, trust_env=GO_TRUST,
     ),
     Backend(
         name="gcsfuse", binary="gcsfuse", store="gcs",
@@ -254,6 +254,6 @@ BUILTIN: tuple[Backend, ...] = (
                  "--anonymous-access={anonymous}", "--custom-endpoint={endpoint}/storage/v1/",
                  "{options}", "{bucket}", "{mountpoint}"),
         requires=("endpoint", "bucket"), defaults={"anonymous": ("false",)},
-        env={"GCE_METADATA_HOST": "{metadata_host}"}, secrets=(),
+        env={"GCE_METADATA_HOST": "{metadata_host}"}, secrets=(), trust_env=GO_TRUST,
     ),
 )

@@ -213,6 +213,8 @@ class ConditionedStore:
                 values[key] = value.replace(theirs, ours)
         if self.proxy.ca:
             values["ca_file"] = self.proxy.ca  # each backend tells its daemon to trust it
+            if "use_http" in values:  # blobfuse2's: the scheme follows it, not the URL
+                values["use_http"] = "false"
         values["store_conditions"] = self.proxy.conditions.describe()
         values["conditions_proxy"] = self.proxy.address  # its counts, read around each window
         return values
