@@ -216,8 +216,9 @@ def test_a_daemon_meets_the_conditions_and_its_results_say_which(pytester, clean
     result.assert_outcomes(passed=1)
     rows = {r["name"]: r for r in bare["results"]}, {r["name"]: r for r in slow["results"]}
     assert rows[1]["r"]["ops"]["per_second"] < 0.7 * rows[0]["r"]["ops"]["per_second"]
-    assert all(r["mount"]["store"] == "rtt 20.0 ms" for r in rows[1].values())
-    assert all(r["mount"].get("store", "") == "" for r in rows[0].values())
+    # S3 over TLS by default (issue 72.2): said in every result, conditions or none
+    assert all(r["mount"]["store"] == "rtt 20.0 ms, over TLS" for r in rows[1].values())
+    assert all(r["mount"].get("store", "") == "over TLS" for r in rows[0].values())
     assert rows[0]["r"]["fingerprint"] != rows[1]["r"]["fingerprint"]
     did = rows[1]["r"]["requests"]["conditions"]  # what the proxy did in the read's window
     assert did["requests"] >= 40 and did["first_byte_p50"] >= 0.02, did
@@ -318,7 +319,7 @@ def test_a_marker_names_the_conditions_of_its_own_store(pytester, clean) -> None
     result.assert_outcomes(passed=2, errors=3)
     rows = {(r["test"].split("::")[-1], r["name"]): r for r in data["results"]}
     near, far = rows[("test_session", "r")], rows[("test_far", "r")]
-    assert near["mount"].get("store", "") == "" and far["mount"]["store"] == "rtt 20.0 ms"
+    assert near["mount"]["store"] == "over TLS" and far["mount"]["store"] == "rtt 20.0 ms, over TLS"
     assert far["ops"]["per_second"] < 0.7 * near["ops"]["per_second"]
     assert far["requests"]["conditions"]["first_byte_p50"] >= 0.02
     result.stdout.fnmatch_lines([
