@@ -12,11 +12,6 @@ import ipaddress
 import os
 from dataclasses import dataclass
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
 LIFETIME = datetime.timedelta(days=2)  # a session's; a certificate left behind soon expires
 
 
@@ -36,6 +31,11 @@ def _write(path: str, data: bytes) -> None:
 def make(directory: str, label: str = "pytest-fsperf") -> Certs:
     """A fresh CA and a server certificate for 127.0.0.1 in `directory` (the caller's private
     directory: made 0700 by it, never one another user can write)."""
+    from cryptography import x509  # only where a store speaks TLS: not at the plugin's import
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
     now = datetime.datetime.now(datetime.timezone.utc)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{label} session CA")])
