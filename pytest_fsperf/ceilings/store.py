@@ -16,10 +16,13 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_fsperf.engine.fiosize import parse_fio_size
 from pytest_fsperf.result.ceiling import Ceiling, CeilingPath, missing
+
+if TYPE_CHECKING:
+    from obstore.store import ClientConfig  # a stub's type only
 
 MIB = 1 << 20
 PART = 8 * MIB  # sequential transfers go in parts of this size (the CRT's default too)
@@ -86,8 +89,6 @@ class Store:
 
         endpoint = str(config.get("s3_endpoint") or config["endpoint"])  # (OSS: its gateway)
         self.prefix = f"fsperf-ceiling-{secrets.token_hex(6)}/"
-        from obstore.store import ClientConfig
-
         options: ClientConfig = {"allow_http": endpoint.startswith("http://")}
         if config.get("ca_file"):  # the store over TLS, as the daemon reads it: the same CA
             with open(str(config["ca_file"]), encoding="ascii") as f:
