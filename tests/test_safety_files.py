@@ -299,7 +299,7 @@ def test_the_worker_runs_from_what_was_checked_and_built_with_the_systems_tools(
         assert found.path.startswith(str(private) + os.sep)  # the link resolved, once
         link.unlink()
         link.symlink_to(theirs)  # re-pointed after the check: not looked up again
-        _s, moved, _t = native.run([(str(tmp_path / "f"), 10)], bytes(1 << 20), 1, 1 << 20)
+        _s, moved, _t, _f = native.run([(str(tmp_path / "f"), 10)], bytes(1 << 20), 1, 1 << 20)
         assert moved == 10 and not marker.exists()
         os.chmod(found.path, 0o700)
         Path(found.path).write_bytes(f"#!/bin/sh\ntouch {marker}\n".encode())  # its bytes changed

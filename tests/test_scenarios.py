@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -83,7 +84,7 @@ def test_the_compiled_worker_moves_what_it_lists_and_times_each_file(tmp_path):
     sizes = [0, 1, 4095, 1 << 20, (1 << 20) + 1, 3 << 20]
     files = [(str(tmp_path / f"{i}.dat"), n) for i, n in enumerate(sizes)]
     pattern = os.urandom(1 << 20)
-    seconds, moved, times = native.run(files, pattern, 16, 1 << 20)
+    seconds, moved, times, _failed = native.run(files, pattern, 16, 1 << 20)
     assert moved == sum(sizes) and [os.path.getsize(p) for p, _n in files] == sizes
     assert differs(files, 1 << 20, pattern) is None  # what it wrote, read back
     with open(files[-1][0], "r+b") as f:  # one byte of the last file's second MiB changed
@@ -95,18 +96,22 @@ def test_the_compiled_worker_moves_what_it_lists_and_times_each_file(tmp_path):
     assert len(times) == len(files) and all(t[0] <= t[2] and t[1] <= t[2] for t in times)
     listed = [(p, n + 100) for p, n in files]  # listed longer than they are: read to the end
     seen: list[int] = []
-    seconds, moved, times = native.run(listed, None, 3, 1, seen.append)
+    seconds, moved, times, _failed = native.run(listed, None, 3, 1, seen.append)
     assert moved == sum(sizes) and seen and seconds > 0
     # a FIFO at a file's name (a store may present one): said at once, never waited on, by the
     # read-back, the reader and the writer
     os.unlink(files[0][0])
     os.mkfifo(files[0][0])
     assert differs(files, 1 << 20, pattern) == f"{files[0][0]}: not a regular file"
-    for writing in (None, pattern):
-        with pytest.raises(MeasurementError, match=re.escape(files[0][0])):
-            native.run(files[:1], writing, 1, 1 << 20)
-        with pytest.raises(MeasurementError, match=re.escape(files[0][0])):  # the Python engine
-            run_files(files[:1], write=writing is not None, threads=1, compiled=False)
+    for writing in (None, pattern):  # counted as what the application saw (issue 72.4)
+        # read: opened, then not a regular file; written: no reader behind the FIFO (ENXIO)
+        number = errno.ENXIO if writing else errno.EINVAL
+        *_, failed = native.run(files[:1], writing, 1, 1 << 20)
+        assert [(op, n) for op, n, _said in failed] == [("open", number)], failed
+        assert files[0][0] in failed[0][2]
+        r = run_files(files[:1], write=writing is not None, threads=1, compiled=False)
+        assert r.errors == {f"open {errno.errorcode[number]}": 1}, r.errors  # the Python engine
+        assert files[0][0] in r.first_error
 
 
 def test_without_the_compiled_worker_the_result_says_why(tmp_path, monkeypatch):
@@ -138,7 +143,6 @@ def test_a_listing_that_misses_laid_out_entries_is_not_a_figure(tmp_path):
     uploads not yet queued when it was stopped) and `ls -l of 1,000 files` was timed on 259.
     A listing that sees fewer entries than were laid out fails, naming the shortfall."""
     from pytest_fsperf.engine.meta import expected_entries
-    from pytest_fsperf.errors import MeasurementError
 
     make_tree(str(tmp_path / "flat"), 10)
     make_tree(str(tmp_path / "deep"), 10, per_dir=4)
