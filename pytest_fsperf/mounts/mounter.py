@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pytest_fsperf.errors import MountError
 from pytest_fsperf.infra import cgroup, leftovers, nofollow, trust
 from pytest_fsperf.infra.mountinfo import Mount, read_mounts
-from pytest_fsperf.infra.probe import abort_connection
+from pytest_fsperf.infra.probe import NoAnswer, abort_connection, probe
 from pytest_fsperf.infra.procs import Proc, kill, kill_tree, tree
 from pytest_fsperf.infra.redact import mask, redact_args, redact_text
 from pytest_fsperf.mounts.daemon import Lookup, describe, find_daemon, start_time, stat_fields
@@ -223,6 +223,10 @@ class MountedFs:
         exited: float | None = None
         while True:
             mount = _mounted(self.mountpoint)
+            if mount is not None and not self._answers(deadline):
+                code = self.proc.poll()
+                raise MountError(f"{self.backend.name} mount failed (exit {code}): "
+                                 f"{self.redact(_tail(self.log)) or 'no output'}")
             if mount is not None:
                 no_links = nofollow.forbid_links(self.mountpoint)
                 if no_links and os.geteuid() == 0 and "(Linux >= 5.12)" not in no_links:
@@ -243,6 +247,18 @@ class MountedFs:
                 raise MountError(f"{self.backend.name}: not mounted within {self.plan.timeout:g} s: "
                                  f"{self.redact(_tail(self.log)) or 'no output'}")
             time.sleep(0.05)
+
+    def _answers(self, deadline: float) -> bool:
+        """The mount, once it appears, answers a look at its root (from a helper: the FUSE
+        INIT is done, where a daemon checks its store) and is still there: s3fs with a wrong
+        key mounts, fails its store check in INIT and goes (over TLS that takes long enough
+        to be seen mounted). A daemon that forked away (its launcher exited 0) still counts."""
+        try:
+            probe(self.mountpoint, max(1.0, min(30.0, deadline - time.monotonic())))
+        except NoAnswer:
+            return False
+        code = self.proc.poll() if self.proc is not None else None
+        return _mounted(self.mountpoint) is not None and code in (None, 0)
 
     def last_words(self) -> str:
         """The end of the daemon's log (redacted), for a message about its death."""
