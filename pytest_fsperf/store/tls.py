@@ -66,3 +66,13 @@ def make(directory: str, label: str = "pytest-fsperf") -> Certs:
     _write(out.ca, ca.public_bytes(pem))
     os.chmod(out.ca, 0o644)  # a daemon of another user reads it: public
     return out
+
+
+def preload() -> None:
+    """Import what make() uses now (a host that keeps and restores sys.modules around runs,
+    as pytester does, must have them loaded first)."""
+    import cryptography.hazmat.primitives.asymmetric.ec
+    import cryptography.hazmat.primitives.hashes
+    import cryptography.hazmat.primitives.serialization
+    import cryptography.x509
+    import cryptography.x509.oid  # noqa: F401
