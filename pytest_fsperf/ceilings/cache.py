@@ -16,8 +16,9 @@ from pytest_fsperf.vocab import EngineKind, FilesOp
 
 FIO_ONLY = "measured for fio jobs only (the same job is run on tmpfs and through bindfs)"
 
-# s3_endpoint: where an S3 client reaches an OSS store (the plugin's gateway)
-STORE_FIELDS = ("endpoint", "bucket", "access_key", "secret_key", "region", "s3_endpoint")
+# s3_endpoint: where an S3 client reaches an OSS store (the plugin's gateway); ca_file: the
+# CA its TLS proxy is signed by (the ceiling reads the store as the daemon does)
+STORE_FIELDS = ("endpoint", "bucket", "access_key", "secret_key", "region", "s3_endpoint", "ca_file")
 
 
 def store_config(target: Target) -> dict[str, Any] | None:
