@@ -29,7 +29,8 @@ from pytest_fsperf.store.minio import INSTALL, S3Server, find_minio, start_minio
 # cryptography's Python modules loaded here, before any in-process pytester run: each run
 # takes them out of sys.modules after it, and loaded again over its Rust part, kept, they no
 # longer agree ("curve must be an EllipticCurve instance"); the plugin loads them lazily
-tls.preload()
+with contextlib.suppress(ImportError):  # a checkout's bare venv (test_cli) has no cryptography
+    tls.preload()
 
 # Test tiers, by what a test needs; each test is in exactly one (pytest -m unit: the quick tier):
 #   unit  pure logic: no fio, no mounts, no servers, no subprocess, no pytester run, not the
