@@ -140,7 +140,9 @@ def test_release_gate_of_ossfs2_2_0_7_against_2_0_6_compares_every_workload(tmp_
         "--pyargs", "pytest_fsperf.suites.ossfs2", "--fsperf-backend=ossfs2",
         f"--fsperf-reference={reference}", f"--fsperf-candidate={candidate}",
         "--fsperf-scale=0.0005", "--fsperf-gate-seconds=60", "--fsperf-inconclusive=warn",
-        "--fsperf-json=out/fsperf.json"])
+        # bandwidth alone, as this test measures: in 60 s for 5 workloads, the default set's
+        # other figures (each to pass its own interval) left a workload 14 s and no valid pair
+        "--fsperf-gate-on=primary", "--fsperf-json=out/fsperf.json"])
     said = done.stdout + done.stderr
     assert done.returncode in (0, 1), said[-3000:]  # 1: a regression, which is the builds' word
     assert left == 0
