@@ -141,3 +141,59 @@ def test_without_sock_diag_the_table_is_matched_by_the_whole_four_tuple(monkeypa
             assert tcp.owner(client.getsockname(), client.getpeername()) == os.geteuid()
             port = client.getsockname()[1]
             assert tcp.owner(("127.0.0.2", port), client.getpeername()) is None
+
+
+NOBODYS_HANDSHAKES = """
+import socket, ssl, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+ctx = ssl.create_default_context()
+ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+got, idle = 0, []
+for i in range(n):
+    try:
+        raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+        if i % 2:
+            idle.append(raw)  # held open, saying nothing
+            continue
+        with ctx.wrap_socket(raw) as s:
+            s.sendall(b"GET /minio/health/live HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+            got += bool(s.recv(100))
+    except OSError:
+        pass
+print(got)
+"""
+
+
+@pytest.mark.s3
+def test_nobody_gets_no_tls_handshake_from_the_stores_proxy_and_root_still_does(minio, clean):
+    """Issue 72.2: the proxy speaks TLS to the daemons. nobody's connections are closed at
+    accept, before any handshake (no certificate, no request reaches the store), idle ones
+    too; root's own request over the session's CA is answered."""
+    import ssl
+    import urllib.request
+
+    from pytest_fsperf.infra import leftovers
+    from pytest_fsperf.plan.conditions import StoreConditions
+    from pytest_fsperf.store.conditioner import ConditionedStore
+    from pytest_fsperf.store.minio import find_minio, start_minio
+
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"needs root and {SYSTEM_PYTHON} to act as another user")
+    record = leftovers.start()
+    s3 = start_minio(find_minio())
+    store = ConditionedStore(s3, int(s3.endpoint.rsplit(":", 1)[1]), StoreConditions(tls=True),
+                             "s3", owns=False)
+    try:
+        out = subprocess.run([SYSTEM_PYTHON, "-I", "-c", NOBODYS_HANDSHAKES,
+                              str(store.proxy.port), "400"], capture_output=True, text=True,
+                             user=NOBODY, group=NOBODY, extra_groups=[], timeout=300, check=True)
+        assert out.stdout.strip() == "0"
+        assert int(store.proxy.stats()["counts"]["refused"]) >= 400  # type: ignore[index]
+        ca = ssl.create_default_context(cafile=store.config()["ca_file"])
+        url = store.config()["endpoint"] + "/minio/health/live"
+        with urllib.request.urlopen(url, context=ca, timeout=10) as reply:
+            assert reply.status == 200
+    finally:
+        store.stop()
+        s3.stop()
+        leftovers.stop(record)
