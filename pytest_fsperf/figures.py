@@ -90,6 +90,10 @@ class Metric:
     count: bool = False
     shape: bool = False
 
+    def tolerance_or(self, test_tolerance: float) -> float:
+        """Its own tolerance, else the test's."""
+        return test_tolerance if self.tolerance is None else self.tolerance
+
     def __post_init__(self) -> None:
         if not self.series:
             object.__setattr__(self, "series", self.label)

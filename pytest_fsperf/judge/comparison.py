@@ -78,9 +78,10 @@ def judge_all(a: Sequence[WorkloadResult], b: Sequence[WorkloadResult], figures:
     others at the plain error, described."""
     out = {}
     share = alpha / max(1, len(figures))
+    am, bm = [r.single_metrics() for r in a], [r.single_metrics() for r in b]  # once a run
     for metric in METRICS if every else figures:
-        av = tuple(r.single_metrics().get(metric) for r in a)
-        bv = tuple(r.single_metrics().get(metric) for r in b)
+        av = tuple(m.get(metric) for m in am)
+        bv = tuple(m.get(metric) for m in bm)
         if all(v is None for v in av + bv):
             continue
         watched = metric in figures
@@ -190,9 +191,8 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
     by = decided_by(metrics, figures, deciding.accepted)
     lead = metrics.get(figures[0])
     pinned = placed([*a, *b])
-    worse = (Difference.B_WORSE, Difference.CHANGED)
-    passing = (kind.is_gate and lead is not None and metrics[by].outcome not in worse
-               if by in metrics else False)
+    passing = (kind.is_gate and lead is not None and by in metrics
+               and metrics[by].outcome not in (Difference.B_WORSE, Difference.CHANGED))
     return Comparison(test, name, backend, a_options, b_options, len(b), order_run,
                       tuple(r.name for r in a), tuple(r.name for r in b), metrics, by,
                       stopped, seconds, kind, dropped=dropped,

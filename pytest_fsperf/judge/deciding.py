@@ -85,8 +85,7 @@ def stand_in(name: str, have: Iterable[str]) -> str:
 
 def tolerance_of(metric: str, test_tolerance: float) -> float:
     """A figure's own tolerance (the registry's), else the test's."""
-    own = FIGURES[metric].tolerance
-    return test_tolerance if own is None else own
+    return FIGURES[metric].tolerance_or(test_tolerance)
 
 
 def decided_by(metrics: Mapping[str, MetricComparison], figures: tuple[str, ...],

@@ -157,7 +157,7 @@ class Comparison:
         fig = FIGURES[m.metric]
         both = (f", {fig.show(m.b_median)} against {fig.show(m.a_median)}"
                 if m.a_median is not None and m.b_median is not None else "")
-        own = f"; tolerance {100 * (fig.tolerance if fig.tolerance is not None else tolerance):g}%"
+        own = f"; tolerance {100 * fig.tolerance_or(tolerance):g}%"
         return (f"{self.name}: {what}: {fig.label} {m.ratio:.3f}x{both} "
                 f"({self.rounds} pairs{band}{own}; {self.decision_of()}{self.stopped}{more})"
                 + told + self.accepted_said())
