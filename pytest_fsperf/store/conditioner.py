@@ -34,7 +34,10 @@ COUNTED = ("requests", "connections", "throttled", "errors", "resets", "corrupte
            "retries")
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "pytest-fsperf", "proxy")
 GO = ("/usr/local/go/bin/go", "/usr/lib/go/bin/go", "/usr/bin/go")
-SOURCES = ("proxy.go", "gateway.go", "owner.go", "go.mod")
+SOURCES = ("proxy.go", "gateway.go", "owner.go", "connect.go", "go.mod")
+# the hosts a daemon names itself, reached by CONNECT through the proxy over TLS (connect.go):
+# gcsfuse before 0.36 speaks to www.googleapis.com only, and asks its token of a URL
+CONNECT_HOSTS = {"gcs": ("www.googleapis.com", "storage.googleapis.com")}
 
 
 def _source() -> dict[str, bytes]:
@@ -96,6 +99,7 @@ class Conditioned:
     entries: tuple[leftovers.Entry, ...] = ()
     private: str = ""
     ca: str = ""  # over TLS: the certificate of the CA its daemons are told to trust
+    connects: bool = False  # over TLS: CONNECT to the store's own host names taken (connect.go)
     _last: dict[str, object] = field(default_factory=dict)
 
     @property
@@ -158,8 +162,10 @@ def start(upstream: str, conditions: StoreConditions, dialect: str,
         settings["gateway"] = dict(gateway)
     ca = ""
     if conditions.tls:  # a CA of its own, in its private dir: key 0600, never on a command line
-        certs = tls.make(private)
-        settings.update(tls_cert=certs.cert, tls_key=certs.key)
+        hosts = CONNECT_HOSTS.get(dialect, ())
+        certs = tls.make(private, hosts=hosts)
+        settings.update(tls_cert=certs.cert, tls_key=certs.key,
+                        connect=[f"{h}:443" for h in hosts], token=bool(hosts))
         ca = certs.ca
     proc = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, start_new_session=True, cwd="/",
@@ -175,7 +181,8 @@ def start(upstream: str, conditions: StoreConditions, dialect: str,
         port = int(line.strip()) if re.fullmatch(rb"\d{1,5}\s*", line) else 0
     except OSError:
         port = 0
-    found = Conditioned(conditions, proc, port, stats_path, (entry, dir_entry), private, ca)
+    found = Conditioned(conditions, proc, port, stats_path, (entry, dir_entry), private, ca,
+                        bool(ca and CONNECT_HOSTS.get(dialect)))
     taken = listening(proc.pid, port) if port else "it printed no port"
     if taken is None:
         taken = f"nothing listens on its port {port}"
@@ -213,6 +220,9 @@ class ConditionedStore:
                 values[key] = value.replace(theirs, ours)
         if self.proxy.ca:
             values["ca_file"] = self.proxy.ca  # each backend tells its daemon to trust it
+            if self.proxy.connects:  # for a daemon that names the store's host itself
+                values["connect_proxy"] = f"http://{ours}"
+                values["auth_url"] = f"https://{ours}/fsperf-token"
             if "use_http" in values:  # blobfuse2's: the scheme follows it, not the URL
                 values["use_http"] = "false"
         values["store_conditions"] = self.proxy.conditions.describe()

@@ -28,8 +28,9 @@ def _write(path: str, data: bytes) -> None:
         f.write(data)
 
 
-def make(directory: str, label: str = "pytest-fsperf") -> Certs:
-    """A fresh CA and a server certificate for 127.0.0.1 in `directory` (the caller's private
+def make(directory: str, label: str = "pytest-fsperf", hosts: tuple[str, ...] = ()) -> Certs:
+    """A fresh CA and a server certificate for 127.0.0.1 (and `hosts`: the names a daemon
+    that reaches the proxy by CONNECT expects) in `directory` (the caller's private
     directory: made 0700 by it, never one another user can write)."""
     from cryptography import x509  # only where a store speaks TLS: not at the plugin's import
     from cryptography.hazmat.primitives import hashes, serialization
@@ -47,7 +48,8 @@ def make(directory: str, label: str = "pytest-fsperf") -> Certs:
                          critical=True)
           .sign(ca_key, hashes.SHA256()))
     key = ec.generate_private_key(ec.SECP256R1())
-    names = [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+    names = [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost"),
+             *(x509.DNSName(h) for h in hosts)]
     cert = (x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
             .issuer_name(ca_name).public_key(key.public_key())

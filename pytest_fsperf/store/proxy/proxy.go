@@ -53,6 +53,8 @@ type settings struct {
 	Stats     string           `json:"stats"`        // where SIGUSR1 writes the counts
 	TLSCert   string           `json:"tls_cert"`     // the daemons reach it over TLS: its certificate
 	TLSKey    string           `json:"tls_key"`      // and key (0600); "" both: plain HTTP
+	Connect   []string         `json:"connect"`      // host:port a CONNECT may name (connect.go)
+	Token     bool             `json:"token"`        // answer GET /fsperf-token (connect.go)
 	Seed      int64            `json:"seed"`
 }
 
@@ -164,9 +166,9 @@ func main() {
 				return
 			}
 			// the owner was checked on the TCP connection; its handshake has the idle limit
-			t := tls.Server(raw, tlsConf)
 			raw.SetDeadline(time.Now().Add(idle))
-			if t.Handshake() != nil {
+			t := opened(raw, tlsConf)
+			if t == nil || t.Handshake() != nil {
 				raw.Close()
 				return
 			}
@@ -299,6 +301,9 @@ func serve(c net.Conn, tcp *net.TCPConn) {
 			return
 		}
 		c.SetReadDeadline(time.Time{})
+		if l.token(req) {
+			continue
+		}
 		if !l.one(req) {
 			return
 		}
