@@ -23,8 +23,7 @@ from pytest_fsperf.store.served import Served
 
 # the stores whose every built-in daemon reads a CA file the plugin can name (checked: each
 # refused the proxy's certificate without it), spoken to over TLS unless --fsperf-store-tls=off
-# (gcsfuse: its reads through the TLS proxy end ESTALE, not yet understood: GCS stays plain)
-TLS_BY_DEFAULT = frozenset({"s3", "azure"})
+TLS_BY_DEFAULT = frozenset({"s3", "azure", "gcs"})
 
 
 def with_tls(conditions: StoreConditions, kind: str, setting: bool | None) -> StoreConditions:

@@ -46,14 +46,14 @@ def test_a_proxys_certificate_is_signed_by_a_ca_of_its_own_and_its_key_is_privat
         tls.make(str(private))
 
 
-def test_tls_is_on_for_s3_by_default_and_as_the_setting_or_the_marker_says():
+def test_tls_is_on_for_s3_azure_and_gcs_by_default_and_as_the_setting_or_the_marker_says():
     bare = StoreConditions()
     assert with_tls(bare, "s3", None).tls is True
     assert with_tls(bare, "oss", None).tls is False  # ossfs reaches its gateway by http_proxy
     assert with_tls(bare, "s3", False).tls is False
     assert with_tls(StoreConditions(tls=False), "s3", None).tls is False  # the marker's word
-    assert with_tls(bare, "azure", None).tls is True and with_tls(bare, "gcs", None).tls is False
-    assert with_tls(bare, "gcs", True).tls is True
+    assert with_tls(bare, "azure", None).tls is True and with_tls(bare, "gcs", None).tls is True
+    assert with_tls(bare, "gcs", False).tls is False
     assert not with_tls(bare, "s3", None).bare  # through the proxy, which speaks TLS
     assert "over TLS" in with_tls(bare, "s3", None).describe()
     with pytest.raises(UsageError, match="tls='yes' must be True, False or None"):

@@ -211,8 +211,8 @@ def render(backend: Backend, config: Mapping[str, str], options: tuple[str, ...]
     env = {k: v for k, t in backend.env.items() if (v := _try(t, fields)) is not None}
     if fields.get("ca_file"):  # the store speaks TLS with a CA of the plugin's
         if not backend.trust_env:
-            raise UsageError(f"{where}: its store is over TLS (--fsperf-store-tls; on for S3 "
-                             f"by default), and {backend.name} names no variable its daemon "
+            raise UsageError(f"{where}: its store is over TLS (--fsperf-store-tls; on for S3, "
+                             f"Azure and GCS by default), and {backend.name} names no variable its daemon "
                              "reads a CA file from (a backend config's trust_env = "
                              "SSL_CERT_FILE): name one, or run with --fsperf-store-tls=off")
         env.update({k: str(fields["ca_file"]) for k in backend.trust_env})

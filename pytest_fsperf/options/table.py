@@ -201,8 +201,8 @@ OPTIONS = (
            None, "on|off",
            "the plugin's stores over TLS, as real endpoints are (the proxy's, with a CA made for "
            "it; each backend told to trust it as its daemon reads trust): the daemon's TLS work "
-           "in its CPU and latency (default: on for S3 and Azure, whose every built-in daemon "
-           "reads a CA file the plugin names; off for OSS and GCS)"),
+           "in its CPU and latency (default: on for S3, Azure and GCS, whose every built-in "
+           "daemon reads a CA file the plugin names; off for OSS)"),
     Option("fsperf_page_cache", "page_cache", parse.member(pagecache.Counting),
            pagecache.Counting.AUTO, "auto|on|off",
            "count the page cache a fio workload takes (its processes in a memory cgroup of "

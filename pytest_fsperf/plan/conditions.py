@@ -46,7 +46,7 @@ class StoreConditions:
     profile: str = ""  # the named profile these came from, if any
     # the daemons reach the store over TLS (the proxy's, with a CA made for it), as every real
     # endpoint is: their TLS work in their CPU and latency; None: as --fsperf-store-tls says
-    # (its default: on for S3, stores.TLS_BY_DEFAULT)
+    # (its default: stores.TLS_BY_DEFAULT: S3, Azure, GCS)
     tls: bool | None = None
 
     def checked(self, where: str) -> StoreConditions:

@@ -175,7 +175,7 @@ def start_fake_gcs(binary: str) -> Served:
     proc, data_dir, port, entries = _start(
         "fake-gcs", lambda port, d: [binary, "-scheme", "http", "-host", "127.0.0.1", "-port",
                                      str(port), "-backend", "memory", "-log-level", "error",
-                                     "-public-host", f"127.0.0.1:{port}"],
+                                     "-public-host", "127.0.0.1"],
         {}, "http://127.0.0.1:{port}/storage/v1/b")
     bucket = "fsperf-" + secrets.token_hex(4)
     endpoint = f"http://127.0.0.1:{port}"

@@ -76,3 +76,20 @@ func (l *link) token(req *head) bool {
 		strconv.Itoa(len(body)) + "\r\n\r\n" + body))
 	return true
 }
+
+// forwardedTLS: the request as the store gets it from a daemon that spoke TLS to the proxy: with
+// X-Forwarded-Proto: https (the client's own dropped), so that a URL the store builds from the
+// request (fake-gcs-server's resumable upload Location) leads back through the proxy over TLS.
+func forwardedTLS(req *head) *head {
+	out := *req
+	out.lines = make([]string, 0, len(req.lines)+1)
+	for i, line := range req.lines {
+		name, _, _ := strings.Cut(line, ":")
+		if i > 0 && strings.EqualFold(strings.TrimSpace(name), "x-forwarded-proto") {
+			continue
+		}
+		out.lines = append(out.lines, line)
+	}
+	out.lines = append(out.lines, "X-Forwarded-Proto: https\r\n")
+	return &out
+}

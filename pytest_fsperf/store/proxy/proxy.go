@@ -269,6 +269,7 @@ func (h *head) hasBody() bool { return h.chunked || h.length > 0 }
 type link struct {
 	client   net.Conn     // the daemon's connection: its TCP one, or TLS over it
 	tcp      *net.TCPConn // the TCP connection under it (a reset is sent on it)
+	secure   bool         // the daemon spoke TLS: the store is told so (X-Forwarded-Proto)
 	up       *net.TCPConn
 	cr, ur   *bufio.Reader
 	conn     *bucket
@@ -286,6 +287,7 @@ type flow struct {
 func serve(c net.Conn, tcp *net.TCPConn) {
 	defer c.Close()
 	l := &link{client: c, tcp: tcp, cr: bufio.NewReaderSize(c, 64<<10), fresh: true}
+	_, l.secure = c.(*tls.Conn)
 	if cfg.ConnBps > 0 {
 		l.conn = newBucket(cfg.ConnBps, cfg.ConnBps/20)
 	}
@@ -356,6 +358,9 @@ func (l *link) one(req *head) bool {
 		l.up = up.(*net.TCPConn)
 		l.up.SetNoDelay(true)
 		l.ur = bufio.NewReaderSize(l.up, 64<<10)
+	}
+	if l.secure {
+		req = forwardedTLS(req)
 	}
 	if _, err := l.up.Write(req.bytes()); err != nil {
 		return false
