@@ -1,0 +1,3 @@
+module fsperf-delayer
+
+go 1.22
