@@ -204,3 +204,22 @@ def test_a_gated_workloads_bandwidth_bars_show_the_reference_beside_the_candidat
     assert "reference A blue" in bw.title
     alone, _c, _m = bar_charts([b])
     assert [bar.side for bar in alone.bars] == ["now"]
+
+
+@pytest.mark.unit
+def test_the_header_names_the_store_conditions_the_plugins_mounts_ran_under():
+    """Issue 73.3: `--fsperf-store-rtt=10ms` printed no round trip anywhere but the echoed
+    option."""
+    import dataclasses
+
+    from pytest_fsperf.report.view import store_fact
+    from pytest_fsperf.result.machine import Mounted
+    from tests.results import row as made
+
+    under = Mounted("s3fs", (), ("s3fs",), "rtt 10 ms, over TLS")
+    rows = [dataclasses.replace(made(), mount=under) for _ in range(2)]
+    assert store_fact(rows) == (("store", "rtt 10 ms, over TLS"),)
+    bare = dataclasses.replace(made(), mount=dataclasses.replace(under, store=""))
+    (said,) = store_fact([*rows, bare])
+    assert said[1].startswith("rtt 10 ms, over TLS (2 rows); no conditions")
+    assert store_fact([made()]) == ()  # an existing mount: its store is not the plugin's to say

@@ -27,10 +27,10 @@ TIER = "unit"
 def test_a_profile_and_one_condition_over_it() -> None:
     base = conditions.profile("In-Region", "--fsperf-store-profile=In-Region")
     assert base == PROFILES["in-region"] and not base.bare
-    assert base.describe() == "in-region: rtt 2.00 ms, ttfb 10.0 ms, 50.0 MB/s per connection"
+    assert base.describe() == "in-region: rtt 2 ms, ttfb 10 ms, 50.0 MB/s per connection"
     changed = conditions.combined(base, rtt=0.02, errors=None)
     assert changed.rtt == 0.02 and changed.ttfb == base.ttfb
-    assert changed.describe().startswith("in-region, changed: rtt 20.0 ms")
+    assert changed.describe().startswith("in-region, changed: rtt 20 ms")
     assert conditions.combined(base) is base
     assert PROFILES["bare"].bare and PROFILES["bare"].describe() == "bare"
     assert PROFILES["faulty"].faulty and not PROFILES["express"].faulty
@@ -217,7 +217,7 @@ def test_a_daemon_meets_the_conditions_and_its_results_say_which(pytester, clean
     rows = {r["name"]: r for r in bare["results"]}, {r["name"]: r for r in slow["results"]}
     assert rows[1]["r"]["ops"]["per_second"] < 0.7 * rows[0]["r"]["ops"]["per_second"]
     # S3 over TLS by default (issue 72.2): said in every result, conditions or none
-    assert all(r["mount"]["store"] == "rtt 20.0 ms, over TLS" for r in rows[1].values())
+    assert all(r["mount"]["store"] == "rtt 20 ms, over TLS" for r in rows[1].values())
     assert all(r["mount"].get("store", "") == "over TLS" for r in rows[0].values())
     assert rows[0]["r"]["fingerprint"] != rows[1]["r"]["fingerprint"]
     did = rows[1]["r"]["requests"]["conditions"]  # what the proxy did in the read's window
@@ -320,7 +320,7 @@ def test_a_marker_names_the_conditions_of_its_own_store(pytester, clean) -> None
     result.assert_outcomes(passed=2, errors=3)
     rows = {(r["test"].split("::")[-1], r["name"]): r for r in data["results"]}
     near, far = rows[("test_session", "r")], rows[("test_far", "r")]
-    assert near["mount"]["store"] == "over TLS" and far["mount"]["store"] == "rtt 20.0 ms, over TLS"
+    assert near["mount"]["store"] == "over TLS" and far["mount"]["store"] == "rtt 20 ms, over TLS"
     assert far["ops"]["per_second"] < 0.7 * near["ops"]["per_second"]
     assert far["requests"]["conditions"]["first_byte_p50"] >= 0.02
     result.stdout.fnmatch_lines([

@@ -84,9 +84,9 @@ class StoreConditions:
         """One line: `in-region: rtt 2 ms, ttfb 10 ms` ("bare" for none)."""
         parts = []
         if self.rtt:
-            parts.append(f"rtt {units.format_duration(self.rtt * 1e9)}")
+            parts.append(f"rtt {_ms(self.rtt)}")
         if self.ttfb:
-            parts.append(f"ttfb {units.format_duration(self.ttfb * 1e9)}")
+            parts.append(f"ttfb {_ms(self.ttfb)}")
         if self.conn_bandwidth:
             parts.append(f"{units.format_rate(self.conn_bandwidth)} per connection")
         if self.bandwidth:
@@ -100,7 +100,7 @@ class StoreConditions:
         if self.corrupt:
             parts.append(f"{100 * self.corrupt:g}% of ranged reads with a byte flipped")
         if self.tail_every and self.tail:
-            parts.append(f"1 in {self.tail_every} held {units.format_duration(self.tail * 1e9)}")
+            parts.append(f"1 in {self.tail_every} held {_ms(self.tail)}")
         if self.tls:
             parts.append("over TLS")
         said = ", ".join(parts) or "bare"
@@ -123,6 +123,11 @@ class StoreConditions:
                 "error_rate": self.errors, "reset_rate": self.resets, "corrupt_rate": self.corrupt,
                 "tail_every": self.tail_every, "tail_ns": int(self.tail * 1e9),
                 "owners": owners, "stats": stats, "seed": seed}
+
+
+def _ms(seconds: float) -> str:
+    """A condition's time as it was asked: 10 ms, 0.5 ms (not 10.0 ms, 500 us)."""
+    return f"{seconds * 1e3:.6g} ms"
 
 
 # The named profiles: their numbers and where each comes from are in

@@ -304,6 +304,22 @@ def header(env: Environment | None) -> tuple[tuple[str, str], ...]:
     return tuple(facts)
 
 
+def store_fact(results: Sequence[Row]) -> tuple[tuple[str, str], ...]:
+    """The store conditions the plugin's mounts ran under (round trip, first byte, limits,
+    TLS), as the header names the scale: one line, each set of conditions with its rows."""
+    counts: dict[str, int] = {}
+    for r in results:
+        if r.mount is not None:
+            counts[r.mount.store] = counts.get(r.mount.store, 0) + 1
+    if not counts:
+        return ()
+    said = {k: k or "no conditions: the store as the plugin started it (plain HTTP) or as configured"
+            for k in counts}
+    if len(counts) == 1:
+        return (("store", said[next(iter(counts))]),)
+    return (("store", "; ".join(f"{said[k]} ({n} row{'s' * (n > 1)})" for k, n in counts.items())),)
+
+
 def elsewhere(env: Environment | None, results: Sequence[Row]) -> tuple[tuple[str, str], ...]:
     """The mounts the plugin made for some tests (a marker's backend, fsperf_mount): the
     header's filesystem is the session's, and those rows ran elsewhere."""
@@ -357,7 +373,7 @@ def build(env: Environment | None, given: Sequence[ResultRow],
             if len(shown) < len(results) else [])
     decision, said = summary(shown, comparisons, inconclusive_fails, failed_tests)
     told += time_spent(comparisons, *clock)
-    return View(header(env) + elsewhere(env, results),
+    return View(header(env) + store_fact(results) + elsewhere(env, results),
                 Table(head, tuple(row(r, saved, extra) for r in shown),
                       frozenset(range(2, 8 + len(extra)))),
                 tuple(r.verdict for r in results),

@@ -1,13 +1,10 @@
-"""The store conditions' proxy (proxy/proxy.go): built once per source with the machine's Go
-into a private cache, started in front of a store the plugin runs, its endpoint given to the
-daemons in the store's place. Root runs it: Go is resolved and checked like any program root
-runs, and builds with no setting of the caller's (GOFLAGS could name a -toolexec), no
-network and no toolchain download; the binary is checked (owner, mode, bytes) each start."""
+"""The store conditions' proxy (proxy/proxy.go, built by gobuild): started in front of a store
+the plugin runs, its endpoint given to the daemons in the store's place; the binary is checked
+(owner, mode, bytes) each start."""
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import re
@@ -17,68 +14,29 @@ import shutil
 import signal
 import stat
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 
 from pytest_fsperf.errors import MeasurementError
-from pytest_fsperf.infra import buildcache, leftovers, trust
+from pytest_fsperf.infra import leftovers
 from pytest_fsperf.infra.procs import Proc, listening, stop_child
 from pytest_fsperf.plan.conditions import StoreConditions
-from pytest_fsperf.store import tls
+from pytest_fsperf.store import gobuild, tls
 
 NAME = "fsperf-store-proxy"
 COUNTED = ("requests", "connections", "throttled", "errors", "resets", "corrupted", "held",
            "retries")
-CACHE = os.path.join(os.path.expanduser("~"), ".cache", "pytest-fsperf", "proxy")
-GO = ("/usr/local/go/bin/go", "/usr/lib/go/bin/go", "/usr/bin/go")
 SOURCES = ("proxy.go", "gateway.go", "owner.go", "connect.go", "go.mod")
 # the hosts a daemon names itself, reached by CONNECT through the proxy over TLS (connect.go):
 # gcsfuse before 0.36 speaks to www.googleapis.com only, and asks its token of a URL
 CONNECT_HOSTS = {"gcs": ("www.googleapis.com", "storage.googleapis.com")}
 
 
-def _source() -> dict[str, bytes]:
-    place = resources.files("pytest_fsperf.store").joinpath("proxy")
-    return {name: place.joinpath(name).read_bytes() for name in SOURCES}
-
-
 @functools.lru_cache(maxsize=1)
 def binary() -> tuple[str | None, str]:
     """The proxy's path (built if need be), or None and why not (once per process)."""
-    found = next((g for g in (*GO, shutil.which("go") or "") if g and os.access(g, os.X_OK)), None)
-    if found is None:
-        return None, "no Go toolchain (>= 1.22) to build the store conditions' proxy"
-    go_argv, why = trust.program(found)
-    if why:
-        return None, f"Go is not run as root: {why}"
-    files = _source()
-    digest = hashlib.sha256(b"".join(files[n] for n in SOURCES)).hexdigest()[:16]
-    try:
-        return buildcache.built(CACHE, f"{NAME}-{digest}",
-                                lambda cache, path: _build(go_argv, files, cache, path), "the proxy")
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"the store conditions' proxy could not be built: {str(exc)[-300:]}"
-
-
-def _build(go: list[str], files: Mapping[str, bytes], cache: str, path: str) -> None:
-    with tempfile.TemporaryDirectory(dir=cache) as work:
-        for name, text in files.items():
-            with open(os.path.join(work, name), "wb") as f:
-                f.write(text)
-        env = {"PATH": f"{os.path.dirname(go[0])}:/usr/bin:/bin", "HOME": work, "LC_ALL": "C",
-               "GOCACHE": os.path.join(cache, "gocache"), "GOPATH": os.path.join(work, "gopath"),
-               "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local", "GOPROXY": "off",
-               "CGO_ENABLED": "0", "GOENV": "off", "GOWORK": "off"}
-        done = subprocess.run([*go, "build", "-trimpath", "-o", NAME, "."], cwd=work, env=env,
-                              capture_output=True, text=True, timeout=600, check=False)
-        if done.returncode != 0:
-            raise OSError(f"go build failed: {done.stderr.strip()[-300:]}")
-        out = os.path.join(work, NAME)
-        os.chmod(out, 0o700)
-        os.replace(out, path)
+    return gobuild.built("proxy", NAME, SOURCES, "the store conditions' proxy")
 
 
 RUNNING: dict[str, Conditioned] = {}  # by address: what a measured window reads
