@@ -221,5 +221,6 @@ def test_the_header_names_the_store_conditions_the_plugins_mounts_ran_under():
     assert store_fact(rows) == (("store", "rtt 10 ms, over TLS"),)
     bare = dataclasses.replace(made(), mount=dataclasses.replace(under, store=""))
     (said,) = store_fact([*rows, bare])
-    assert said[1].startswith("rtt 10 ms, over TLS (2 rows); no conditions")
+    assert said[1] == "rtt 10 ms, over TLS (2 rows); none (1 row)"
     assert store_fact([made()]) == ()  # an existing mount: its store is not the plugin's to say
+    assert store_fact([bare]) == ()  # no conditions anywhere: nothing to say

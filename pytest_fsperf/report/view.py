@@ -88,7 +88,11 @@ def summary(results: list[Row], comparisons: Iterable[Comparison],
     count = f"{len(results)} workload{'' if len(results) == 1 else 's'}"
     lines = [f"{said}: {count}: {failing} failing, {unsure} inconclusive"
              f"{how}, {passed} passed, {len(results) - failing - unsure - passed} not judged"
-             + (f"; {len(decided_ab)} of {len(comparisons)} comparisons decided"
+             + (f"; {len(comparisons)} comparison{'' if len(comparisons) == 1 else 's'}: "
+                f"{len(decided_ab)} decided, {len(comparisons) - len(decided_ab)} undecided"
+                + (f" ({open_ab} of them {'fail' if inconclusive_fails else 'warn'}: "
+                   f"--fsperf-inconclusive={'fail' if inconclusive_fails else 'warn'})"
+                   if open_ab else "")
                 if comparisons else "")
              + (f"; {len(errors)} test{'' if len(errors) == 1 else 's'} failed or errored"
                 if errors else "")]
@@ -306,18 +310,18 @@ def header(env: Environment | None) -> tuple[tuple[str, str], ...]:
 
 def store_fact(results: Sequence[Row]) -> tuple[tuple[str, str], ...]:
     """The store conditions the plugin's mounts ran under (round trip, first byte, limits,
-    TLS), as the header names the scale: one line, each set of conditions with its rows."""
+    TLS), as the header names the scale: one line, each set of conditions with its rows;
+    none where no row ran under any (a bare store, a backend with no store, a mount given)."""
     counts: dict[str, int] = {}
     for r in results:
         if r.mount is not None:
             counts[r.mount.store] = counts.get(r.mount.store, 0) + 1
-    if not counts:
+    if not any(counts):
         return ()
-    said = {k: k or "no conditions: the store as the plugin started it (plain HTTP) or as configured"
-            for k in counts}
     if len(counts) == 1:
-        return (("store", said[next(iter(counts))]),)
-    return (("store", "; ".join(f"{said[k]} ({n} row{'s' * (n > 1)})" for k, n in counts.items())),)
+        return (("store", next(iter(counts))),)
+    return (("store", "; ".join(f"{k or 'none'} ({n} row{'s' * (n > 1)})"
+                                for k, n in counts.items())),)
 
 
 def elsewhere(env: Environment | None, results: Sequence[Row]) -> tuple[tuple[str, str], ...]:
