@@ -28,14 +28,19 @@ def built(package: str, name: str, sources: tuple[str, ...], what: str) -> tuple
     go_argv, why = trust.program(found)
     if why:
         return None, f"Go is not run as root: {why}"
-    place = resources.files("pytest_fsperf.store").joinpath(package)
-    files = {n: place.joinpath(n).read_bytes() for n in sources}
+    files = source(package, sources)
     digest = hashlib.sha256(b"".join(files[n] for n in sources)).hexdigest()[:16]
     try:
         return buildcache.built(CACHE, f"{name}-{digest}",
                                 lambda cache, path: _build(go_argv, files, name, cache, path), what)
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"{what} could not be built: {str(exc)[-300:]}"
+
+
+def source(package: str, names: tuple[str, ...]) -> dict[str, bytes]:
+    """The files of pytest_fsperf/store/`package`, as the installed package ships them."""
+    place = resources.files("pytest_fsperf.store").joinpath(package)
+    return {n: place.joinpath(n).read_bytes() for n in names}
 
 
 def _build(go: list[str], files: Mapping[str, bytes], name: str, cache: str, path: str) -> None:
