@@ -232,8 +232,9 @@ class Interleaving:
         # what a pair costs (issue 63): this one's and the others' own time, not the waits for
         # the machine and the dropped pairs since the last valid one (a gate stopped with 4
         # pairs' time left, a dropped pair and a wait taken for the next pair's cost)
+        # the slowest pair's: one as slow as it must still fit (a median overran budgets)
         self.costs.append(now - self.pair_t0 - self.pair_layout)
-        last = statistics.median(self.costs)
+        last = max(self.costs)
         self.last_pair, self.spent_before = last, elapsed
         if not should_stop(decided, self.budget, pair, elapsed, last):
             return None
@@ -244,7 +245,7 @@ class Interleaving:
             why = f"pair cap reached ({pairs}, a safety cap: --fsperf-ab-max-rounds)"
         else:
             why = (f"time budget spent after {pairs}: the next pair (about {last:.0f} s, "
-                   "cold starts included) would not fit")
+                   "cold starts included, as the slowest so far) would not fit")
         return self._end(f"{why}; {self.spent.shown(elapsed, self.budget, self.before)}", elapsed,
                          out_of_time=(not (decided and pair >= self.budget.min_pairs)
                                       and pair < self.budget.max_pairs), last_pair=last)
