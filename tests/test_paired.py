@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -254,8 +255,11 @@ def test_a_pair_slower_than_the_median_does_not_carry_the_comparison_past_its_bu
     for seconds in (1.3, 1.5):
         began = clock.monotonic()
         spread = itertools.cycle([0.7, 1.3])  # never decided: the budget ends it
-        interleave(sides, lambda side, n: result(100e6 * (next(spread) if side == "B" else 1)),
-                   Budget(min_pairs=3, max_pairs=30, seconds=seconds), 0.05)
+
+        def run(side: str, n: int, spread: Iterator[float] = spread) -> object:
+            return result(100e6 * (next(spread) if side == "B" else 1))
+
+        interleave(sides, run, Budget(min_pairs=3, max_pairs=30, seconds=seconds), 0.05)
         assert clock.monotonic() - began <= seconds + 0.1, seconds
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
