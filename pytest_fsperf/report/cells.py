@@ -69,6 +69,8 @@ def cache_cell(r: Row) -> str:
         return "not cold: daemon disk cache kept"
     if daemon == DaemonCache.SERVED_ITSELF:
         return "warm in the daemon"
+    if page == PageCache.WARM and _writes_only(r):  # a write reads nothing: no cache to name
+        return "-"
     cold = page in {p.value for p in PageCache if p.cold}
     if cold and daemon == DaemonCache.UNKNOWN:  # the kernel's cache only: say so
         return f"{page}, daemon not restarted"
@@ -79,6 +81,12 @@ def cache_cell(r: Row) -> str:
         return ("cold: FUSE only, the store's cache kept (daemon remounted"
                 + (", its disk cache wiped)" if daemon == DaemonCache.WIPED else ")"))
     return "cold: remount+" + ("wipe+" if daemon == DaemonCache.WIPED else "") + PageCache(page).method
+
+
+def _writes_only(r: Row) -> bool:
+    read, write = r.read, r.write
+    return (write is not None and write.io_bytes > 0
+            and (read is None or read.io_bytes == 0))
 
 
 def _spread(r: Row, key: str) -> str:
