@@ -126,8 +126,7 @@ if __name__ == "__main__":
     from pathlib import Path
 
     docs = Path(__file__).resolve().parent
-    for page in PAGES:
-        path = docs / page
+    for path in sorted(docs.rglob("*.md")):  # every page: defaults are written in the source
         text = path.read_text()
         if refresh(text) != text:
             path.write_text(refresh(text))

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_fsperf.mounts.builtin import BUILTIN
 from pytest_fsperf.store import served
 from pytest_fsperf.store.minio import INSTALL, find_minio
 
 TIER = "s3"
 
-PEERS = "put ../shared/tools/peers/bin on PATH (its README says how each was built)"
 # backend -> (its binary, what its store needs: a binary and its install line, or MinIO)
 BACKENDS = {
     "ossfs2": ("ossfs2", None),
@@ -70,7 +70,8 @@ exit $rc
 def _needs(backend: str) -> None:
     binary, store = BACKENDS[backend]
     if shutil.which(binary) is None:
-        pytest.skip(f"{binary} is not installed: {PEERS}")
+        pytest.skip(f"{binary} is not installed: "
+                    + next(b.install for b in BUILTIN if b.name == backend))
     if store is None:
         if find_minio() is None:
             pytest.skip(f"MinIO is not installed: {INSTALL}")
@@ -134,7 +135,7 @@ def test_release_gate_of_ossfs2_2_0_7_against_2_0_6_compares_every_workload(tmp_
     _needs("ossfs2")
     reference = Path(shutil.which("ossfs2") or "").resolve().parent.parent / "ossfs2-2.0.6" / "ossfs2"
     if not reference.is_file():
-        pytest.skip(f"ossfs2 2.0.6 is not beside the peers: {PEERS}")
+        pytest.skip(f"ossfs2 2.0.6 is not at {reference} (beside the ossfs2 on PATH)")
     candidate = Path(shutil.which("ossfs2") or "").resolve()
     done, left = run_isolated(tmp_path, [
         "--pyargs", "pytest_fsperf.suites.ossfs2", "--fsperf-backend=ossfs2",

@@ -42,6 +42,24 @@ def test_every_relative_link_and_anchor_holds(page):
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_page_read_as_markdown_shows_no_placeholder(page):
+    """Issue 74.4, as found: backends.md read on GitHub showed `--fsperf-ab-max-rounds=<!--
+    fsperf:default ab_max_rounds -->`. A default is written into the source between its
+    marks (docs/hooks.py), never inside a code span, where a comment is shown as written."""
+    import sys
+
+    sys.path.insert(0, str(DOCS))
+    from hooks import refresh
+
+    text = page.read_text("utf-8")
+    assert refresh(text) == text, f"{page.name}: run `python3 docs/hooks.py`"
+    assert not re.search(r"<!-- fsperf:default \w+ -->(?![^<]*<!-- /fsperf -->)", text)
+    for span in re.findall(r"`[^`\n]+`", text):
+        assert "<!--" not in span, f"{page.name}: a placeholder in a code span: {span}"
+
+
+@pytest.mark.unit
 def test_the_readme_is_short_and_keeps_its_two_commands():
     text = (ROOT / "README.md").read_text("utf-8")
     assert len(text.splitlines()) <= 120
