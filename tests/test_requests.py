@@ -304,3 +304,27 @@ def test_rclone_lays_out_every_file_and_server_modtime_drops_the_heads(pytester,
     """)
     result, _ = run(pytester)
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.unit
+def test_lookups_of_names_not_there_are_said_apart_from_errors():
+    """Issue 74.3, as found: `2000 answered with errors: 2000 4xx` for the HEADs s3fs sends
+    for names it is about to create: expected lookups, worded as failures."""
+    import dataclasses
+
+    from pytest_fsperf.report.view import requests_line
+    from pytest_fsperf.result.machine import Mounted
+    from pytest_fsperf.result.store import Requests
+    from tests.results import row as made
+
+    def line(by_kind: dict[str, int], e4: int, e5: int) -> str:
+        q = Requests(dict.fromkeys(KINDS, 0) | {"HEAD": 2000, "PUT": 2000}, {}, e4, e5, 0, 0,
+                     errors_by_kind=by_kind)
+        return requests_line(dataclasses.replace(made(), requests=q,
+                                                 mount=Mounted("s3fs", (), ("s3fs",))))
+
+    said = line({"HEAD": 2000}, 2000, 0)
+    assert "2000 lookups of names not there (HEAD answered 4xx)" in said
+    assert "answered with errors" not in said
+    said = line({"HEAD": 2000, "PUT": 3}, 2003, 1)
+    assert "2000 lookups" in said and "4 answered with errors: 3 4xx, 1 5xx" in said

@@ -250,9 +250,15 @@ def requests_line(r: Row) -> str:
         return f"object-store requests not available: {note}" if r.mount and note else ""
         # (an existing mount's note stays in the JSON: its store is not the plugin's to know)
     parts = []
-    errors = q.errors_4xx + q.errors_5xx
-    if errors:  # a 404 for a HEAD of a name not there yet is how s3fs creates a file
-        parts.append(f"{errors} answered with errors: {q.errors_4xx} 4xx, {q.errors_5xx} 5xx"
+    # a HEAD answered 4xx is a lookup of a name not there yet (how s3fs creates a file): said
+    # apart from the errors, which are what else the store refused or failed
+    lookups = min(q.errors_by_kind.get("HEAD", 0), q.errors_4xx)
+    if lookups:
+        parts.append(f"{lookups} lookup{'s' * (lookups > 1)} of names not there (HEAD answered 4xx)")
+    errors = q.errors_4xx - lookups + q.errors_5xx
+    if errors:
+        parts.append(f"{errors} answered with errors: {q.errors_4xx - lookups} 4xx, "
+                     f"{q.errors_5xx} 5xx"
                      + (" (a 503 SlowDown is a 5xx: the store throttled)" if q.errors_5xx else ""))
     if q.errors_unclassified:
         parts.append(f"{q.errors_unclassified} failed ({q.source} does not say how)")
