@@ -344,6 +344,9 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
                       if s.ceilings or (plan is not None and plan.wants_ceilings) else None)
             config = per_test(s, plan, target, place)  # resolved once, carried in the record
             handle = Workspace(state, target, test_id(request.node), workdir, config, beside)
+            if (plan is not None and plan.bounds_memory and shared is not None
+                    and target.owned is not None and config.release is None):
+                handle.cold_start()  # a fresh daemon: its memory is this test's alone (74.1)
             request.node.stash[RECORD] = ItemRecord(plan or Plan(test_id(request.node), ()), config,
                                                     handle.results, handle.comparisons)
             yield Fsperf(handle)

@@ -142,3 +142,23 @@ def test_a_cpu_figure_not_measured_is_null_with_its_reason_in_the_json():
     assert kept["daemon"]["cpu_percent"] == 12.5 and "cpu_percent_note" not in kept["daemon"]
     whole = jsonout.schema()
     jsonschema.validate(json.loads(json.dumps(short["daemon"])), {**whole["$defs"]["DaemonStats"], "$defs": whole["$defs"]})
+
+
+@pytest.mark.unit
+def test_a_memory_bound_failed_on_what_the_daemon_held_before_says_so():
+    """Issue 74.1: on a mount the plugin did not start (no fresh daemon), the failure line
+    says what the daemon held as the window started and offers the window's own bound."""
+    import dataclasses
+
+    from pytest_fsperf.result.daemon import DaemonStats
+
+    daemon = DaemonStats(pid=7, wall_seconds=3.0, cpu_seconds=0.3, cpu_percent=10.0,
+                         peak_rss_bytes=574_000_000, peak_rss_method="VmHWM", read_bytes=None,
+                         write_bytes=None, start_rss_bytes=562_000_000)
+    r = dataclasses.replace(result(100e6), daemon=daemon)
+    (said,) = judge(build_plan("t", [((), {"max_rss": "300MB"})]), [r]).failures
+    assert said.startswith("read: daemon peak memory 574 MB > max_rss 300MB")
+    assert "the daemon held 562 MB as the window started" in said and "max_rss_growth" in said
+    fresh = dataclasses.replace(r, daemon=dataclasses.replace(daemon, start_rss_bytes=20_000_000))
+    (plain,) = judge(build_plan("t", [((), {"max_rss": "300MB"})]), [fresh]).failures
+    assert "held" not in plain

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pytest_fsperf import units
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.figures import Fig
 from pytest_fsperf.plan.marker import Plan, Threshold
@@ -70,7 +71,8 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
             if threshold.holds(lo) and threshold.holds(hi):
                 continue
             if not threshold.holds(lo) and not threshold.holds(hi):
-                verdict.failures.append(threshold.describe_failure(r.name, measured) + spread)
+                verdict.failures.append(threshold.describe_failure(r.name, measured) + spread
+                                        + _carried(r, metric))
                 verdict.per_workload[r.name] = Outcome.FAIL
             else:
                 verdict.inconclusive.append(
@@ -79,6 +81,16 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
                     "run more rounds (--fsperf-rounds) or steady the machine")
                 verdict.per_workload[r.name] = verdict.per_workload[r.name].worst(Outcome.INCONCLUSIVE)
     return verdict
+
+
+def _carried(r: WorkloadResult, metric: str) -> str:
+    """A peak the daemon mostly held before the window (issue 74.1): said in the failure."""
+    d = r.daemon
+    if metric != Fig.DAEMON_RSS or d is None or not d.carried:
+        return ""
+    return (f"; the daemon held {units.format_mb(d.start_rss_bytes or 0)} as the window started "
+            "(earlier work on this mount): bound the window's own growth with max_rss_growth, "
+            "or mount it for the test (fsperf_mount)")
 
 
 PER_DAEMON = (Fig.DAEMON_CPU, Fig.DAEMON_RSS)  # a limit on one daemon: each host's, apart

@@ -17,6 +17,8 @@ from pytest_fsperf import units
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.figures import METRICS, OPCODES, Fig, Metric
 
+# bounds on the daemon's memory (issue 74.1: a peak carried in from an earlier test is not this one's)
+MEMORY_BOUNDS = frozenset({"max_rss", "max_rss_after", "max_rss_per_handle", "max_rss_round_growth"})
 
 @dataclass(frozen=True)
 class Keyword:
@@ -104,6 +106,11 @@ class Plan:
     @property
     def wants_rss_after(self) -> bool:
         return any(t.keyword in ("max_rss_after", "max_rss_round_growth") for t in self.thresholds)
+
+    @property
+    def bounds_memory(self) -> bool:
+        """A bound on the daemon's memory: judged on a daemon that holds only this test's work."""
+        return any(t.keyword in MEMORY_BOUNDS for t in self.thresholds)
 
     @property
     def wants_ceilings(self) -> bool:

@@ -10,7 +10,6 @@ from pytest_fsperf.report.model import (
     Row,
     short_test,
 )
-from pytest_fsperf.result.daemon import DaemonStats
 from pytest_fsperf.vocab import ColdRead, DaemonCache, FilesOp, PageCache
 
 
@@ -45,18 +44,11 @@ def daemon_cells(r: Row) -> tuple[str, str]:
         mem += f" ({units.format_mb((d.peak_rss_bytes - r.rss_before) / held)} per handle)"
     if d.peak_rss_method != "VmHWM":
         mem += " (sampled)"
-    if carried(d):
+    if d.carried:
         mem += f" (started at {units.format_mb(d.start_rss_bytes or 0)})"
     if cpu is None:
         return "-", mem
     return units.format_percent(cpu), mem
-
-
-def carried(d: DaemonStats) -> bool:
-    """The daemon held most of its peak as the window started (100 MB or more): the peak
-    tells of earlier work as much as of this window's."""
-    start = d.start_rss_bytes or 0
-    return start >= 100e6 and start >= 0.5 * d.peak_rss_bytes
 
 
 def cache_cell(r: Row) -> str:

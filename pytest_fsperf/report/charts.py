@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pytest_fsperf import units
 from pytest_fsperf.figures import METRICS, Fig
 from pytest_fsperf.report.cells import figures
 from pytest_fsperf.report.model import (
@@ -47,7 +48,10 @@ def bar_charts(results: list[Row], references: Mapping[tuple[str, str], Row] | N
     for r in results:
         for f in figures(r):
             if f.metric.key in by_metric:
-                by_metric[f.metric.key].append(_bar(r, label(r), f.value, f.metric.key))
+                d, named = r.daemon, label(r)
+                if f.metric.key == Fig.DAEMON_RSS and d is not None and d.carried:  # not its own
+                    named += f" (started at {units.format_mb(d.start_rss_bytes or 0)})"
+                by_metric[f.metric.key].append(_bar(r, named, f.value, f.metric.key))
     title = "bandwidth per workload and round" + (
         " (a gate's reference A blue, its candidate B red)" if references else "")
     return (Chart(title, METRICS[Fig.BW], tuple(per_round + single)),

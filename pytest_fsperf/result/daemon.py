@@ -82,6 +82,13 @@ class DaemonStats:
         return countable_cpu(self.cpu_window_seconds or self.wall_seconds, self.cpu_percent,
                              self.cpu_exact)
 
+    @property
+    def carried(self) -> bool:
+        """It held most of its peak as the window started (100 MB or more): the peak tells
+        of earlier work as much as of this window's."""
+        start = self.start_rss_bytes or 0
+        return start >= 100e6 and start >= 0.5 * self.peak_rss_bytes
+
 
 @dataclass(frozen=True)
 class Faults:
