@@ -430,13 +430,18 @@ def percentile(bins: dict[int, int], p: float) -> float | None:
     return float(max(bins))
 
 
-def read_clat_logs(prefix: str, origin: float = 0.0) -> list[tuple[float, float]]:
-    """(second since `origin`, mean completion latency in ns) from PREFIX_clat.N.log of every
-    job: per second, the mean of the jobs' and directions' averages. Lines are
-    `msec, value, direction, block size, offset[, priority]`, msec on the clock the log was
-    stamped with (fio_status.instrumented: the monotonic clock, as `origin`)."""
+def read_latency_logs(prefix: str, origin: float = 0.0,
+                      kind: str = "lat") -> tuple[str, list[tuple[float, float]]]:
+    """(second since `origin`, mean latency in ns) from PREFIX_<kind>.N.log of every job (the
+    kind the table shows: "lat" total, "clat" completion; completion where fio wrote no
+    total log), with the kind read: per second, the mean of the jobs' and directions'
+    averages. Lines are `msec, value, direction, block size, offset[, priority]`, msec on the
+    clock the log was stamped with (fio_status.instrumented: the monotonic clock, as `origin`)."""
+    paths = sorted(glob.glob(glob.escape(prefix) + f"_{kind}.*.log"))
+    if not paths and kind != "clat":
+        kind, paths = "clat", sorted(glob.glob(glob.escape(prefix) + "_clat.*.log"))
     per: dict[int, list[float]] = {}
-    for path in sorted(glob.glob(glob.escape(prefix) + "_clat.*.log")):
+    for path in paths:
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 fields = line.split(",")
@@ -445,4 +450,4 @@ def read_clat_logs(prefix: str, origin: float = 0.0) -> list[tuple[float, float]
                 except (ValueError, IndexError):
                     continue
                 per.setdefault(round(msec / 1000 - origin), []).append(value)
-    return [(float(sec), sum(v) / len(v)) for sec, v in sorted(per.items()) if v]
+    return kind, [(float(sec), sum(v) / len(v)) for sec, v in sorted(per.items()) if v]

@@ -69,7 +69,7 @@ def trace(name: str, r: Row) -> Trace | None:
                  for i, span in enumerate(spans)) if ops else ()
     return Trace(name, tuple(t.t[1:]), tuple(b / 1e6 for b in t.bw),
                  tuple(x / 1e6 if x is not None else None for x in t.rss), tuple(t.cpu),
-                 tuple((float(sec), ns / 1e6) for sec, ns in t.clat), fuse)
+                 tuple((float(sec), ns / 1e6) for sec, ns in t.clat), t.latency_kind, fuse)
 
 
 def timelines(results: list[Row], comparisons: list[Comparison],

@@ -149,6 +149,7 @@ def time_chart(chart: TimeChart) -> str:
     top_bw = max((v for _n, pts in bw for _t, v in pts), default=0.0) or 1.0
     top_rss = max((v for _n, pts in rss for _t, v in pts), default=0.0) or 1.0
     lat = [(tr.name, list(tr.clat)) for tr in chart.traces if tr.clat]
+    total = all(tr.latency_kind == "lat" for tr in chart.traces if tr.clat)
     fuse = [(tr.name, list(zip(tr.t, tr.fuse, strict=False))) for tr in chart.traces if tr.fuse]
     has_rss = any(pts for _n, pts in rss)
     top_lat = max((v for _n, pts in lat for _t, v in pts), default=0.0) or 1.0
@@ -157,7 +158,8 @@ def time_chart(chart: TimeChart) -> str:
     if has_rss:
         panels.append((rss, top_rss, "daemon RSS, MB", True))
     if lat:
-        panels.append((lat, top_lat, "fio mean completion latency, ms (fio's clock)", False))
+        panels.append((lat, top_lat, f"fio mean {'total' if total else 'completion'} latency, ms "
+                                     "(fio's clock)", False))
     if fuse:
         panels.append((fuse, top_fuse, "FUSE requests/s, all opcodes (kernel tracepoints)", False))
     pad = max(TPAD, CHAR_W * max(len(text) for _p, top, _l, _d in panels for text in _ticks(top)) + 8)

@@ -68,7 +68,8 @@ class Trace:
     bw: tuple[float, ...]  # MB/s
     rss: tuple[float | None, ...]  # MB
     cpu: tuple[float | None, ...]  # %
-    clat: tuple[tuple[float, float], ...] = ()  # (s of fio's clock, mean completion latency ms)
+    clat: tuple[tuple[float, float], ...] = ()  # (s of fio's clock, mean latency ms)
+    latency_kind: str = "clat"  # "lat" total, "clat" completion: the table's p99 kind
     fuse: tuple[float, ...] = ()  # FUSE requests per second, all opcodes (where traced)
 
 

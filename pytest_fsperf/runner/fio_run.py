@@ -201,7 +201,9 @@ def measure(ws: Space, label: str, judged: bool, job: dict[str, str], layout: bo
                 w.stored = _stored(w, write.io_bytes)  # a daemon's upload after fio's clock
             w.put(PageCacheReading(*pagecache.taken(cage, uncounted)))
         if (line := w.timeline) is not None:
-            line = dataclasses.replace(line, clat=fio_engine.read_clat_logs(out, w.started))
+            shown = next((d.lat_kind for d in (read, write) if d is not None), "lat")
+            kind, points = fio_engine.read_latency_logs(out, w.started, shown)
+            line = dataclasses.replace(line, clat=points, latency_kind=kind)
             total = sum(d.io_bytes for d in (read, write) if d is not None)
             if w.io_span is not None and abs(sum(line.moved) - total) > 0.05 * total:
                 # the samples did not see fio's bytes: its reports, placed on its clock
