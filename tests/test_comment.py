@@ -226,3 +226,11 @@ def test_the_comment_shows_absolute_figures_and_explains_its_intervals_and_not_j
     assert "70% anytime interval" in row
     assert "interval: where B/A lies, at the confidence it names (70% anytime interval)" in text
     assert "not judged: 1 workload measured without a threshold of their own (the reference's" in text
+
+
+def test_a_run_of_thresholds_alone_speaks_of_no_pairs_or_reference() -> None:
+    """Issue 74.3, as found: `fsperf comment` on a threshold-only run spoke of `the
+    reference's runs, A` and of `interleaved pairs` that never happened."""
+    text = render(doc([result("seq_read", "pass"), result("layout")], []), True)
+    assert "not judged: 1 workload measured without a threshold of their own" in text
+    assert "reference" not in text and "interleaved" not in text and "B/A" not in text

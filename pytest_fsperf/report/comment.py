@@ -99,8 +99,8 @@ def _legend(gates: Sequence[Comparison], not_judged: int) -> list[str]:
                    "valid however many pairs were looked at.")
     if not_judged:
         out.append(f"not judged: {not_judged} workload{'s' * (not_judged != 1)} measured without "
-                   "a threshold of their own (the reference's runs, A, are among them: measured to "
-                   "compare against, never judged themselves)")
+                   "a threshold of their own" + (" (the reference's runs, A, are among them: "
+                   "measured to compare against, never judged themselves)" if gates else ""))
     return out
 
 
@@ -129,8 +129,9 @@ def render(read: Document, inconclusive_fails: bool, link: str | None = None,
     tail = ["", *(f"<sub>{_cell(line)}</sub>" for line in legend)] if legend else [""]
     if link and len(link) <= LINE and not any(c in link for c in " ()<>\n\r"):
         tail.append(f"[The report, the JSON and every figure]({link})")
-    tail.append("<sub>pytest-fsperf: interleaved pairs, each after a cold start; B/A is the "
-                "geometric mean of the pairs' ratios</sub>")
+    if gates:  # what a comparison is; a run of thresholds alone had none
+        tail.append("<sub>pytest-fsperf: interleaved pairs, each after a cold start; B/A is the "
+                    "geometric mean of the pairs' ratios</sub>")
     return _fit(head, [*HEAD, *map(_line, gates)] if gates else [], others, tail, limit)
 
 
