@@ -224,3 +224,14 @@ def test_the_header_names_the_store_conditions_the_plugins_mounts_ran_under():
     assert said[1] == "rtt 10 ms, over TLS (2 rows); none (1 row)"
     assert store_fact([made()]) == ()  # an existing mount: its store is not the plugin's to say
     assert store_fact([bare]) == ()  # no conditions anywhere: nothing to say
+
+
+@pytest.mark.unit
+def test_a_long_cell_wraps_so_the_workloads_table_fits_the_window():
+    """Issue 74.3, as found: at 1,400 px the workloads table scrolled sideways and cut cells
+    (`2641 MB (started at 2634 M`): a cell longer than a figure wraps, a figure does not."""
+    from pytest_fsperf.report.html import STYLE, _cell
+
+    assert _cell("2641 MB (started at 2634 MB)") == '<td class="long">2641 MB (started at 2634 MB)</td>'
+    assert _cell("524 MB/s") == "<td>524 MB/s</td>" and _cell("FAIL") == '<td class="bad">FAIL</td>'
+    assert "td.long{white-space:normal" in STYLE and ":not(.long){white-space:nowrap}" in STYLE

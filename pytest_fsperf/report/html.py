@@ -23,7 +23,8 @@ td:first-child,td:nth-child(2),th{text-align:left}.bad{color:#b00;font-weight:bo
 .summary{border-left:6px solid #070;padding:.2em 1em;background:#f4faf4}
 .summary.bad{border-color:#b00;background:#fdf3f3}.summary.unsure{border-color:#a60;background:#fdf8ef}
 .summary li{margin:.2em 0}.wide{overflow-x:auto;max-width:100%}.facts td{text-align:left;word-break:break-all}
-table.results td:nth-child(n+3){white-space:nowrap}
+table.results td:nth-child(n+3):not(.long){white-space:nowrap}
+td.long{white-space:normal;min-width:7em;max-width:16em}
 table.results td:last-child,table.results th:last-child{position:sticky;right:0;background:#fff;
 box-shadow:-3px 0 3px -2px #bbb}
 svg{max-width:100%;height:auto}svg text{font:12px system-ui,sans-serif}h2{margin-top:1.6em}
@@ -185,8 +186,11 @@ OUTCOMES = {"FAIL": "bad", "REGRESSION": "bad", "regression": "bad", "B worse": 
             "improvement": "good", "partial": "unsure"}
 
 
+LONG = 18  # characters: a cell longer wraps (a table fits a 1,400 px window)
+
+
 def _cell(text: str) -> str:
-    kind = OUTCOMES.get(text)
+    kind = OUTCOMES.get(text) or ("long" if len(text) > LONG else "")
     return f'<td class="{kind}">{_esc(text)}</td>' if kind else f"<td>{_esc(text)}</td>"
 
 
