@@ -235,3 +235,23 @@ def test_a_long_cell_wraps_so_the_workloads_table_fits_the_window():
     assert _cell("2641 MB (started at 2634 MB)") == '<td class="long">2641 MB (started at 2634 MB)</td>'
     assert _cell("524 MB/s") == "<td>524 MB/s</td>" and _cell("FAIL") == '<td class="bad">FAIL</td>'
     assert "td.long{white-space:normal" in STYLE and ":not(.long){white-space:nowrap}" in STYLE
+
+
+@pytest.mark.unit
+def test_a_table_wider_than_the_terminal_is_stacked_row_by_row():
+    """Issue 74.3: the workloads table at 80 columns: each row its test and workload, then its
+    figures wrapped to the width; wide enough, the aligned columns as before."""
+    from pytest_fsperf.report.model import Table
+    from pytest_fsperf.report.terminal import table
+
+    t = Table(("test", "workload", "bandwidth", "daemon peak mem", "cache", "verdict"),
+              (("test_write", "files_write", "12.0 MB/s", "2641 MB (started at 2634 MB)",
+                "cold: FUSE only, the store's cache kept (daemon remounted)", "FAIL"),),
+              frozenset({2, 3}))
+    wide = table(t, "", 200)
+    assert len(wide) == 2 and max(map(len, wide)) > 80
+    narrow = table(t, "", 80)
+    assert narrow[0] == "test_write  files_write" and all(len(line) <= 80 for line in narrow)
+    said = " ".join(line.strip() for line in narrow[1:])
+    assert "daemon peak mem 2641 MB (started at 2634 MB)" in said and "verdict FAIL" in said
+    assert table(t) == wide  # no width (a pipe, a log): never stacked

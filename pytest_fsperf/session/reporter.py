@@ -102,7 +102,9 @@ class Reporter:
                 t.fsperf for t in state.failed_tests):
             return
         terminalreporter.write_sep("=", "fsperf")
-        for line in terminal.render(self.view(self.env)):
+        # a terminal's columns: a table wider is stacked there (a log or a pipe keeps it whole)
+        width = terminalreporter.config.get_terminal_writer().fullwidth if terminalreporter.isatty else None
+        for line in terminal.render(self.view(self.env), width):
             terminalreporter.write_line(line)
         if state.saved_run is not None:
             terminalreporter.write_line(f"fsperf run saved: {state.saved_run}")
