@@ -432,13 +432,10 @@ def percentile(bins: dict[int, int], p: float) -> float | None:
 
 def read_latency_logs(prefix: str, origin: float = 0.0,
                       kind: str = "lat") -> tuple[str, list[tuple[float, float]]]:
-    """(second since `origin`, mean latency in ns) from PREFIX_<kind>.N.log of every job (the
-    kind the table shows: "lat" total, "clat" completion; completion where fio wrote no
-    total log), with the kind read: per second, the mean of the jobs' and directions'
-    averages. Lines are `msec, value, direction, block size, offset[, priority]`, msec on the
-    clock the log was stamped with (fio_status.instrumented: the monotonic clock, as `origin`)."""
-    paths = sorted(glob.glob(glob.escape(prefix) + f"_{kind}.*.log"))
-    if not paths and kind != "clat":
+    """The kind read, and (s since `origin`, mean ns) per second of every job's PREFIX_<kind>.N.log
+    ("lat" total as the table, else "clat"). Lines: `msec, value, direction, bs, offset[, prio]`,
+    msec on the monotonic clock (fio_status.instrumented), as `origin`."""
+    if not (paths := sorted(glob.glob(glob.escape(prefix) + f"_{kind}.*.log"))) and kind != "clat":
         kind, paths = "clat", sorted(glob.glob(glob.escape(prefix) + "_clat.*.log"))
     per: dict[int, list[float]] = {}
     for path in paths:

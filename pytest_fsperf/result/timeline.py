@@ -34,9 +34,9 @@ class Timeline:
     # fio's mean latency per second of its own clock (its latency log; it starts when fio's
     # job does, a little after t = 0): (s, ns), of the kind latency_kind says
     clat: list[tuple[float, float]] = field(default_factory=list)
-    latency_kind: str = "clat"  # "lat": total (submission + completion), as the table; "clat": completion
     # the kernel's FUSE requests sent per interval, by opcode (where the trace was on)
     fuse_ops: dict[str, list[int]] = field(default_factory=dict)
+    latency_kind: str = "clat"  # "lat": total (submission + completion), as the table; "clat": completion
 
     @property
     def bw(self) -> list[float]:
