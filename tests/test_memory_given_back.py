@@ -23,6 +23,22 @@ def run(pytester: pytest.Pytester, test: str, *args: str):
     return result, {r["name"]: r for r in json.loads(out.read_text())["results"]}
 
 
+def leakfs(pytester: pytest.Pytester) -> None:
+    """leakfs (256 KiB kept per READ) as a backend of the pytester session's conftest."""
+    pytester.makeconftest(f"""
+        import sys
+        sys.path.insert(0, {str(HERE.parent)!r})
+        from pytest_fsperf import Backend
+
+        def pytest_fsperf_backends():
+            return [Backend(name="leakfs", binary={sys.executable!r}, install="-",
+                            command=({sys.executable!r}, {str(HERE / "leakfs.py")!r},
+                                     "{{source}}", "{{mountpoint}}", "{{leak}}"),
+                            defaults={{"source": ("{{private}}/src",), "leak": ("256",)}},
+                            secrets=())]
+    """)
+
+
 def test_a_buffered_read_leaves_its_file_in_the_page_cache_and_a_direct_one_does_not(pytester):
     need("bindfs")
     need("fio")
@@ -65,18 +81,7 @@ def test_a_leak_grows_round_after_round_and_is_caught(pytester):
     a round; the rounds' RSS after settling climbs by that, and max_rss_round_growth fails."""
     pytest.importorskip("fuse", reason="fusepy is not installed (pip install fusepy)")
     need("fio")
-    pytester.makeconftest(f"""
-        import os, sys
-        sys.path.insert(0, {str(HERE.parent)!r})
-        from pytest_fsperf import Backend
-
-        def pytest_fsperf_backends():
-            return [Backend(name="leakfs", binary={sys.executable!r}, install="-",
-                            command=({sys.executable!r}, {str(HERE / "leakfs.py")!r},
-                                     "{{source}}", "{{mountpoint}}", "{{leak}}"),
-                            defaults={{"source": ("{{private}}/src",), "leak": ("256",)}},
-                            secrets=())]
-    """)
+    leakfs(pytester)
     os.environ["PYTHONPATH"] = str(HERE.parent) + os.pathsep + os.environ.get("PYTHONPATH", "")
     try:
         result, rows = run(pytester, """
@@ -147,17 +152,7 @@ def test_a_memory_bound_is_judged_on_a_daemon_that_holds_only_its_tests_work(pyt
     it passes on its own write."""
     pytest.importorskip("fuse", reason="fusepy is not installed (pip install fusepy)")
     need("fio")
-    pytester.makeconftest(f"""
-        import sys
-        from pytest_fsperf import Backend
-
-        def pytest_fsperf_backends():
-            return [Backend(name="leakfs", binary={sys.executable!r}, install="-",
-                            command=({sys.executable!r}, {str(HERE / "leakfs.py")!r},
-                                     "{{source}}", "{{mountpoint}}", "{{leak}}"),
-                            defaults={{"source": ("{{private}}/src",), "leak": ("256",)}},
-                            secrets=())]
-    """)
+    leakfs(pytester)
     result, rows = run(pytester, """
         from pytest_fsperf import fsperf
 
