@@ -328,7 +328,6 @@ def test_the_gitlab_gate_jobs_script_fails_a_slower_merge_request(tmp_path) -> N
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
                     str(repo / ".fsperf-venv")], check=True)
     env = {**os.environ, **variables, "FSPERF_INSTALL": "true", "FSPERF_PACKAGES": "",
-           "FSPERF_LFS": "false",  # the test's repository keeps no file in LFS
            "FSPERF_BUILD": "sh build.sh", "FSPERF_BINARY": "out/rclone", "FSPERF_BACKEND": "rclone",
            "FSPERF_TESTS": "perf/test_read.py -p no:cacheprovider",
            "FSPERF_ARGS": "--fsperf-ab-max-rounds=6 --fsperf-settle=off --fsperf-profile=off",
@@ -512,7 +511,7 @@ def test_a_repository_that_keeps_files_in_lfs_is_checked_out_with_them_base_incl
     """Issue 74.4, as found: the workflow checked out without Git LFS where ci.md says an
     ossfs 2.0 checkout needs it (its PhotonLibOS is kept in LFS)."""
     gh = yaml.safe_load(recipe("github.yml").read_text())
-    assert gh["env"]["FSPERF_LFS"] == "true"  # the recipe's example is ossfs 2.0
+    assert gh["env"]["FSPERF_LFS"] == "false"  # set true where the repository uses LFS
     checkouts = [s for job in gh["jobs"].values() for s in job.get("steps", ())
                  if str(s.get("uses", "")).startswith("actions/checkout")]
     assert checkouts and all(s["with"]["lfs"] == "${{ env.FSPERF_LFS == 'true' }}" for s in checkouts)
