@@ -40,6 +40,9 @@ def require_binary(backend: Backend) -> None:
                             f"({backend.install})")
 
 
+HOLD = 0.3  # s a first mount must stay up after it answered (_answers)
+
+
 @dataclass(frozen=True)
 class MountPlan:
     """What to mount: frozen, so a remount repeats it exactly."""
@@ -117,6 +120,7 @@ class MountedFs:
         self.wiped_caches: tuple[str, ...] = ()  # cache dirs the last cold start emptied
         self.kept_caches: tuple[str, ...] = ()  # those it did not wipe, with the reason
         self._prepared = False  # the backend's prepare step (a volume formatted) is done
+        self._held = False  # a first mount was seen to stay up (_answers' hold)
         self.cage: cgroup.MemoryCage | None = None  # the daemon's memory limit, while it runs
 
     def _render(self, options: tuple[str, ...]) -> Rendered:
@@ -224,7 +228,7 @@ class MountedFs:
         while True:
             mount = _mounted(self.mountpoint)
             if mount is not None and not self._answers(deadline):
-                code = self.proc.poll()
+                code = self._exit_code(2.0)  # its code and last words, where it is going
                 raise MountError(f"{self.backend.name} mount failed (exit {code}): "
                                  f"{self.redact(_tail(self.log)) or 'no output'}")
             if mount is not None:
@@ -257,8 +261,24 @@ class MountedFs:
             probe(self.mountpoint, max(1.0, min(30.0, deadline - time.monotonic())))
         except NoAnswer:
             return False
-        code = self.proc.poll() if self.proc is not None else None
-        return _mounted(self.mountpoint) is not None and code in (None, 0)
+        # the first mount is held a moment: s3fs answers once its INIT is done, then goes
+        # (seen under load: a wrong key counted as mounted); remounts keep their credentials
+        until = time.monotonic() + (0.0 if self._held else HOLD)
+        while True:
+            code = self.proc.poll() if self.proc is not None else None
+            if _mounted(self.mountpoint) is None or code not in (None, 0):
+                return False
+            if time.monotonic() >= until:
+                self._held = True
+                return True
+            time.sleep(0.05)
+
+    def _exit_code(self, wait: float) -> int | None:
+        """The daemon's exit code, waiting up to `wait` s for one that is exiting."""
+        try:
+            return self.proc.wait(wait) if self.proc is not None else None
+        except subprocess.TimeoutExpired:
+            return None
 
     def last_words(self) -> str:
         """The end of the daemon's log (redacted), for a message about its death."""
