@@ -10,6 +10,7 @@ beside the documents' (baselines ossfs-2.0.4, ossfs-1.91.8, goofys-0.24.0: one m
 
     python3 -m benchmarks.peers_compare [--backends ossfs2,ossfs,goofys,...] [--scale 0.002]
         [--store in-region]     # the stores under a profile's conditions (store-conditions.md)
+        [--rtt 10ms]            # or under a round trip alone (--fsperf-store-rtt)
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ BACKENDS = "ossfs2,ossfs,goofys,mountpoint-s3,blobfuse2,gcsfuse"
 PUBLISHED = {"ossfs2": "ossfs-2.0.4", "ossfs": "ossfs-1.91.8", "goofys": "goofys-0.24.0"}
 
 
-def bench(backend: str, scale: float, out: Path, store: str) -> int:
+def bench(backend: str, scale: float, out: Path, store: str, rtt: str | None) -> int:
     args = [sys.executable, "-m", "pytest_fsperf", "bench", "--backend", backend, "--scale",
             f"{scale:g}", "--suite", "ossfs2", "--json", str(out), "--", "--fsperf-ceilings=on", "-q",
-            f"--fsperf-store-profile={store}"]
+            f"--fsperf-store-profile={store}"] + ([f"--fsperf-store-rtt={rtt}"] if rtt else [])
     return subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                           check=False).returncode
 
@@ -71,17 +72,18 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=0.002)
     ap.add_argument("--out", help="keep each backend's JSON in this directory")
     ap.add_argument("--store", default="bare", help="the stores' conditions: a profile (in-region ...)")
+    ap.add_argument("--rtt", help="a round trip to the stores (10ms), over the profile's")
     a = ap.parse_args()
     found: dict[str, dict[str, dict[str, Any]]] = {}
     print(f"ossfs2 suite at scale {a.scale:g}, each backend mounted by the plugin over its local "
-          f"store; store conditions: {a.store}")
+          f"store; store conditions: {a.store}" + (f", rtt {a.rtt}" if a.rtt else ""))
     print("| workload | backend | bandwidth | daemon CPU | daemon peak mem | requests/MiB "
           "| of the ceilings |")
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="fsperf-peers-") as tmp:
         for backend in a.backends.split(","):
             out = Path(a.out or tmp) / f"{backend}.json"
-            rc = 0 if out.exists() else bench(backend, a.scale, out, a.store)  # (--out: reprints)
+            rc = 0 if out.exists() else bench(backend, a.scale, out, a.store, a.rtt)  # (--out: reprints)
             if not out.exists():
                 print(f"| - | {backend} | (no result: fsperf bench exited {rc}) | | | | |", flush=True)
                 continue

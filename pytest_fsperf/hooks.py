@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_fsperf.mounts.spec import Backend
+if TYPE_CHECKING:  # the entry point imports this before a session uses the plugin
+    from pytest_fsperf.mounts.spec import Backend
 
 
 @pytest.hookspec

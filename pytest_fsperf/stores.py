@@ -1,6 +1,7 @@
-"""The session's own stores, as fixtures: MinIO (S3), the OSS gateway over it, Azurite and
-fake-gcs-server, each on 127.0.0.1, started when a test or backend first needs one; under the
-session's store conditions (--fsperf-store-*) each is reached through the conditions' proxy."""
+"""The session's own stores, the bodies of the fixtures plugin.py declares: MinIO (S3), the
+OSS gateway over it, Azurite and fake-gcs-server, each on 127.0.0.1, started when a test or
+backend first needs one; under the session's store conditions (--fsperf-store-*) each is
+reached through the conditions' proxy."""
 
 from __future__ import annotations
 
@@ -71,10 +72,7 @@ def _port(endpoint: str) -> int:
     return int(endpoint.split("//", 1)[-1].split("/", 1)[0].rsplit(":", 1)[1])
 
 
-@pytest.fixture(scope="session")
 def fsperf_minio() -> Iterator[S3Server]:
-    """The session's MinIO itself, never behind store conditions (what fsperf_s3 and
-    fsperf_oss are made of). Skips the test when MinIO is not installed."""
     binary = find_minio()
     if binary is None:
         pytest.skip(f"MinIO is not installed: {MINIO_INSTALL}")
@@ -85,10 +83,7 @@ def fsperf_minio() -> Iterator[S3Server]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
 def fsperf_s3(request: pytest.FixtureRequest, fsperf_minio: S3Server) -> Iterator[S3Server]:
-    """A MinIO server on 127.0.0.1 for this session: free port, fresh credentials and bucket
-    (under store conditions, reached through them). Skips the test when MinIO is not installed."""
     server = _under(fsperf_minio, _port(fsperf_minio.endpoint), _conditions(request, "s3"), "s3",
                     owns=False)  # fsperf_oss shares it
     try:
@@ -98,11 +93,7 @@ def fsperf_s3(request: pytest.FixtureRequest, fsperf_minio: S3Server) -> Iterato
             server.stop()
 
 
-@pytest.fixture(scope="session")
 def fsperf_oss(request: pytest.FixtureRequest, fsperf_minio: S3Server) -> Iterator[OssServer]:
-    """An OSS endpoint on 127.0.0.1 for ossfs and ossfs2: a bucket of the session's MinIO
-    behind the plugin's translating gateway (its metrics count every request); store
-    conditions apply between the daemon and the gateway."""
     server = _oss(fsperf_minio, _conditions(request, "oss"))
     try:
         yield server
@@ -129,15 +120,11 @@ SERVED: dict[str, tuple[str, str, Callable[[str], Served], str]] = {
 }
 
 
-@pytest.fixture(scope="session")
 def fsperf_azurite(request: pytest.FixtureRequest) -> Iterator[Served]:
-    """Azurite's blob service on 127.0.0.1 (for blobfuse2): an account of this session's."""
     yield from _served(request, *SERVED["azure"])
 
 
-@pytest.fixture(scope="session")
 def fsperf_gcs(request: pytest.FixtureRequest) -> Iterator[Served]:
-    """fake-gcs-server on 127.0.0.1 (for gcsfuse), in memory, with one bucket."""
     yield from _served(request, *SERVED["gcs"])
 
 
@@ -184,9 +171,7 @@ class Stores:
         self._stops.close()
 
 
-@pytest.fixture(scope="session")
 def fsperf_stores(request: pytest.FixtureRequest) -> Iterator[Stores]:
-    """The stores of markers that name conditions of their own (fsperf_mount(store=...))."""
     state = request.config.stash.get(STATE, None)
     stores = Stores(state.settings.store if state is not None else StoreConditions(),
                     _setting(request))

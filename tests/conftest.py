@@ -32,6 +32,11 @@ from pytest_fsperf.store.minio import INSTALL, S3Server, find_minio, start_minio
 with contextlib.suppress(ImportError):  # a checkout's bare venv (test_cli) has no cryptography
     tls.preload()
 
+# The plugin's session hooks, loaded here for the same reason: the entry point imports them
+# when a session first uses the plugin, and a pytester run that did so would take them out of
+# sys.modules again, beside modules the tests hold (a second copy of every type)
+importlib.import_module("pytest_fsperf.session_plugin")
+
 # Test tiers, by what a test needs; each test is in exactly one (pytest -m unit: the quick tier):
 #   unit  pure logic: no fio, no mounts, no servers, no subprocess, no pytester run, not the
 #         machine lock, nothing of the real machine measured (held at run time, below)

@@ -32,7 +32,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("ceilings", ("ceilings",)),  # what the store, FUSE and tmpfs move for the same job
     ("report", ("report",)),  # terminal, Markdown, HTML, JSON
     ("session", ("session",)),  # the session object: mounts, the store, saved runs
-    ("top", ("fixture", "plugin", "stores", "cli", "cli_parser", "keys", "hooks", "suites", "bisect", "__init__", "__main__")),
+    ("top", ("fixture", "plugin", "session_plugin", "declared", "stores", "cli", "cli_parser", "keys", "hooks", "suites", "bisect", "__init__", "__main__")),
 ]
 WORDS = STAGES[0][1]
 # Stages that never import pytest: everything below the session (the measuring core).

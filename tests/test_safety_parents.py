@@ -69,15 +69,18 @@ def test_a_file_of_roots_in_a_directory_nobody_owns_is_refused(nobodys_dir, opti
 
 
 def test_junitxml_is_checked_as_the_plugins_own_outputs(pytester, nobodys_dir):
-    """As found: a symlink planted at the --junitxml path made pytest overwrite its target."""
-    pytester.makepyfile("def test_x(): pass")
+    """As found: a symlink planted at the --junitxml path made pytest overwrite its target.
+    Checked in a session that uses the plugin, whether it was asked for on the command line
+    (before junitxml starts) or first used by a collected test (junitxml's writer made)."""
+    pytester.makepyfile("def test_x(fsperf): pass")
     target = nobodys_dir.parent / "target"
     link = nobodys_dir.parent / "link.xml"
     link.symlink_to(target)
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--junitxml={link}")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*--junitxml={link}: {link} is a dangling symlink*"])
-    assert not target.exists()
+    for asked in ([], ["--fsperf-scale=1"]):
+        result = pytester.runpytest("-p", "no:cacheprovider", f"--junitxml={link}", *asked)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*--junitxml={link}: {link} is a dangling symlink*"])
+        assert not target.exists()
     theirs = nobodys_dir / "report.xml"  # they could plant a link there later
     result = pytester.runpytest("-p", "no:cacheprovider", f"--junitxml={theirs}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -112,7 +115,7 @@ def test_junitxml_goes_where_it_was_checked_not_through_a_link_re_pointed_later(
     os.lchown(link, NOBODY, NOBODY)
     pytester.makepyfile(f"""
         import os
-        def test_x():  # nobody re-points their link while the session runs
+        def test_x(fsperf):  # nobody re-points their link while the session runs
             os.unlink({str(link)!r})
             os.symlink({str(victim)!r}, {str(link)!r})
     """)

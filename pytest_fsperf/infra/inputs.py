@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import iniconfig  # pytest's own reader, loaded before any plugin
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -117,3 +119,19 @@ def parse_toml(text: str) -> dict[str, Any]:
 
 def read_json(path: Path, limit: int = MAX_BYTES) -> Any:
     return parse_json(read_text(path, limit))
+
+
+def ini_keys(path: Path) -> list[str]:
+    """The keys of pytest's section of an ini, cfg or toml file (as pytest finds them)."""
+    try:
+        text = read_text(path)
+        if path.suffix == ".toml":
+            tool = parse_toml(text).get("tool", {})
+            found = tool.get("pytest", {}) if isinstance(tool, dict) else {}
+            section = found.get("ini_options", found) if isinstance(found, dict) else {}
+            return [str(k) for k in section] if isinstance(section, dict) else []
+        ini = iniconfig.IniConfig(str(path), data=text)
+    except (InputError, iniconfig.ParseError):
+        return []  # pytest itself names a file it cannot read
+    name = "tool:pytest" if path.name == "setup.cfg" else "pytest"
+    return list(ini[name]) if name in ini else []

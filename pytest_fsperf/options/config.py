@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import iniconfig
-
 from pytest_fsperf.engine import fio_clients
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.hosts import spec as hosts_spec
@@ -24,7 +22,7 @@ from pytest_fsperf.judge import history
 from pytest_fsperf.measure import balloon, fusetrace, pagecache, placement, profile
 from pytest_fsperf.mounts.registry import BackendConfig
 from pytest_fsperf.options import parse
-from pytest_fsperf.options.parse import RULE, Chosen, Raw, Source, choose
+from pytest_fsperf.options.parse import Chosen, Raw, Source, choose
 from pytest_fsperf.options.table import OPTIONS, Option
 from pytest_fsperf.plan import conditions
 from pytest_fsperf.saved import runs as saved
@@ -149,15 +147,6 @@ def for_item(settings: Settings, name: str, marker: T | None, where: str) -> Cho
     return choose(settings.chosen(name), marker_value(marker, where))
 
 
-def add_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("fsperf", "filesystem performance (pytest-fsperf); precedence: " + RULE)
-    for opt in OPTIONS:
-        # argparse formats a flag's help with %: a bare "10%" would crash `pytest --help`
-        group.addoption(opt.flag, dest=opt.name, metavar=opt.metavar, default=None,
-                        help=opt.help.replace("%", "%%"))
-        parser.addini(opt.name, opt.help, default="")
-
-
 MAX_VALUE = 8192  # characters of one option's value (a path, a list of hosts)
 
 
@@ -183,28 +172,12 @@ def _raw(config: pytest.Config, opt: Option) -> Raw | None:
                ini_raw.where if ini_raw else "")
 
 
-def ini_keys(path: Path) -> list[str]:
-    """The keys of pytest's section of an ini, cfg or toml file (as pytest finds them)."""
-    try:
-        text = inputs.read_text(path)
-        if path.suffix == ".toml":
-            tool = inputs.parse_toml(text).get("tool", {})
-            found = tool.get("pytest", {}) if isinstance(tool, dict) else {}
-            section = found.get("ini_options", found) if isinstance(found, dict) else {}
-            return [str(k) for k in section] if isinstance(section, dict) else []
-        ini = iniconfig.IniConfig(str(path), data=text)
-    except (inputs.InputError, iniconfig.ParseError):
-        return []  # pytest itself names a file it cannot read
-    name = "tool:pytest" if path.name == "setup.cfg" else "pytest"
-    return list(ini[name]) if name in ini else []
-
-
 def check_ini(inipath: Path | None) -> None:
     """An fsperf_* key pytest-fsperf does not know (a typo would silently run the defaults,
     e.g. at scale 1): one line, with the key it may have meant, before anything runs."""
     if inipath is None:
         return
-    for key in ini_keys(inipath):
+    for key in inputs.ini_keys(inipath):
         if key.startswith("fsperf") and key not in BY_NAME:
             near = difflib.get_close_matches(key, list(BY_NAME), n=1)
             raise UsageError(f"{key} (ini file {inipath}): unknown setting"
