@@ -137,3 +137,8 @@ if __name__ == "__main__":
     if shipped.read_text() != contract.text():
         shipped.write_text(contract.text())
         print(f"wrote {shipped}")
+    from pytest_fsperf.options import declare  # what the entry point declares, from the table
+
+    if declare.PATH.read_text() != declare.render():
+        declare.PATH.write_text(declare.render())
+        print(f"wrote {declare.PATH}")
