@@ -185,11 +185,12 @@ def exit_code(read: Document, inconclusive_fails: bool,
     says them)."""
     comparisons, results, failed = list(read.comparisons), list(read.results), read.failed_tests
     verdicts = {r.verdict for r in results}
+    changed_fails = inconclusive_fails if machine_changed_fails is None else machine_changed_fails
     # B worse decides for a gate; an A/B of the test's own is the test's to assert
-    if (any(v.failing for v in verdicts) or unexplained(results, failed, comparisons)
+    if (any(v.failing for v in verdicts)
+            or unexplained(results, failed, comparisons, inconclusive_fails, changed_fails)
             or any(_rank(c) == 0 for c in comparisons if c.kind.is_gate)):
         return ExitCode.FAILED
-    changed_fails = inconclusive_fails if machine_changed_fails is None else machine_changed_fails
     if Outcome.MACHINE_CHANGED in verdicts and changed_fails:
         return ExitCode.MACHINE_CHANGED
     undecided = any(v.unsure and v is not Outcome.MACHINE_CHANGED for v in verdicts) or any(

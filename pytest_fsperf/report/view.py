@@ -44,12 +44,15 @@ def in_comparisons(results: list[Row], comparisons: Iterable[Comparison]) -> set
 
 
 def unexplained(results: Sequence[Row], failed_tests: Iterable[FailedTest],
-                comparisons: Iterable[Comparison] = ()) -> list[FailedTest]:
-    """Failed tests whose failure no failing workload row (or undecided A/B) explains: an
-    error in setup or teardown, or a test that failed without a failing or undecided
-    workload (no space left, a crashed daemon, the user's own assertion)."""
-    explained = {r.test for r in results if (v := r.verdict).failing or v.unsure}
-    explained |= {c.test for c in comparisons if c.open_question}
+                comparisons: Iterable[Comparison] = (), unsure_fails: bool = True,
+                changed_fails: bool | None = None) -> list[FailedTest]:
+    """Failed tests whose failure no failing workload row (or undecided verdict or A/B, where
+    those fail their tests) explains: an error in setup or teardown, or a test that failed
+    without one (no space left, a crashed daemon, the user's own assertion)."""
+    changed = unsure_fails if changed_fails is None else changed_fails
+    explained = {r.test for r in results if (v := r.verdict).failing or (
+        v.unsure and (changed if v is Outcome.MACHINE_CHANGED else unsure_fails))}
+    explained |= {c.test for c in comparisons if c.open_question and unsure_fails}
     return [t for t in failed_tests if t.when != "call" or t.test not in explained]
 
 
@@ -60,7 +63,7 @@ def summary(results: list[Row], comparisons: Iterable[Comparison],
     every test that failed for a reason no workload shows (the decision is never greener
     than pytest)."""
     comparisons = list(comparisons)
-    errors = unexplained(results, failed_tests, comparisons)
+    errors = unexplained(results, failed_tests, comparisons, inconclusive_fails)
     verdicts = [r.verdict for r in results]
     open_ab = sum(c.open_question for c in comparisons)
     failing = sum(v.failing for v in verdicts)
