@@ -11,6 +11,10 @@ import datetime
 import ipaddress
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 LIFETIME = datetime.timedelta(days=2)  # a session's; a certificate left behind soon expires
 
@@ -26,6 +30,16 @@ def _write(path: str, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
+
+
+def _name(host: str) -> x509.GeneralName:
+    """An address as an IP name (a client checks an address against those), else a DNS name."""
+    from cryptography import x509
+
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        return x509.DNSName(host)
 
 
 def make(directory: str, label: str = "pytest-fsperf", hosts: tuple[str, ...] = ()) -> Certs:
@@ -49,7 +63,7 @@ def make(directory: str, label: str = "pytest-fsperf", hosts: tuple[str, ...] = 
           .sign(ca_key, hashes.SHA256()))
     key = ec.generate_private_key(ec.SECP256R1())
     names = [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost"),
-             *(x509.DNSName(h) for h in hosts)]
+             *(_name(h) for h in hosts)]
     cert = (x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
             .issuer_name(ca_name).public_key(key.public_key())
