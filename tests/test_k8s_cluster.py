@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +30,7 @@ POD = {
 def cluster() -> Iterator[k8s.Cluster]:
     lack = k8s.missing()
     if lack:
-        pytest.skip(f"the Kubernetes cluster needs {', '.join(lack)} (python3 -m tests.k8s.cluster build)")
+        pytest.skip(f"the Kubernetes cluster needs {', '.join(lack)} (python3 -m tests.k8s.build)")
     started = time.monotonic()
     c = k8s.up()
     print(f"cluster up in {time.monotonic() - started:.0f} s")
@@ -60,3 +61,32 @@ def test_down_leaves_no_process_link_cgroup_or_directory(cluster: k8s.Cluster) -
     assert f"fsk{index}h" not in os.listdir("/sys/class/net")
     assert not any(Path(f"/sys/fs/cgroup/{c}/fsperf-k8s-{index}").exists() for c in k8s.CGROUP_CONTROLLERS)
     assert not where.exists()
+
+
+def test_a_killed_session_leaves_nothing_a_sweep_does_not_take(cluster: k8s.Cluster, tmp_path: Path) -> None:
+    """The process that started a cluster, SIGKILLed: the cluster's processes die with it
+    (the holder's parent-death signal), and the next session's sweep of its leftovers record
+    takes the directory and cgroups."""
+    from pytest_fsperf.infra import leftovers
+
+    folder = tmp_path / "record"
+    folder.mkdir(mode=0o700)
+    code = ("import json, sys, time\nfrom pytest_fsperf.infra import leftovers\nfrom tests.k8s import cluster\n"
+            f"leftovers.start({str(folder)!r})\nc = cluster.up()\n"
+            "print(json.dumps(c.state()), flush=True)\ntime.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parent.parent)
+    assert proc.stdout is not None
+    state = json.loads(proc.stdout.readline())
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{state['holder']}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{state['holder']}").exists()
+    assert f"fsk{state['index']}h" not in os.listdir("/sys/class/net")  # gone with its namespace
+    assert Path(state["dir"]).exists()  # until the sweep
+    said = leftovers.sweep(str(folder))
+    assert not Path(state["dir"]).exists(), said
+    assert not any(Path(f"/sys/fs/cgroup/{c}/fsperf-k8s-{state['index']}").exists()
+                   for c in k8s.CGROUP_CONTROLLERS), said

@@ -280,6 +280,7 @@ _OURS = re.compile(r"^(pytest-fsperf-[A-Za-z0-9_.+-]+-[0-9a-f]{12}|fsperf-work-[
 _NETNS = re.compile(r"fsperf-[0-9a-f]{4}-[0-9]{1,3}")  # the test hosts' (tests/netns_hosts.py)
 _TRACE = re.compile(r"^/sys/kernel/tracing/instances/fsperf-[0-9a-f]{12}$")
 _CGROUP = re.compile(r"^/sys/fs/cgroup/(memory/)?([^/.][^/]*/)*fsperf-mem-[0-9a-f]{12}$")  # after its daemon
+_CLUSTER = re.compile(r"^/sys/fs/cgroup/[a-z_,]+/fsperf-k8s-[0-9]{1,3}$")  # a test cluster's pods (tests/k8s)
 
 
 def _ours(path: str) -> bool:
@@ -351,6 +352,8 @@ def _remove_made(path: str, kind: str) -> str | None:
     """A tracefs instance or a memory cgroup the plugin made (by its name): rmdir stops the
     tracing and frees its buffers, or drops the (by now empty: its daemon was stopped)
     cgroup; the kernel refuses it while in use."""
+    if kind == "cgroup" and _CLUSTER.fullmatch(path):
+        return remove_cgroup_tree(path)
     made, what, gone = ((_TRACE, "tracefs instance", "trace instance") if kind == "trace"
                         else (_CGROUP, "memory cgroup", "memory cgroup"))
     if not made.fullmatch(path):
@@ -361,6 +364,18 @@ def _remove_made(path: str, kind: str) -> str | None:
     except FileNotFoundError:
         return stopped or None
     return f"{stopped}; removed the {gone} {path}" if stopped else f"removed the {gone} {path}"
+
+
+def remove_cgroup_tree(path: str) -> str | None:
+    """A test cluster's cgroup parent and its pods' cgroups under it, deepest first, each
+    emptied of what a killed cluster left in it."""
+    if not os.path.isdir(path):
+        return None
+    for here, _dirs, _files in sorted(os.walk(path), key=lambda w: -w[0].count("/")):
+        empty_cgroup(here)
+        with contextlib.suppress(OSError):
+            os.rmdir(here)
+    return f"kept the cgroup {path} (in use)" if os.path.isdir(path) else f"removed the cgroup {path}"
 
 
 @contextlib.contextmanager

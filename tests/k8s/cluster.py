@@ -1,8 +1,7 @@
 """A one-node Kubernetes cluster, started for the tests and gone after them.
 
-    python3 -m tests.k8s.build                   # the binaries, into the cache (once)
-    python3 -m tests.k8s.cluster up [--keep]     # start one, print its kubeconfig, wait
-    python3 -m tests.k8s.cluster down DIR        # stop one started with --keep
+    python3 -m tests.k8s.build        # the binaries, into the cache (once)
+    python3 -m tests.k8s.cluster      # start one, show its node, stop it
 
 Everything runs in namespaces of the cluster's own: one holder process (`unshare --net
 --pid --mount --fork`) is the PID 1 of a PID namespace, with a network namespace whose only
@@ -11,13 +10,14 @@ and the pods' bridge (10.214.0.0/24), with no route anywhere else: nothing the c
 can reach past the machine. etcd, kube-apiserver, the controller-manager, the scheduler,
 containerd and the kubelet run in it; killing the holder (SIGKILL too) ends every process of
 the cluster, the pods' included, and drops their mounts with the mount namespace; the cgroups
-runc made (under one parent of the cluster's own) are removed after. The private directory
-(0700, under /run) holds the keys and tokens (0600, never on a command line).
+runc made (under one parent of the cluster's own) are removed after. The holder dies with the
+process that started it, however that dies; the private directory (0700, under /run: the keys
+and tokens, 0600, never on a command line) and the cgroups are in the leftovers record, so a
+killed session's are swept by the next.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -25,7 +25,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +71,7 @@ class Cluster:
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     entry: leftovers.Entry = None  # the directory's, in the leftovers record
     holder_entry: leftovers.Entry = None
+    cgroup_entries: list[leftovers.Entry] = field(default_factory=list)
 
     @property
     def node_ip(self) -> str:
@@ -273,6 +273,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             if not root.is_dir() or root.is_symlink():
                 continue
             here = root / self.cgroup_parent.lstrip("/")
+            self.cgroup_entries.append(leftovers.note_cgroup(str(here)))  # before it exists
             here.mkdir()
             if controller == "cpuset":  # a new cpuset has no CPUs nor memory nodes until given
                 for name in ("cpuset.cpus", "cpuset.mems"):
@@ -317,7 +318,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)
         _run("ip", "link", "del", f"fsk{self.index}h", check=False)  # gone with the namespace, mostly
-        problems += remove_cgroups(self.cgroup_parent)
+        stuck = remove_cgroups(self.cgroup_parent)
+        if not stuck:
+            for entry in self.cgroup_entries:
+                leftovers.done(entry)
+        problems += stuck
         shutil.rmtree(self.dir, ignore_errors=True)
         if self.dir.exists():
             problems.append(f"{self.dir} could not be removed")
@@ -334,24 +339,9 @@ def _die_with_parent() -> None:
 
 
 def remove_cgroups(parent: str) -> list[str]:
-    """The cluster's cgroups in every v1 hierarchy, deepest first (empty once its processes are gone)."""
-    problems = []
-    for controller in CGROUP_CONTROLLERS:
-        root = Path("/sys/fs/cgroup") / controller / parent.lstrip("/")
-        if not root.is_dir():
-            continue
-        for here, _dirs, _files in sorted(os.walk(root), key=lambda w: -len(w[0])):
-            for _ in range(50):
-                try:
-                    os.rmdir(here)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:  # busy: a process still leaving
-                    time.sleep(0.1)
-            else:
-                problems.append(f"cgroup {here} is still in use")
-    return problems
+    """The cluster's cgroups in every v1 hierarchy, deepest first (emptied first)."""
+    said = [leftovers.remove_cgroup_tree(f"/sys/fs/cgroup/{c}/{parent.lstrip('/')}") for c in CGROUP_CONTROLLERS]
+    return [s for s in said if s and s.startswith("kept")]
 
 
 def _index() -> int:
@@ -368,7 +358,7 @@ def up() -> Cluster:
     lack = missing()
     if lack:
         raise RuntimeError(f"the cluster needs {', '.join(lack)}")
-    path, entry = leftovers.private_dir("fsperf-k8s-", "/run")  # noted before it exists
+    path, entry = leftovers.private_dir("pytest-fsperf-k8s-", "/run")  # noted before it exists
     cluster = Cluster(Path(path), _index(), entry=entry)
     try:
         (cluster.dir / "logs").mkdir(mode=0o700)
@@ -385,21 +375,14 @@ def up() -> Cluster:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(prog="python3 -m tests.k8s.cluster")
-    sub = ap.add_subparsers(dest="what", required=True)
-    start = sub.add_parser("up")
-    start.add_argument("--keep", action="store_true", help="leave it running; print where it is")
-    a = ap.parse_args()
     started = time.monotonic()
     cluster = up()
-    print(json.dumps({**cluster.state(), "seconds": round(time.monotonic() - started, 1)}))
-    if a.keep:
-        return
     try:
+        print(json.dumps({**cluster.state(), "seconds": round(time.monotonic() - started, 1)}))
         print(cluster.kubectl("get", "nodes", "-o", "wide"))
     finally:
         print("\n".join(cluster.down()) or "down: nothing left")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
