@@ -90,3 +90,55 @@ def test_a_killed_session_leaves_nothing_a_sweep_does_not_take(cluster: k8s.Clus
     assert not Path(state["dir"]).exists(), said
     assert not any(Path(f"/sys/fs/cgroup/{c}/fsperf-k8s-{state['index']}").exists()
                    for c in k8s.CGROUP_CONTROLLERS), said
+
+
+def _apply(cluster: k8s.Cluster, *objects: dict[str, object]) -> None:
+    subprocess.run([str(k8s.BIN / "kubectl"), f"--kubeconfig={cluster.kubeconfig}", "apply", "-f", "-"],
+                   input="\n---\n".join(json.dumps(o) for o in objects), text=True, check=True,
+                   capture_output=True)
+
+
+def _pod(name: str, command: list[str], mounts: list[dict[str, object]], volumes: list[dict[str, object]],
+         privileged: bool = False) -> dict[str, object]:
+    usr = {"name": "usr", "hostPath": {"path": "/usr", "type": "Directory"}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {
+        "containers": [{"name": name, "image": "fsperf.local/tools:1", "imagePullPolicy": "Never",
+                        "command": command, "securityContext": {"privileged": privileged},
+                        "volumeMounts": [{"name": "usr", "mountPath": "/usr", "readOnly": True}, *mounts]}],
+        "volumes": [usr, *volumes], "terminationGracePeriodSeconds": 0}}
+
+
+def test_a_csi_shaped_mount_pod_serves_application_pods(cluster: k8s.Cluster) -> None:
+    """As the OSS CSI driver's mount pods do: a privileged pod runs the FUSE daemon (bindfs
+    here) onto a host path with Bidirectional propagation; an application pod sees the mount
+    through HostToContainer and reads through it; the daemon is a process of the node, found
+    from the node's mountinfo (what the measuring pod will do)."""
+    shared = str(cluster.dir / "csi")  # the node's paths: inside the cluster's private directory
+    data = {"name": "data", "hostPath": {"path": str(cluster.dir / "csi-data"), "type": "DirectoryOrCreate"}}
+    mnt = {"name": "mnt", "hostPath": {"path": shared, "type": "DirectoryOrCreate"}}
+    mount_pod = _pod("mounter", ["sh", "-c", "head -c 1048576 /dev/urandom > /data/f && mkdir -p /mnt/m && "
+                                 "exec bindfs -f /data /mnt/m"],
+                     [{"name": "data", "mountPath": "/data"},
+                      {"name": "mnt", "mountPath": "/mnt", "mountPropagation": "Bidirectional"}],
+                     [data, mnt], privileged=True)
+    reader = _pod("reader", ["sleep", "infinity"],
+                  [{"name": "mnt", "mountPath": "/mnt", "mountPropagation": "HostToContainer"}], [mnt])
+    _apply(cluster, mount_pod, reader)
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/mounter", "pod/reader", "--timeout=120s", timeout=130)
+    deadline = time.monotonic() + 30
+    out = ""
+    while time.monotonic() < deadline:  # bindfs mounts once it runs
+        out = cluster.kubectl("exec", "reader", "--", "sh", "-c",
+                              "grep ' /mnt/m ' /proc/self/mountinfo; wc -c < /mnt/m/f", check=False)
+        if "fuse" in out and out.split()[-1] == "1048576":
+            break
+        time.sleep(0.5)
+    assert "fuse" in out and out.split()[-1] == "1048576", out
+    node = Path(f"/proc/{cluster.holder_pid}/mountinfo").read_text()  # the node's own mount table
+    line = next(x for x in node.splitlines() if f" {shared}/m " in x)
+    assert " - fuse" in line
+    daemons = [p for p in os.listdir("/proc") if p.isdigit()
+               and Path(f"/proc/{p}/comm").read_text().strip() == "bindfs"
+               and os.readlink(f"/proc/{p}/ns/pid") != os.readlink("/proc/self/ns/pid")]
+    assert daemons, "the mount pod's daemon is not a process of the machine"
+    cluster.kubectl("delete", "pod", "mounter", "reader", "--wait=true", "--timeout=60s", timeout=70)
