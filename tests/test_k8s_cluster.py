@@ -3,6 +3,7 @@ starts from the cached binaries, runs pods of the locally made images, and leave
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -53,14 +54,30 @@ def test_a_pod_runs_the_nodes_tools_and_is_reached_by_exec(cluster: k8s.Cluster)
 
 
 def test_down_leaves_no_process_link_cgroup_or_directory(cluster: k8s.Cluster) -> None:
-    """A second cluster, stopped: nothing of it is left on the machine."""
+    """A second cluster, stopped: nothing of it is left on the machine, not even where its
+    components write without being told (a pod started in it: its shim, netns, CNI result, logs)."""
+    before = _machine_wide()
     other = k8s.up()
+    _apply(other, POD)
+    other.kubectl("wait", "--for=condition=Ready", "pod/client", "--timeout=120s", timeout=130)
     holder, index, where = other.holder_pid, other.index, other.dir
     assert not other.down()
     assert not Path(f"/proc/{holder}").exists()
     assert f"fsk{index}h" not in os.listdir("/sys/class/net")
     assert not any(Path(f"/sys/fs/cgroup/{c}/fsperf-k8s-{index}").exists() for c in k8s.CGROUP_CONTROLLERS)
     assert not where.exists()
+    assert _machine_wide() == before
+
+
+def _machine_wide() -> dict[str, set[str]]:
+    """What the places a kubelet or containerd writes by default hold (other sessions' things
+    too: only names a cluster's components use are kept)."""
+    words = ("containerd", "kubelet", "cni", "pods", "containers", "runc", "etcd")
+    found = {}
+    for place in ("/run", "/run/netns", "/var/lib", "/var/log", "/var/run", "/opt", "/etc"):
+        with contextlib.suppress(OSError):
+            found[place] = {n for n in os.listdir(place) if any(w in n for w in words)}
+    return found
 
 
 def test_a_killed_session_leaves_nothing_a_sweep_does_not_take(cluster: k8s.Cluster, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ can reach past the machine. etcd, kube-apiserver, the controller-manager, the sc
 containerd and the kubelet run in it; killing the holder (SIGKILL too) ends every process of
 the cluster, the pods' included, and drops their mounts with the mount namespace; the cgroups
 runc made (under one parent of the cluster's own) are removed after. The holder dies with the
-process that started it, however that dies; the private directory (0700, under /run: the keys
+process that started it, however that dies; the private directory (0700, under /var/tmp: the keys
 and tokens, 0600, never on a command line) and the cgroups are in the leftovers record, so a
 killed session's are swept by the next.
 """
@@ -110,7 +110,7 @@ class Cluster:
     def _namespaces(self) -> None:
         self.holder = subprocess.Popen(
             ["unshare", "--net", "--pid", "--mount", "--fork", "--kill-child", "--mount-proc",
-             "--propagation", "private", "--", "sh", "-c", "mount --make-rshared / && exec sleep infinity"],
+             "--propagation", "private", "--", "sh", "-c", _HOLDER],
             start_new_session=True, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         self.holder_entry = leftovers.note_process(Proc.of(self.holder.pid))  # swept after a SIGKILL
         for _ in range(200):  # the namespaces' PID 1: unshare's child
@@ -331,6 +331,16 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         return problems
 
 
+# What the holder runs: its mounts shared within its own namespace (a mount pod's Bidirectional
+# propagation), and a private tmpfs over each machine-wide place a component writes to without
+# being told where (containerd's shim sockets in /run/containerd/s, the pods' network namespaces
+# in /run/netns, CNI's results in /var/lib/cni, the kubelet's pki and device plugins in
+# /var/lib/kubelet, the pods' logs in /var/log): nothing of theirs is left on the machine.
+MASKED = ("/run", "/var/lib", "/var/log")
+_HOLDER = ("mount --make-rshared / && " + " && ".join(
+    f"mount -t tmpfs -o mode=0755,size=256m fsperf-k8s {d}" for d in MASKED) + " && exec sleep infinity")
+
+
 def _die_with_parent() -> None:
     """The holder gets SIGKILL when the process that started it dies, however it dies."""
     import ctypes
@@ -358,7 +368,7 @@ def up() -> Cluster:
     lack = missing()
     if lack:
         raise RuntimeError(f"the cluster needs {', '.join(lack)}")
-    path, entry = leftovers.private_dir("pytest-fsperf-k8s-", "/run")  # noted before it exists
+    path, entry = leftovers.private_dir("pytest-fsperf-k8s-", "/var/tmp")  # noted before it exists
     cluster = Cluster(Path(path), _index(), entry=entry)
     try:
         (cluster.dir / "logs").mkdir(mode=0o700)
