@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.k8s import build
 from tests.k8s import cluster as k8s
 
 TIER = "fuse"  # root: namespaces, a veth pair, containerd
@@ -29,6 +30,7 @@ POD = {
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[k8s.Cluster]:
+    build.wait()  # CI builds the binaries beside the first tests
     lack = k8s.missing()
     if lack:
         pytest.skip(f"the Kubernetes cluster needs {', '.join(lack)} (python3 -m tests.k8s.build)")

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 VERSION = "v1.34.2"
@@ -28,10 +29,31 @@ def _stamp() -> str:
                                  ("gitTreeState", "clean")))
 
 
+def building(out: Path = BIN) -> Path:
+    """The file a build in progress holds its PID in (CI starts one beside the tests)."""
+    return out.with_name(out.name + ".building")
+
+
+def wait(out: Path = BIN, timeout: float = 1800.0) -> None:
+    """Until a build in progress ends (its PID gone), or `timeout`."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            pid = int(building(out).read_text())
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            return
+        time.sleep(5)
+
+
 def build(out: Path = BIN) -> None:
     """go build of each component from k8s.io/kubernetes at VERSION, its staging modules
     replaced by their published versions (about 10 minutes of 2 cores, once: cached)."""
+    if all((out / c).is_file() for c in COMPONENTS):
+        return
     work = Path(tempfile.mkdtemp(prefix="fsperf-k8s-build-"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    building(out).write_text(str(os.getpid()))
     try:
         env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod"}
         (work / "go.mod").write_text("module fsperf.local/k8s\n\ngo 1.24.0\n")
@@ -56,6 +78,7 @@ def build(out: Path = BIN) -> None:
             os.replace(out / f".{c}", out / c)  # whole or absent
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        building(out).unlink(missing_ok=True)
 
 
 if __name__ == "__main__":
