@@ -46,6 +46,18 @@ def test_a_proxys_certificate_is_signed_by_a_ca_of_its_own_and_its_key_is_privat
         tls.make(str(private))
 
 
+def test_a_certificate_names_an_address_as_an_address_and_a_name_as_a_name(tmp_path):
+    """A client checks an address against the certificate's IP names only (a test cluster's
+    apiserver is reached at its node's address), a host name against its DNS names."""
+    private = tmp_path / "server"
+    private.mkdir(mode=0o700)
+    names = pem(tls.make(str(private), hosts=("10.213.1.2", "kubernetes.default")).cert).extensions \
+        .get_extension_for_class(x509.SubjectAlternativeName).value
+    assert ipaddress.ip_address("10.213.1.2") in names.get_values_for_type(x509.IPAddress)
+    assert "kubernetes.default" in names.get_values_for_type(x509.DNSName)
+    assert "10.213.1.2" not in names.get_values_for_type(x509.DNSName)
+
+
 def test_tls_is_on_for_s3_azure_and_gcs_by_default_and_as_the_setting_or_the_marker_says():
     bare = StoreConditions()
     assert with_tls(bare, "s3", None).tls is True
