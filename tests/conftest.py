@@ -62,6 +62,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if missing and not config.option.help:
         raise pytest.UsageError(f"the plugin's own tests need its test extras ({', '.join(missing)} "
                                 "missing): pip install -e '.[test]'")
+    if not (config.option.help or config.option.markers or config.pluginmanager.is_blocked("fsperf")):
+        # the suite's helpers (tests/netns_hosts.py, tests/k8s/) note what they make into the
+        # session's leftovers record, which the plugin keeps once a session uses it: this one does,
+        # whichever of its tests are run
+        from pytest_fsperf import plugin
+
+        plugin.used(config)
 
 
 def implied_tier(fixtures: set[str]) -> str:

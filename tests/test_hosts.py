@@ -469,7 +469,8 @@ def test_the_test_suites_hosts_are_removed_after_its_run_is_killed(pytester, tmp
     ready = tmp_path / "ready"
     pytester.makepyfile(HOSTS_THEN_KILLED.format(ready=str(ready)))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-s"],
+    # the plugin's own suite always uses the plugin (tests/conftest.py): so does this one
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-s", "--fsperf-scale=1"],
                             cwd=pytester.path, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:

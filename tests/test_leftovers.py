@@ -353,7 +353,7 @@ def test_a_state_dir_another_user_made_first_never_switches_off_crash_cleanup(py
     assert leftovers.state_dir() == "/run/pytest-fsperf"
     pytester.makepyfile("""
         from pytest_fsperf.infra import leftovers
-        def test_recorded():
+        def test_recorded(fsperf_settings):  # a session that uses the plugin
             assert leftovers._records, "no record kept"
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
