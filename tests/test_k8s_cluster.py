@@ -55,6 +55,25 @@ def test_a_pod_runs_the_nodes_tools_and_is_reached_by_exec(cluster: k8s.Cluster)
     assert node["status"]["podIP"].startswith("10.214.0.")  # the cluster's own range
 
 
+def test_a_local_user_reaches_neither_the_kubelet_nor_the_api_without_a_token(cluster: k8s.Cluster) -> None:
+    """As found: the kubelet listened on the node's address with anonymous access, and any
+    local user (nobody) could have run commands in the cluster's privileged pods through it.
+    Now it listens on the cluster's loopback only, and the API answers no one without a token."""
+    code = ("import socket, ssl, sys, urllib.request, urllib.error\n"
+            "try:\n    socket.create_connection((sys.argv[1], 10250), timeout=3); print('kubelet open')\n"
+            "except OSError as e:\n    print('kubelet', type(e).__name__)\n"
+            "ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE\n"
+            "try:\n    urllib.request.urlopen(f'https://{sys.argv[1]}:6443/api/v1/pods', context=ctx, timeout=5)\n"
+            "    print('api open')\n"
+            "except urllib.error.HTTPError as e:\n    print('api', e.code)\n")
+    out = subprocess.run(["/usr/bin/python3", "-c", code, cluster.node_ip], user=65534, group=65534,
+                         extra_groups=[], capture_output=True, text=True, timeout=30, check=True).stdout
+    assert out.split() == ["kubelet", "ConnectionRefusedError", "api", "401"], out
+    _apply(cluster, POD)  # and the apiserver still reaches it: exec works
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/client", "--timeout=120s", timeout=130)
+    assert cluster.kubectl("exec", "client", "--", "echo", "reached").strip() == "reached"
+
+
 def test_down_leaves_no_process_link_cgroup_or_directory(cluster: k8s.Cluster) -> None:
     """A second cluster, stopped: nothing of it is left on the machine, not even where its
     components write without being told (a pod started in it: its shim, netns, CNI result, logs)."""

@@ -110,7 +110,7 @@ class Cluster:
     def _namespaces(self) -> None:
         self.holder = subprocess.Popen(
             ["unshare", "--net", "--pid", "--mount", "--fork", "--kill-child", "--mount-proc",
-             "--propagation", "private", "--", "sh", "-c", _HOLDER],
+             "--propagation", "private", "--", "sh", "-c", _holder(self.dir)],
             start_new_session=True, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         self.holder_entry = leftovers.note_process(Proc.of(self.holder.pid))  # swept after a SIGKILL
         for _ in range(200):  # the namespaces' PID 1: unshare's child
@@ -183,7 +183,8 @@ class Cluster:
                     "--service-account-issuer=https://kubernetes.default.svc",
                     f"--service-account-key-file={pki / 'sa.pub'}",
                     f"--service-account-signing-key-file={pki / 'sa.key'}",
-                    "--kubelet-preferred-address-types=InternalIP", "--profiling=false")
+                    "--kubelet-preferred-address-types=Hostname", "--anonymous-auth=false",
+                    "--profiling=false")
         self._wait(lambda: self.kubectl("get", "--raw", "/readyz", check=False, timeout=10).strip() == "ok",
                    120, "kube-apiserver")
         self._start("kube-controller-manager", str(BIN / "kube-controller-manager"),
@@ -245,7 +246,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         _write(self.dir / "resolv.conf", "", 0o644)
         _write(d / "config.json", json.dumps({
             "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
-            "address": self.node_ip, "port": 10250, "readOnlyPort": 0, "healthzPort": 0,
+            "address": "127.0.0.1", "port": 10250, "readOnlyPort": 0, "healthzPort": 0,
+            # on the namespace's loopback only (_holder): no one outside the cluster reaches it
             "authentication": {"anonymous": {"enabled": True}, "webhook": {"enabled": False}},
             "authorization": {"mode": "AlwaysAllow"}, "cgroupDriver": "cgroupfs", "cgroupsPerQOS": False,
             "cgroupRoot": self.cgroup_parent, "enforceNodeAllocatable": [], "failCgroupV1": False,
@@ -337,8 +339,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 # in /run/netns, CNI's results in /var/lib/cni, the kubelet's pki and device plugins in
 # /var/lib/kubelet, the pods' logs in /var/log): nothing of theirs is left on the machine.
 MASKED = ("/run", "/var/lib", "/var/log")
-_HOLDER = ("mount --make-rshared / && " + " && ".join(
-    f"mount -t tmpfs -o mode=0755,size=256m fsperf-k8s {d}" for d in MASKED) + " && exec sleep infinity")
+
+
+def _holder(private: Path) -> str:
+    """The holder's script. The kubelet listens on the namespace's loopback only, where the
+    apiserver reaches it by the node's name (this /etc/hosts, bound over the machine's in the
+    cluster's mount namespace): on the node's address a local user could have reached it, and
+    its exec (a privileged pod's) with it."""
+    hosts = _write(private / "hosts", f"127.0.0.1 localhost {NODE}\n", 0o644)
+    return ("mount --make-rshared / && " + " && ".join(
+        f"mount -t tmpfs -o mode=0755,size=256m fsperf-k8s {d}" for d in MASKED)
+        + f" && mount --bind {hosts} /etc/hosts && exec sleep infinity")
 
 
 def _die_with_parent() -> None:
