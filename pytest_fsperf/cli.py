@@ -210,10 +210,10 @@ def show_history(a: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"{where}: --tolerance/--min-change: {exc}") from None
     figures = tuple(f.strip() for f in a.figure.split(",") if f.strip())
-    unknown = [f for f in figures if f not in history.FIGURES]
+    unknown = [f for f in figures if f not in history.FOLLOWED]
     if unknown or not figures:
         raise UsageError(f"{where}: --figure {','.join(unknown)}: not one of "
-                         f"{', '.join(history.FIGURES)}")
+                         f"{', '.join(history.FOLLOWED)}")
     if not 0 < a.max_pvalue < 1 or a.window < 4 or a.recent < 1:
         raise UsageError(f"{where}: --max-pvalue must be in (0, 1), --window at least 4, "
                          "--recent at least 1")

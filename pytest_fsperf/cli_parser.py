@@ -171,8 +171,8 @@ def _history(sub: Any) -> None:
                       help="files, folders or globs of saved runs (default: the storage dir)")
     hist.add_argument("--storage", metavar="DIR", default=".fsperf/runs",
                       help="where the runs are saved (default .fsperf/runs)")
-    hist.add_argument("--figure", default=",".join(history.FIGURES), metavar="LIST",
-                      help=f"figures to follow (default {','.join(history.FIGURES)})")
+    hist.add_argument("--figure", default=",".join(history.FOLLOWED), metavar="LIST",
+                      help=f"figures to follow (default {','.join(history.FOLLOWED)})")
     hist.add_argument("--max-pvalue", type=_bounded(float, 0, 1e12), default=history.MAX_PVALUE, metavar="P",
                       help=f"a change point's significance (default {history.MAX_PVALUE:g})")
     hist.add_argument("--min-change", default=f"{100 * history.MIN_CHANGE:g}%", metavar="PERCENT",

@@ -64,8 +64,8 @@ class Metric:
     unit: str  # in files for other tools (github-action-benchmark): value / scale in unit
     scale: float = 1.0
     series: str = ""  # the name of its series there; stable, as users' history is kept by it
-    # where it is judged (the one list of each: plan/marker.KEYWORDS, judge/comparison.METRICS,
-    # judge/runs.SAVED and judge/history.FIGURES are made from these): the marker keywords
+    # where it is judged (the one list of each: plan/marker.KEYWORDS, judge/comparison.COMPARED,
+    # judge/runs.SAVED and judge/series.FOLLOWED are made from these): the marker keywords
     # that bound it (min_... or max_...), whether A/B comparisons judge it, whether a saved
     # run's comparison does (a count a build and its options fix: more in every round than
     # in any saved run, past the tolerance, is a regression), whether history follows it

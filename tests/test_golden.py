@@ -39,12 +39,12 @@ def test_the_canned_file_matches_the_schema(doc):
 
 def test_the_schema_names_every_figure_a_comparison_holds_and_every_page_cache_state():
     """A comparison's metrics once held FUSE request counts the schema refused."""
-    from pytest_fsperf.judge.comparison import METRICS
+    from pytest_fsperf.judge.comparison import COMPARED
     from pytest_fsperf.vocab import PageCache
 
     defs = jsonout.schema()["$defs"]
     metric = defs["MetricComparison"]["properties"]["metric"]
-    assert set(METRICS) <= set(metric["enum"])
+    assert set(COMPARED) <= set(metric["enum"])
     assert {p.value for p in PageCache} <= set(defs["ResultRow"]["properties"]["cache"]["enum"])
 
 

@@ -191,3 +191,19 @@ def test_every_readings_fields_are_the_results_of_the_same_type() -> None:
              for name, kind in typing.get_type_hints(k).items()
              if name in {f.name for f in dataclasses.fields(k)} and result.get(name) != kind]
     assert not wrong, wrong
+
+
+def test_one_name_per_list() -> None:
+    """`METRICS` is the figures' registry (figures.py) and nothing else; no module renames it
+    on import (it had named three lists, `FIGURES` two more, each aliased)."""
+    lists, aliases = [], []
+    for module, path in modules().items():
+        for node in ast.parse(path.read_text()).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                if isinstance(node, ast.AnnAssign) else []
+            lists += [f"{module}.{t.id}" for t in targets if isinstance(t, ast.Name) and t.id in ("METRICS", "FIGURES")]
+            if isinstance(node, ast.ImportFrom):
+                aliases += [f"{module}: {a.name} as {a.asname}" for a in node.names
+                            if a.name in ("METRICS", "FIGURES") and a.asname not in (None, a.name)]
+    assert lists == ["figures.METRICS"], lists
+    assert not aliases, aliases

@@ -18,7 +18,7 @@ from pytest_fsperf.figures import Fig
 from pytest_fsperf.infra import inputs
 from pytest_fsperf.result.judged import Described
 
-METRICS = {"bw": Fig.BW, "cpu": Fig.DAEMON_CPU, "rss": Fig.DAEMON_RSS}  # file key -> result figure
+FILE_KEYS = {"bw": Fig.BW, "cpu": Fig.DAEMON_CPU, "rss": Fig.DAEMON_RSS}  # file key -> result figure
 # what a figure counts: the whole workload, or each fio job apart (the document's command
 # had no --group_reporting: "X-Y MB/s" is the jobs' min-max)
 PER = ("total", "job")
@@ -131,11 +131,11 @@ def shape_problem(data: object) -> str | None:
         if not isinstance(entry, dict):
             return f"entry {key!r} is not an object"
         for metric, figure in entry.items():
-            if metric in METRICS and not (isinstance(figure, dict) and _number(figure.get("value"))):
+            if metric in FILE_KEYS and not (isinstance(figure, dict) and _number(figure.get("value"))):
                 return f"entry {key!r}: {metric} needs a numeric `value`"
-            if metric in METRICS and figure.get("per", "total") not in PER:
+            if metric in FILE_KEYS and figure.get("per", "total") not in PER:
                 return f"entry {key!r}: {metric} `per` must be one of {', '.join(PER)}"
-            if metric in METRICS and figure.get("high") is not None and not _number(figure["high"]):
+            if metric in FILE_KEYS and figure.get("high") is not None and not _number(figure["high"]):
                 return f"entry {key!r}: {metric} `high` must be a number"
     return None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_fsperf.baselines import METRICS, Baseline
+from pytest_fsperf.baselines import FILE_KEYS, Baseline
 from pytest_fsperf.result.judged import SHOW, Check
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.vocab import EngineKind
@@ -74,10 +74,10 @@ def check(result: WorkloadResult, baseline: Baseline, tolerance: float,
     measured = result.metrics()
     checks = []
     for metric, figure in entry.items():
-        if metric not in METRICS or not isinstance(figure, dict):
+        if metric not in FILE_KEYS or not isinstance(figure, dict):
             continue
         documented = float(figure["value"])
-        value = measured.get(METRICS[metric])
+        value = measured.get(FILE_KEYS[metric])
         per, top, note = str(figure.get("per", "total")), None, mismatch
         if per == "job":  # the slowest job against the document's slowest, the range shown
             each = [j.bw_bytes for j in result.jobs]
@@ -104,7 +104,7 @@ def entry_of(result: WorkloadResult) -> dict[str, Any]:
     """The figures of one workload, in the baseline file format."""
     m = result.metrics()
     out: dict[str, Any] = {}
-    for key, metric in METRICS.items():
+    for key, metric in FILE_KEYS.items():
         value = m.get(metric)
         if value is not None:
             out[key] = {"printed": SHOW[key](value), "value": value}

@@ -10,8 +10,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_fsperf.figures import METRICS as FIGURES
-from pytest_fsperf.figures import Fig
+from pytest_fsperf.figures import METRICS, Fig
 from pytest_fsperf.judge import where as fuse_where
 from pytest_fsperf.judge.deciding import BY_DEFAULT, Deciding, decided_by, tolerance_of
 from pytest_fsperf.judge.paired import (
@@ -30,7 +29,7 @@ from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.vocab import CompareKind, Difference, Direction, EngineKind, Settled
 
 # the figures an A/B judges, as the registry says (figures.METRICS: Metric.compared)
-METRICS = tuple(key for key, m in FIGURES.items() if m.compared)
+COMPARED = tuple(key for key, m in METRICS.items() if m.compared)
 
 
 def median(values: Sequence[float | None]) -> float | None:
@@ -39,7 +38,7 @@ def median(values: Sequence[float | None]) -> float | None:
 
 
 def _outcome(metric: str, p: Paired, gate: bool) -> Difference:
-    fig = FIGURES[metric]
+    fig = METRICS[metric]
     if p.direction == Direction.SAME:
         return Difference.SAME
     if p.direction in (Direction.UP, Direction.DOWN):
@@ -60,7 +59,7 @@ def judge_metric(metric: str, av: Sequence[float | None], bv: Sequence[float | N
     offsets: each pair's neighbours adjustment of ln(B/A) (judge/neighbours.py). tolerance:
     the test's; a figure with its own (the registry's) is judged with that, and an exact
     count first by the count's rule (paired.counted)."""
-    fig = FIGURES[metric]
+    fig = METRICS[metric]
     tolerance = tolerance_of(metric, tolerance)
     p = paired(av, bv, tolerance, anytime, alpha, offsets, fig.floor)
     if fig.count and (found := counted(av, bv, tolerance, fig.floor)) is not None:
@@ -79,7 +78,7 @@ def judge_all(a: Sequence[WorkloadResult], b: Sequence[WorkloadResult], figures:
     out = {}
     share = alpha / max(1, len(figures))
     am, bm = [r.single_metrics() for r in a], [r.single_metrics() for r in b]  # once a run
-    for metric in METRICS if every else figures:
+    for metric in COMPARED if every else figures:
         av = tuple(m.get(metric) for m in am)
         bv = tuple(m.get(metric) for m in bm)
         if all(v is None for v in av + bv):
@@ -215,7 +214,7 @@ def _needed(m: MetricComparison, tolerance: float, gate: bool, seconds: float,
     if m.outcome != Difference.INCONCLUSIVE or pairs < 3:
         return ""
     spread = f"at the pairs' spread so far (±{100 * spread_of(m.a, m.b):.0f}% per pair)"
-    n = pairs_needed(m.a, m.b, tolerance, gate, FIGURES[m.metric].bigger_is_better,
+    n = pairs_needed(m.a, m.b, tolerance, gate, METRICS[m.metric].bigger_is_better,
                      budget.alpha if budget else ALPHA)
     if n is None:
         return (f"{spread} no practical number of pairs would decide: B/A sits at the "

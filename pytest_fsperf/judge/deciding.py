@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from pytest_fsperf.figures import METRICS as FIGURES
-from pytest_fsperf.figures import Fig
+from pytest_fsperf.figures import METRICS, Fig
 from pytest_fsperf.plan.marker import KEYWORDS
 from pytest_fsperf.result.comparison import MetricComparison
 from pytest_fsperf.result.workload import WorkloadResult
@@ -62,13 +61,13 @@ class Deciding:
         wanted: list[str] = []
         for name in self.chosen or (DEFAULT,):
             if name == DEFAULT:
-                wanted += [lead, *self.bounded, *(k for k, m in FIGURES.items() if m.gated)]
+                wanted += [lead, *self.bounded, *(k for k, m in METRICS.items() if m.gated)]
             else:
                 wanted.append(lead if name == PRIMARY else name)
         out: list[str] = []
         for name in wanted:
             name = stand_in(name, have)
-            if name in have and FIGURES[name].compared and name not in out:
+            if name in have and METRICS[name].compared and name not in out:
                 out.append(name)
         return tuple(out) or (lead,)
 
@@ -79,13 +78,13 @@ BY_DEFAULT = Deciding()  # the default set, nothing bounded or accepted
 def stand_in(name: str, have: Iterable[str]) -> str:
     """The figure that decides for `name`: daemon CPU% where bytes moved is its CPU per GB (a
     faster build uses more CPU per second for the same bytes)."""
-    instead = FIGURES[name].unless if name in FIGURES else ""
+    instead = METRICS[name].unless if name in METRICS else ""
     return instead if instead and instead in set(have) else name
 
 
 def tolerance_of(metric: str, test_tolerance: float) -> float:
     """A figure's own tolerance (the registry's), else the test's."""
-    return FIGURES[metric].tolerance_or(test_tolerance)
+    return METRICS[metric].tolerance_or(test_tolerance)
 
 
 def decided_by(metrics: Mapping[str, MetricComparison], figures: tuple[str, ...],
@@ -104,6 +103,6 @@ def bounded_by(keywords: Iterable[str]) -> tuple[str, ...]:
     """The figures a test's marker keywords bound (max_cpu: daemon CPU; max_rss: peak memory)."""
     out: list[str] = []
     for k in keywords:
-        if k in KEYWORDS and (m := KEYWORDS[k].metric) in FIGURES and m not in out:
+        if k in KEYWORDS and (m := KEYWORDS[k].metric) in METRICS and m not in out:
             out.append(m)
     return tuple(out)

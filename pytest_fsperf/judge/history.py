@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pytest_fsperf.judge.series import CANARY as CANARY
-from pytest_fsperf.judge.series import FIGURES as FIGURES
+from pytest_fsperf.judge.series import FOLLOWED as FOLLOWED
 from pytest_fsperf.judge.series import Point as Point
 from pytest_fsperf.judge.series import Series as Series
 from pytest_fsperf.judge.series import comparisons_of
@@ -242,7 +242,7 @@ def gate(analyses: Sequence[Analysis], tolerance: float, newest: str, recent: in
     return found
 
 
-def report(found: Sequence[Run], figures: Sequence[str] = FIGURES,
+def report(found: Sequence[Run], figures: Sequence[str] = FOLLOWED,
            max_pvalue: float = MAX_PVALUE, min_magnitude: float = MIN_CHANGE, window: int = WINDOW,
            normalise: bool = False) -> tuple[list[Analysis], list[str], list[str]]:
     """Every series of `found` analysed; the notes on fingerprints; the lines that say it

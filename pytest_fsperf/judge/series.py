@@ -18,7 +18,7 @@ from pytest_fsperf.vocab import CompareKind
 # figures followed, per run (the median of its rounds), as the metric registry names them
 # daemon CPU per GB moved, not CPU%: a daemon throttled to half a core used half the CPU% for
 # half the work, and CPU% called that run "better by 49.7%" beside bandwidth worse by 54.1%
-FIGURES = tuple(key for key, m in METRICS.items() if m.history)  # Metric.history
+FOLLOWED = tuple(key for key, m in METRICS.items() if m.history)  # Metric.history
 CANARY = "canary"  # the machine canary's series: a score, higher is faster
 # comparisons of a candidate build against a reference build (or mount)
 AGAINST_KINDS = frozenset({CompareKind.GATE, CompareKind.BUILDS, CompareKind.MOUNT_GATE})
@@ -83,7 +83,7 @@ def _fingerprint(result: SavedResult | None) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(k), json.dumps(v, sort_keys=True)) for k, v in fp.items()))
 
 
-def series(found: Sequence[Run], figures: Sequence[str] = FIGURES) -> list[Series]:
+def series(found: Sequence[Run], figures: Sequence[str] = FOLLOWED) -> list[Series]:
     """Each workload's figures over the runs, one series per fingerprint; and, from runs
     saved by a release gate, each workload's B/A against each reference build."""
     points: dict[tuple[str, str, tuple[tuple[str, str], ...], str], list[Point]] = {}
@@ -111,8 +111,8 @@ def series(found: Sequence[Run], figures: Sequence[str] = FIGURES) -> list[Serie
                     _point(run, ours, ratio, low or ratio, high or ratio))
     return [Series(key, figure, fp, tuple(p), against)
             for (key, figure, fp, against), p in sorted(
-                points.items(), key=lambda kv: (kv[0][0], kv[0][3], FIGURES.index(kv[0][1])
-                                                if kv[0][1] in FIGURES else 99, len(kv[1]) * -1))]
+                points.items(), key=lambda kv: (kv[0][0], kv[0][3], FOLLOWED.index(kv[0][1])
+                                                if kv[0][1] in FOLLOWED else 99, len(kv[1]) * -1))]
 
 
 def comparisons_of(run: Run) -> tuple[list[Comparison], list[str]]:

@@ -9,8 +9,7 @@ from typing import Any
 
 from pytest_fsperf import typed
 from pytest_fsperf.errors import NotCompared
-from pytest_fsperf.figures import METRICS as FIGURES
-from pytest_fsperf.figures import Fig
+from pytest_fsperf.figures import METRICS, Fig
 from pytest_fsperf.result.judged import Expectation
 from pytest_fsperf.result.schema import check
 from pytest_fsperf.vocab import CompareKind, Difference, Text
@@ -42,7 +41,7 @@ class MetricComparison:
 
     @property
     def bigger_is_better(self) -> bool:
-        return FIGURES[self.metric].bigger_is_better
+        return METRICS[self.metric].bigger_is_better
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,7 @@ class Comparison:
         fails in that one line)."""
         m = self.metrics.get(metric)
         if m is None or m.ratio is None:
-            label = FIGURES[metric].label if metric in FIGURES else repr(metric)
+            label = METRICS[metric].label if metric in METRICS else repr(metric)
             raise NotCompared(f"{self.name}: no {label} B/A to give: {self.what_happened()}")
         return m.ratio
 
@@ -154,7 +153,7 @@ class Comparison:
         told = (f"; where: {'; '.join(found)}" if found and m.outcome in
                 (Difference.B_WORSE, Difference.B_BETTER, Difference.CHANGED) else "")
         more = f"; {self.needed}" if self.needed and m.outcome == Difference.INCONCLUSIVE else ""
-        fig = FIGURES[m.metric]
+        fig = METRICS[m.metric]
         both = (f", {fig.show(m.b_median)} against {fig.show(m.a_median)}"
                 if m.a_median is not None and m.b_median is not None else "")
         own = f"; tolerance {100 * fig.tolerance_or(tolerance):g}%"
@@ -167,14 +166,14 @@ class Comparison:
         if len(self.deciding) < 2:
             return ""
         return ("decided on " + ", ".join(
-            f"{FIGURES[f].label} {self.metrics[f].outcome}" if f in self.metrics else FIGURES[f].label
-            for f in self.deciding if f in FIGURES) + "; ")
+            f"{METRICS[f].label} {self.metrics[f].outcome}" if f in self.metrics else METRICS[f].label
+            for f in self.deciding if f in METRICS) + "; ")
 
     def accepted_said(self) -> str:
         """The changes the test accepted, said (a reviewer's decision)."""
         moved = [f for f in self.accepted if (m := self.metrics.get(f)) is not None
                  and m.outcome == Difference.CHANGED]
-        return "".join(f"; {FIGURES[f].label} changed {self.metrics[f].ratio or 0:.3g}x, accepted "
+        return "".join(f"; {METRICS[f].label} changed {self.metrics[f].ratio or 0:.3g}x, accepted "
                        "by the test (gate_accept)" for f in moved)
 
     def to_dict(self) -> dict[str, Any]:
