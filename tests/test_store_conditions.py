@@ -24,6 +24,21 @@ from tests.hostile import NOBODY, SYSTEM_PYTHON
 TIER = "unit"
 
 
+def test_a_fault_knob_keeps_its_name_from_the_option_to_the_proxy() -> None:
+    """--fsperf-store-X is StoreConditions.X is the proxy's "X" (it was store_corrupt, corrupt,
+    corrupt_rate and CorruptRate on its way)."""
+    import re
+    from pathlib import Path
+
+    from pytest_fsperf.options.table import OPTIONS
+
+    given = StoreConditions().settings("127.0.0.1:1", "s3", "stats", [0], 1)
+    tags = set(re.findall(r'json:"([a-z_]+)"', (Path(conditioner.__file__).parent / "proxy" / "proxy.go").read_text()))
+    for knob in ("errors", "resets", "corrupt", "rate"):
+        assert any(o.field == f"store_{knob}" for o in OPTIONS), knob
+        assert hasattr(StoreConditions(), knob) and knob in given and knob in tags, knob
+
+
 def test_a_profile_and_one_condition_over_it() -> None:
     base = conditions.profile("In-Region", "--fsperf-store-profile=In-Region")
     assert base == PROFILES["in-region"] and not base.bare

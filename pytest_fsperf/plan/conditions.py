@@ -120,7 +120,7 @@ class StoreConditions:
                 "init_window": self.init_window, "idle_ns": int((0.2 + self.rtt) * 1e9),
                 "conn_bps": self.conn_bandwidth,
                 "total_bps": self.bandwidth, "rate": self.rate, "burst": self.burst,
-                "error_rate": self.errors, "reset_rate": self.resets, "corrupt_rate": self.corrupt,
+                "errors": self.errors, "resets": self.resets, "corrupt": self.corrupt,
                 "tail_every": self.tail_every, "tail_ns": int(self.tail * 1e9),
                 "owners": owners, "stats": stats, "seed": seed}
 

@@ -32,29 +32,29 @@ import (
 )
 
 type settings struct {
-	Upstream  string           `json:"upstream"`     // host:port of the store
-	Dialect   string           `json:"dialect"`      // s3, oss, azure, gcs: how a throttle or error reads
-	RTTNs     int64            `json:"rtt_ns"`       // added to each request; once more per new connection
-	TTFBNs    int64            `json:"ttfb_ns"`      // added before each reply's first byte
-	Window    int64            `json:"window"`       // the most a connection has in flight a round trip (0: no pacing)
-	InitWin   int64            `json:"init_window"`  // a new or idle connection's first window (slow start)
-	IdleNs    int64            `json:"idle_ns"`      // idle this long, a connection starts slow again
-	ConnBps   float64          `json:"conn_bps"`     // bytes/s of each connection's bodies (0: none)
-	TotalBps  float64          `json:"total_bps"`    // bytes/s of all bodies together (0: none)
-	Rate      float64          `json:"rate"`         // requests/s the store takes (0: no limit)
-	Burst     float64          `json:"burst"`        // requests over the rate taken at once
-	ErrorRate float64          `json:"error_rate"`   // fraction of requests answered with a 5xx
-	ResetRate float64          `json:"reset_rate"`   // fraction of bodies cut mid-body, replies and uploads
-	Corrupt   float64          `json:"corrupt_rate"` // fraction of ranged reads (206) with one byte flipped
-	TailEvery int64            `json:"tail_every"`   // 1 request in this many held (0: none)
-	TailNs    int64            `json:"tail_ns"`      // for this long
-	Owners    []int            `json:"owners"`       // uids whose connections are served
-	Gateway   *gatewaySettings `json:"gateway"`      // the OSS gateway (gateway.go), or none
-	Stats     string           `json:"stats"`        // where SIGUSR1 writes the counts
-	TLSCert   string           `json:"tls_cert"`     // the daemons reach it over TLS: its certificate
-	TLSKey    string           `json:"tls_key"`      // and key (0600); "" both: plain HTTP
-	Connect   []string         `json:"connect"`      // host:port a CONNECT may name (connect.go)
-	Token     bool             `json:"token"`        // answer GET /fsperf-token (connect.go)
+	Upstream  string           `json:"upstream"`    // host:port of the store
+	Dialect   string           `json:"dialect"`     // s3, oss, azure, gcs: how a throttle or error reads
+	RTTNs     int64            `json:"rtt_ns"`      // added to each request; once more per new connection
+	TTFBNs    int64            `json:"ttfb_ns"`     // added before each reply's first byte
+	Window    int64            `json:"window"`      // the most a connection has in flight a round trip (0: no pacing)
+	InitWin   int64            `json:"init_window"` // a new or idle connection's first window (slow start)
+	IdleNs    int64            `json:"idle_ns"`     // idle this long, a connection starts slow again
+	ConnBps   float64          `json:"conn_bps"`    // bytes/s of each connection's bodies (0: none)
+	TotalBps  float64          `json:"total_bps"`   // bytes/s of all bodies together (0: none)
+	Rate      float64          `json:"rate"`        // requests/s the store takes (0: no limit)
+	Burst     float64          `json:"burst"`       // requests over the rate taken at once
+	Errors    float64          `json:"errors"`      // fraction of requests answered with a 5xx
+	Resets    float64          `json:"resets"`      // fraction of bodies cut mid-body, replies and uploads
+	Corrupt   float64          `json:"corrupt"`     // fraction of ranged reads (206) with one byte flipped
+	TailEvery int64            `json:"tail_every"`  // 1 request in this many held (0: none)
+	TailNs    int64            `json:"tail_ns"`     // for this long
+	Owners    []int            `json:"owners"`      // uids whose connections are served
+	Gateway   *gatewaySettings `json:"gateway"`     // the OSS gateway (gateway.go), or none
+	Stats     string           `json:"stats"`       // where SIGUSR1 writes the counts
+	TLSCert   string           `json:"tls_cert"`    // the daemons reach it over TLS: its certificate
+	TLSKey    string           `json:"tls_key"`     // and key (0600); "" both: plain HTTP
+	Connect   []string         `json:"connect"`     // host:port a CONNECT may name (connect.go)
+	Token     bool             `json:"token"`       // answer GET /fsperf-token (connect.go)
 	Seed      int64            `json:"seed"`
 }
 
@@ -331,7 +331,7 @@ func (l *link) one(req *head) bool {
 		status, code, message := throttled()
 		return l.answer(req, status, code, message)
 	}
-	if chance(cfg.ErrorRate) {
+	if chance(cfg.Errors) {
 		atomic.AddInt64(&count.Errors, 1)
 		failed.Store(req.key, true)
 		sleepUntil(started.Add(wait))
@@ -446,7 +446,7 @@ func (l *link) one(req *head) bool {
 
 // cutAt: where a body of this length is cut (a reset at the reset rate), or -1.
 func cutAt(length int64) int64 {
-	if length <= 1 || !chance(cfg.ResetRate) {
+	if length <= 1 || !chance(cfg.Resets) {
 		return -1
 	}
 	rngLock.Lock()
