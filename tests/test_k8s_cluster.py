@@ -33,7 +33,7 @@ def cluster() -> Iterator[k8s.Cluster]:
     build.wait()  # CI builds the binaries beside the first tests
     lack = k8s.missing()
     if lack:
-        pytest.skip(f"the Kubernetes cluster needs {', '.join(lack)} (python3 -m tests.k8s.build)")
+        pytest.skip(f"the Kubernetes cluster cannot start: {'; '.join(lack)} (python3 -m tests.k8s.build)")
     started = time.monotonic()
     c = k8s.up()
     print(f"cluster up in {time.monotonic() - started:.0f} s")
@@ -44,8 +44,7 @@ def cluster() -> Iterator[k8s.Cluster]:
 
 
 def test_a_pod_runs_the_nodes_tools_and_is_reached_by_exec(cluster: k8s.Cluster) -> None:
-    subprocess.run([str(k8s.BIN / "kubectl"), f"--kubeconfig={cluster.kubeconfig}", "apply", "-f", "-"],
-                   input=json.dumps(POD), text=True, check=True, capture_output=True)
+    cluster.apply(POD)
     cluster.kubectl("wait", "--for=condition=Ready", "pod/client", "--timeout=120s", timeout=130)
     out = cluster.kubectl("exec", "client", "--", "sh", "-c", "fio --version; python3 -c 'print(6*7)'")
     version, answer = out.split()
@@ -69,9 +68,37 @@ def test_a_local_user_reaches_neither_the_kubelet_nor_the_api_without_a_token(cl
     out = subprocess.run(["/usr/bin/python3", "-c", code, cluster.node_ip], user=65534, group=65534,
                          extra_groups=[], capture_output=True, text=True, timeout=30, check=True).stdout
     assert out.split() == ["kubelet", "ConnectionRefusedError", "api", "401"], out
-    _apply(cluster, POD)  # and the apiserver still reaches it: exec works
+    cluster.apply(POD)  # and the apiserver still reaches it: exec works
     cluster.kubectl("wait", "--for=condition=Ready", "pod/client", "--timeout=120s", timeout=130)
     assert cluster.kubectl("exec", "client", "--", "echo", "reached").strip() == "reached"
+
+
+def _listeners(pid: int) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket listening in `pid`'s network namespace."""
+    import ipaddress
+
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            if state != "0A":  # LISTEN
+                continue
+            addr, port = local.split(":")
+            raw = bytes.fromhex(addr)
+            packed = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))  # host order words
+            found.add((str(ipaddress.ip_address(packed)), int(port, 16)))
+    return found
+
+
+def test_the_cluster_listens_on_its_loopback_but_for_the_api_and_routes_nowhere(cluster: k8s.Cluster) -> None:
+    """Every listener of etcd, the controllers, the kubelet and containerd's stream server is
+    on the namespace's loopback; only the API is on the node's address (token only, above);
+    and the namespace has no route past its /30 and the pods' bridge (no cloud metadata, no
+    version check can leave)."""
+    outside = {(a, p) for a, p in _listeners(cluster.holder_pid) if a not in ("127.0.0.1", "::1")}
+    assert outside == {(cluster.node_ip, 6443)}, outside
+    routes = Path(f"/proc/{cluster.holder_pid}/net/route").read_text().splitlines()[1:]
+    assert not [r for r in routes if r.split()[1] == "00000000"], routes  # no default route
 
 
 def test_down_leaves_no_process_link_cgroup_or_directory(cluster: k8s.Cluster) -> None:
@@ -79,7 +106,7 @@ def test_down_leaves_no_process_link_cgroup_or_directory(cluster: k8s.Cluster) -
     components write without being told (a pod started in it: its shim, netns, CNI result, logs)."""
     before = _machine_wide()
     other = k8s.up()
-    _apply(other, POD)
+    other.apply(POD)
     other.kubectl("wait", "--for=condition=Ready", "pod/client", "--timeout=120s", timeout=130)
     holder, index, where = other.holder_pid, other.index, other.dir
     assert not other.down()
@@ -130,12 +157,6 @@ def test_a_killed_session_leaves_nothing_a_sweep_does_not_take(cluster: k8s.Clus
                    for c in k8s.CGROUP_CONTROLLERS), said
 
 
-def _apply(cluster: k8s.Cluster, *objects: dict[str, object]) -> None:
-    subprocess.run([str(k8s.BIN / "kubectl"), f"--kubeconfig={cluster.kubeconfig}", "apply", "-f", "-"],
-                   input="\n---\n".join(json.dumps(o) for o in objects), text=True, check=True,
-                   capture_output=True)
-
-
 def _pod(name: str, command: list[str], mounts: list[dict[str, object]], volumes: list[dict[str, object]],
          privileged: bool = False) -> dict[str, object]:
     usr = {"name": "usr", "hostPath": {"path": "/usr", "type": "Directory"}}
@@ -161,7 +182,7 @@ def test_a_csi_shaped_mount_pod_serves_application_pods(cluster: k8s.Cluster) ->
                      [data, mnt], privileged=True)
     reader = _pod("reader", ["sleep", "infinity"],
                   [{"name": "mnt", "mountPath": "/mnt", "mountPropagation": "HostToContainer"}], [mnt])
-    _apply(cluster, mount_pod, reader)
+    cluster.apply(mount_pod, reader)
     cluster.kubectl("wait", "--for=condition=Ready", "pod/mounter", "pod/reader", "--timeout=120s", timeout=130)
     deadline = time.monotonic() + 30
     out = ""

@@ -29,12 +29,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_fsperf.infra import leftovers
+from pytest_fsperf.infra import leftovers, trust
 from pytest_fsperf.infra.procs import Proc
 from tests.k8s import images
 from tests.k8s.build import BIN, COMPONENTS
 
-SYSTEM = ("etcd", "containerd", "containerd-shim-runc-v2", "runc", "unshare", "nsenter", "ip", "gcc")
+SYSTEM = ("etcd", "containerd", "containerd-shim-runc-v2", "runc", "ctr", "unshare", "nsenter", "ip", "gcc", "sh")
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"  # the PATH each of the cluster's processes gets
+CNI_PLUGINS = ("bridge", "host-local", "loopback")  # what containerd runs from CNI, as root
 CNI = Path("/usr/lib/cni")
 NODE = "fsperf-node"
 SERVICES = "10.214.128.0/24"
@@ -43,11 +45,34 @@ CGROUP_CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory", "devices", "freezer"
                       "systemd", "net_cls", "net_prio", "perf_event", "hugetlb", "rdma", "misc")
 
 
+_checked: dict[str, str] = {}
+
+
+def program(name: str) -> str:
+    """A component (in BIN) or a system program, as root may run it: its real path, checked
+    with its directories and RUNPATH as the plugin checks a daemon's (infra/trust.py)."""
+    if name not in _checked:
+        found = str(BIN / name) if name in COMPONENTS else shutil.which(name, path=SYSTEM_PATH)
+        if found is None or not os.path.isfile(found):
+            raise RuntimeError(f"{name} is not installed")
+        argv, why = trust.program(found)
+        if why or len(argv) != 1:
+            raise RuntimeError(f"{name} is not run as root: {why or 'a script'}")
+        _checked[name] = argv[0]
+    return _checked[name]
+
+
 def missing() -> list[str]:
-    """What the cluster needs that this machine lacks (empty: it can start)."""
-    lack = [c for c in COMPONENTS if not (BIN / c).is_file()]
-    lack += [s for s in SYSTEM if shutil.which(s, path="/usr/sbin:/usr/bin:/sbin:/bin") is None]
-    lack += [] if (CNI / "bridge").is_file() else [str(CNI / "bridge")]
+    """Why the cluster cannot start on this machine (empty: it can)."""
+    lack = []
+    for name in (*COMPONENTS, *SYSTEM):
+        try:
+            program(name)
+        except RuntimeError as exc:
+            lack.append(str(exc))
+    for plugin in CNI_PLUGINS:
+        why = trust.untrusted(str(CNI / plugin))
+        lack += [f"CNI's {plugin}: {why}"] if why else []
     return lack
 
 
@@ -58,8 +83,9 @@ def _write(path: Path, text: str, mode: int = 0o600) -> Path:
     return path
 
 
-def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(args), capture_output=True, text=True, check=check)
+def _run(name: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([program(name), *args], capture_output=True, text=True, check=check,
+                          env={**os.environ, "PATH": SYSTEM_PATH})
 
 
 @dataclass
@@ -89,17 +115,24 @@ class Cluster:
     def cgroup_parent(self) -> str:
         return f"/fsperf-k8s-{self.index}"
 
-    def inside(self, *args: str) -> list[str]:
-        """A command run in the cluster's namespaces."""
-        pid = str(self.holder_pid)
-        return ["nsenter", "-t", pid, "--net", "--pid", "--mount", "--", *args]
+    def inside(self, name: str, *args: str) -> list[str]:
+        """A program run in the cluster's namespaces (entered by the holder's PID: only while
+        its parent, ours, has not reaped it, so the PID names no other process)."""
+        if self.holder is None or self.holder.poll() is not None:
+            raise RuntimeError("the cluster's namespaces are gone")
+        return [program("nsenter"), "-t", str(self.holder_pid), "--net", "--pid", "--mount", "--",
+                program(name), *args]
 
-    def kubectl(self, *args: str, check: bool = True, timeout: float = 60) -> str:
-        out = subprocess.run([str(BIN / "kubectl"), f"--kubeconfig={self.kubeconfig}", *args],
+    def kubectl(self, *args: str, check: bool = True, timeout: float = 60, stdin: str | None = None) -> str:
+        out = subprocess.run([program("kubectl"), f"--kubeconfig={self.kubeconfig}", *args], input=stdin,
                              capture_output=True, text=True, timeout=timeout)
         if check and out.returncode != 0:
             raise RuntimeError(f"kubectl {' '.join(args)}: {out.stderr.strip()[-500:]}")
         return out.stdout
+
+    def apply(self, *objects: dict[str, object]) -> None:
+        """Objects made or changed in the cluster, as JSON documents."""
+        self.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(o) for o in objects))
 
     def state(self) -> dict[str, object]:
         return {"dir": str(self.dir), "index": self.index, "holder": self.holder_pid,
@@ -109,9 +142,10 @@ class Cluster:
 
     def _namespaces(self) -> None:
         self.holder = subprocess.Popen(
-            ["unshare", "--net", "--pid", "--mount", "--fork", "--kill-child", "--mount-proc",
-             "--propagation", "private", "--", "sh", "-c", _holder(self.dir)],
-            start_new_session=True, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+            [program("unshare"), "--net", "--pid", "--mount", "--fork", "--kill-child", "--mount-proc",
+             "--propagation", "private", "--", program("sh"), "-c", _holder(self.dir)],
+            start_new_session=True, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+            env={**os.environ, "PATH": SYSTEM_PATH})
         self.holder_entry = leftovers.note_process(Proc.of(self.holder.pid))  # swept after a SIGKILL
         for _ in range(200):  # the namespaces' PID 1: unshare's child
             children = Path(f"/proc/{self.holder.pid}/task/{self.holder.pid}/children")
@@ -127,9 +161,9 @@ class Cluster:
         _run("ip", "link", "add", host, "type", "veth", "peer", "name", node, "netns", str(self.holder_pid))
         _run("ip", "addr", "add", f"{self.host_ip}/30", "dev", host)
         _run("ip", "link", "set", host, "up")
-        for cmd in (("ip", "link", "set", "lo", "up"), ("ip", "addr", "add", f"{self.node_ip}/30", "dev", node),
-                    ("ip", "link", "set", node, "up")):
-            _run(*self.inside(*cmd))
+        for cmd in (("link", "set", "lo", "up"), ("addr", "add", f"{self.node_ip}/30", "dev", node),
+                    ("link", "set", node, "up")):
+            subprocess.run(self.inside("ip", *cmd), capture_output=True, check=True)
 
     def _keys(self) -> dict[str, str]:
         """The serving certificate (its CA made here, its key never kept), the service-account
@@ -164,18 +198,19 @@ class Cluster:
     def _start(self, name: str, *args: str) -> None:
         log = os.open(self.dir / "logs" / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         try:
-            self.procs[name] = subprocess.Popen(self.inside(*args), stdin=subprocess.DEVNULL, stdout=log,
-                                                stderr=log, start_new_session=True)
+            self.procs[name] = subprocess.Popen(self.inside(name, *args), stdin=subprocess.DEVNULL,
+                                                stdout=log, stderr=log, start_new_session=True,
+                                                env={**os.environ, "PATH": SYSTEM_PATH})
         finally:
             os.close(log)
 
     def _control_plane(self) -> None:
         pki, d = self.dir / "pki", self.dir
-        self._start("etcd", "etcd", "--name=fsperf", f"--data-dir={d / 'etcd'}",
+        self._start("etcd", "--name=fsperf", f"--data-dir={d / 'etcd'}",
                     "--listen-client-urls=http://127.0.0.1:2379", "--advertise-client-urls=http://127.0.0.1:2379",
                     "--listen-peer-urls=http://127.0.0.1:2380", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
                     "--initial-cluster=fsperf=http://127.0.0.1:2380", "--log-level=warn")
-        self._start("kube-apiserver", str(BIN / "kube-apiserver"), "--etcd-servers=http://127.0.0.1:2379",
+        self._start("kube-apiserver", "--etcd-servers=http://127.0.0.1:2379",
                     f"--bind-address={self.node_ip}", f"--advertise-address={self.node_ip}", "--secure-port=6443",
                     f"--tls-cert-file={pki / 'cert.pem'}", f"--tls-private-key-file={pki / 'key.pem'}",
                     f"--token-auth-file={pki / 'tokens.csv'}", "--authorization-mode=Node,RBAC",
@@ -187,11 +222,11 @@ class Cluster:
                     "--profiling=false")
         self._wait(lambda: self.kubectl("get", "--raw", "/readyz", check=False, timeout=10).strip() == "ok",
                    120, "kube-apiserver")
-        self._start("kube-controller-manager", str(BIN / "kube-controller-manager"),
+        self._start("kube-controller-manager",
                     f"--kubeconfig={d / 'controller.kubeconfig'}", "--leader-elect=false",
                     f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.pem'}",
                     "--use-service-account-credentials=true", "--bind-address=127.0.0.1", "--profiling=false")
-        self._start("kube-scheduler", str(BIN / "kube-scheduler"), f"--kubeconfig={d / 'scheduler.kubeconfig'}",
+        self._start("kube-scheduler", f"--kubeconfig={d / 'scheduler.kubeconfig'}",
                     "--leader-elect=false", "--bind-address=127.0.0.1", "--profiling=false")
 
     def _containerd(self) -> None:
@@ -234,10 +269,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     bin_dir = "{CNI}"
     conf_dir = "{cni}"
 """)
-        self._start("containerd", "containerd", "--config", str(d / "config.toml"))
+        self._start("containerd", "--config", str(d / "config.toml"))
         sock = self.dir / "containerd.sock"
         self._wait(sock.exists, 30, "containerd")
-        for image in (images.pause_image(self.dir), images.tools_image(self.dir)):
+        for image in (images.pause_image(self.dir, program("gcc")), images.tools_image(self.dir)):
             _run("ctr", "--address", str(sock), "-n", "k8s.io", "images", "import", str(image))
 
     def _kubelet(self) -> None:
@@ -256,7 +291,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             "imageGCLowThresholdPercent": 99, "maxPods": 30, "registerNode": True,
             "evictionHard": {"memory.available": "10Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
             "localStorageCapacityIsolation": False}))
-        self._start("kubelet", str(BIN / "kubelet"), f"--config={d / 'config.json'}",
+        self._start("kubelet", f"--config={d / 'config.json'}",
                     f"--kubeconfig={self.dir / 'kubelet.kubeconfig'}", f"--root-dir={d}",
                     f"--node-ip={self.node_ip}", f"--hostname-override={NODE}", "-v=1")
         self._wait(self.ready, 180, "the node")
@@ -307,9 +342,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             self.holder.kill()
             self.holder.wait()
             leftovers.done(self.holder_entry)
-        elif self.holder_pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.holder_pid, signal.SIGKILL)
         for _ in range(100):  # the namespaces' PID 1, reaped by the machine's init
             if not Path(f"/proc/{self.holder_pid}").exists():
                 break
@@ -319,7 +351,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         for proc in self.procs.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)
-        _run("ip", "link", "del", f"fsk{self.index}h", check=False)  # gone with the namespace, mostly
+        for _ in range(100):  # the veth pair goes with the namespace; never deleted by name here
+            if not os.path.exists(f"/sys/class/net/fsk{self.index}h"):  # (by now another cluster's)
+                break
+            time.sleep(0.1)
+        else:
+            problems.append(f"the link fsk{self.index}h is still there")
         stuck = remove_cgroups(self.cgroup_parent)
         if not stuck:
             for entry in self.cgroup_entries:

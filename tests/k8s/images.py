@@ -76,9 +76,9 @@ def archive(name: str, layer: bytes, entrypoint: list[str], out: Path) -> Path:
     return out
 
 
-def pause_image(work: Path) -> Path:
+def pause_image(work: Path, gcc: str) -> Path:
     binary = work / "pause"
-    subprocess.run(["gcc", "-static", "-O2", "-o", str(binary), str(HERE / "pause.c")], check=True)
+    subprocess.run([gcc, "-static", "-O2", "-o", str(binary), str(HERE / "pause.c")], check=True)
     layer = _layer({"pause": binary.read_bytes()}, {"pause": 0o755})
     return archive(PAUSE, layer, ["/pause"], work / "pause.tar")
 
