@@ -54,7 +54,10 @@ def main() -> None:
     for blocked, runs in ways.items():
         rows[blocked] = (statistics.median(t for t, _ in runs), min(t for t, _ in runs),
                          statistics.median(m for _, m in runs))
-    print(f"`pytest --co -q` of {a.tests} plain tests, {a.runs} runs each way, alternating")
+    bytecode = ("compiled at each run (PYTHONDONTWRITEBYTECODE)" if os.environ.get("PYTHONDONTWRITEBYTECODE")
+                else "read from .pyc files after the first run")
+    print(f"`pytest --co -q` of {a.tests} plain tests, {a.runs} runs each way, alternating, after one "
+          f"discarded run; the modules' bytecode {bytecode}")
     print("| way | wall time, median | least | peak RSS, median |")
     print("|---|---|---|---|")
     for blocked, name in ((True, "plugin blocked (-p no:fsperf)"), (False, "plugin installed")):
