@@ -107,3 +107,13 @@ def test_xdist_s_controller_uses_it_as_its_workers_may(pytester: pytest.Pytester
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["fsperf: precedence *"])  # the controller's session is used
+
+
+@pytest.mark.unit
+def test_the_fixtures_that_mark_a_session_used_are_those_the_entry_point_declares() -> None:
+    from _pytest.fixtures import FixtureFunctionDefinition
+
+    from pytest_fsperf import plugin
+
+    declared_here = {name for name, obj in vars(plugin).items() if isinstance(obj, FixtureFunctionDefinition)}
+    assert declared_here == plugin.FIXTURES

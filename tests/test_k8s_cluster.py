@@ -201,3 +201,14 @@ def test_a_csi_shaped_mount_pod_serves_application_pods(cluster: k8s.Cluster) ->
                and os.readlink(f"/proc/{p}/ns/pid") != os.readlink("/proc/self/ns/pid")]
     assert daemons, "the mount pod's daemon is not a process of the machine"
     cluster.kubectl("delete", "pod", "mounter", "reader", "--wait=true", "--timeout=60s", timeout=70)
+
+
+@pytest.mark.unit
+def test_a_build_file_naming_another_process_is_not_waited_for(tmp_path: Path) -> None:
+    """A killed build leaves its PID file; a process that has that PID by now is no build,
+    and the cluster's tests do not wait 30 minutes on it."""
+    out = tmp_path / "k8s"
+    build.building(out).write_text(str(os.getpid()))  # this process: not a build
+    started = time.monotonic()
+    build.wait(out, timeout=20)
+    assert time.monotonic() - started < 1

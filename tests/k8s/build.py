@@ -35,12 +35,14 @@ def building(out: Path = BIN) -> Path:
 
 
 def wait(out: Path = BIN, timeout: float = 1800.0) -> None:
-    """Until a build in progress ends (its PID gone), or `timeout`."""
+    """Until a build in progress ends, or `timeout`: while the PID its file names is a build
+    (a file a killed build left names no build, whatever process has that PID by now)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
             pid = int(building(out).read_text())
-            os.kill(pid, 0)
+            if b"tests.k8s.build" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return
         except (OSError, ValueError):
             return
         time.sleep(5)
