@@ -211,6 +211,15 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
      "the ssh config file for --fsperf-hosts (ssh -F: user, keys, known hosts, port)"),
     ("fsperf_host_python", "COMMAND",
      "the Python on the hosts that has pytest-fsperf installed (default python3)"),
+    ("fsperf_k8s", "[NAMESPACE/]POD[/CONTAINER]:/MOUNT,...|@FILE",
+     ("fsperf.fio() runs in these pods at once (clients=N: the first N), reached over "
+      "kubectl exec; on each node a measuring pod made from --fsperf-k8s-meter-pod "
+      "(privileged, the node's PIDs) measures the daemon that serves the pods' mount")),
+    ("fsperf_kubeconfig", "FILE",
+     "the kubeconfig kubectl uses for --fsperf-k8s (default: kubectl's own)"),
+    ("fsperf_k8s_meter_pod", "FILE",
+     ("the measuring pod's template for --fsperf-k8s, a Pod in JSON or YAML (its image "
+      "must have --fsperf-host-python with pytest-fsperf; namespace, volumes, env kept)")),
     ("fsperf_price", "NAME",
      ("price the object-store requests with this price list (default aws-s3-standard; "
       "also aws-s3-standard-ia, cloudflare-r2-standard, backblaze-b2, "

@@ -120,7 +120,7 @@ class Fsperf:
         rw = str(options.get("rw", "read"))
         ws = self._runner
         _base, job = ws.job(name, options, where)  # every option checked before anything runs
-        hosts = ws.settings.hosts
+        hosts = on_hosts.places(ws)
         if clients is None and not hosts:
             return ws.repeat(name or rw, lambda n: ws.run_fio(n, judged, options, where,
                                                               per_job=per_job),

@@ -6,7 +6,13 @@ the host's mount, drops the host's caches, starts a fio server on a unix socket 
 Everything it makes is noted in a record of this host's, under a watchdog (session/
 leftovers.py): when the controller's connection drops (the controller killed, the network
 gone) the channel ends, the agent removes what it made; if the agent itself is killed, its
-watchdog does, and the next agent on the host sweeps what a dead one left."""
+watchdog does, and the next agent on the host sweeps what a dead one left.
+
+On Kubernetes (hosts/pods.py) the same agent plays two parts: in a client pod it serves fio on
+the pod's mount; in the node's measuring pod (privileged, the node's PIDs) it is given the
+FUSE connection the clients' mount is served by, finds that mount in the node's mount table
+(/proc/1/mountinfo) and its daemon in the node's /proc, drops the node's caches and meters
+the daemon, and keeps its pod's lease fresh while the controller is there."""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import contextlib
 import dataclasses
 import os
 import socket
+import threading
 import time
 from typing import Any
 
@@ -27,7 +34,10 @@ from pytest_fsperf.mounts.daemon import Lookup, find_daemon
 from pytest_fsperf.store import juicefs
 from pytest_fsperf.version import __version__
 
-PROTOCOL = 3  # bumped when a request or a reply changes shape (hosts/replies.py)
+PROTOCOL = 4  # bumped when a request or a reply changes shape (hosts/replies.py)
+
+NODE = "/proc/1"  # the node's first process, seen from a pod that shares the node's PIDs
+LEASE_EVERY = 5.0  # s between touches of a measuring pod's lease
 
 NOT_COUNTED = ("its daemon keeps no count of its object requests (JuiceFS's .stats does); "
                "the store's own counters, where readable, count all hosts together")
@@ -38,6 +48,7 @@ class Agent:
         self.stack = stack
         self.swept = swept
         self.mount = ""
+        self.connection: int | None = None  # a measuring pod's: the clients' FUSE connection
         self.lookup: Lookup | None = None
         self.server: fio_clients.Server | None = None
         self.meter: DaemonMeter | None = None
@@ -45,20 +56,41 @@ class Agent:
         self.counter_note = ""
         self.started = 0.0
 
-    def hello(self, mount: str) -> dict[str, Any]:
-        """Who and what this host is; the mount must be a mount point here."""
-        self.mount = mount
+    def hello(self, mount: str = "", connection: int | None = None) -> dict[str, Any]:
+        """Who and what this host is; the mount must be a mount point here, or (a measuring
+        pod) the FUSE connection must be mounted on the node."""
+        self.mount, self.connection = mount, connection
         found = self._mounted()
+        if found is not None and connection is not None:
+            self.mount = NODE + "/root" + found.mount_point  # the node's mount, from here
         self.lookup = find_daemon(found) if found else None
+        missing = (f"FUSE connection {connection} is not mounted on this node"
+                   if connection is not None else f"{mount} is not a mount point")
         return {"version": __version__, "protocol": PROTOCOL, "host": socket.gethostname(),
                 "uid": os.geteuid(), "time": time.time(), "swept": self.swept,
                 "mounted": found is not None,
                 "fstype": found.fstype if found else "",
                 "daemon": self.lookup.daemon.pid if self.lookup and self.lookup.daemon else None,
-                "note": self.lookup.note if self.lookup else f"{mount} is not a mount point"}
+                "note": self.lookup.note if self.lookup else missing,
+                "connection": found.minor if found and found.is_fuse and not found.major else None}
 
     def clock(self) -> float:
         return time.time()
+
+    def hold(self, path: str) -> bool:
+        """Touch a measuring pod's lease (its first process ends the pod when it goes stale)
+        until this agent ends."""
+        stop = threading.Event()
+        self.stack.callback(stop.set)
+
+        def touch() -> None:
+            while not stop.wait(LEASE_EVERY):
+                with contextlib.suppress(OSError):
+                    os.utime(path)
+        with contextlib.suppress(OSError):
+            os.utime(path)
+        threading.Thread(target=touch, daemon=True, name="fsperf-lease").start()
+        return True
 
     def serve_fio(self) -> str:
         """A fio server on a unix socket in a new 0700 directory; its socket's path."""
@@ -77,7 +109,10 @@ class Agent:
         """Bracket the next run: the request counter and the daemon meter started; this
         host's clock at its start."""
         self.lookup = self._find()
-        self.counter, self.counter_note = _counter(self._mounted())
+        found = self._mounted()
+        if found is not None and self.connection is not None:
+            found = dataclasses.replace(found, mount_point=self.mount)
+        self.counter, self.counter_note = _counter(found)
         if self.lookup.daemon is None:
             self.meter = None
             return time.time()
@@ -114,6 +149,10 @@ class Agent:
             return {"requests": None, "requests_note": f"JuiceFS .stats failed: {exc}"}
 
     def _mounted(self) -> Mount | None:
+        if self.connection is not None:  # the node's mount of that connection
+            found = [m for m in read_mounts(NODE + "/mountinfo")
+                     if m.is_fuse and not m.major and m.minor == self.connection]
+            return found[0] if found else None
         return {m.mount_point: m for m in read_mounts()}.get(os.path.realpath(self.mount))
 
     def _find(self) -> Lookup:
@@ -158,7 +197,7 @@ def serve(channel: Any) -> None:
             if request is None:
                 break
             op = request.get("op")
-            if op not in ("hello", "clock", "serve_fio", "cold", "start", "stop"):
+            if op not in ("hello", "clock", "hold", "serve_fio", "cold", "start", "stop"):
                 channel.send({"error": f"unknown request {op!r}"})
                 continue
             try:

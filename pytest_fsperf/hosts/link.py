@@ -16,7 +16,7 @@ import re
 import stat
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +25,7 @@ from pytest_fsperf.engine.fio_clients import SOCKET_MAX, Server
 from pytest_fsperf.errors import MeasurementError, UsageError
 from pytest_fsperf.hosts import replies
 from pytest_fsperf.hosts.agent import PROTOCOL
-from pytest_fsperf.hosts.spec import Host, SshSettings
+from pytest_fsperf.hosts.spec import Host, Pod, SshSettings
 from pytest_fsperf.infra import leftovers, trust
 from pytest_fsperf.infra.procs import Proc, kill_tree
 from pytest_fsperf.result.daemon import DaemonStats, ProcessStats
@@ -38,13 +38,32 @@ FORWARD_TIMEOUT = 15.0
 _AGENT = "from pytest_fsperf.hosts.agent import serve\nserve(channel)\n"
 
 
+Place = Host | Pod
+
+
+@dataclass
+class Reached:
+    """Where a run goes: the clients' links (each with its fio server) and the links that
+    measure the daemons (on SSH hosts, the same links; on Kubernetes, a node's measuring pod)."""
+
+    clients: list[Link]
+    meters: list[Link]
+    meter_of: list[int]  # clients[i]'s daemon is measured by meters[meter_of[i]]
+    where: list[str]  # each meter's place, as the rows name it
+    how: str  # over SSH, over kubectl exec
+
+
+def named(place: Place) -> str:
+    return f"host {place.shown}" if isinstance(place, Host) else f"pod {place.shown}"
+
+
 class HostError(MeasurementError):
     """A host could not be reached, refused us, or dropped out: named in the message."""
 
 
 @dataclass
 class Link:
-    host: Host
+    host: Place
     index: int
     group: Any  # execnet.Group of this link's one gateway: terminate() reaps its ssh
     channel: Any
@@ -55,6 +74,7 @@ class Link:
     forward: Proc | None = None
     popen: subprocess.Popen[bytes] | None = None  # the forward's, reaped when it is closed
     entry: leftovers.Entry = None  # the forward, in the session's record
+    tunnel: Any = None  # a pod's: the fio server's tunnel over the channel (hosts/tunnel.py)
 
     def send(self, op: str, **args: Any) -> None:
         try:
@@ -70,9 +90,9 @@ class Link:
         try:
             return replies.answer(op, reply)
         except replies.Failed as exc:
-            raise HostError(f"host {self.host.shown}: {op} failed there: {exc}") from None
+            raise HostError(f"{self.named}: {op} failed there: {exc}") from None
         except replies.BadReply as exc:
-            raise HostError(f"host {self.host.shown}: its reply was refused: {exc}") from None
+            raise HostError(f"{self.named}: its reply was refused: {exc}") from None
 
     def call(self, op: str, timeout: float = CALL_TIMEOUT, **args: Any) -> Any:
         self.send(op, **args)
@@ -80,7 +100,11 @@ class Link:
 
     def lost(self, exc: BaseException) -> HostError:
         why = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
-        return HostError(f"host {self.host.shown} dropped out: {why[0]}")
+        return HostError(f"{self.named} dropped out: {why[0]}")
+
+    @property
+    def named(self) -> str:
+        return named(self.host)
 
     def to_ours(self, t: float) -> float:
         """A time of the host's clock on ours."""
@@ -112,39 +136,47 @@ def _ssh_error(log: str) -> str:
 
 def connect(host: Host, index: int, ssh: SshSettings, folder: str) -> Link:
     """The gateway and the agent on `host`, its hello checked, its clock compared."""
+    log = os.path.join(folder, f"ssh-{index}.log")
+    return start(host, index, _spec(host, ssh, log), lambda: _ssh_error(log),
+                 ssh.python, "over ssh", {"mount": host.mount})
+
+
+def start(place: Place, index: int, spec: str, said: Callable[[], str], python: str, how: str,
+          hello: dict[str, Any]) -> Link:
+    """The agent started by execnet's `spec`, its hello (asked with `hello`) checked, its
+    clock compared; `said` is what the transport said when it could not start."""
     try:
         import execnet  # a dependency of the hosts feature only
     except ImportError:
-        raise UsageError("--fsperf-hosts needs execnet: pip install 'pytest-fsperf[hosts]'") from None
+        raise UsageError("--fsperf-hosts and --fsperf-k8s need execnet: pip install "
+                         "'pytest-fsperf[hosts]'") from None
 
-    log = os.path.join(folder, f"ssh-{index}.log")
-    spec = _spec(host, ssh, log)
     group = execnet.Group()
     try:
         gateway = group.makegateway(spec)
     except Exception as exc:  # execnet's bootstrap errors carry no cause
         group.terminate(timeout=1.0)
-        raise HostError(f"host {host.shown}: could not start the agent over ssh: "
-                        f"{_ssh_error(log)} ({type(exc).__name__})") from None
-    link = Link(host, index, group, gateway.remote_exec(_AGENT))
+        raise HostError(f"{named(place)}: could not start the agent {how}: "
+                        f"{said()} ({type(exc).__name__})") from None
+    link = Link(place, index, group, gateway.remote_exec(_AGENT))
     try:
-        hello = link.call("hello", mount=host.mount)
+        answer = link.call("hello", **hello)
     except HostError as exc:
         link_close(link)
         if "No module named 'pytest_fsperf'" in str(exc):
-            raise HostError(f"host {host.shown}: pytest-fsperf is not installed there for "
-                            f"{ssh.python} (pip install pytest-fsperf=={__version__}, or point "
+            raise HostError(f"{named(place)}: pytest-fsperf is not installed there for "
+                            f"{python} (pip install pytest-fsperf=={__version__}, or point "
                             "--fsperf-host-python at the Python that has it)") from None
         raise
-    if hello.get("version") != __version__ or hello.get("protocol") != PROTOCOL:
+    if answer.get("version") != __version__ or answer.get("protocol") != PROTOCOL:
         link_close(link)
-        raise HostError(f"host {host.shown} has pytest-fsperf {hello.get('version')} (protocol "
-                        f"{hello.get('protocol')}), this machine {__version__} (protocol "
+        raise HostError(f"{named(place)} has pytest-fsperf {answer.get('version')} (protocol "
+                        f"{answer.get('protocol')}), this machine {__version__} (protocol "
                         f"{PROTOCOL}): install the same version on every host")
-    if not hello.get("mounted"):
+    if not answer.get("mounted"):
         link_close(link)
-        raise HostError(f"host {host.shown}: {host.mount} is not a mount point there")
-    link.hello = hello
+        raise HostError(f"{named(place)}: {answer.get('note')}")
+    link.hello = answer
     best = None
     for _ in range(PINGS):
         t0 = time.time()
@@ -159,6 +191,7 @@ def connect(host: Host, index: int, ssh: SshSettings, folder: str) -> Link:
 
 def forward(link: Link, ssh: SshSettings, folder: str) -> Server:
     """The agent's fio server, reached through an SSH forward of a socket of ours."""
+    assert isinstance(link.host, Host)
     remote = link.call("serve_fio")
     if not REMOTE_SOCKET.fullmatch(remote):  # it goes into ssh's -L LOCAL:REMOTE as it is
         raise HostError(f"host {link.host.shown}: its fio server socket {remote[:200]!r} is not "
@@ -203,6 +236,8 @@ def link_close(link: Link) -> None:
         link.channel.waitclose(5.0)
     with contextlib.suppress(Exception):
         link.group.terminate(timeout=5.0)  # asks the gateway to exit, then reaps its ssh
+    if link.tunnel is not None:
+        link.tunnel.close()
     if link.forward is not None:
         kill_tree(link.forward, grace=1.0)
     if link.popen is not None:  # no zombie of ours left in this process
@@ -258,7 +293,7 @@ def dropped(found: Sequence[Link]) -> list[str]:
         closed = bool(lk.channel.isclosed())
         ended = lk.forward is not None and lk.forward.handle() is None
         if closed or ended:
-            gone.append(lk.host.shown)
+            gone.append(lk.named)
     return gone
 
 

@@ -78,8 +78,9 @@ COUNTED = {"requests": Opt(REQUESTS), "requests_note": TEXT}
 ANSWERS: dict[str, Any] = {
     "hello": Fields({"version": TEXT, "protocol": INT, "host": TEXT, "uid": INT, "time": NUMBER,
                      "swept": ListOf(TEXT), "mounted": BOOL, "fstype": TEXT,
-                     "daemon": Opt(INT), "note": TEXT}),
+                     "daemon": Opt(INT), "note": TEXT}, {"connection": Opt(INT)}),
     "clock": NUMBER,
+    "hold": BOOL,
     "serve_fio": TEXT,
     "cold": Choice(tuple(str(c.value) for c in PageCache)),
     "start": NUMBER,

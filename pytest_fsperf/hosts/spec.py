@@ -94,3 +94,48 @@ def check_python(text: str) -> str:
         raise ValueError(f"{text[:40]!r}: a command name (python3) or an absolute path without "
                          "'..' (a relative path depends on the remote shell's directory)")
     return text
+
+
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"  # a DNS-1123 label: namespaces, containers
+_POD = re.compile(rf"(?:({_LABEL})/)?([a-z0-9](?:[a-z0-9.-]{{0,251}}[a-z0-9])?)(?:/({_LABEL}))?")
+
+
+@dataclass(frozen=True)
+class Pod:
+    """A client pod on Kubernetes: `[NAMESPACE/]POD[/CONTAINER]:/MOUNT`, the mount as the
+    pod sees it. Every part is a DNS-1123 name: nothing kubectl could read as an option."""
+
+    name: str
+    mount: str
+    namespace: str = "default"
+    container: str | None = None  # None: the pod's default container
+
+    @property
+    def shown(self) -> str:
+        return f"{self.namespace}/{self.name}" + (f"/{self.container}" if self.container else "")
+
+
+def parse_pods(text: str) -> tuple[Pod, ...]:
+    """`[NAMESPACE/]POD[/CONTAINER]:/MOUNT,...`; ValueError says what is wrong."""
+    found = []
+    for entry in (e.strip() for e in text.split(",") if e.strip()):
+        head, sep, mount = entry.partition(":/")
+        match = _POD.fullmatch(head)
+        if not sep:
+            raise ValueError(f"{entry!r} is not [NAMESPACE/]POD[/CONTAINER]:/MOUNT (no absolute "
+                             "mount path)")
+        if match is None:
+            raise ValueError(f"{entry!r}: {head!r} is not [NAMESPACE/]POD[/CONTAINER] of "
+                             "Kubernetes names (lower-case letters, digits, '-', '.')")
+        mount = "/" + mount
+        if any(c in mount for c in "\0\n") or "/../" in mount + "/":
+            raise ValueError(f"{entry!r}: mount path {mount!r} holds '..' or a control character")
+        namespace, name, container = match.groups()
+        found.append(Pod(name, mount.rstrip("/") or "/", namespace or "default", container))
+    if not found:
+        raise ValueError("no pods given")
+    if len(found) > MAX_HOSTS:
+        raise ValueError(f"{len(found):,} pods: at most {MAX_HOSTS:,}")
+    if len({(p.shown, p.mount) for p in found}) < len(found):
+        raise ValueError("a pod and mount are named twice")
+    return tuple(found)

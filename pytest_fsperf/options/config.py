@@ -106,6 +106,9 @@ class Settings:
     hosts: tuple[hosts_spec.Host, ...] = ()
     ssh_config: Path | None = None
     host_python: str = "python3"
+    pods: tuple[hosts_spec.Pod, ...] = ()
+    kubeconfig: Path | None = None
+    meter_pod: str | None = None  # the measuring pod's template, as JSON text
     price: str = cost.DEFAULT
     prices_file: Path | None = None
     price_list: cost.PriceList | None = None  # the price list chosen (set by settings_from)
@@ -222,6 +225,13 @@ def settings_from(given: Mapping[str, Raw], root: Path) -> Settings:
     if ref_mount is not None and reference is not None:
         raise UsageError(f"{ref_mount.where}: conflicts with {reference.where}; gate two builds "
                          "of a backend or two existing mounts, not both")
+    pods, hosts = given.get("pods"), given.get("hosts")
+    if pods is not None and hosts is not None:
+        raise UsageError(f"{pods.where}: conflicts with {hosts.where}; clients in pods or on "
+                         "hosts over SSH, not both")
+    if pods is not None and given.get("meter_pod") is None:
+        raise UsageError(f"{pods.where}: needs --fsperf-k8s-meter-pod (the pod that measures "
+                         "each node's daemon: its image has pytest-fsperf)")
     last = given.get("compare_last")
     if last is not None and (given.get("compare") is None or given["compare"].text.strip() != "latest"):
         raise UsageError(f"{last.where}: needs --fsperf-compare=latest (the runs to choose from)")

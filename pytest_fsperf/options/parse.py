@@ -337,6 +337,68 @@ def hosts(raw: Raw) -> tuple[hosts_spec.Host, ...]:
         raise UsageError(f"{raw.where}: {exc}") from None
 
 
+def pods(raw: Raw) -> tuple[hosts_spec.Pod, ...]:
+    """A list, or @FILE: one [NAMESPACE/]POD[/CONTAINER]:/MOUNT per line (# comments)."""
+    text = raw.text.strip()
+    if text.startswith("@"):
+        path = Raw(text[1:], raw.where, raw.base).path
+        try:
+            lines = inputs.read_text(path, 1 << 20).splitlines()
+        except inputs.InputError as exc:
+            raise UsageError(f"{raw.where}: the pods file {path} {exc}") from None
+        text = ",".join(ln.split("#", 1)[0].strip() for ln in lines)
+    try:
+        return hosts_spec.parse_pods(text)
+    except ValueError as exc:
+        raise UsageError(f"{raw.where}: {exc}") from None
+
+
+def kubeconfig(raw: Raw) -> Path:
+    """kubectl runs the commands a kubeconfig names (users[].user.exec): as root, a file
+    another user can change is their command as root."""
+    path = raw.path
+    if not path.is_file():
+        raise UsageError(f"{raw.where}: {path} is not a file")
+    real = path.resolve()
+    why = trust.untrusted(str(real))
+    if why:
+        raise UsageError(f"{raw.where}: {why}; kubectl would run its commands as you")
+    if any(c.isspace() for c in str(real)) or "//" in str(real):
+        raise UsageError(f"{raw.where}: {real} holds whitespace or '//' (execnet splits on them)")
+    return real
+
+
+def meter_pod(raw: Raw) -> str:
+    """The measuring pod's template: a Pod with a container and its image, as JSON text."""
+    import json
+
+    path = raw.path
+    try:
+        text = inputs.read_text(path, 1 << 20)
+    except inputs.InputError as exc:
+        raise UsageError(f"{raw.where}: the pod template {path} {exc}") from None
+    try:
+        found = json.loads(text)
+    except ValueError:
+        try:
+            import yaml  # type: ignore[import-untyped]
+        except ImportError:
+            raise UsageError(f"{raw.where}: {path} is not JSON; YAML needs PyYAML (pip install "
+                             "'pytest-fsperf[k8s]')") from None
+        try:
+            found = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise UsageError(f"{raw.where}: {path} is neither JSON nor YAML: "
+                             f"{str(exc).splitlines()[0]}") from None
+    spec = found.get("spec") if isinstance(found, dict) else None
+    containers = spec.get("containers") if isinstance(spec, dict) else None
+    if (not isinstance(found, dict) or found.get("kind") != "Pod" or not isinstance(containers, list)
+            or not containers or not isinstance(containers[0], dict)
+            or not isinstance(containers[0].get("image"), str)):
+        raise UsageError(f"{raw.where}: {path} is not a Pod with a container and its image")
+    return json.dumps(found)
+
+
 def ssh_config(raw: Raw) -> Path:
     """ssh runs what the file says (ProxyCommand, LocalCommand) as this user: as root, a
     file another user can change, or replace in its directory, is their command as root."""

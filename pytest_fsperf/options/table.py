@@ -241,6 +241,15 @@ OPTIONS = (
            "the ssh config file for --fsperf-hosts (ssh -F: user, keys, known hosts, port)"),
     Option("fsperf_host_python", "host_python", parse.host_python, "python3", "COMMAND",
            "the Python on the hosts that has pytest-fsperf installed (default python3)"),
+    Option("fsperf_k8s", "pods", parse.pods, (), "[NAMESPACE/]POD[/CONTAINER]:/MOUNT,...|@FILE",
+           "fsperf.fio() runs in these pods at once (clients=N: the first N), reached over "
+           "kubectl exec; on each node a measuring pod made from --fsperf-k8s-meter-pod "
+           "(privileged, the node's PIDs) measures the daemon that serves the pods' mount"),
+    Option("fsperf_kubeconfig", "kubeconfig", parse.kubeconfig, None, "FILE",
+           "the kubeconfig kubectl uses for --fsperf-k8s (default: kubectl's own)"),
+    Option("fsperf_k8s_meter_pod", "meter_pod", parse.meter_pod, None, "FILE",
+           "the measuring pod's template for --fsperf-k8s, a Pod in JSON or YAML (its image "
+           "must have --fsperf-host-python with pytest-fsperf; namespace, volumes, env kept)"),
     Option("fsperf_price", "price", parse.name, cost.DEFAULT, "NAME",
            "price the object-store requests with this price list (default aws-s3-standard; "
            "also aws-s3-standard-ia, cloudflare-r2-standard, backblaze-b2, aliyun-oss-standard, "

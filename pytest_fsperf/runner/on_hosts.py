@@ -1,4 +1,5 @@
-"""fio on several hosts at once (--fsperf-hosts), each host's daemon measured there.
+"""fio on several hosts at once (--fsperf-hosts), each host's daemon measured there; or in
+several pods at once (--fsperf-k8s), each node's daemon measured by a measuring pod there.
 
 Per run: a link to each host (hosts/link.py: the agent over SSH, its fio server forwarded to
 a socket here), the job laid out on every host, each host's page cache dropped where a cold
@@ -10,12 +11,16 @@ host's mount of the same bucket (as with --fsperf-fio-servers)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+from collections.abc import Iterator
 
 from pytest_fsperf.engine import fio as fio_engine
 from pytest_fsperf.engine import fio_clients
+from pytest_fsperf.engine.fio_clients import ClientResult
 from pytest_fsperf.errors import MeasurementError, UsageError
-from pytest_fsperf.hosts import link
+from pytest_fsperf.hosts import link, pods
 from pytest_fsperf.hosts.spec import SshSettings
 from pytest_fsperf.measure.cache import check_cold
 from pytest_fsperf.mounts.daemon import Lookup
@@ -32,34 +37,55 @@ from pytest_fsperf.vocab import ColdRead, EngineKind, PageCache
 
 def _clients(ws: Workspace, n: int, where: str) -> list[tuple[str, str]]:
     """(host, its job directory) for the first n hosts; the directories made here."""
-    given = ws.settings.hosts
+    given = places(ws)
     if n > len(given):
-        raise UsageError(f"{where}: clients={n}, but --fsperf-hosts names {len(given)} "
-                         f"({ws.settings.where('hosts')})")
+        field = "pods" if ws.settings.pods else "hosts"
+        raise UsageError(f"{where}: clients={n}, but {ws.settings.where(field)} names "
+                         f"{len(given)}")
     rel = os.path.relpath(ws.target.logical(str(ws.workdir)), ws.target.path)
     return [(h.shown, os.path.join(h.mount, rel, os.path.basename(local)))
             for h, local in zip(given[:n], client_dirs(ws, n), strict=True)]
 
 
+def places(ws: Workspace) -> tuple[link.Place, ...]:
+    """The hosts or the pods the clients run on (none: the clients run here)."""
+    return ws.settings.pods or ws.settings.hosts
+
+
+@contextlib.contextmanager
+def _reached(ws: Workspace, n: int) -> Iterator[link.Reached]:
+    s = ws.settings
+    if s.pods:
+        assert s.meter_pod is not None  # the settings require it with --fsperf-k8s
+        kube = pods.Kube(pods.kubectl(), str(s.kubeconfig) if s.kubeconfig else None,
+                         s.host_python, json.loads(s.meter_pod))
+        with pods.reached(s.pods[:n], kube, ws.local_dir()) as found:
+            yield found
+        return
+    ssh = SshSettings(str(s.ssh_config) if s.ssh_config else None, s.host_python)
+    with link.links(s.hosts[:n], ssh, ws.local_dir()) as made:
+        yield link.Reached(made, made, list(range(len(made))), [f"host {h.host.shown}" for h in made],
+                           "over SSH")
+
+
 def _cold(rows: list[ClientStats]) -> tuple[ColdRead, str]:
-    bad = [f"host {c.host}: {c.cold_evidence}" for c in rows if c.cold_read == ColdRead.NOT_COLD]
+    bad = [f"{c.host if c.host.startswith('pod ') else 'host ' + c.host}: {c.cold_evidence}"
+           for c in rows if c.cold_read == ColdRead.NOT_COLD]
     if bad:
         return ColdRead.NOT_COLD, "; ".join(bad)
-    if rows and all(c.cold_read == ColdRead.VERIFIED for c in rows):
-        return ColdRead.VERIFIED, f"each of {len(rows)} hosts' daemons served its read"
+    checked = [c for c in rows if c.daemon is not None or c.cold_read is not None]
+    if checked and all(c.cold_read == ColdRead.VERIFIED for c in checked):
+        return ColdRead.VERIFIED, f"each of {len(checked)} daemons served its read"
     return ColdRead.UNCHECKED, ""
 
 
 def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int,
             where: str) -> WorkloadResult:
-    """One round of a job on n hosts at once."""
-    hosts = ws.settings.hosts[:n]
+    """One round of a job on n hosts (or pods) at once."""
     dirs = _clients(ws, n, where)
-    ssh = SshSettings(str(ws.settings.ssh_config) if ws.settings.ssh_config else None,
-                      ws.settings.host_python)
     out = ws.output(label)
-    with link.links(hosts, ssh, ws.local_dir()) as found:
-        clients = [Client(lk.server, d, None) for lk, (_h, d) in zip(found, dirs, strict=True)
+    with _reached(ws, n) as at:
+        clients = [Client(lk.server, d, None) for lk, (_h, d) in zip(at.clients, dirs, strict=True)
                    if lk.server is not None]
         servers = [c.server for c in clients]
         if fio_engine.is_reading(job):  # lay out each host's files, unmeasured
@@ -68,65 +94,93 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
                             out + ".layout.json", ws.deadline(job))
             ws.recold()
         pending = ws.pending_cold
-        host_cache = ([PageCache(v) for v in link.everywhere(found, "cold")] if pending
-                      else [PageCache.WARM] * len(found))
+        cache = ([PageCache(v) for v in link.everywhere(at.meters, "cold")] if pending
+                 else [PageCache.WARM] * len(at.meters))
         controller = fio_clients.Controller(servers, job_files(ws, out, clients, job), out + ".json")
         with ws.measured(label, lambda: 0, here=False) as w:
-            starts = link.everywhere(found, "start")
+            starts = link.everywhere(at.meters, "start")
             try:
                 each, total = controller.run(ws.deadline(job))
             except MeasurementError as exc:
-                gone = link.dropped(found)
+                gone = list(dict.fromkeys(link.dropped([*at.clients, *at.meters])))
                 if gone:  # the cause, named: a host left, not fio
-                    raise link.HostError(f"host {', '.join(gone)} dropped out during the run "
+                    raise link.HostError(f"{', '.join(gone)} dropped out during the run "
                                          f"({exc})") from None
                 raise
-            stops = link.everywhere(found, "stop")
-    rows = []
-    for lk, (host, d), r, s, cache in zip(found, dirs, each, stops, host_cache, strict=True):
-        stats = link.daemon_stats(s["daemon"])
-        state, evidence = check_cold(cache, stats, r.read.io_bytes if r.read and not r.write else 0)
-        counted, why = _requests(s.get("requests")), s.get("requests_note", "")
-        if isinstance(counted, str):
-            counted, why = None, counted
-        rows.append(ClientStats(lk.server.address if lk.server else host, d, r.read, r.write,
-                                stats, "" if stats else f"on {host}: {s['note']}", host,
-                                state, evidence, counted,
-                                "" if counted else f"on {host}: {why}"))
+            stops = link.everywhere(at.meters, "stop")
+    rows = _rows(at, dirs, each, stops, cache)
     measured: list[tuple[int, DaemonStats, Lookup]] = [
         (i, c.daemon, Lookup(None, c.daemon_note)) for i, c in enumerate(rows) if c.daemon]
-    w.put(DaemonReading(summed(measured, lambda i: f"host {rows[i].host}") if measured else None),
+    w.put(DaemonReading(summed(measured, lambda i: at.where[at.meter_of[i]]) if measured else None),
           # this machine's tracepoints and timeline saw none of the hosts' work
           FuseReading(None, "not traced: the workload ran on the hosts"), TimelineReading(None))
     if w.daemon is None:
         w.lookup = Lookup(None, "; ".join(c.daemon_note for c in rows))
     hosts_counted = [c.requests for c in rows if c.requests is not None]
     by_store = w.requests is not None  # a store's own counters: every host at once
-    if not by_store and hosts_counted and len(hosts_counted) == len(rows):
+    if not by_store and hosts_counted and len(hosts_counted) == len(at.meters):
         store = w.get(StoreReading)
         w.put(StoreReading(combined(hosts_counted, "JuiceFS .stats on each host"), "",
                            store.daemon_counters if store else None))
-    exited = [c.host for c, s in zip(rows, stops, strict=True) if s.get("exited")]
+    exited = [at.where[j] for j, s in enumerate(stops) if s.get("exited")]
     if exited:
-        raise link.HostError(f"{label}: the FUSE daemon on host {', '.join(exited)} exited "
+        raise link.HostError(f"{label}: the FUSE daemon on {', '.join(exited)} exited "
                              "during the run")
-    aligned = [lk.to_ours(t) for lk, t in zip(found, starts, strict=True)]
-    notes = [f"{n} hosts over SSH, each on fio's client/server mode: bandwidth and IOPS are "
-             "fio's 'All clients'; daemon CPU, I/O and peak memory measured on each host, "
-             "summed here",
-             f"the hosts' windows started within {1000 * link.skew(aligned):.0f} ms of each other "
-             f"on this machine's clock (each host's clock compared over its channel, round trip "
-             f"at most {1000 * max(lk.rtt for lk in found):.1f} ms)"]
+    aligned = [lk.to_ours(t) for lk, t in zip(at.meters, starts, strict=True)]
+    notes = [_how(at, n),
+             f"the daemons' windows started within {1000 * link.skew(aligned):.0f} ms of each "
+             f"other on this machine's clock (each clock compared over its channel, round trip "
+             f"at most {1000 * max(lk.rtt for lk in at.meters):.1f} ms)"]
     if by_store:
-        notes.append(f"object requests: the store's counters, all {n} hosts together (and "
+        notes.append(f"object requests: the store's counters, all {n} clients together (and "
                      "anything else that used the store in the window)")
-    if len(measured) < n:
-        notes.append(f"daemon figures of {n - len(measured)} of {n} hosts missing: "
-                     + "; ".join(c.daemon_note for c in rows if c.daemon is None))
+    if len(measured) < len(at.meters):
+        kind = "hosts" if at.meters is at.clients else "node mounts"
+        notes.append(f"daemon figures of {len(at.meters) - len(measured)} of {len(at.meters)} "
+                     f"{kind} missing: " + "; ".join(
+                         c.daemon_note for c in rows if c.daemon is None and c.daemon_note
+                         and not c.daemon_note.startswith("its daemon is measured")))
     tool = 100.0 * sum(c.cpu_seconds for c in each) / w.wall if w.wall > 0 else 0.0
     return ws.record(w, cold=_cold(rows), name=label, kind=EngineKind.FIO, options=job,
                      read=total.read, write=total.write, tool_cpu_percent=tool, judged=judged,
                      output_file=out + ".json", notes=tuple(notes), clients=tuple(rows))
+
+
+def _how(at: link.Reached, n: int) -> str:
+    if at.meters is at.clients:
+        return (f"{n} hosts over SSH, each on fio's client/server mode: bandwidth and IOPS are "
+                "fio's 'All clients'; daemon CPU, I/O and peak memory measured on each host, "
+                "summed here")
+    return (f"{n} pods over kubectl exec, each on fio's client/server mode: bandwidth and IOPS "
+            f"are fio's 'All clients'; the daemon of each of {len(at.meters)} node mounts "
+            "measured by a measuring pod on its node (in the row of its first pod), summed here")
+
+
+def _rows(at: link.Reached, dirs: list[tuple[str, str]], each: list[ClientResult],
+          stops: list[dict[str, object]], cache: list[PageCache]) -> list[ClientStats]:
+    """Each client's row: fio's figures; its daemon's in the first row of those it serves."""
+    rows = []
+    for i, (lk, (host, d), r) in enumerate(zip(at.clients, dirs, each, strict=True)):
+        j = at.meter_of[i]
+        s, first = stops[j], at.meter_of.index(j) == i
+        place = host if at.meters is at.clients else f"{lk.named} ({at.where[j]})"
+        if not first:
+            shared = at.clients[at.meter_of.index(j)].named
+            rows.append(ClientStats(lk.server.address if lk.server else host, d, r.read, r.write,
+                                    None, f"its daemon is measured in the row of {shared}", place))
+            continue
+        stats = link.daemon_stats(s["daemon"])  # type: ignore[arg-type]
+        read = sum(x.read.io_bytes for k, x in enumerate(each)
+                   if at.meter_of[k] == j and x.read and not x.write)
+        state, evidence = check_cold(cache[j], stats, read)
+        given, why = _requests(s.get("requests")), str(s.get("requests_note", ""))
+        counted = given if isinstance(given, Requests) else None
+        why = given if isinstance(given, str) else why
+        rows.append(ClientStats(lk.server.address if lk.server else host, d, r.read, r.write,
+                                stats, "" if stats else f"on {at.where[j]}: {s['note']}", place,
+                                state, evidence, counted,
+                                "" if counted else f"on {at.where[j]}: {why}"))
+    return rows
 
 
 def _requests(given: object) -> Requests | str | None:
