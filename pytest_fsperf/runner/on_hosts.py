@@ -23,7 +23,7 @@ from pytest_fsperf.errors import MeasurementError, UsageError
 from pytest_fsperf.hosts import link, pods
 from pytest_fsperf.hosts.spec import SshSettings
 from pytest_fsperf.measure.cache import check_cold
-from pytest_fsperf.mounts.daemon import Lookup
+from pytest_fsperf.mounts.daemon import Daemon, Lookup
 from pytest_fsperf.result.daemon import DaemonStats
 from pytest_fsperf.result.parts import ClientStats
 from pytest_fsperf.result.store import Requests
@@ -110,7 +110,8 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
             stops = link.everywhere(at.meters, "stop")
     rows = _rows(at, dirs, each, stops, cache)
     measured: list[tuple[int, DaemonStats, Lookup]] = [
-        (i, c.daemon, Lookup(None, c.daemon_note)) for i, c in enumerate(rows) if c.daemon]
+        (i, c.daemon, _named(c.daemon, stops[at.meter_of[i]].get("command")))
+        for i, c in enumerate(rows) if c.daemon]
     w.put(DaemonReading(summed(measured, lambda i: at.where[at.meter_of[i]]) if measured else None),
           # this machine's tracepoints and timeline saw none of the hosts' work
           FuseReading(None, "not traced: the workload ran on the hosts"), TimelineReading(None))
@@ -144,6 +145,12 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
     return ws.record(w, cold=_cold(rows), name=label, kind=EngineKind.FIO, options=job,
                      read=total.read, write=total.write, tool_cpu_percent=tool, judged=judged,
                      output_file=out + ".json", notes=tuple(notes), clients=tuple(rows))
+
+
+def _named(stats: DaemonStats, command: object) -> Lookup:
+    """The daemon as its host named it (its command line, as the agent read it there)."""
+    words = tuple(str(command).split()) if isinstance(command, str) and command else ()
+    return Lookup(Daemon(stats.pid, 0, words, "on its host") if words else None, "")
 
 
 def _how(at: link.Reached, n: int) -> str:
