@@ -215,6 +215,10 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
      ("fsperf.fio() runs in these pods at once (clients=N: the first N), reached over "
       "kubectl exec; on each node a measuring pod made from --fsperf-k8s-meter-pod "
       "(privileged, the node's PIDs) measures the daemon that serves the pods' mount")),
+    ("fsperf_k8s_reference", "[NAMESPACE/]POD[/CONTAINER]:/MOUNT,...|@FILE",
+     ("with --fsperf-reference-mount: the pods that read the reference side of a gate "
+      "(another mount pod's mount: its old mountOptions or version), as many as "
+      "--fsperf-k8s")),
     ("fsperf_kubeconfig", "FILE",
      "the kubeconfig kubectl uses for --fsperf-k8s (default: kubectl's own)"),
     ("fsperf_k8s_meter_pod", "FILE",

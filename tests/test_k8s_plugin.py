@@ -4,8 +4,10 @@ plugin's measuring pod, and nothing of the plugin is left in the cluster after."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -71,69 +73,117 @@ def _mounted(cluster: k8s.Cluster, pod: str, path: str) -> None:
     raise AssertionError(f"{path} not mounted in {pod}: {out}")
 
 
+BAD_OPTIONS = "direct_io,max_read=4096"  # every read 4 KiB to the daemon: a request-size regression
+
+
+def _mount_pod(name: str, source: Path, shared: str, point: str, options: str = "") -> dict[str, Any]:
+    """A CSI driver's mount pod: the daemon onto a node path shared Bidirectional; its
+    options are what a PersistentVolume's mountOptions become."""
+    data = {"name": "data", "hostPath": {"path": str(source), "type": "Directory"}}
+    mnt = {"name": "mnt", "hostPath": {"path": shared, "type": "DirectoryOrCreate"}}
+    flags = f"-o {options} " if options else ""
+    return _pod(name, ["sh", "-c", f"mkdir -p /mnt/{point} && exec bindfs -f {flags}/data /mnt/{point}"],
+                [{"name": "data", "mountPath": "/data"},
+                 {"name": "mnt", "mountPath": "/mnt", "mountPropagation": "Bidirectional"}],
+                [data, mnt], privileged=True)
+
+
 @pytest.fixture(scope="module")
 def csi(cluster: k8s.Cluster) -> Iterator[dict[str, Any]]:
-    """A mount pod running bindfs onto a node path (Bidirectional, as the CSI driver's),
-    two application pods seeing it (HostToContainer), and the source's files."""
+    """Two mount pods of one source, as before and after a change of mountOptions (ref, new),
+    and two application pods that see both mounts (HostToContainer)."""
     source = cluster.dir / "bucket"
     source.mkdir(mode=0o755)
     shared = str(cluster.dir / "csi")
-    data = {"name": "data", "hostPath": {"path": str(source), "type": "Directory"}}
     mnt = {"name": "mnt", "hostPath": {"path": shared, "type": "DirectoryOrCreate"}}
-    mounter = _pod("mounter", ["sh", "-c", "mkdir -p /mnt/m && exec bindfs -f /data /mnt/m"],
-                   [{"name": "data", "mountPath": "/data"},
-                    {"name": "mnt", "mountPath": "/mnt", "mountPropagation": "Bidirectional"}],
-                   [data, mnt], privileged=True)
     clients = [_pod(f"client-{x}", ["sleep", "infinity"],
                     [{"name": "mnt", "mountPath": "/mnt", "mountPropagation": "HostToContainer"}], [mnt])
                for x in "ab"]
-    cluster.apply(mounter, *clients)
-    cluster.kubectl("wait", "--for=condition=Ready", "pod/mounter", "pod/client-a", "pod/client-b",
-                    "--timeout=120s", timeout=130)
+    cluster.apply(_mount_pod("mounter-ref", source, shared, "ref"),
+                  _mount_pod("mounter-new", source, shared, "new", BAD_OPTIONS), *clients)
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/mounter-ref", "pod/mounter-new", "pod/client-a",
+                    "pod/client-b", "--timeout=120s", timeout=130)
     for name in ("client-a", "client-b"):
-        _mounted(cluster, name, "/mnt/m")
+        _mounted(cluster, name, "/mnt/ref")
+        _mounted(cluster, name, "/mnt/new")
     meter = _pod("meter", ["sleep", "infinity"], [], [])
     template = cluster.dir / "meter-pod.json"
     template.write_text(json.dumps(meter))
     yield {"source": source, "template": template}
-    cluster.kubectl("delete", "pod", "mounter", "client-a", "client-b", "--wait=true", "--timeout=60s",
-                    timeout=70)
+    cluster.kubectl("delete", "pod", "mounter-ref", "mounter-new", "client-a", "client-b", "--wait=true",
+                    "--timeout=60s", timeout=70)
+
+
+@contextlib.contextmanager
+def _local(where: Path, source: Path) -> Iterator[Path]:
+    """This machine's own mount of the source, where the plugin lays out the files."""
+    where.mkdir()
+    subprocess.run(["bindfs", str(source), str(where)], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["fusermount", "-u", str(where)], check=False)
+
+
+def _k8s_args(cluster: k8s.Cluster, csi: dict[str, Any], pods: str) -> list[str]:
+    return ["-p", "no:cacheprovider", f"--fsperf-k8s={pods}", f"--fsperf-kubeconfig={cluster.kubeconfig}",
+            f"--fsperf-k8s-meter-pod={csi['template']}", f"--fsperf-host-python={PYTHON}"]
+
+
+READ = """
+    def test_read(fsperf):
+        fsperf.cold()
+        fsperf.fio(name="read", rw="read", bs="1M", size="32M")
+"""
 
 
 def test_two_client_pods_read_through_the_mount_pod_whose_daemon_is_measured(
         cluster: k8s.Cluster, csi: dict[str, Any], pytester: pytest.Pytester,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    local = pytester.path / "local"
-    local.mkdir()
-    import subprocess
-
-    subprocess.run(["bindfs", str(csi["source"]), str(local)], check=True)
-    try:
-        pytester.makepyfile(test_pods="""
-            def test_read(fsperf):
-                fsperf.cold()
-                fsperf.fio(name="read", rw="read", bs="1M", size="16M")
-        """)
-        monkeypatch.setenv("PATH", f"{build.BIN}:{os.environ['PATH']}")  # kubectl
-        report = pytester.path / "r.json"
+    monkeypatch.setenv("PATH", f"{build.BIN}:{os.environ['PATH']}")  # kubectl
+    pytester.makepyfile(test_pods=READ)
+    report = pytester.path / "r.json"
+    with _local(pytester.path / "local", csi["source"]) as local:
         result = pytester.runpytest_subprocess(
-            "-p", "no:cacheprovider", f"--fsperf-mount={local}", f"--fsperf-json={report}",
-            "--fsperf-k8s=client-a:/mnt/m,default/client-b:/mnt/m",
-            f"--fsperf-kubeconfig={cluster.kubeconfig}", f"--fsperf-k8s-meter-pod={csi['template']}",
-            f"--fsperf-host-python={PYTHON}", "--fsperf-rounds=1", timeout=600)
-    finally:
-        subprocess.run(["fusermount", "-u", str(local)], check=False)
+            *_k8s_args(cluster, csi, "client-a:/mnt/ref,default/client-b:/mnt/ref"),
+            f"--fsperf-mount={local}", f"--fsperf-json={report}", "--fsperf-rounds=1", timeout=600)
     assert result.ret == 0, result.stdout.str()[-3000:]
-    found = json.loads(report.read_text())
-    row = found["results"][0]
-    clients = row["clients"]
-    assert [c["host"].split(" (")[0] for c in clients] == ["pod default/client-a", "pod default/client-b"]
-    first, second = clients
+    row = json.loads(report.read_text())["results"][0]
+    first, second = row["clients"]
+    assert first["host"] == "pod default/client-a (node fsperf-node)"
+    assert second["host"] == "pod default/client-b (node fsperf-node)"
     assert first["daemon"]["cpu_seconds"] > 0 and first["daemon"]["peak_rss_bytes"] > 0, first
-    assert "fsperf-node" in first["host"]
+    assert first["cold_read"] == "verified", first["cold_evidence"]
     assert second["daemon"] is None and "client-a" in second["daemon_note"]
-    (proc,) = row["daemon"]["processes"]
-    assert proc["command"].startswith("bindfs -f /data /mnt/m") and "fsperf-node" in proc["role"], proc
+    assert row["read"]["io_bytes"] == 2 * 32 << 20
+    (proc,) = row["daemon"]["processes"]  # the mount pod's bindfs, a process of the node
+    assert proc["command"].startswith("bindfs -f /data /mnt/ref") and "fsperf-node" in proc["role"], proc
+    _nothing_left(cluster)
+
+
+def test_a_mount_option_changed_in_the_mount_pods_spec_is_gated(
+        cluster: k8s.Cluster, csi: dict[str, Any], pytester: pytest.Pytester,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference's pods read through the mount pod of the old mountOptions, the
+    candidate's through the new one's (4 KiB reads): interleaved pairs, each side's daemon
+    measured on the node, and the gate finds the candidate worse."""
+    monkeypatch.setenv("PATH", f"{build.BIN}:{os.environ['PATH']}")
+    pytester.makepyfile(test_gate=READ)
+    report = pytester.path / "r.json"
+    with _local(pytester.path / "new", csi["source"]) as new, \
+            _local(pytester.path / "ref", csi["source"]) as ref:
+        result = pytester.runpytest_subprocess(
+            *_k8s_args(cluster, csi, "client-a:/mnt/new"), "--fsperf-k8s-reference=client-a:/mnt/ref",
+            f"--fsperf-mount={new}", f"--fsperf-reference-mount={ref}", f"--fsperf-json={report}",
+            "--fsperf-gate-on=primary", "--fsperf-ab-max-rounds=8", timeout=900)
+    doc = json.loads(report.read_text())
+    (c,) = doc["comparisons"]
+    assert c["kind"] == "mount gate" and c["metrics"]["bw"]["outcome"] == "B worse", c["metrics"]["bw"]
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    reads = {r["name"]: r for r in doc["results"]}
+    commands = {name: r["daemon"]["processes"][0]["command"] for name, r in reads.items()}
+    assert commands["read"].startswith(f"bindfs -f -o {BAD_OPTIONS} /data /mnt/new"), commands
+    assert commands["read[reference]"].startswith("bindfs -f /data /mnt/ref"), commands
     _nothing_left(cluster)
 
 

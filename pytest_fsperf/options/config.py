@@ -107,6 +107,7 @@ class Settings:
     ssh_config: Path | None = None
     host_python: str = "python3"
     pods: tuple[hosts_spec.Pod, ...] = ()
+    reference_pods: tuple[hosts_spec.Pod, ...] = ()  # the reference side's, in a gate
     kubeconfig: Path | None = None
     meter_pod: str | None = None  # the measuring pod's template, as JSON text
     price: str = cost.DEFAULT
@@ -232,6 +233,10 @@ def settings_from(given: Mapping[str, Raw], root: Path) -> Settings:
     if pods is not None and given.get("meter_pod") is None:
         raise UsageError(f"{pods.where}: needs --fsperf-k8s-meter-pod (the pod that measures "
                          "each node's daemon: its image has pytest-fsperf)")
+    ref_pods = given.get("reference_pods")
+    if ref_pods is not None and (pods is None or ref_mount is None):
+        raise UsageError(f"{ref_pods.where}: needs --fsperf-k8s and --fsperf-reference-mount (the "
+                         "candidate's pods, and this machine's mount of the reference side)")
     last = given.get("compare_last")
     if last is not None and (given.get("compare") is None or given["compare"].text.strip() != "latest"):
         raise UsageError(f"{last.where}: needs --fsperf-compare=latest (the runs to choose from)")
@@ -246,6 +251,9 @@ def settings_from(given: Mapping[str, Raw], root: Path) -> Settings:
         if values["reference_mount"] == values["mount"]:
             raise UsageError(f"{ref_mount.where}: is the candidate's mount itself "
                              f"({mount.where if mount else ''})")
+    if ref_pods is not None and len(values["reference_pods"]) != len(values["pods"]):
+        raise UsageError(f"{ref_pods.where}: names {len(values['reference_pods'])} pods, "
+                         f"--fsperf-k8s {len(values['pods'])}: a gate compares like with like")
     try:
         values["price_list"] = cost.choose(cost.load(values["prices_file"]), values["price"])
     except cost.PriceError as exc:

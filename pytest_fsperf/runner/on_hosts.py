@@ -21,7 +21,7 @@ from pytest_fsperf.engine import fio_clients
 from pytest_fsperf.engine.fio_clients import ClientResult
 from pytest_fsperf.errors import MeasurementError, UsageError
 from pytest_fsperf.hosts import link, pods
-from pytest_fsperf.hosts.spec import SshSettings
+from pytest_fsperf.hosts.spec import Pod, SshSettings
 from pytest_fsperf.measure.cache import check_cold
 from pytest_fsperf.mounts.daemon import Daemon, Lookup
 from pytest_fsperf.result.daemon import DaemonStats
@@ -48,8 +48,13 @@ def _clients(ws: Workspace, n: int, where: str) -> list[tuple[str, str]]:
 
 
 def places(ws: Workspace) -> tuple[link.Place, ...]:
-    """The hosts or the pods the clients run on (none: the clients run here)."""
-    return ws.settings.pods or ws.settings.hosts
+    """The hosts or the pods the clients run on (none: the clients run here); in a gate
+    between two mounts, on the reference side, the reference's pods."""
+    s = ws.settings
+    if s.reference_pods and s.reference_mount is not None and (
+            os.path.realpath(ws.target.path) == os.path.realpath(s.reference_mount)):
+        return s.reference_pods
+    return s.pods or s.hosts
 
 
 @contextlib.contextmanager
@@ -59,7 +64,9 @@ def _reached(ws: Workspace, n: int) -> Iterator[link.Reached]:
         assert s.meter_pod is not None  # the settings require it with --fsperf-k8s
         kube = pods.Kube(pods.kubectl(), str(s.kubeconfig) if s.kubeconfig else None,
                          s.host_python, json.loads(s.meter_pod))
-        with pods.reached(s.pods[:n], kube, ws.local_dir()) as found:
+        chosen = places(ws)
+        with pods.reached([p for p in chosen[:n] if isinstance(p, Pod)], kube,
+                          ws.local_dir()) as found:
             yield found
         return
     ssh = SshSettings(str(s.ssh_config) if s.ssh_config else None, s.host_python)
