@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import pytest_fsperf
+from pytest_fsperf.hosts import pods
 from tests.k8s import build
 from tests.k8s import cluster as k8s
 
@@ -180,6 +181,7 @@ def test_a_mount_option_changed_in_the_mount_pods_spec_is_gated(
     (c,) = doc["comparisons"]
     assert c["kind"] == "mount gate" and c["metrics"]["bw"]["outcome"] == "B worse", c["metrics"]["bw"]
     assert result.ret == 1, result.stdout.str()[-3000:]
+    assert c["profile_note"].startswith("not profiled: the daemons ran on other hosts or nodes"), c
     reads = {r["name"]: r for r in doc["results"]}
     commands = {name: r["daemon"]["processes"][0]["command"] for name, r in reads.items()}
     assert commands["read"].startswith(f"bindfs -f -o {BAD_OPTIONS} /data /mnt/new"), commands
@@ -200,3 +202,35 @@ def _nothing_left(cluster: k8s.Cluster) -> None:
     for pod in ("client-a", "client-b"):
         out = cluster.kubectl("exec", pod, "--", PYTHON, "-c", look)
         assert out.strip() == "", (pod, out)
+
+
+def test_a_pod_whose_path_is_no_fuse_mount_fails_the_test_naming_it(
+        cluster: k8s.Cluster, csi: dict[str, Any], pytester: pytest.Pytester,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", f"{build.BIN}:{os.environ['PATH']}")
+    pytester.makepyfile(test_pods=READ)
+    with _local(pytester.path / "local", csi["source"]) as local:
+        result = pytester.runpytest_subprocess(*_k8s_args(cluster, csi, "client-a:/usr,client-b:/nowhere"),
+                                               f"--fsperf-mount={local}", timeout=300)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*pod default/client-a: /usr is not a FUSE mount there (ext4)*"])
+    _nothing_left(cluster)
+
+
+def test_a_killed_sessions_measuring_pod_ends_by_its_lease_and_is_swept(
+        cluster: k8s.Cluster, csi: dict[str, Any]) -> None:
+    """No agent touches the lease (its session was killed): the pod's first process ends it;
+    the next session's measuring pods take its object away, and leave a running one alone."""
+    template = json.loads(csi["template"].read_text())
+    stale = pods.manifest(template, k8s.NODE, "fsperf-meter-dead-0", "default", "dead", PYTHON, lease_s=3)
+    alive = pods.manifest(template, k8s.NODE, "fsperf-meter-live-0", "default", "live", PYTHON, lease_s=3600)
+    cluster.kubectl("create", "-f", "-", stdin=json.dumps(stale) + "\n---\n" + json.dumps(alive))
+    cluster.kubectl("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/fsperf-meter-dead-0",
+                    "--timeout=60s", timeout=70)
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/fsperf-meter-live-0", "--timeout=60s", timeout=70)
+    kube = pods.Kube(k8s.program("kubectl"), str(cluster.kubeconfig), PYTHON, template)
+    with pods.measuring_pods(kube, [k8s.NODE], "default") as made:
+        assert list(made) == [k8s.NODE]
+    left = cluster.kubectl("get", "pods", "-l", pods.LABEL, "-o", "name").split()
+    assert left == ["pod/fsperf-meter-live-0"], left
+    cluster.kubectl("delete", "pod", "fsperf-meter-live-0", "--wait=true", timeout=70)

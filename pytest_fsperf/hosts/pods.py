@@ -32,8 +32,6 @@ LEASE_DIR = "/fsperf-lease"
 READY_S = 180  # s for a measuring pod to run (an image pulled on a node first)
 MAX_AGE_S = 24 * 3600  # a measuring pod's activeDeadlineSeconds: whatever else fails
 LABEL = "pytest-fsperf.io/session"
-_LEASE = (f"import os, time\np = '{LEASE_DIR}/lease'\nopen(p, 'a').close()\n"
-          f"while time.time() - os.stat(p).st_mtime < {LEASE_S}:\n    time.sleep(2)\n")
 
 
 @dataclass(frozen=True)
@@ -87,8 +85,14 @@ def node_of(kube: Kube, pod: Pod) -> str:
     return node
 
 
+def lease_code(seconds: int) -> str:
+    """The measuring pod's first process: it ends the pod once its lease is `seconds` old."""
+    return (f"import os, time\np = '{LEASE_DIR}/lease'\nopen(p, 'a').close()\n"
+            f"while time.time() - os.stat(p).st_mtime < {seconds}:\n    time.sleep(1)\n")
+
+
 def manifest(template: Mapping[str, Any], node: str, name: str, namespace: str,
-             session: str, python: str) -> dict[str, Any]:
+             session: str, python: str, lease_s: int = LEASE_S) -> dict[str, Any]:
     """The measuring pod for `node`: the template's image, volumes and settings, with what
     measuring needs put over them (privileged, the node's PIDs, pinned, its lease)."""
     pod: dict[str, Any] = json.loads(json.dumps(template))
@@ -102,7 +106,7 @@ def manifest(template: Mapping[str, Any], node: str, name: str, namespace: str,
                 tolerations=[{"operator": "Exists"}])
     spec.setdefault("volumes", []).append({"name": "fsperf-lease", "emptyDir": {"medium": "Memory"}})
     container = spec["containers"][0]
-    container.update(name="meter", command=[python, "-c", _LEASE], args=[])
+    container.update(name="meter", command=[python, "-c", lease_code(lease_s)], args=[])
     container.setdefault("securityContext", {})["privileged"] = True
     container.setdefault("volumeMounts", []).append({"name": "fsperf-lease", "mountPath": LEASE_DIR})
     spec["containers"] = [container]
@@ -114,6 +118,9 @@ def measuring_pods(kube: Kube, nodes: Sequence[str], namespace: str) -> Iterator
     """One measuring pod on each node, running; all deleted on the way out."""
     session = os.urandom(4).hex()
     made: dict[str, Pod] = {}
+    # measuring pods of killed sessions ended on their own (their lease): their objects go
+    kube.run("-n", namespace, "delete", "pod", "-l", LABEL, "--wait=false",
+             "--field-selector=status.phase!=Running,status.phase!=Pending")
     try:
         for i, node in enumerate(nodes):
             name = f"fsperf-meter-{session}-{i}"

@@ -19,6 +19,7 @@ from pytest_fsperf.engine.fio_clients import SOCKET_MAX, Server
 from pytest_fsperf.errors import MeasurementError
 
 CHUNK = 65536
+MAX_BYTES = 64 << 20  # from the pod on one connection: a benchmark's fio server sends far less
 _REMOTE = """\
 import socket, threading
 path = channel.receive()
@@ -61,6 +62,7 @@ class Tunnel:
         self._threads: list[threading.Thread] = []
         self._open: list[socket.socket] = []
         self._channels: list[Any] = []
+        self.refused: list[str] = []  # why a connection was ended here
         if len(os.fsencode(path)) > SOCKET_MAX:
             raise MeasurementError(f"socket path {path} is longer than {SOCKET_MAX} bytes: "
                                    "point TMPDIR at a shorter directory")
@@ -111,13 +113,20 @@ class Tunnel:
         with contextlib.suppress(Exception):
             channel.send(b"")
 
-    @staticmethod
-    def _in(channel: Any, conn: socket.socket) -> None:
+    def _in(self, channel: Any, conn: socket.socket) -> None:
+        got = 0
         with contextlib.suppress(Exception):
             while True:
                 data = channel.receive()
                 if not isinstance(data, bytes) or not data:
                     break
+                got += len(data)
+                if got > MAX_BYTES:
+                    self.refused.append(f"{self.shown} sent more than {MAX_BYTES >> 20} MiB on "
+                                        "one fio connection: ended")
+                    conn.shutdown(socket.SHUT_RDWR)
+                    channel.close()
+                    return
                 conn.sendall(data)
         with contextlib.suppress(OSError):
             conn.shutdown(socket.SHUT_WR)

@@ -361,6 +361,8 @@ def profiled(fs: Space, c: Comparison, sides: tuple[Side, Side],
     if setting == Profiling.OFF or (setting == Profiling.AUTO and c.outcome != Difference.B_WORSE):
         return c
     why = profile.unavailable()
+    if fs.settings.hosts or fs.settings.pods:  # the profiler here sees none of their work
+        why = "the daemons ran on other hosts or nodes (--fsperf-hosts, --fsperf-k8s)"
     if why:
         return dataclasses.replace(c, profile_note=f"not profiled: {why}")
     got: dict[AB, Profile] = {}
