@@ -105,7 +105,7 @@ def test_tox_installs_the_extras_the_tests_import():
     import configparser
 
     readme = (ROOT / "README.md").read_text("utf-8")
-    extras = set(re.search(r"pip install -e '\.\[([a-z,]+)\]'", readme)[1].split(","))
+    extras = set(re.search(r"pip install -e '\.\[([a-z0-9,]+)\]'", readme)[1].split(","))
     tox = configparser.ConfigParser()
     tox.read(ROOT / "tox.ini")
     assert {e.strip() for e in tox["testenv"]["extras"].split(",")} == extras - {"lint", "docs"}
