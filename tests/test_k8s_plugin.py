@@ -176,7 +176,7 @@ def test_a_mount_option_changed_in_the_mount_pods_spec_is_gated(
         result = pytester.runpytest_subprocess(
             *_k8s_args(cluster, csi, "client-a:/mnt/new"), "--fsperf-k8s-reference=client-a:/mnt/ref",
             f"--fsperf-mount={new}", f"--fsperf-reference-mount={ref}", f"--fsperf-json={report}",
-            "--fsperf-gate-on=primary", "--fsperf-ab-max-rounds=8", timeout=900)
+            "--fsperf-gate-on=primary", "--fsperf-ab-max-rounds=8", "--fsperf-settle=off", timeout=900)
     doc = json.loads(report.read_text())
     (c,) = doc["comparisons"]
     assert c["kind"] == "mount gate" and c["metrics"]["bw"]["outcome"] == "B worse", c["metrics"]["bw"]
