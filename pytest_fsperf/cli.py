@@ -24,7 +24,7 @@ from pytest_fsperf.baselines.relative import entries as relative_entries
 from pytest_fsperf.bisect import cli as bisect_cli
 from pytest_fsperf.cli_parser import DEFAULT_SCALE, OPTION, PASSED, RECIPES, USAGE_ERROR, parser
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.figures import Fig
+from pytest_fsperf.figures import FILE_KEYS, Fig
 from pytest_fsperf.infra.plain import plain_output
 from pytest_fsperf.judge import history, runs
 from pytest_fsperf.options.parse import MAX_SCALE
@@ -288,7 +288,7 @@ def baselines(a: argparse.Namespace) -> int:
               "report shows the ratio, labelled, and does not judge it")
     rows = [("scenario", "bandwidth", "daemon CPU", "daemon memory")]  # a second table
     for scenario, entry in b.data.get("entries", {}).items():
-        rows.append((scenario, *(_figure(key, entry.get(key)) for key in ("bw", "cpu", "rss"))))
+        rows.append((scenario, *(_figure(key, entry.get(key)) for key in FILE_KEYS)))
     if len(rows) > 1:
         _table(rows)
     for e in relative_entries(b).values():

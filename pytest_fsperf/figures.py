@@ -5,6 +5,7 @@ table). The lists each of those reads are made from it."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -54,6 +55,27 @@ class Fig:
     APP_ERRORS: Final = "app_errors"
 
 
+class Source(enum.Enum):
+    """Where a figure is read from, and so what its absence says. RUN: the engine's own
+    figures; a workload that has none cannot answer, and a bound on it is a usage error.
+    Every other source is a meter's: where it did not measure (no daemon found, no store
+    counters, no trace, too short a timeline, no ceiling) the figure is None and a bound on it
+    is "not judged", with that meter's own reason (judge/thresholds.py)."""
+
+    RUN = "run"
+    DAEMON = "daemon"
+    STORE = "store"
+    FUSE = "fuse"
+    PAGE_CACHE = "page cache"
+    SHAPE = "shape"
+    CEILING = "ceiling"
+
+    @property
+    def kept_when_missing(self) -> bool:
+        """None stays in a result's figures (not measured here), not dropped (cannot answer)."""
+        return self is not Source.RUN
+
+
 @dataclass(frozen=True)
 class Metric:
     key: str  # a Fig name; one part of a figure: "fuse_per_file:GETATTR", "efficiency:fuse"
@@ -89,6 +111,7 @@ class Metric:
     floor: float = 0.0
     count: bool = False
     shape: bool = False
+    source: Source = Source.RUN  # where it is read from: what None means (Source)
 
     def tolerance_or(self, test_tolerance: float) -> float:
         """Its own tolerance, else the test's."""
@@ -128,34 +151,36 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
            keywords=("min_ops",), compared=True, history=True),
     Metric(Fig.DAEMON_CPU, "daemon CPU", units.parse_percent, units.format_percent, False, "%",
            keywords=("max_cpu",), compared=True, gated=True, unless=Fig.DAEMON_CPU_PER_GB,
-           tolerance=0.25, floor=10.0),
+           tolerance=0.25, floor=10.0, source=Source.DAEMON),
     Metric(Fig.DAEMON_CPU_PER_GB, "daemon CPU-s/GB", _number, _cpu_s, False, "CPU-s/GB",
-           compared=True, history=True, column="CPU-s/GB", gated=True, tolerance=0.20),
+           compared=True, history=True, column="CPU-s/GB", gated=True, tolerance=0.20, source=Source.DAEMON),
     Metric(Fig.DAEMON_RSS, "daemon peak memory", units.parse_bytes, units.format_mb, False, "MB", 1e6,
            keywords=("max_rss",), compared=True, history=True, gated=True, tolerance=0.20,
-           floor=16e6),
+           floor=16e6, source=Source.DAEMON),
     # The daemon's RSS a while after the window (--fsperf-rss-settle): what it gave back.
     Metric(Fig.DAEMON_RSS_AFTER, "daemon memory after settling", units.parse_bytes, units.format_mb,
            False, "MB", 1e6,
-           keywords=("max_rss_after",), compared=True, gated=True, tolerance=0.20, floor=16e6),
+           keywords=("max_rss_after",), compared=True, gated=True, tolerance=0.20, floor=16e6,
+           source=Source.DAEMON),
     # The slope of daemon_rss_after over a test's rounds: a leak grows round after round.
     Metric(Fig.DAEMON_RSS_ROUND_GROWTH, "daemon memory growth per round", units.parse_bytes,
            units.format_mb, False, "MB", 1e6,
-           keywords=("max_rss_round_growth",)),
+           keywords=("max_rss_round_growth",), source=Source.DAEMON),
     # fsperf.files(mode="hold"): the daemon's memory while N files are held open and idle,
     # over its RSS before they were opened, per file.
     Metric(Fig.DAEMON_RSS_PER_HANDLE, "daemon memory per idle open file", units.parse_bytes,
            units.format_mb, False, "MB", 1e6,
-           keywords=("max_rss_per_handle",), compared=True),
+           keywords=("max_rss_per_handle",), compared=True, source=Source.DAEMON),
     # The daemon's major page faults over the window (measure/faults.py): its own pages read
     # back from disk, as after a cold start's cache drop.
     Metric(Fig.DAEMON_MAJOR_FAULTS, "daemon major page faults", units.parse_count,
            units.format_count, False, "faults",
-           keywords=("max_major_faults",), compared=True, history=True, column="major faults"),
+           keywords=("max_major_faults",), compared=True, history=True, column="major faults",
+           source=Source.DAEMON),
     # The page cache the workload's files hold at the window's end (mincore of each).
     Metric(Fig.PAGE_CACHE, "page cache of its files", units.parse_bytes, units.format_mb, False,
            "MB", 1e6,
-           keywords=("max_page_cache",), compared=True),
+           keywords=("max_page_cache",), compared=True, source=Source.PAGE_CACHE),
     Metric(Fig.LAT_P99, "p99 latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6,
            keywords=("max_p99",), compared=True),
     Metric(Fig.LAT_P50, "p50 latency", units.parse_duration_ns, units.format_duration, False, "ms", 1e6,
@@ -171,34 +196,36 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
            keywords=("max_ttfb",), column="p99 first byte"),
     # Object-store requests in the measured window (store/requests.py), by the server's count.
     Metric(Fig.REQ_TOTAL, "object-store requests", units.parse_count, units.format_count, False, "requests",
-           keywords=("max_requests",), compared=True, count=True, saved=True, column="requests"),
+           keywords=("max_requests",), compared=True, count=True, saved=True, column="requests",
+           source=Source.STORE),
     Metric(Fig.REQ_GET, "GET requests", units.parse_count, units.format_count, False, "requests",
-           keywords=("max_gets",), compared=True, count=True),
+           keywords=("max_gets",), compared=True, count=True, source=Source.STORE),
     Metric(Fig.REQ_HEAD, "HEAD requests", units.parse_count, units.format_count, False, "requests",
-           keywords=("max_heads",), compared=True, count=True),
+           keywords=("max_heads",), compared=True, count=True, source=Source.STORE),
     Metric(Fig.REQ_LIST, "LIST requests", units.parse_count, units.format_count, False, "requests",
-           keywords=("max_lists",), compared=True, count=True),
+           keywords=("max_lists",), compared=True, count=True, source=Source.STORE),
     Metric(Fig.REQ_PUT, "PUT and multipart requests", units.parse_count, units.format_count, False,
            "requests",
-           keywords=("max_puts",), compared=True, count=True),
+           keywords=("max_puts",), compared=True, count=True, source=Source.STORE),
     Metric(Fig.REQ_PER_MIB, "requests per MiB moved", _number, units.format_ratio, False, "requests/MiB",
            keywords=("max_requests_per_mib",), compared=True,
-           gated=True, tolerance=0.25, floor=0.1, count=True, shape=True),
+           gated=True, tolerance=0.25, floor=0.1, count=True, shape=True, source=Source.STORE),
     Metric(Fig.REQ_PER_FILE, "requests per file", _number, units.format_ratio, False, "requests/file",
            keywords=("max_requests_per_file",), compared=True,
-           gated=True, tolerance=0.25, floor=0.1, count=True, shape=True),
+           gated=True, tolerance=0.25, floor=0.1, count=True, shape=True, source=Source.STORE),
     # The kernel's FUSE requests to the daemon in the window (measure/fusetrace.py).
     Metric(Fig.FUSE_REQUESTS, "FUSE requests", units.parse_count, units.format_count, False,
            "requests",
-           keywords=("max_fuse_requests",), compared=True, count=True, saved=True, column="FUSE requests"),
+           keywords=("max_fuse_requests",), compared=True, count=True, saved=True,
+           column="FUSE requests", source=Source.FUSE),
     Metric(Fig.FUSE_PER_MIB, "FUSE requests per MiB moved", _number, units.format_ratio, False,
            "requests/MiB",
            keywords=("max_fuse_per_mib",), compared=True,
-           gated=True, tolerance=0.25, floor=0.1, count=True, shape=True),
+           gated=True, tolerance=0.25, floor=0.1, count=True, shape=True, source=Source.FUSE),
     Metric(Fig.FUSE_PER_FILE, "FUSE requests per file", _number, units.format_ratio, False,
            "requests/file",
            keywords=("max_fuse_per_file",), compared=True,
-           gated=True, tolerance=0.25, floor=0.1, count=True, shape=True),
+           gated=True, tolerance=0.25, floor=0.1, count=True, shape=True, source=Source.FUSE),
     # Operations the application saw fail (open, read, write, close), by the engine's count:
     # none allowed unless the test says how many (max_app_errors); a gate compares them.
     Metric(Fig.APP_ERRORS, "operations that failed", units.parse_count, units.format_count, False,
@@ -206,27 +233,31 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
            tolerance=0.25, floor=1.0, count=True, column="failed"),
     # At the chosen price list's prices, in its currency (store/cost.py).
     Metric(Fig.COST, "request cost", units.parse_money, units.format_money, False, "currency",
-           keywords=("max_cost",), compared=True),
+           keywords=("max_cost",), compared=True, source=Source.STORE),
     Metric(Fig.COST_PER_TB, "request cost per TB moved", units.parse_money, units.format_money, False,
            "currency/TB",
-           keywords=("max_cost_per_tb",)),
+           keywords=("max_cost_per_tb",), source=Source.STORE),
     # The run's shape, from its timeline (timeline.py).
     Metric(Fig.STALL_S, "longest stall", units.parse_seconds, units.format_seconds, False, "s",
-           keywords=("max_stall",)),
+           keywords=("max_stall",), source=Source.SHAPE),
     Metric(Fig.DECAY, "decay (last third vs first)", units.parse_percent, units.format_percent,
            False, "%",
-           keywords=("max_decay",)),
+           keywords=("max_decay",), source=Source.SHAPE),
     Metric(Fig.BW_SWING, "swing of the last 5 s", units.parse_percent, units.format_percent,
            False, "%",
-           keywords=("max_swing",)),
+           keywords=("max_swing",), source=Source.SHAPE),
     Metric(Fig.RSS_GROWTH, "daemon memory growth", units.parse_growth, units.format_growth, False,
            "MB/min", 1e6,
-           keywords=("max_rss_growth",)),
+           keywords=("max_rss_growth",), source=Source.SHAPE),
     # The bandwidth as a share of what the store moved for the same job (ceilings/);
     # efficiency:fuse and efficiency:tmpfs of the other ceilings.
     Metric(Fig.EFFICIENCY, "share of the store's ceiling", _share, units.format_percent, True, "%",
-           keywords=("min_efficiency",)),
+           keywords=("min_efficiency",), source=Source.CEILING),
 )}
+
+
+# The figures a baseline file holds, by its keys (baselines/, result/judged.py)
+FILE_KEYS: Final = {"bw": Fig.BW, "cpu": Fig.DAEMON_CPU, "rss": Fig.DAEMON_RSS}
 
 
 # FUSE requests, by opcode

@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.figures import Fig
+from pytest_fsperf.figures import FILE_KEYS
 from pytest_fsperf.infra import inputs
 from pytest_fsperf.result.judged import Described
 
-FILE_KEYS = {"bw": Fig.BW, "cpu": Fig.DAEMON_CPU, "rss": Fig.DAEMON_RSS}  # file key -> result figure
 # what a figure counts: the whole workload, or each fio job apart (the document's command
 # had no --group_reporting: "X-Y MB/s" is the jobs' min-max)
 PER = ("total", "job")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_fsperf.baselines import FILE_KEYS, Baseline
-from pytest_fsperf.result.judged import SHOW, Check
+from pytest_fsperf.baselines import Baseline
+from pytest_fsperf.figures import FILE_KEYS, METRICS
+from pytest_fsperf.result.judged import Check
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.vocab import EngineKind
 
@@ -88,7 +89,7 @@ def check(result: WorkloadResult, baseline: Baseline, tolerance: float,
         ratio = value / documented if value is not None and documented else None
         if value is None or not rule.judged:
             ok = None
-        elif metric == "bw":
+        elif METRICS[FILE_KEYS[metric]].bigger_is_better:
             ok = value >= documented * (1 - tolerance)
         else:
             ok = value <= documented * (1 + tolerance)
@@ -107,5 +108,5 @@ def entry_of(result: WorkloadResult) -> dict[str, Any]:
     for key, metric in FILE_KEYS.items():
         value = m.get(metric)
         if value is not None:
-            out[key] = {"printed": SHOW[key](value), "value": value}
+            out[key] = {"printed": METRICS[metric].show(value), "value": value}
     return out

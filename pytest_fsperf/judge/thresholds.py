@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pytest_fsperf import units
 from pytest_fsperf.errors import UsageError
-from pytest_fsperf.figures import Fig
+from pytest_fsperf.figures import METRICS, Fig, Source
 from pytest_fsperf.plan.marker import Plan, Threshold
 from pytest_fsperf.result.daemon import SHORT_WINDOW
 from pytest_fsperf.result.timeline import MIN_INTERVALS
-from pytest_fsperf.result.workload import SHAPE, SHARES, WorkloadResult
+from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.stats import median_ci
 from pytest_fsperf.vocab import ColdRead, Outcome
 
@@ -53,11 +54,7 @@ def judge(plan: Plan, results: list[WorkloadResult]) -> Verdict:
         for r in answering:
             measured = r.figure(metric)
             if measured is None:
-                why = ((r.requests_note or "no object-store request counters") if metric.startswith(
-                    ("req_", Fig.COST)) else _no_shape(r) if metric in SHAPE else
-                    _short_cpu(r) if metric == Fig.DAEMON_CPU and r.daemon is not None else
-                    (r.fuse_note or "no FUSE trace") if metric.startswith("fuse_") else
-                    r.ceiling_note(metric) if metric in SHARES else r.daemon_note)
+                why = not_measured(r, metric)
                 said = f"{threshold.named} not judged ({why})"
                 verdict.notes.append(f"{r.name}: {said}")
                 verdict.not_judged.setdefault(r.name, []).append(said)
@@ -121,6 +118,15 @@ def _per_host(threshold: Threshold, r: WorkloadResult, verdict: Verdict) -> bool
     return True
 
 
+def not_measured(r: WorkloadResult, metric: str) -> str:
+    """Why a figure of a meter is None: that meter's own reason (figures.Source)."""
+    found = METRICS.get(metric.split(":", 1)[0])
+    source = found.source if found else Source.DAEMON
+    if metric == Fig.DAEMON_CPU and r.daemon is not None:
+        return _short_cpu(r)
+    return WHY[source](r, metric)
+
+
 def _no_shape(r: WorkloadResult) -> str:
     if r.timeline is None:
         return f"it ran under {MIN_INTERVALS + 1} s: no timeline"
@@ -134,6 +140,16 @@ def _short_cpu(r: WorkloadResult) -> str:
     return (f"I/O ran {seconds:.2g} s, under the {SHORT_WINDOW:g} s daemon CPU time needs: it is "
             "counted in 10 ms ticks")
 
+
+WHY: dict[Source, Callable[[WorkloadResult, str], str]] = {
+    Source.RUN: lambda r, m: r.daemon_note,
+    Source.DAEMON: lambda r, m: r.daemon_note,
+    Source.STORE: lambda r, m: r.requests_note or "no object-store request counters",
+    Source.FUSE: lambda r, m: r.fuse_note or "no FUSE trace",
+    Source.PAGE_CACHE: lambda r, m: r.page_cache_note or "the page cache was not counted",
+    Source.SHAPE: lambda r, m: _no_shape(r),
+    Source.CEILING: lambda r, m: r.ceiling_note(m),
+}
 
 SAID_ERRORS = 4  # kinds of failed operation named in a failure line
 

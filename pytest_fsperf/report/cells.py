@@ -10,6 +10,7 @@ from pytest_fsperf.report.model import (
     Row,
     short_test,
 )
+from pytest_fsperf.result import readers
 from pytest_fsperf.vocab import ColdRead, DaemonCache, FilesOp, PageCache
 
 
@@ -96,10 +97,9 @@ def _spread(r: Row, key: str) -> str:
 def buffered(r: Row) -> str:
     """A write the daemon buffered past the tool's clock: the rate the store took it at,
     beside the timed one (" (in the store: 214 MB/s)"); "" where the store kept up."""
-    q, w = r.requests, r.write
-    if q is None or q.stored_after is None or w is None or not w.io_bytes or not w.bw_bytes:
+    stored, w = readers.READ[Fig.STORED_BW](r), r.write
+    if stored is None or w is None or not w.bw_bytes:
         return ""
-    stored = w.io_bytes / q.stored_after
     return f" (in the store: {units.format_rate(stored)})" if stored < 0.8 * w.bw_bytes else ""
 
 

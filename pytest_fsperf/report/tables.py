@@ -253,7 +253,7 @@ def baseline_checks(results: list[Row], gated: bool, env: Environment | None) ->
     for r in named:
         for c in r.baseline_checks:  # shown as the failure message shows it
             ratio = f"{c.ratio:.2f}" if c.ratio is not None else "-"
-            mark = {True: "ok", False: "below" if c.metric == "bw" else "above", None: ""}[c.ok]
+            mark = {True: "ok", False: "below" if c.figure.bigger_is_better else "above", None: ""}[c.ok]
             mark = "; ".join(m for m in (mark, c.note) if m) or "-"
             rows.append((short_test(r), c.key, c.metric, c.measured_shown, c.shown, ratio, mark))
     saved = all(info.origin not in ("shipped", "") for info in infos.values())

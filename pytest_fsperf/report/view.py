@@ -31,6 +31,7 @@ from pytest_fsperf.report.tables import (
     requests_table,
     run_comparisons,
 )
+from pytest_fsperf.result import readers
 from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.daemon import SHORT_WINDOW, countable_cpu
 from pytest_fsperf.result.document import FailedTest, ResultRow
@@ -268,9 +269,10 @@ def requests_line(r: Row) -> str:
     if q.sent_bytes is not None:
         parts.append(f"store sent {units.format_size(q.sent_bytes)}, received "
                      f"{units.format_size(q.received_bytes or 0)}")
-    if q.stored_after is not None and r.write is not None and r.write.io_bytes:
+    stored = readers.READ[Fig.STORED_BW](r)  # this row's own, as its line names its time
+    if stored is not None and q.stored_after is not None:
         parts.append(f"what it wrote was in the store {q.stored_after:.2f} s after its writes "
-                     f"began: {units.format_rate(r.write.io_bytes / q.stored_after)} to the store")
+                     f"began: {units.format_rate(stored)} to the store")
     if q.get_bytes_mean:
         parts.append(f"GETs of {units.format_size(q.get_bytes_mean)} on average")
     if q.conditions:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, ClassVar, TypedDict
 
 from pytest_fsperf.figures import Fig
 
@@ -95,6 +95,7 @@ class Faults:
     minor: int
     major: int
     processes: int  # of the daemon's processes alive at both ends (one that exited: not counted)
+    FIGURES: ClassVar[tuple[str, ...]] = (Fig.DAEMON_MAJOR_FAULTS,)
 
     def figures(self) -> dict[str, float | None]:
         return {Fig.DAEMON_MAJOR_FAULTS: float(self.major)}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pytest_fsperf import units
+from pytest_fsperf.figures import FILE_KEYS, METRICS, Metric
 from pytest_fsperf.vocab import RunOutcome
 
 Condition = str | int | float | list[str]
@@ -26,15 +26,12 @@ class Described:
 
 
 
-LABELS = {"bw": "bandwidth", "cpu": "daemon CPU", "rss": "daemon peak memory"}
-SHOW = {"bw": units.format_rate, "cpu": units.format_percent, "rss": units.format_mb}
-
-
 def show_documented(metric: str, low: float, high: float | None = None) -> str:
-    """A documented figure (bw, cpu, rss) in the unit measured ones are shown in; a range as
-    'low to high', and one whose ends are equal as one figure."""
-    shown = SHOW[metric](low)
-    return shown if high is None or high == low else f"{shown} to {SHOW[metric](high)}"
+    """A documented figure (a baseline file's key: bw, cpu, rss) as the registry shows its
+    figure; a range as 'low to high', and one whose ends are equal as one figure."""
+    show = METRICS[FILE_KEYS[metric]].show
+    shown = show(low)
+    return shown if high is None or high == low else f"{shown} to {show(high)}"
 
 
 @dataclass(frozen=True)
@@ -67,10 +64,15 @@ class Check:
             return "-"
         return show_documented(self.metric, self.measured, self.measured_high) + self.unit
 
+    @property
+    def figure(self) -> Metric:
+        return METRICS[FILE_KEYS[self.metric]]
+
     def message(self, workload: str, tolerance: float) -> str:
-        bound = f"{100 * (1 - tolerance):g}% of" if self.metric == "bw" else f"{100 * (1 + tolerance):g}% of"
-        op = "<" if self.metric == "bw" else ">"
-        return (f"{workload}: {LABELS[self.metric]} {self.measured_shown} {op} {bound} "
+        higher = self.figure.bigger_is_better
+        bound = f"{100 * (1 - tolerance):g}% of" if higher else f"{100 * (1 + tolerance):g}% of"
+        op = "<" if higher else ">"
+        return (f"{workload}: {self.figure.label} {self.measured_shown} {op} {bound} "
                 f"{self.baseline}'s {self.shown} ({self.key})")
 
     def to_dict(self) -> dict[str, Any]:

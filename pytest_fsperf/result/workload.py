@@ -11,7 +11,8 @@ from statistics import linear_regression, median
 from typing import Any, TypeVar
 
 from pytest_fsperf import typed
-from pytest_fsperf.figures import Fig
+from pytest_fsperf.figures import METRICS, Fig
+from pytest_fsperf.result import readers
 from pytest_fsperf.result.ceiling import Ceiling, CeilingPath
 from pytest_fsperf.result.daemon import DaemonStats, Faults, Memory, Profile, short_cpu_note
 from pytest_fsperf.result.fuse import FuseRequests
@@ -21,7 +22,7 @@ from pytest_fsperf.result.schema import JUDGEMENT, check
 from pytest_fsperf.result.store import Cost, Requests
 from pytest_fsperf.result.timeline import Timeline, shape
 from pytest_fsperf.stats import mad, median_ci
-from pytest_fsperf.vocab import READ_ONLY_OPERATIONS, ColdRead, DaemonCache, EngineKind, FilesOp, PageCache
+from pytest_fsperf.vocab import READ_ONLY_OPERATIONS, ColdRead, DaemonCache, EngineKind, PageCache
 
 
 def _plain_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -120,7 +121,8 @@ class WorkloadResult:
     def iops(self) -> float:
         return sum(d.iops for d in self.directions)
 
-    def _worst(self, attr: str) -> float | None:
+    def worst(self, attr: str) -> float | None:
+        """A latency figure: the small-file engine's per file; fio's worst direction."""
         if self.ops is not None:  # per file (or op): the whole transfer
             phase = self.ops.phases.get("full") or self.ops.phases.get("op")
             key = {"lat_mean_ns": "mean_ns", "lat_p50_ns": "p50_ns", "lat_p99_ns": "p99_ns"}[attr]
@@ -130,14 +132,14 @@ class WorkloadResult:
             return None
         return float(max(values))
 
-    def _phase(self, phase: str, key: str) -> float | None:
+    def phase_figure(self, phase: str, key: str) -> float | None:
         """A phase of the small-file engine per file (open, first_byte, full, close)."""
         stats = self.ops.phases.get(phase) if self.ops is not None else None
         return float(getattr(stats, key)) if stats is not None else None
 
     @property
     def lat_p99_ns(self) -> float | None:
-        return self._worst("lat_p99_ns")
+        return self.worst("lat_p99_ns")
 
     def metrics(self) -> dict[str, float | None]:
         """Every figure a threshold may name; over several rounds, each figure's median.
@@ -181,62 +183,31 @@ class WorkloadResult:
             else f"no {path} ceiling for this job"
 
     def single_metrics(self) -> dict[str, float | None]:
-        """This run's own figures, not the rounds' medians."""
-        figures: dict[str, float | None] = {
-            Fig.BW: self.bw_bytes if self.ops is None or self.ops.io_bytes else None,
-            Fig.IOPS: self.iops if self.ops is None else None,
-            Fig.OPS: self.ops.per_second if self.ops is not None else None,
-            Fig.LAT_MEAN: self._worst("lat_mean_ns"),
-            Fig.LAT_P50: self._worst("lat_p50_ns"),
-            Fig.LAT_P99: self.lat_p99_ns,
-            Fig.TTFB_P50: self._phase("first_byte", "p50_ns"),
-            Fig.TTFB_P99: self._phase("first_byte", "p99_ns"),
-            Fig.DAEMON_CPU: self.daemon.countable_cpu if self.daemon else None,
-            Fig.DAEMON_CPU_PER_GB: self.cpu_per_gb,
-            Fig.DAEMON_RSS: float(self.daemon.peak_rss_bytes) if self.daemon else None,
-            Fig.DAEMON_RSS_AFTER: float(self.rss_after) if self.rss_after is not None else None,
-            Fig.PAGE_CACHE: float(self.page_cache) if self.page_cache is not None else None,
-            Fig.APP_ERRORS: float(self.ops.failed) if self.ops is not None else None,
-        }
-        if self.ops is not None and self.ops.operation == FilesOp.HOLD:  # idle open handles
-            figures[Fig.DAEMON_RSS_PER_HANDLE] = (
-                (self.daemon.peak_rss_bytes - self.rss_before) / max(1, self.ops.count)
-                if self.daemon is not None and self.rss_before is not None else None)
-        shape_of = shape(self.timeline)
-        q = self.requests
-        kinds = q.by_kind if q else {}
-        figures.update({
-            Fig.REQ_TOTAL: float(q.total) if q else None,
-            Fig.REQ_GET: float(kinds["GET"]) if q else None,
-            Fig.REQ_HEAD: float(kinds["HEAD"]) if q else None,
-            Fig.REQ_LIST: float(kinds["LIST"]) if q else None,
-            Fig.REQ_PUT: float(kinds["PUT"] + kinds["MULTIPART"]) if q else None,
-            # amplification: what a FUSE developer optimises
-            Fig.REQ_PER_MIB: q.total / (self.io_bytes / 2**20) if q and self.io_bytes else None,
-            Fig.STORED_BW: (self.write.io_bytes / q.stored_after if q and q.stored_after
-                          and self.write and self.write.io_bytes else None),
-            Fig.REQ_PER_FILE: q.total / self.ops.count if q and self.ops and self.ops.count else None,
-            Fig.COST: self.cost.requests if self.cost else None,
-            Fig.COST_PER_TB: (self.cost.requests / (self.io_bytes / 1e12)
-                            if self.cost and self.io_bytes else None),
-        })
+        """This run's own figures, not the rounds' medians: each read by its reader
+        (result/readers.py); None kept where the figure's meter did not measure (a bound on it
+        is then "not judged", never passed), dropped where this workload cannot answer it."""
+        figures: dict[str, float | None] = {}
+        for key, read in readers.READ.items():
+            applies = readers.APPLIES.get(key)
+            if applies is None or applies(self):
+                figures[key] = read(self)
         figures.update(self._fuse_figures())
-        for name in _figured(type(self)):  # a meter's own figures (measure/reading.py)
+        for name, kind in _figured(type(self)):  # a meter's own figures (measure/reading.py)
             value = getattr(self, name)
-            if isinstance(value, Figured):
-                figures.update(value.figures())
+            figures.update(value.figures() if isinstance(value, Figured)
+                           else dict.fromkeys(getattr(kind, "FIGURES", ())))  # not measured
+        shape_of = shape(self.timeline)
         figures.update({k: shape_of.get(k) for k in SHAPE})  # None: too short to have a shape
-        if not self.io_bytes:  # nothing moved: no such figures
-            for key in (Fig.DAEMON_CPU_PER_GB, Fig.REQ_PER_MIB, Fig.COST_PER_TB, Fig.FUSE_PER_MIB):
-                figures.pop(key, None)
-        if self.ops is None or not self.ops.count:
-            del figures[Fig.REQ_PER_FILE]  # fio: no count of files touched
-        if not self.files:
-            figures.pop(Fig.FUSE_PER_FILE, None)
-        # daemon and request figures stay as None when not measured: a threshold on them
-        # is then "not judged", never passed
-        return {k: v for k, v in figures.items()
-                if v is not None or k.startswith(("daemon_", "req_", "cost", "fuse_", "page_")) or k in SHAPE}
+        return {k: v for k, v in figures.items() if self._kept(k, v)}
+
+    def _kept(self, key: str, value: float | None) -> bool:
+        """A figure stays where it applies, and, unmeasured, where its source says None is
+        'not measured here' (a per-opcode FUSE figure is its base figure's kind)."""
+        base = key.split(":", 1)[0]
+        applies = readers.APPLIES.get(base)
+        metric = METRICS.get(base)
+        return (applies is None or applies(self)) and (
+            value is not None or (metric is not None and metric.source.kept_when_missing))
 
     @property
     def files(self) -> int:
@@ -359,16 +330,18 @@ READERS: typed.Hooks = {DaemonStats: _daemon, Requests: Requests.from_dict, Time
                         FuseRequests: FuseRequests.from_dict, Profile: Profile.from_summary}
 
 
-_FIGURED: dict[type, tuple[str, ...]] = {}
+_FIGURED: dict[type, tuple[tuple[str, type], ...]] = {}
 
 
-def _figured(cls: type) -> tuple[str, ...]:
-    """The fields whose type names figures of its own (worked out once per class)."""
+def _figured(cls: type) -> tuple[tuple[str, type], ...]:
+    """The fields whose type names figures of its own, with that type (worked out once per
+    class): a reading's figures, None where its meter did not measure."""
     if cls not in _FIGURED:
         hints = typing.get_type_hints(cls)
-        _FIGURED[cls] = tuple(f.name for f in fields(cls) if any(
-            isinstance(t, type) and issubclass(t, Figured)
-            for t in (hints[f.name], *typing.get_args(hints[f.name]))))
+        _FIGURED[cls] = tuple(
+            (f.name, t) for f in fields(cls)
+            for t in (hints[f.name], *typing.get_args(hints[f.name]))
+            if isinstance(t, type) and hasattr(t, "FIGURES") and callable(getattr(t, "figures", None)))
     return _FIGURED[cls]
 
 
