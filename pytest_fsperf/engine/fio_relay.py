@@ -59,15 +59,7 @@ class Relay:
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> None:
-        listener = socket.socket(socket.AF_UNIX)
-        old = os.umask(0o177)
-        try:
-            listener.bind(self.path)
-        finally:
-            os.umask(old)
-        listener.listen(4)
-        listener.settimeout(0.2)
-        self._listener = listener
+        self._listener = private_listener(self.path)
         self._spawn(self._accept)
 
     def _spawn(self, target: object, *args: object) -> None:
@@ -156,6 +148,20 @@ class Relay:
             t.join(timeout=5.0)
         with contextlib.suppress(OSError):
             os.unlink(self.path)
+
+
+def private_listener(path: str) -> socket.socket:
+    """A unix socket listening at `path`, bound 0600 (in a 0700 directory of the caller's),
+    accepting with a short timeout so that its loop sees a stop."""
+    listener = socket.socket(socket.AF_UNIX)
+    old = os.umask(0o177)
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old)
+    listener.listen(4)
+    listener.settimeout(0.2)
+    return listener
 
 
 def _refusal(version: int, opcode: int, pdu_len: int) -> str:

@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 from pytest_fsperf.engine.fio_clients import SOCKET_MAX, Server
+from pytest_fsperf.engine.fio_relay import private_listener
 from pytest_fsperf.errors import MeasurementError
 
 CHUNK = 65536
@@ -66,15 +67,7 @@ class Tunnel:
         if len(os.fsencode(path)) > SOCKET_MAX:
             raise MeasurementError(f"socket path {path} is longer than {SOCKET_MAX} bytes: "
                                    "point TMPDIR at a shorter directory")
-        listener = socket.socket(socket.AF_UNIX)
-        old = os.umask(0o177)
-        try:
-            listener.bind(path)
-        finally:
-            os.umask(old)
-        listener.listen(4)
-        listener.settimeout(0.2)
-        self._listener = listener
+        self._listener = private_listener(path)
         self._spawn(self._accept)
 
     @property

@@ -323,49 +323,38 @@ def servers(raw: Raw) -> tuple[fio_clients.Server, ...]:
 
 def hosts(raw: Raw) -> tuple[hosts_spec.Host, ...]:
     """A list, or @FILE: a hosts file, one [USER@]HOST[:PORT]:/MOUNT per line (# comments)."""
-    text = raw.text.strip()
-    if text.startswith("@"):
-        path = Raw(text[1:], raw.where, raw.base).path
-        try:  # a FIFO, a device or a huge file is refused, never waited on
-            lines = inputs.read_text(path, 1 << 20).splitlines()
-        except inputs.InputError as exc:
-            raise UsageError(f"{raw.where}: the hosts file {path} {exc}") from None
-        text = ",".join(ln.split("#", 1)[0].strip() for ln in lines)
     try:
-        return hosts_spec.parse_hosts(text)
+        return hosts_spec.parse_hosts(_listed(raw, "hosts"))
     except ValueError as exc:
         raise UsageError(f"{raw.where}: {exc}") from None
 
 
 def pods(raw: Raw) -> tuple[hosts_spec.Pod, ...]:
     """A list, or @FILE: one [NAMESPACE/]POD[/CONTAINER]:/MOUNT per line (# comments)."""
-    text = raw.text.strip()
-    if text.startswith("@"):
-        path = Raw(text[1:], raw.where, raw.base).path
-        try:
-            lines = inputs.read_text(path, 1 << 20).splitlines()
-        except inputs.InputError as exc:
-            raise UsageError(f"{raw.where}: the pods file {path} {exc}") from None
-        text = ",".join(ln.split("#", 1)[0].strip() for ln in lines)
     try:
-        return hosts_spec.parse_pods(text)
+        return hosts_spec.parse_pods(_listed(raw, "pods"))
     except ValueError as exc:
         raise UsageError(f"{raw.where}: {exc}") from None
+
+
+def _listed(raw: Raw, what: str) -> str:
+    """The list as given, or an @FILE's lines joined by commas (# comments dropped); a FIFO,
+    a device or a huge file is refused, never waited on."""
+    text = raw.text.strip()
+    if not text.startswith("@"):
+        return text
+    path = Raw(text[1:], raw.where, raw.base).path
+    try:
+        lines = inputs.read_text(path, 1 << 20).splitlines()
+    except inputs.InputError as exc:
+        raise UsageError(f"{raw.where}: the {what} file {path} {exc}") from None
+    return ",".join(ln.split("#", 1)[0].strip() for ln in lines)
 
 
 def kubeconfig(raw: Raw) -> Path:
     """kubectl runs the commands a kubeconfig names (users[].user.exec): as root, a file
     another user can change is their command as root."""
-    path = raw.path
-    if not path.is_file():
-        raise UsageError(f"{raw.where}: {path} is not a file")
-    real = path.resolve()
-    why = trust.untrusted(str(real))
-    if why:
-        raise UsageError(f"{raw.where}: {why}; kubectl would run its commands as you")
-    if any(c.isspace() for c in str(real)) or "//" in str(real):
-        raise UsageError(f"{raw.where}: {real} holds whitespace or '//' (execnet splits on them)")
-    return real
+    return _obeyed(raw, "kubectl")
 
 
 def meter_pod(raw: Raw) -> str:
@@ -402,13 +391,19 @@ def meter_pod(raw: Raw) -> str:
 def ssh_config(raw: Raw) -> Path:
     """ssh runs what the file says (ProxyCommand, LocalCommand) as this user: as root, a
     file another user can change, or replace in its directory, is their command as root."""
+    return _obeyed(raw, "ssh")
+
+
+def _obeyed(raw: Raw, program: str) -> Path:
+    """A config file `program` obeys (it may name commands): root's or yours with every
+    directory above it, its real path one word for execnet."""
     path = raw.path
     if not path.is_file():
         raise UsageError(f"{raw.where}: {path} is not a file")
     real = path.resolve()
     why = trust.untrusted(str(real))
     if why:
-        raise UsageError(f"{raw.where}: {why}; ssh would run its commands as you")
+        raise UsageError(f"{raw.where}: {why}; {program} would run its commands as you")
     if any(c.isspace() for c in str(real)) or "//" in str(real):
         raise UsageError(f"{raw.where}: {real} holds whitespace or '//' (execnet splits on them)")
     return real

@@ -9,22 +9,56 @@ their own parts (workload.py), each declared in the registry."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pytest_fsperf.figures import Fig
+from pytest_fsperf.result.daemon import DaemonStats
+from pytest_fsperf.result.parts import IoStats, OpStats
+from pytest_fsperf.result.store import Cost, Requests
 from pytest_fsperf.vocab import FilesOp
 
-if TYPE_CHECKING:
-    from pytest_fsperf.result.workload import WorkloadResult
 
-Reader = Callable[["WorkloadResult"], "float | None"]
+class Measured(Protocol):
+    """What the readers read of a result (result/workload.WorkloadResult)."""
+
+    @property
+    def ops(self) -> OpStats | None: ...
+    @property
+    def daemon(self) -> DaemonStats | None: ...
+    @property
+    def write(self) -> IoStats | None: ...
+    @property
+    def requests(self) -> Requests | None: ...
+    @property
+    def cost(self) -> Cost | None: ...
+    @property
+    def rss_before(self) -> int | None: ...
+    @property
+    def rss_after(self) -> int | None: ...
+    @property
+    def page_cache(self) -> int | None: ...
+    @property
+    def bw_bytes(self) -> float: ...
+    @property
+    def iops(self) -> float: ...
+    @property
+    def io_bytes(self) -> int: ...
+    @property
+    def files(self) -> int: ...
+    @property
+    def cpu_per_gb(self) -> float | None: ...
+    def worst(self, attr: str) -> float | None: ...
+    def phase_figure(self, phase: str, key: str) -> float | None: ...
+
+
+Reader = Callable[[Measured], float | None]
 
 
 def _requests(kinds: tuple[str, ...]) -> Reader:
     return lambda r: float(sum(r.requests.by_kind[k] for k in kinds)) if r.requests else None
 
 
-def _per_handle(r: WorkloadResult) -> float | None:
+def _per_handle(r: Measured) -> float | None:
     """fsperf.files(mode="hold"): the daemon's memory while the files are held, over its
     memory before they were opened, per file."""
     if r.daemon is None or r.rss_before is None or r.ops is None:
@@ -32,7 +66,7 @@ def _per_handle(r: WorkloadResult) -> float | None:
     return (r.daemon.peak_rss_bytes - r.rss_before) / max(1, r.ops.count)
 
 
-def _stored_bw(r: WorkloadResult) -> float | None:
+def _stored_bw(r: Measured) -> float | None:
     """A write's bytes over the time until the store had them."""
     q, w = r.requests, r.write
     return w.io_bytes / q.stored_after if q and q.stored_after and w and w.io_bytes else None
@@ -68,7 +102,7 @@ READ: dict[str, Reader] = {
 }
 
 # where a figure applies at all: elsewhere the workload cannot answer it
-APPLIES: dict[str, Callable[[WorkloadResult], bool]] = {
+APPLIES: dict[str, Callable[[Measured], bool]] = {
     **{key: lambda r: r.io_bytes > 0 for key in (  # per byte moved: nothing moved, no figure
         Fig.DAEMON_CPU_PER_GB, Fig.REQ_PER_MIB, Fig.COST_PER_TB, Fig.FUSE_PER_MIB)},
     Fig.REQ_PER_FILE: lambda r: r.ops is not None and r.ops.count > 0,  # fio counts no files
