@@ -69,10 +69,15 @@ class Kube:
 
 
 def kubectl() -> str:
+    """kubectl as root may run it (its real path and directories checked), one word for
+    execnet's spec."""
     program, why = trust.which("kubectl")
     if program is None:
         raise link.HostError(f"kubectl is not run: {why}" if why else
                              "--fsperf-k8s needs kubectl on PATH")
+    if any(c.isspace() for c in program) or "//" in program:
+        raise link.HostError(f"kubectl's path {program!r} holds whitespace or '//' (execnet "
+                             "splits on them)")
     return program
 
 
