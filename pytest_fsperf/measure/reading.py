@@ -3,8 +3,19 @@ workload, stopped after it into a typed reading, released however the window end
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
+
+
+class When(enum.Enum):
+    """When a meter runs in its window. AROUND: started first and stopped last, around the
+    whole window (counters read twice: the store's, the cgroup's, the RSS). PINNED: started
+    just before the workload, after the daemon's CPU is pinned, and stopped first, in
+    reverse order (a trace, a profile, the rest of the machine, the page faults)."""
+
+    AROUND = "around"
+    PINNED = "pinned"
 
 
 @dataclass(frozen=True)

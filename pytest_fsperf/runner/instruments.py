@@ -1,7 +1,9 @@
 """The meters a measured window (window.py) composes, each an Instrument (measure/reading.py):
 started before the workload, stopped after it into its typed reading (readings.py), and
 released however the window ended. Adding a meter: its module in measure/ (the meter and
-its Reading), a field for the reading on the result, and one line in `PINNED` below."""
+its Reading), a field for the reading on the result, and one line in `INSTRUMENTS` below.
+The daemons' meters and the sampler are the window's own (window.py): the daemon is what
+it measures, and the sampler spans it."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from pytest_fsperf.measure.faults import PageFaults
 from pytest_fsperf.measure.fusetrace import Trace, Tracing
 from pytest_fsperf.measure.meters import DaemonMeter, status_kib
 from pytest_fsperf.measure.profile import Profiler
-from pytest_fsperf.measure.reading import Instrument, Reading, Span
+from pytest_fsperf.measure.reading import Instrument, Reading, Span, When
 from pytest_fsperf.measure.rest import RestMeter
 from pytest_fsperf.measure.timeline import Sampler
 from pytest_fsperf.mounts.daemon import Lookup
@@ -54,12 +56,15 @@ NOT_HERE = "not counted here: this machine's JuiceFS client did not run the work
 @dataclass(frozen=True)
 class Context:
     """What an instrument may need to be made: the test's space, its daemon, the daemons'
-    processes, the workload's name."""
+    processes, the workload's name, whether it runs on this machine, the daemon's RSS
+    before it (where taken)."""
 
     ws: Space
     lookup: Lookup
     pids: list[int]
     label: str
+    here: bool = True
+    rss_before: int | None = None
 
 
 def rss_of(lookup: Lookup) -> int | None:
@@ -294,6 +299,11 @@ class CageMemory:
         self.cage = cage
         self.killed = cage.read().oom_kills  # before: a kill in the window is the window's
 
+    @classmethod
+    def made(cls, c: Context) -> CageMemory | None:
+        owned = c.ws.target.owned
+        return cls(owned.cage) if owned is not None and owned.cage is not None else None
+
     def start(self) -> None:
         self.cage.reset_peak()
 
@@ -356,11 +366,15 @@ class _Span:
 
 _NO_SPAN = _Span()
 
-# The meters started pinned, just before the workload, and stopped in reverse order after it:
-# each made from the window's context (None: not wanted here, or a reading saying why not).
-PINNED: list[Callable[[Context], Instrument[Reading] | Reading | None]] = [
-    DaemonProfile.wanted,
-    lambda c: FuseTrace.armed(c.ws, c.lookup),
-    lambda c: MachineRest(c.pids),
-    lambda c: PageFaults(c.pids) if c.pids else None,
+# Every meter of the window but the daemons' and the sampler, in the order each kind starts
+# (AROUND ones stop in this order, PINNED ones in reverse), each made from the window's
+# context: None where not wanted here, or a reading saying why not.
+INSTRUMENTS: list[tuple[When, Callable[[Context], Instrument[Reading] | Reading | None]]] = [
+    (When.AROUND, lambda c: StoreRequests(c.ws, c.here)),
+    (When.AROUND, CageMemory.made),
+    (When.AROUND, lambda c: DaemonRss(c.lookup, c.rss_before, c.ws.rss_settle)),
+    (When.PINNED, DaemonProfile.wanted),
+    (When.PINNED, lambda c: FuseTrace.armed(c.ws, c.lookup)),
+    (When.PINNED, lambda c: MachineRest(c.pids)),
+    (When.PINNED, lambda c: PageFaults(c.pids) if c.pids else None),
 ]

@@ -18,7 +18,7 @@ from pytest_fsperf.measure import progress, timeline
 from pytest_fsperf.measure.cache import check_cold, device_read_bytes, served_itself, waited_outside
 from pytest_fsperf.measure.meters import DaemonExited, DaemonMeter
 from pytest_fsperf.measure.placement import pinned
-from pytest_fsperf.measure.reading import Instrument, Reading
+from pytest_fsperf.measure.reading import Instrument, Reading, When
 from pytest_fsperf.measure.rest import own_cpu
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.mounts.mounter import MountedFs
@@ -26,11 +26,10 @@ from pytest_fsperf.result.parts import OpStats
 from pytest_fsperf.result.store import Cost, Requests
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner.instruments import (
-    PINNED,
+    INSTRUMENTS,
     CacheDisk,
     CageMemory,
     Context,
-    DaemonRss,
     Daemons,
     FuseTrace,
     Sampled,
@@ -192,23 +191,21 @@ def _meters(ws: Space, w: Window, lookup: Lookup, label: str, counter: Callable[
     daemons = Daemons(label, DaemonMeter(lookup.daemon, on_exit=on_exit, moved=moved, spanned=spanned)
                       if lookup.daemon else None, w.peers)
     pids = [m.pid for o in (lookup, *others) if o.daemon for m in o.daemon.members]
-    context = Context(ws, lookup, pids, label)
     # (also for a cold read on a daemon not restarted: what its memory may already hold)
     unknown = w.cache.cold and w.daemon_cache == DaemonCache.UNKNOWN
     rss_before = w.rss_before
     if (ws.rss_settle or unknown) and rss_before is None:
         rss_before = rss_of(lookup)
-    owned = ws.target.owned
-    cage = CageMemory(owned.cage) if owned is not None and owned.cage is not None else None
+    context = Context(ws, lookup, pids, label, here, rss_before)
     disk = CacheDisk.made(context)
-    store = StoreRequests(ws, here)
+    made = [(when, make(context)) for when, make in INSTRUMENTS]
+    w.put(*(m for _w, m in made if isinstance(m, Reading)))  # why a meter is not here
+    meters = [(when, m) for when, m in made if m is not None and not isinstance(m, Reading)]
+    outer = [m for when, m in meters if when is When.AROUND]
+    inner = [m for when, m in meters if when is When.PINNED]
+    store = next(m for m in outer if isinstance(m, StoreRequests))
     w.received = store.received
-    # read around the whole window: the store's counters first, the cgroup's and the RSS last
-    outer: list[Instrument[Reading]] = [i for i in (
-        store, cage, DaemonRss(lookup, rss_before, ws.rss_settle)) if i is not None]
-    made = [make(context) for make in PINNED]
-    w.put(*(m for m in made if isinstance(m, Reading)))  # why a meter is not here
-    inner: list[Instrument[Reading]] = [m for m in made if m is not None and not isinstance(m, Reading)]
+    cage = next((m for m in outer if isinstance(m, CageMemory)), None)
     trace = next((m for m in inner if isinstance(m, FuseTrace)), None)
     limit = ws.state.settings.stall_limit
     sampler = timeline.Sampler(counter, pids, (lambda: disk.meter.last) if disk else None,
