@@ -33,7 +33,9 @@ PREFIXES = sorted({os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefi
 def _host_paths() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The node's /usr, this Python and this checkout, read-only at the same paths: a pod
     runs the plugin under test with the Python that runs the tests."""
-    paths = ["/usr", *PREFIXES, CHECKOUT]
+    given = ["/usr", *PREFIXES, CHECKOUT]
+    paths = [p for p in dict.fromkeys(given)  # once each, none inside another (Debian's Python is /usr's)
+             if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in given)]
     volumes = [{"name": f"h{i}", "hostPath": {"path": p, "type": "Directory"}} for i, p in enumerate(paths)]
     mounts = [{"name": f"h{i}", "mountPath": p, "readOnly": True} for i, p in enumerate(paths)]
     return volumes, mounts
