@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,7 +145,7 @@ def test_two_client_pods_read_through_the_mount_pod_whose_daemon_is_measured(
         cluster: k8s.Cluster, csi: dict[str, Any], pytester: pytest.Pytester,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", f"{build.BIN}:{os.environ['PATH']}")  # kubectl
-    pytester.makepyfile(test_pods=READ)
+    pytester.makepyfile(test_pods="import pytest\n\n\n@pytest.mark.fsperf(max_rss='2GB')" + textwrap.dedent(READ))
     report = pytester.path / "r.json"
     with _local(pytester.path / "local", csi["source"]) as local:
         result = pytester.runpytest_subprocess(
@@ -153,12 +154,13 @@ def test_two_client_pods_read_through_the_mount_pod_whose_daemon_is_measured(
     assert result.ret == 0, result.stdout.str()[-3000:]
     row = json.loads(report.read_text())["results"][0]
     first, second = row["clients"]
-    assert first["host"] == "pod default/client-a (node fsperf-node)"
-    assert second["host"] == "pod default/client-b (node fsperf-node)"
+    assert (first["host"], first["pod"]) == ("default/client-a (node fsperf-node)", True)
+    assert (second["host"], second["daemon_of"]) == ("default/client-b (node fsperf-node)", "pod default/client-a")
     assert first["daemon"]["cpu_seconds"] > 0 and first["daemon"]["peak_rss_bytes"] > 0, first
     assert first["cold_read"] == "verified", first["cold_evidence"]
     assert second["daemon"] is None and "client-a" in second["daemon_note"]
     assert row["read"]["io_bytes"] == 2 * 32 << 20
+    assert row["verdict"] == "pass" and row["not_judged"] == [], row["not_judged"]  # the node's daemon, once
     (proc,) = row["daemon"]["processes"]  # the mount pod's bindfs, a process of the node
     assert proc["command"].startswith("bindfs -f /data /mnt/ref") and "fsperf-node" in proc["role"], proc
     _nothing_left(cluster)

@@ -102,18 +102,20 @@ def _per_host(threshold: Threshold, r: WorkloadResult, verdict: Verdict) -> bool
         return False
     metric = threshold.spec.metric
     for c in rows:
+        if c.daemon_of:  # pods of one node: their daemon is judged in its first pod's row
+            continue
         d = c.daemon
         value = (None if d is None else d.countable_cpu if metric == Fig.DAEMON_CPU
                  else float(d.peak_rss_bytes))
         if value is None:
-            said = (f"{threshold.named} not judged on host {c.host} "
+            said = (f"{threshold.named} not judged on {c.place} "
                     f"({c.daemon_note or 'its daemon ran too short for a CPU figure'})")
             verdict.notes.append(f"{r.name}: {said}")
             verdict.not_judged.setdefault(r.name, []).append(said)
             if verdict.per_workload[r.name] == Outcome.PASS:
                 verdict.per_workload[r.name] = Outcome.PARTIAL
         elif not threshold.holds(value):
-            verdict.failures.append(threshold.describe_failure(f"{r.name} on host {c.host}", value))
+            verdict.failures.append(threshold.describe_failure(f"{r.name} on {c.place}", value))
             verdict.per_workload[r.name] = Outcome.FAIL
     return True
 

@@ -61,11 +61,18 @@ class ClientStats:
     write: IoStats | None
     daemon: DaemonStats | None
     daemon_note: str = ""  # why its daemon was not measured, when it was not
-    host: str = ""  # a host reached over SSH (--fsperf-hosts): its [user@]name[:port]
+    host: str = ""  # a host over SSH: its [user@]name[:port]; a pod: "NS/NAME (node N)"
     cold_read: ColdRead | None = None  # that host's own cold check, and its evidence
     cold_evidence: str = ""
     requests: Requests | None = None  # what its daemon asked of the store, where it counts
     requests_note: str = ""  # why not, where not
+    daemon_of: str = ""  # its daemon is measured in this other client's row (pods of one node)
+    pod: bool = False  # host is a Kubernetes pod (--fsperf-k8s), not a host over SSH
+
+    @property
+    def place(self) -> str:
+        """Where it ran, as a line names it: "host root@n1", "pod apps/r-0 (node n1)"."""
+        return f"{'pod' if self.pod else 'host'} {self.host}"
 
 
 @dataclass(frozen=True)

@@ -76,8 +76,7 @@ def _reached(ws: Workspace, n: int) -> Iterator[link.Reached]:
 
 
 def _cold(rows: list[ClientStats]) -> tuple[ColdRead, str]:
-    bad = [f"{c.host if c.host.startswith('pod ') else 'host ' + c.host}: {c.cold_evidence}"
-           for c in rows if c.cold_read == ColdRead.NOT_COLD]
+    bad = [f"{c.place}: {c.cold_evidence}" for c in rows if c.cold_read == ColdRead.NOT_COLD]
     if bad:
         return ColdRead.NOT_COLD, "; ".join(bad)
     checked = [c for c in rows if c.daemon is not None or c.cold_read is not None]
@@ -146,8 +145,7 @@ def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int
         kind = "hosts" if at.meters is at.clients else "node mounts"
         notes.append(f"daemon figures of {len(at.meters) - len(measured)} of {len(at.meters)} "
                      f"{kind} missing: " + "; ".join(
-                         c.daemon_note for c in rows if c.daemon is None and c.daemon_note
-                         and not c.daemon_note.startswith("its daemon is measured")))
+                         c.daemon_note for c in rows if c.daemon is None and not c.daemon_of))
     tool = 100.0 * sum(c.cpu_seconds for c in each) / w.wall if w.wall > 0 else 0.0
     return ws.record(w, cold=_cold(rows), name=label, kind=EngineKind.FIO, options=job,
                      read=total.read, write=total.write, tool_cpu_percent=tool, judged=judged,
@@ -177,11 +175,13 @@ def _rows(at: link.Reached, dirs: list[tuple[str, str]], each: list[ClientResult
     for i, (lk, (host, d), r) in enumerate(zip(at.clients, dirs, each, strict=True)):
         j = at.meter_of[i]
         s, first = stops[j], at.meter_of.index(j) == i
-        place = host if at.meters is at.clients else f"{lk.named} ({at.where[j]})"
+        pod = at.meters is not at.clients
+        place = f"{lk.host.shown} ({at.where[j]})" if pod else host
         if not first:
             shared = at.clients[at.meter_of.index(j)].named
             rows.append(ClientStats(lk.server.address if lk.server else host, d, r.read, r.write,
-                                    None, f"its daemon is measured in the row of {shared}", place))
+                                    None, f"its daemon is measured in the row of {shared}", place,
+                                    daemon_of=shared, pod=pod))
             continue
         stats = link.daemon_stats(s["daemon"])  # type: ignore[arg-type]
         read = sum(x.read.io_bytes for k, x in enumerate(each)
@@ -193,7 +193,7 @@ def _rows(at: link.Reached, dirs: list[tuple[str, str]], each: list[ClientResult
         rows.append(ClientStats(lk.server.address if lk.server else host, d, r.read, r.write,
                                 stats, "" if stats else f"on {at.where[j]}: {s['note']}", place,
                                 state, evidence, counted,
-                                "" if counted else f"on {at.where[j]}: {why}"))
+                                "" if counted else f"on {at.where[j]}: {why}", pod=pod))
     return rows
 
 
