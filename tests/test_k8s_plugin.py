@@ -238,3 +238,58 @@ def test_a_killed_sessions_measuring_pod_ends_by_its_lease_and_is_swept(
     left = cluster.kubectl("get", "pods", "-l", pods.LABEL, "-o", "name").split()
     assert left == ["pod/fsperf-meter-live-0"], left
     cluster.kubectl("delete", "pod", "fsperf-meter-live-0", "--wait=true", timeout=70)
+
+
+def _identity(cluster: k8s.Cluster, pods_verbs: list[str]) -> Path:
+    """A kubeconfig of a service account holding only what how-to/kubernetes.md asks: in the
+    measuring pods' namespace `pods_verbs` on pods and create on pods/exec; in the client
+    pods' namespace get on pods and create on pods/exec."""
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role"}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "subjects": [{"kind": "ServiceAccount", "name": "gate", "namespace": "fsperf"}]}
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "gate", "namespace": "fsperf"}}]
+    for namespace, verbs in (("fsperf", pods_verbs), ("default", ["get"])):
+        rules = [{"apiGroups": [""], "resources": ["pods"], "verbs": verbs},
+                 {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]}]
+        meta = {"name": "fsperf-gate", "namespace": namespace}
+        objects += [{**role, "metadata": meta, "rules": rules},
+                    {**binding, "metadata": meta, "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                                              "kind": "Role", "name": "fsperf-gate"}}]
+    cluster.apply(*objects)
+    token = cluster.kubectl("-n", "fsperf", "create", "token", "gate", "--duration=1h").strip()
+    config = json.loads(cluster.kubeconfig.read_text())
+    config["users"] = [{"name": "gate", "user": {"token": token}}]
+    config["contexts"][0]["context"]["user"] = "gate"
+    path = cluster.dir / f"gate-{len(pods_verbs)}.kubeconfig"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(config, f)
+    return path
+
+
+def test_the_least_privilege_the_how_to_names_is_enough_and_less_is_refused_by_name(
+        cluster: k8s.Cluster, csi: dict[str, Any], pytester: pytest.Pytester,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The RBAC of how-to/kubernetes.md, as a service account's: the run passes with it; without
+    `delete` on pods the measuring pod could not be removed, and the test says so."""
+    monkeypatch.setenv("PATH", f"{build.BIN}:{os.environ['PATH']}")
+    cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fsperf"}})
+    template = json.loads(csi["template"].read_text())
+    template["metadata"]["namespace"] = "fsperf"
+    (pytester.path / "meter.json").write_text(json.dumps(template))
+    pytester.makepyfile(test_pods=READ)
+    for verbs, passes in ((["create", "get", "list", "watch", "delete"], True), (["create", "get", "list", "watch"], False)):
+        config = _identity(cluster, verbs)
+        with _local(pytester.path / f"local{len(verbs)}", csi["source"]) as local:
+            result = pytester.runpytest_subprocess(
+                "-p", "no:cacheprovider", "--fsperf-k8s=client-a:/mnt/ref", f"--fsperf-kubeconfig={config}",
+                f"--fsperf-k8s-meter-pod={pytester.path / 'meter.json'}", f"--fsperf-host-python={PYTHON}",
+                f"--fsperf-mount={local}", "--fsperf-rounds=1", timeout=300)
+        if passes:
+            assert result.ret == 0, result.stdout.str()[-3000:]
+        else:
+            result.assert_outcomes(failed=1)
+            result.stdout.fnmatch_lines(["*kubectl * delete *forbidden*"])
+    cluster.kubectl("-n", "fsperf", "delete", "pods", "-l", pods.LABEL, "--wait=true", timeout=70)
+    _nothing_left(cluster)
