@@ -126,6 +126,7 @@ def measuring_pods(kube: Kube, nodes: Sequence[str], namespace: str) -> Iterator
     # measuring pods of killed sessions ended on their own (their lease): their objects go
     kube.run("-n", namespace, "delete", "pod", "-l", LABEL, "--wait=false",
              "--field-selector=status.phase!=Running,status.phase!=Pending")
+    done = False
     try:
         for i, node in enumerate(nodes):
             name = f"fsperf-meter-{session}-{i}"
@@ -136,11 +137,17 @@ def measuring_pods(kube: Kube, nodes: Sequence[str], namespace: str) -> Iterator
             kube.run("-n", namespace, "wait", "--for=condition=Ready", f"pod/{pod.name}",
                      f"--timeout={READY_S}s", timeout=READY_S + 10)
         yield made
+        done = True
     finally:
         if made:
-            with contextlib.suppress(link.HostError):
+            try:
                 kube.run("-n", namespace, "delete", "pod", "-l", f"{LABEL}={session}",
                          "--wait=true", "--timeout=60s", timeout=70)
+            except link.HostError as exc:
+                if done:  # else the failure in flight is the cause; this one is said there
+                    raise link.HostError(
+                        f"the measuring pods of this run could not be deleted ({exc}); each "
+                        f"ends itself within {LEASE_S} s (its lease)") from None
 
 
 def _client(kube: Kube, pod: Pod, index: int, folder: str) -> link.Link:
