@@ -205,3 +205,21 @@ def test_nobody_cannot_connect_to_the_tunnel(gateway: object, tmp_path: Path) ->
         assert out.strip() == "PermissionError", out
     finally:
         t.close()
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    ("not json {", "kubectl's answer is not JSON"),
+    ('["a list"]', "is not running on a node (phase None)"),
+    ('{"spec": "x", "status": {"phase": "\\u001b[2J\\u001b[32m1 passed"}}', "(phase  [2J [32m1 passed)"),
+])
+def test_a_kubectl_answer_of_the_wrong_shape_is_one_line(tmp_path: Path, answer: str, said: str) -> None:
+    """What the API server answers reaches root's terminal and the report: a wrong shape is a
+    named failure, never a traceback, and no escape sequence passes."""
+    fake = tmp_path / "kubectl"
+    (tmp_path / "answer").write_text(answer)
+    fake.write_text(f"#!/bin/sh\ncat {tmp_path / 'answer'}\n")
+    fake.chmod(0o755)
+    kube = pods.Kube(str(fake), None, "python3", {})
+    with pytest.raises(pods.link.HostError) as err:
+        pods.node_of(kube, Pod("p", "/m"))
+    assert said in str(err.value) and "\x1b" not in str(err.value)

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_fsperf.hosts import link, tunnel
+from pytest_fsperf.hosts import link, replies, tunnel
 from pytest_fsperf.hosts.spec import Pod
 from pytest_fsperf.infra import leftovers, trust
 
@@ -82,11 +82,16 @@ def kubectl() -> str:
 
 
 def node_of(kube: Kube, pod: Pod) -> str:
-    found = json.loads(kube.run("-n", pod.namespace, "get", "pod", pod.name, "-o", "json"))
-    node = found.get("spec", {}).get("nodeName")
-    phase = found.get("status", {}).get("phase")
+    try:
+        found = json.loads(kube.run("-n", pod.namespace, "get", "pod", pod.name, "-o", "json"))
+    except ValueError:
+        raise link.HostError(f"pod {pod.shown}: kubectl's answer is not JSON") from None
+    spec, status = (found.get(k) if isinstance(found, dict) else None for k in ("spec", "status"))
+    node = spec.get("nodeName") if isinstance(spec, dict) else None
+    phase = status.get("phase") if isinstance(status, dict) else None
     if not isinstance(node, str) or not node or phase != "Running":
-        raise link.HostError(f"pod {pod.shown} is not running on a node (phase {phase})")
+        said = replies.clean(str(phase))[:40]  # the API's words reach the terminal: no escapes
+        raise link.HostError(f"pod {pod.shown} is not running on a node (phase {said})")
     return node
 
 
