@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from pytest_fsperf.figures import Fig
+from pytest_fsperf.figures import METRICS, Fig
 from pytest_fsperf.result.daemon import DaemonStats
 from pytest_fsperf.result.parts import IoStats, OpStats
 from pytest_fsperf.result.store import Cost, Requests
@@ -109,3 +109,6 @@ APPLIES: dict[str, Callable[[Measured], bool]] = {
     Fig.FUSE_PER_FILE: lambda r: r.files > 0,
     Fig.DAEMON_RSS_PER_HANDLE: lambda r: r.ops is not None and r.ops.operation == FilesOp.HOLD,
 }
+
+# the figures whose None stays in a result: their meter did not measure (figures.Source)
+KEPT = frozenset(key for key, m in METRICS.items() if m.source.kept_when_missing)

@@ -11,7 +11,7 @@ from statistics import linear_regression, median
 from typing import Any, TypeVar
 
 from pytest_fsperf import typed
-from pytest_fsperf.figures import METRICS, Fig
+from pytest_fsperf.figures import Fig
 from pytest_fsperf.result import readers
 from pytest_fsperf.result.ceiling import Ceiling, CeilingPath
 from pytest_fsperf.result.daemon import DaemonStats, Faults, Memory, Profile, short_cpu_note
@@ -190,24 +190,25 @@ class WorkloadResult:
         for key, read in readers.READ.items():
             applies = readers.APPLIES.get(key)
             if applies is None or applies(self):
-                figures[key] = read(self)
-        figures.update(self._fuse_figures())
+                value = read(self)
+                if value is not None or key in readers.KEPT:
+                    figures[key] = value
+        parts = self._fuse_figures()
         for name, kind in _figured(type(self)):  # a meter's own figures (measure/reading.py)
             value = getattr(self, name)
-            figures.update(value.figures() if isinstance(value, Figured)
-                           else dict.fromkeys(getattr(kind, "FIGURES", ())))  # not measured
+            parts.update(value.figures() if isinstance(value, Figured)
+                         else dict.fromkeys(getattr(kind, "FIGURES", ())))  # not measured
         shape_of = shape(self.timeline)
-        figures.update({k: shape_of.get(k) for k in SHAPE})  # None: too short to have a shape
-        return {k: v for k, v in figures.items() if self._kept(k, v)}
+        parts.update({k: shape_of.get(k) for k in SHAPE})  # None: too short to have a shape
+        figures.update((k, v) for k, v in parts.items() if self._kept(k, v))
+        return figures
 
     def _kept(self, key: str, value: float | None) -> bool:
-        """A figure stays where it applies, and, unmeasured, where its source says None is
-        'not measured here' (a per-opcode FUSE figure is its base figure's kind)."""
+        """A part's figure stays where it applies, and, unmeasured, where its source says None
+        is 'not measured here' (a per-opcode FUSE figure is its base figure's kind)."""
         base = key.split(":", 1)[0]
         applies = readers.APPLIES.get(base)
-        metric = METRICS.get(base)
-        return (applies is None or applies(self)) and (
-            value is not None or (metric is not None and metric.source.kept_when_missing))
+        return (applies is None or applies(self)) and (value is not None or base in readers.KEPT)
 
     @property
     def files(self) -> int:
