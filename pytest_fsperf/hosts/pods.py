@@ -51,8 +51,9 @@ class Kube:
     def run(self, *args: str, stdin: str | None = None, timeout: float = 60.0) -> str:
         """kubectl's output; HostError with what it said where it failed."""
         try:
-            done = subprocess.run(self.argv(*args), input=stdin, capture_output=True, text=True,
-                                  timeout=timeout, check=False)
+            done = subprocess.run(  # stdin: what is given, else nothing (never root's terminal)
+                self.argv(*args), input=stdin if stdin is not None else "", capture_output=True,
+                text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
             raise link.HostError(f"kubectl {args[0]} did not answer in {timeout:.0f} s") from None
         if done.returncode:
