@@ -241,11 +241,12 @@ MARKERS = (
     ("fsperf(**thresholds): performance thresholds for the test's measured workloads: "
      "min_bw, max_bw, min_stored_bw, min_iops, min_ops, max_cpu, max_rss, "
      "max_rss_after, max_rss_round_growth, max_rss_per_handle, max_major_faults, "
-     "max_page_cache, max_p99, max_p50, max_mean_lat, max_ttfb_p50, max_ttfb, "
-     "max_requests, max_gets, max_heads, max_lists, max_puts, max_requests_per_mib, "
-     "max_requests_per_file, max_fuse_requests, max_fuse_per_mib, max_fuse_per_file, "
-     "max_app_errors, max_cost, max_cost_per_tb, max_stall, max_decay, max_swing, "
-     "max_rss_growth, min_efficiency"),
+     "max_minor_faults, max_disk_read, max_disk_written, max_page_cache, max_p99, "
+     "max_p50, max_mean_lat, max_ttfb_p50, max_ttfb, max_requests, max_gets, "
+     "max_heads, max_lists, max_puts, max_requests_per_mib, max_requests_per_file, "
+     "max_fuse_requests, max_fuse_per_mib, max_fuse_per_file, max_app_errors, "
+     "max_cost, max_cost_per_tb, max_stall, max_decay, max_swing, max_rss_growth, "
+     "min_efficiency"),
     ("fsperf_mount(backend, options=[...], config=None, memory_limit=None, "
      "store=None): mount this backend for the test (config: a dict, or the name of a "
      "fixture giving one, e.g. 'fsperf_s3'; memory_limit: '512M', every process of "

@@ -29,6 +29,9 @@ class Fig:
     DAEMON_RSS_ROUND_GROWTH: Final = "daemon_rss_round_growth"
     DAEMON_RSS_PER_HANDLE: Final = "daemon_rss_per_handle"
     DAEMON_MAJOR_FAULTS: Final = "daemon_major_faults"
+    DAEMON_MINOR_FAULTS: Final = "daemon_minor_faults"
+    DAEMON_DISK_READ: Final = "daemon_disk_read"
+    DAEMON_DISK_WRITTEN: Final = "daemon_disk_written"
     PAGE_CACHE: Final = "page_cache"
     LAT_P99: Final = "lat_p99"
     LAT_P50: Final = "lat_p50"
@@ -112,6 +115,9 @@ class Metric:
     count: bool = False
     shape: bool = False
     source: Source = Source.RUN  # where it is read from: what None means (Source)
+    # read by a meter of its own (measure/registry.py) into a result's `measured`, not by a
+    # reader of result/readers.py: None there until its meter reads it
+    measured: bool = False
 
     def tolerance_or(self, test_tolerance: float) -> float:
         """Its own tolerance, else the test's."""
@@ -176,7 +182,17 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
     Metric(Fig.DAEMON_MAJOR_FAULTS, "daemon major page faults", units.parse_count,
            units.format_count, False, "faults",
            keywords=("max_major_faults",), compared=True, history=True, column="major faults",
-           source=Source.DAEMON),
+           source=Source.DAEMON, measured=True),
+    Metric(Fig.DAEMON_MINOR_FAULTS, "daemon minor page faults", units.parse_count,
+           units.format_count, False, "faults", keywords=("max_minor_faults",), source=Source.DAEMON,
+           measured=True),
+    # What the daemon read from and wrote to storage in the window (measure/storage_io.py): a
+    # stage or cache on a local disk, where the store alone was expected.
+    Metric(Fig.DAEMON_DISK_READ, "daemon disk read", units.parse_bytes, units.format_mb, False,
+           "MB", 1e6, keywords=("max_disk_read",), source=Source.DAEMON, measured=True),
+    Metric(Fig.DAEMON_DISK_WRITTEN, "daemon disk written", units.parse_bytes, units.format_mb, False,
+           "MB", 1e6, keywords=("max_disk_written",), compared=True, floor=1e6, history=True,
+           column="disk written", source=Source.DAEMON, measured=True),
     # The page cache the workload's files hold at the window's end (mincore of each).
     Metric(Fig.PAGE_CACHE, "page cache of its files", units.parse_bytes, units.format_mb, False,
            "MB", 1e6,

@@ -13,7 +13,7 @@ from pytest_fsperf.figures import METRICS, Fig, Source
 from pytest_fsperf.judge.thresholds import judge
 from pytest_fsperf.plan.marker import build_plan
 from pytest_fsperf.result import readers
-from pytest_fsperf.result.daemon import DaemonStats, Faults
+from pytest_fsperf.result.daemon import DaemonStats
 from pytest_fsperf.result.parts import IoStats
 from pytest_fsperf.result.workload import SHAPE, SHARES, WorkloadResult
 from pytest_fsperf.vocab import DaemonCache, Outcome, PageCache
@@ -27,7 +27,7 @@ OVER_ROUNDS = {Fig.DAEMON_RSS_ROUND_GROWTH}
 
 
 def test_every_figure_of_the_registry_is_read_one_way() -> None:
-    ways = {"readers": set(readers.READ), "meters": set(Faults.FIGURES), "shape": set(SHAPE),
+    ways = {"readers": set(readers.READ), "meters": set(readers.MEASURED), "shape": set(SHAPE),
             "ceilings": set(SHARES) & set(METRICS), "trace": TRACED, "rounds": OVER_ROUNDS}
     seen: dict[str, str] = {}
     for way, keys in ways.items():
@@ -51,17 +51,17 @@ def test_no_module_tells_a_figure_by_its_name() -> None:
     assert found == []
 
 
-def _result(daemon: DaemonStats | None, faults: Faults | None) -> WorkloadResult:
+def _result(daemon: DaemonStats | None, measured: dict[str, float | None]) -> WorkloadResult:
     io = IoStats(1 << 20, 1e6, 1.0, 1, 1000, 1e6, 1e6, 1e6, 1e6, "clat")
     return WorkloadResult("t.py::test_x", "read", "fio", {}, PageCache.DROPPED, DaemonCache.NO_DAEMON,
-                          daemon, io, None, "no daemon: the mount is not FUSE", 1.0, 0.0, faults=faults)
+                          daemon, io, None, "no daemon: the mount is not FUSE", 1.0, 0.0, measured=measured)
 
 
 def test_a_meters_figure_without_its_meter_is_not_judged_with_its_reason() -> None:
     """As found (read, not run): with no daemon PIDs no faults were recorded, so the figure
     was missing and max_major_faults a usage error 'read workloads do not measure ...', where
     max_rss on the same run said 'not judged'."""
-    r = _result(None, None)
+    r = _result(None, {})
     assert r.metrics()[Fig.DAEMON_MAJOR_FAULTS] is None and r.metrics()[Fig.DAEMON_RSS] is None
     plan = build_plan("t.py::test_x", [((), {"max_major_faults": 10, "max_rss": "1GB"})])
     verdict = judge(plan, [r])
@@ -71,7 +71,7 @@ def test_a_meters_figure_without_its_meter_is_not_judged_with_its_reason() -> No
 
 
 def test_the_figures_a_run_cannot_give_are_missing_and_the_unmeasured_are_none() -> None:
-    m = _result(None, Faults(3, 2, 1)).metrics()
+    m = _result(None, {Fig.DAEMON_MAJOR_FAULTS: 2.0}).metrics()
     assert m[Fig.DAEMON_MAJOR_FAULTS] == 2.0
     for key, metric in METRICS.items():
         if key in m and m[key] is None:

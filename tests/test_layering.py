@@ -19,8 +19,8 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("infra", ("infra",)),  # processes, the leftovers record, the lock, safe files, /proc
     ("plan", ("plan",)),  # the frozen plan a marker states
     ("mounts", ("mounts",)),  # backends: specs, mounting, finding the daemon
-    ("measure", ("measure",)),  # meters and the cold cache
     ("store", ("store",)),  # the object store under a mount: MinIO, request counts, cost
+    ("measure", ("measure",)),  # meters (one list: measure/registry.py) and the cold cache
     ("saved", ("saved",)),  # saved runs on disk: read and named here only
     ("engine", ("engine",)),  # load generators: fio, the in-process engines
     ("baselines", ("baselines",)),  # published figures

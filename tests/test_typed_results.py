@@ -158,7 +158,7 @@ def test_fsperf_comment_refuses_another_versions_file_or_a_wrong_result_in_one_l
     base = {"schema": "pytest-fsperf/1", "created": "2026-11-27T06:00:00+0000", "environment": {},
             "results": [result_json()], "comparisons": [], "failed_tests": []}
     for name, doc, said in (
-            ("other", {**base, "schema": "pytest-fsperf/2"}, "written as 'pytest-fsperf/2'"),
+            ("other", {**base, "schema": "pytest-fsperf/3"}, "written as 'pytest-fsperf/3'"),
             ("wrong", {**base, "results": [{**result_json(), "cache": "lukewarm"}]}, "at cache")):
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(doc))

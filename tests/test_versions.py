@@ -60,12 +60,13 @@ def test_an_older_file_is_not_changed_by_reading_it() -> None:
 
 def test_a_version_no_step_leads_from_is_refused_in_one_line(tmp_path: Path) -> None:
     doc = {**json.loads(WRITTEN[-1].read_text()), "schema": "pytest-fsperf/9"}
-    with pytest.raises(ValueError, match=r"^f: written as 'pytest-fsperf/9'; this version reads pytest-fsperf/1$"):
+    with pytest.raises(ValueError, match=r"^f: written as 'pytest-fsperf/9'; this version reads pytest-fsperf/1, pytest-fsperf/2$"):
         Document.read(doc, "f")
     (tmp_path / "run.json").write_text(json.dumps(doc))
     found, skipped = saved.read([tmp_path / "run.json"])
     assert not found and skipped == [f"{tmp_path / 'run.json'}: not a saved run: written as "
-                                     "'pytest-fsperf/9'; this version reads pytest-fsperf/1"]
+                                     "'pytest-fsperf/9'; this version reads pytest-fsperf/1, "
+                                     "pytest-fsperf/2"]
 
 
 def test_the_steps_run_oldest_first_each_from_its_own_version(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -91,7 +92,7 @@ def test_the_shipped_schema_is_the_one_the_types_make() -> None:
 
 
 def test_the_schema_refuses_what_the_reader_refuses() -> None:
-    doc = json.loads(WRITTEN[-1].read_text())
+    doc = versions.upgrade(json.loads(WRITTEN[-1].read_text()))
     jsonschema.validate(doc, schema())
     bad = copy.deepcopy(doc)
     bad["results"][0]["daemon"]["colour"] = "red"

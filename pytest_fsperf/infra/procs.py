@@ -170,3 +170,13 @@ def _owner(pid: int | None) -> str:
         return f"PID {pid} (uid {psutil.Process(pid).uids().real})"
     except psutil.Error:
         return f"PID {pid}"
+
+
+def io_counters(pid: int, proc: str = "/proc") -> tuple[int, int] | None:
+    """(rchar, wchar): bytes the process read and wrote through syscalls."""
+    try:
+        with open(f"{proc}/{pid}/io", encoding="ascii") as f:
+            values = dict(line.split(":", 1) for line in f if ":" in line)
+        return int(values["rchar"]), int(values["wchar"])
+    except (OSError, KeyError, ValueError):
+        return None

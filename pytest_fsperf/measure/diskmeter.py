@@ -10,6 +10,9 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from dataclasses import dataclass
+
+from pytest_fsperf.measure.reading import NO_SPAN, Reading, Span
 
 
 def disk_use(paths: list[str]) -> int:
@@ -46,3 +49,36 @@ class DiskMeter:
         self._thread.join()
         self.peak = max(self.peak, disk_use(self.paths))
         return self.peak
+
+
+@dataclass(frozen=True)
+class DiskReading(Reading):
+    cache_disk_peak_bytes: int | None  # peak disk use of the daemon's cache dirs
+
+
+class CacheDisk:
+    """Peak disk use of the daemon's cache directories, sampled (started when made)."""
+
+    def __init__(self, meter: DiskMeter) -> None:
+        self.meter = meter
+        self.peak: int | None = None
+
+    @classmethod
+    def made(cls, dirs: tuple[str, ...]) -> CacheDisk | None:
+        paths = [p for p in dirs if os.path.isdir(p)]
+        if not paths:
+            return None
+        meter = DiskMeter(paths)
+        meter.start()
+        return cls(meter)
+
+    def start(self) -> None:
+        pass  # sampling since it was made
+
+    def stop(self, span: Span) -> DiskReading:
+        if self.peak is None:
+            self.peak = self.meter.stop()
+        return DiskReading(self.peak)
+
+    def abort(self) -> None:
+        self.stop(NO_SPAN)

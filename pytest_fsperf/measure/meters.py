@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 
 from pytest_fsperf.errors import MeasurementError
+from pytest_fsperf.infra.procs import io_counters
 from pytest_fsperf.mounts.daemon import Daemon, start_time, stat_fields
 from pytest_fsperf.result.daemon import SHORT_WINDOW, DaemonStats, ProcessStats
 
@@ -50,16 +51,6 @@ def status_kib(pid: int, key: str, proc: str = "/proc") -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
-
-
-def io_counters(pid: int, proc: str = "/proc") -> tuple[int, int] | None:
-    """(rchar, wchar): bytes the process read and wrote through syscalls."""
-    try:
-        with open(f"{proc}/{pid}/io", encoding="ascii") as f:
-            values = dict(line.split(":", 1) for line in f if ":" in line)
-        return int(values["rchar"]), int(values["wchar"])
-    except (OSError, KeyError, ValueError):
-        return None
 
 
 def thread_ns(pid: int, proc: str = "/proc") -> dict[int, int] | None:

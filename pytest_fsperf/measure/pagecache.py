@@ -6,7 +6,10 @@ its cached pages unless the daemon asks the kernel to keep them.)"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pytest_fsperf.infra import cgroup
+from pytest_fsperf.measure.reading import Reading
 from pytest_fsperf.vocab import Text
 
 
@@ -33,3 +36,9 @@ def taken(cage: cgroup.MemoryCage | None, uncounted: str) -> tuple[int | None, s
         return None, uncounted
     pages = cage.read().page_cache
     return pages, "" if pages is not None else "not counted: the cgroup has no page-cache figure"
+
+
+@dataclass(frozen=True)
+class PageCacheReading(Reading):
+    page_cache: int | None  # the page cache the workload's files held at its end
+    page_cache_note: str = ""  # why it was not counted

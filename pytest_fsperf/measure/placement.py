@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import psutil
 
 from pytest_fsperf.errors import UsageError
+from pytest_fsperf.measure.reading import Reading
 from pytest_fsperf.result.machine import Placement, cpus_text
 
 
@@ -132,3 +133,8 @@ def pinned(placement: Placement | None, daemon_pids: Iterable[int]) -> Iterator[
                 if cpus is not None:
                     with contextlib.suppress(OSError):
                         os.sched_setaffinity(tid, cpus)
+
+
+@dataclass(frozen=True)
+class PlacementReading(Reading):
+    placement: Placement | None  # the CPUs the daemon and the load were pinned to

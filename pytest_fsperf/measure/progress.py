@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from pytest_fsperf.measure.meters import io_counters
+from pytest_fsperf.infra.procs import io_counters
 from pytest_fsperf.mounts.daemon import stat_fields
 
 START_AFTER = 3.0  # s: a shorter workload never shows the line

@@ -47,3 +47,24 @@ class Instrument(Protocol[R_co]):
 
     def abort(self) -> None:
         """However the window ended: release what it holds (a no-op once stopped)."""
+
+
+@dataclass(frozen=True)
+class Figures(Reading):
+    """A listed meter's own figures by the registry's keys (figures.Fig), None where it could
+    not read one: the window gathers every such reading into the result's `measured`, so a
+    new meter needs no field of the result (measure/registry.py)."""
+
+    measured: dict[str, float | None]
+
+
+@dataclass
+class _NoSpan:
+    wall: float = 0.0
+    began: float = 0.0
+    io_span: tuple[float, float] | None = None
+    expected: int | None = None
+    stored: float | None = None
+
+
+NO_SPAN: Span = _NoSpan()  # what a meter stopped by abort() is given: no workload ran

@@ -20,10 +20,12 @@ import contextlib
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psutil
 
+from pytest_fsperf.measure.reading import Reading, Span
 from pytest_fsperf.result.daemon import SHORT_WINDOW
 from pytest_fsperf.result.machine import Rest
 
@@ -161,3 +163,27 @@ def moved(a: Rest | None, b: Rest | None, first: str, second: str,
             return (f"the machine changed between {first} and {second}: {what} went from "
                     f"{x:.2f} to {y:.2f} cores (more than {limit:g} apart)")
     return ""
+
+
+@dataclass(frozen=True)
+class RestReading(Reading):
+    rest: Rest | None  # the rest of the machine's CPU and steal over the window
+    cache_filled: int | None = None  # how much the machine's page cache grew, bytes
+
+
+class MachineRest:
+    """What the rest of the machine used in the window, and how much its page cache grew."""
+
+    def __init__(self, pids: Sequence[int]) -> None:
+        self.meter = RestMeter(list(pids))
+        self.cached = 0
+
+    def start(self) -> None:
+        self.cached = psutil.virtual_memory().cached
+        self.meter.start()
+
+    def stop(self, span: Span) -> RestReading:
+        return RestReading(self.meter.stop(), max(0, psutil.virtual_memory().cached - self.cached))
+
+    def abort(self) -> None:
+        pass  # counters read twice: nothing held

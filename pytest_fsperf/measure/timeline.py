@@ -15,9 +15,11 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import psutil
 
+from pytest_fsperf.measure.reading import NO_SPAN, Reading, Span
 from pytest_fsperf.result.timeline import INTERVAL, MIN_INTERVALS, Timeline
 
 
@@ -132,3 +134,29 @@ def sparkline(values: list[float], width: int = 12) -> str:
     if top <= 0:
         return BARS[0] * n
     return "".join(BARS[min(len(BARS) - 1, int(b / top * (len(BARS) - 1) + 0.5))] for b in buckets)
+
+
+@dataclass(frozen=True)
+class TimelineReading(Reading):
+    timeline: Timeline | None  # per interval, when the run lasted a few
+
+
+class Sampled:
+    """The timeline: bytes, the daemon's CPU, RSS, threads, fds and cache disk per interval."""
+
+    def __init__(self, sampler: Sampler) -> None:
+        self.sampler = sampler
+        self.timeline: Timeline | None = None
+        self._stopped = False
+
+    def start(self) -> None:
+        self.sampler.start()
+
+    def stop(self, span: Span) -> TimelineReading:
+        if not self._stopped:
+            self._stopped = True
+            self.timeline = self.sampler.stop()
+        return TimelineReading(self.timeline)
+
+    def abort(self) -> None:
+        self.stop(NO_SPAN)

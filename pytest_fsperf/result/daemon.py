@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypedDict
-
-from pytest_fsperf.figures import Fig
+from typing import Any, TypedDict
 
 # s: CPU time over a shorter window (10 ms clock ticks) says little: the daemon's CPU%, and
 # the rest of the machine (measure/rest.py), share the one limit
@@ -88,17 +86,6 @@ class DaemonStats:
         of earlier work as much as of this window's."""
         start = self.start_rss_bytes or 0
         return start >= 100e6 and start >= 0.5 * self.peak_rss_bytes
-
-
-@dataclass(frozen=True)
-class Faults:
-    minor: int
-    major: int
-    processes: int  # of the daemon's processes alive at both ends (one that exited: not counted)
-    FIGURES: ClassVar[tuple[str, ...]] = (Fig.DAEMON_MAJOR_FAULTS,)
-
-    def figures(self) -> dict[str, float | None]:
-        return {Fig.DAEMON_MAJOR_FAULTS: float(self.major)}
 
 
 @dataclass(frozen=True)

@@ -4,22 +4,10 @@ an in-process engine's operations, the headline and each figure's spread over ro
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol, runtime_checkable
 
 from pytest_fsperf.result.daemon import DaemonStats
 from pytest_fsperf.result.store import Requests
 from pytest_fsperf.vocab import ColdRead
-
-
-@runtime_checkable
-class Figured(Protocol):
-    """A reading's value that names figures of its own (a threshold's figure where vocab's
-    METRICS has it; else in the JSON's stats). Its class names them (FIGURES): where its
-    meter did not measure, each is None in the result (not judged), never missing."""
-
-    FIGURES: ClassVar[tuple[str, ...]]
-
-    def figures(self) -> dict[str, float | None]: ...
 
 
 @dataclass(frozen=True)

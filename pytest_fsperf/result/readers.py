@@ -2,9 +2,9 @@
 reader per figure, and where a figure applies at all. What a missing value means is the
 figure's Source (figures.py), not its name: a RUN figure that reads None is one this workload
 cannot give (dropped); any other reads None where its meter did not measure (kept: not
-judged). Figures a reading names itself (result/parts.Figured: the faults meter), the
-timeline's shape, the FUSE trace's per-opcode figures and the ceilings' shares are read by
-their own parts (workload.py), each declared in the registry."""
+judged). Figures a meter reads itself (Metric.measured: the page faults, the disk I/O) are
+the result's `measured`; the timeline's shape, the FUSE trace's per-opcode figures and the
+ceilings' shares are read by their own parts (workload.py); each is declared in the registry."""
 
 from __future__ import annotations
 
@@ -112,3 +112,5 @@ APPLIES: dict[str, Callable[[Measured], bool]] = {
 
 # the figures whose None stays in a result: their meter did not measure (figures.Source)
 KEPT = frozenset(key for key, m in METRICS.items() if m.source.kept_when_missing)
+# the figures a meter reads itself into a result's `measured`: None until it does
+MEASURED: dict[str, float | None] = {key: None for key, m in METRICS.items() if m.measured}

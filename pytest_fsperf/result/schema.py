@@ -11,7 +11,7 @@ from typing import Any
 
 import jsonschema
 
-SCHEMA_ID = "pytest-fsperf/1"
+SCHEMA_ID = "pytest-fsperf/2"
 
 
 @functools.cache

@@ -18,8 +18,7 @@ from pytest_fsperf.result.schema import SCHEMA_ID
 Doc = dict[str, Any]
 Step = Callable[[Doc], Doc]
 
-# version -> (the next version, the step to it); pytest-fsperf/1 is the only version
-# written so far, so there is none yet
+# version -> (the next version, the step to it), set below
 STEPS: dict[str, tuple[str, Step]] = {}
 
 
@@ -38,6 +37,22 @@ def own_verdict(doc: Doc) -> Doc:
                     else {**r, "verdict_own": r["verdict"]})
 
 
+def faults_measured(doc: Doc) -> Doc:
+    """pytest-fsperf/1 to /2: a meter's own figures are kept in `measured`, by the registry's
+    keys; the daemon's page faults were a field of their own (`faults`: minor, major,
+    processes, or null), and a file from before them has none."""
+    def moved(r: Mapping[str, Any]) -> Mapping[str, Any]:
+        if "faults" not in r:
+            return r
+        own = {k: v for k, v in r.items() if k != "faults"}
+        f = r["faults"] if isinstance(r["faults"], Mapping) else {}
+        return {**own, "measured": {**own.get("measured", {}),
+                                    "daemon_major_faults": f.get("major"),
+                                    "daemon_minor_faults": f.get("minor")}}
+    return _results(doc, moved)
+
+
+STEPS["pytest-fsperf/1"] = ("pytest-fsperf/2", faults_measured)
 BACKFILL: tuple[Step, ...] = (own_verdict,)
 
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import math
-import typing
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from statistics import linear_regression, median
 from typing import Any, TypeVar
@@ -14,10 +13,10 @@ from pytest_fsperf import typed
 from pytest_fsperf.figures import Fig
 from pytest_fsperf.result import readers
 from pytest_fsperf.result.ceiling import Ceiling, CeilingPath
-from pytest_fsperf.result.daemon import DaemonStats, Faults, Memory, Profile, short_cpu_note
+from pytest_fsperf.result.daemon import DaemonStats, Memory, Profile, short_cpu_note
 from pytest_fsperf.result.fuse import FuseRequests
 from pytest_fsperf.result.machine import Mounted, Placement, Rest
-from pytest_fsperf.result.parts import ClientStats, Figured, Headline, IoStats, JobStats, OpStats, Spread
+from pytest_fsperf.result.parts import ClientStats, Headline, IoStats, JobStats, OpStats, Spread
 from pytest_fsperf.result.schema import JUDGEMENT, check
 from pytest_fsperf.result.store import Cost, Requests
 from pytest_fsperf.result.timeline import Timeline, shape
@@ -87,7 +86,9 @@ class WorkloadResult:
     memory: Memory | None = None  # the daemon's cgroup: its memory limit, peak, OOM kills
     rss_after: int | None = None  # the daemon's RSS after --fsperf-rss-settle s, bytes
     rss_before: int | None = None  # its RSS just before the window (with rss_after), bytes
-    faults: Faults | None = None  # the daemon's page faults in the window (measure/faults.py)
+    # the figures a listed meter reads itself (measure/registry.py), by the registry's keys
+    # (figures.py); None: its meter did not measure (the daemon's page faults, its disk I/O)
+    measured: dict[str, float | None] = field(default_factory=dict)
     page_cache: int | None = None  # the page cache its files held at the window's end, bytes
     page_cache_note: str = ""  # why it was not counted
     # many clients (fsperf.fio(clients=N)): each one; read/write above are fio's "All clients"
@@ -193,11 +194,7 @@ class WorkloadResult:
                 value = read(self)
                 if value is not None or key in readers.KEPT:
                     figures[key] = value
-        parts = self._fuse_figures()
-        for name, kind in _figured(type(self)):  # a meter's own figures (measure/reading.py)
-            value = getattr(self, name)
-            parts.update(value.figures() if isinstance(value, Figured)
-                         else dict.fromkeys(getattr(kind, "FIGURES", ())))  # not measured
+        parts = {**self._fuse_figures(), **readers.MEASURED, **self.measured}
         shape_of = shape(self.timeline)
         parts.update({k: shape_of.get(k) for k in SHAPE})  # None: too short to have a shape
         figures.update((k, v) for k, v in parts.items() if self._kept(k, v))
@@ -329,21 +326,6 @@ def _daemon(data: Mapping[str, Any]) -> DaemonStats:
 
 READERS: typed.Hooks = {DaemonStats: _daemon, Requests: Requests.from_dict, Timeline: Timeline.from_dict,
                         FuseRequests: FuseRequests.from_dict, Profile: Profile.from_summary}
-
-
-_FIGURED: dict[type, tuple[tuple[str, type], ...]] = {}
-
-
-def _figured(cls: type) -> tuple[tuple[str, type], ...]:
-    """The fields whose type names figures of its own, with that type (worked out once per
-    class): a reading's figures, None where its meter did not measure."""
-    if cls not in _FIGURED:
-        hints = typing.get_type_hints(cls)
-        _FIGURED[cls] = tuple(
-            (f.name, t) for f in fields(cls)
-            for t in (hints[f.name], *typing.get_args(hints[f.name]))
-            if isinstance(t, type) and hasattr(t, "FIGURES") and callable(getattr(t, "figures", None)))
-    return _FIGURED[cls]
 
 
 def pick(figures: dict[str, float | None], metric: str) -> float | None:

@@ -22,11 +22,11 @@ from pytest_fsperf.engine.fio_clients import Server
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.measure import progress
 from pytest_fsperf.measure.cache import check_cold
+from pytest_fsperf.measure.daemons import DaemonReading
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.result.daemon import DaemonStats, ProcessStats
 from pytest_fsperf.result.parts import ClientStats
 from pytest_fsperf.result.workload import WorkloadResult
-from pytest_fsperf.runner.readings import DaemonReading
 from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.vocab import ColdRead, EngineKind, PageCache
 

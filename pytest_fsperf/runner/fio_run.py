@@ -18,12 +18,14 @@ from pytest_fsperf.engine import fio_status, fiosize
 from pytest_fsperf.errors import DataLost, MeasurementError, UsageError, WorkloadHung
 from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import pagecache, progress
+from pytest_fsperf.measure.pagecache import PageCacheReading
+from pytest_fsperf.measure.timeline import TimelineReading
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.mounts.spec import Need
 from pytest_fsperf.result.parts import JobStats
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner import window
-from pytest_fsperf.runner.readings import PageCacheReading, TimelineReading, Window
+from pytest_fsperf.runner.readings import Window
 from pytest_fsperf.vocab import EngineKind
 
 if TYPE_CHECKING:

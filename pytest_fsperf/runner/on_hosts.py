@@ -23,13 +23,16 @@ from pytest_fsperf.errors import MeasurementError, UsageError
 from pytest_fsperf.hosts import link, pods
 from pytest_fsperf.hosts.spec import Pod, SshSettings
 from pytest_fsperf.measure.cache import check_cold
+from pytest_fsperf.measure.daemons import DaemonReading
+from pytest_fsperf.measure.fuse_requests import FuseReading
+from pytest_fsperf.measure.store_requests import StoreReading
+from pytest_fsperf.measure.timeline import TimelineReading
 from pytest_fsperf.mounts.daemon import Daemon, Lookup
 from pytest_fsperf.result.daemon import DaemonStats
 from pytest_fsperf.result.parts import ClientStats
 from pytest_fsperf.result.store import Requests
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner.clients import Client, client_dirs, job_files, summed
-from pytest_fsperf.runner.readings import DaemonReading, FuseReading, StoreReading, TimelineReading
 from pytest_fsperf.runner.workspace import Workspace
 from pytest_fsperf.store.requests import combined
 from pytest_fsperf.vocab import ColdRead, EngineKind, PageCache

@@ -1,6 +1,7 @@
-"""What each instrument's stop() returns: a typed reading, a frozen dataclass whose fields are
-the result's fields of the same names (result/workload.py), and the window that gathers
-them. The result is built from the readings (window.record), never copied field by field."""
+"""The window's readings: each meter's stop() returns a typed reading (measure/registry.py),
+a frozen dataclass whose fields are the result's fields of the same names (result/workload.py);
+a meter's own figures (reading.Figures) are gathered into the result's `measured`. The result
+is built from the readings (window.record), never copied field by field."""
 
 from __future__ import annotations
 
@@ -9,80 +10,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from pytest_fsperf.measure.daemons import DaemonReading
+from pytest_fsperf.measure.fuse_requests import FuseReading
 from pytest_fsperf.measure.meters import DaemonMeter
-from pytest_fsperf.measure.reading import Reading
+from pytest_fsperf.measure.reading import Figures, Reading
+from pytest_fsperf.measure.rss import RssReading
+from pytest_fsperf.measure.store_requests import StoreReading
+from pytest_fsperf.measure.timeline import TimelineReading
 from pytest_fsperf.mounts.daemon import Lookup
-from pytest_fsperf.result.daemon import DaemonStats, Profile
-from pytest_fsperf.result.daemon import Memory as CgroupReading
+from pytest_fsperf.result.daemon import DaemonStats
 from pytest_fsperf.result.fuse import FuseRequests
-from pytest_fsperf.result.machine import Placement, Rest
 from pytest_fsperf.result.store import Requests
 from pytest_fsperf.result.timeline import Timeline
 from pytest_fsperf.vocab import DaemonCache, PageCache
 
 R = TypeVar("R", bound=Reading)
-
-
-@dataclass(frozen=True)
-class DaemonReading(Reading):
-    daemon: DaemonStats | None  # the target's daemon over the window (None: not measured)
-
-
-@dataclass(frozen=True)
-class StoreReading(Reading):
-    requests: Requests | None  # what the object store served in the window
-    requests_note: str = ""  # why not, where not
-    daemon_counters: dict[str, float] | None = None  # the daemon's own (JuiceFS .stats)
-
-
-@dataclass(frozen=True)
-class FuseReading(Reading):
-    fuse: FuseRequests | None  # the kernel's FUSE requests to the daemon, by opcode
-    fuse_note: str = ""  # why there is no trace, when there is none
-
-
-@dataclass(frozen=True)
-class ProfileReading(Reading):
-    profile: Profile | None  # the daemon's CPU profile (an A/B's profiled pair)
-    profile_note: str = ""  # why a profile asked for was not taken
-
-
-@dataclass(frozen=True)
-class RestReading(Reading):
-    rest: Rest | None  # the rest of the machine's CPU and steal over the window
-    cache_filled: int | None = None  # how much the machine's page cache grew, bytes
-
-
-@dataclass(frozen=True)
-class DiskReading(Reading):
-    cache_disk_peak_bytes: int | None  # peak disk use of the daemon's cache dirs
-
-
-@dataclass(frozen=True)
-class MemoryReading(Reading):
-    memory: CgroupReading | None  # the daemon's cgroup: limit, peak, OOM kills
-
-
-@dataclass(frozen=True)
-class RssReading(Reading):
-    rss_before: int | None = None  # the daemon's RSS just before the window
-    rss_after: int | None = None  # and a while after it (--fsperf-rss-settle)
-
-
-@dataclass(frozen=True)
-class TimelineReading(Reading):
-    timeline: Timeline | None  # per interval, when the run lasted a few
-
-
-@dataclass(frozen=True)
-class PlacementReading(Reading):
-    placement: Placement | None  # the CPUs the daemon and the load were pinned to
-
-
-@dataclass(frozen=True)
-class PageCacheReading(Reading):
-    page_cache: int | None  # the page cache the workload's files held at its end
-    page_cache_note: str = ""  # why it was not counted
 
 
 @dataclass
@@ -106,10 +48,13 @@ class Window:
     # the bytes the store has received since the window opened (None: not counted here)
     received: Callable[[], float | None] = lambda: None
     readings: dict[type[Reading], Reading] = dataclasses.field(default_factory=dict)
+    measured: dict[str, float | None] = dataclasses.field(default_factory=dict)  # Figures'
 
     def put(self, *found: Reading | None) -> None:
         for r in found:
-            if r is not None:
+            if isinstance(r, Figures):
+                self.measured.update(r.measured)
+            elif r is not None:
                 self.readings[type(r)] = r
 
     def get(self, kind: type[R]) -> R | None:
@@ -118,8 +63,8 @@ class Window:
 
     def fields(self) -> dict[str, object]:
         """Every reading's fields by name: the result's, as measured."""
-        return {f.name: getattr(r, f.name) for r in self.readings.values()
-                for f in dataclasses.fields(r)}
+        return {**{f.name: getattr(r, f.name) for r in self.readings.values()
+                   for f in dataclasses.fields(r)}, "measured": dict(self.measured)}
 
     # the readings later steps read (clients, hosts, fio's timeline, the cold check)
     @property

@@ -11,33 +11,29 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pytest_fsperf import units
 from pytest_fsperf.errors import MeasurementError, WorkloadHung
-from pytest_fsperf.infra import cgroup
 from pytest_fsperf.measure import progress, timeline
 from pytest_fsperf.measure.cache import check_cold, device_read_bytes, served_itself, waited_outside
+from pytest_fsperf.measure.cage import CageMemory
+from pytest_fsperf.measure.daemons import Daemons
+from pytest_fsperf.measure.diskmeter import CacheDisk
+from pytest_fsperf.measure.fuse_requests import FuseTrace
 from pytest_fsperf.measure.meters import DaemonExited, DaemonMeter
-from pytest_fsperf.measure.placement import pinned
+from pytest_fsperf.measure.placement import PlacementReading, pinned
 from pytest_fsperf.measure.reading import Instrument, Reading, When
+from pytest_fsperf.measure.registry import INSTRUMENTS, Context
 from pytest_fsperf.measure.rest import own_cpu
+from pytest_fsperf.measure.rss import rss_of
+from pytest_fsperf.measure.store_requests import StoreRequests
+from pytest_fsperf.measure.timeline import Sampled, TimelineReading
 from pytest_fsperf.mounts.daemon import Lookup
 from pytest_fsperf.mounts.mounter import MountedFs
 from pytest_fsperf.result.parts import OpStats
 from pytest_fsperf.result.store import Cost, Requests
 from pytest_fsperf.result.workload import WorkloadResult
-from pytest_fsperf.runner.instruments import (
-    INSTRUMENTS,
-    CacheDisk,
-    CageMemory,
-    Context,
-    Daemons,
-    FuseTrace,
-    Sampled,
-    StoreRequests,
-    rss_of,
-)
-from pytest_fsperf.runner.readings import PlacementReading, TimelineReading, Window
+from pytest_fsperf.runner.readings import Window
 from pytest_fsperf.runner.space import Space
+from pytest_fsperf.runner.target import safe_name
 from pytest_fsperf.vocab import ColdRead, DaemonCache, EngineKind, PageCache
 
 
@@ -196,9 +192,14 @@ def _meters(ws: Space, w: Window, lookup: Lookup, label: str, counter: Callable[
     rss_before = w.rss_before
     if (ws.rss_settle or unknown) and rss_before is None:
         rss_before = rss_of(lookup)
-    context = Context(ws, lookup, pids, label, here, rss_before)
-    disk = CacheDisk.made(context)
-    made = [(when, make(context)) for when, make in INSTRUMENTS]
+    owned = ws.target.owned
+    profiled = ws.profiled and pids
+    context = Context(lookup, tuple(pids), here, rss_before, ws.rss_settle, ws.settings.fuse_trace,
+                      ws.target.mount, os.path.join(ws.local_dir(), f"{safe_name(label)}.perf.data")
+                      if profiled else None, owned.cage if owned is not None else None,
+                      ws.target.request_meter(), ws.target.conditions_proxy(), ws.target.juicefs_stats)
+    disk = CacheDisk.made(tuple(ws.cache_dirs))
+    made = [(listed.when, listed.make(context)) for listed in INSTRUMENTS]
     w.put(*(m for _w, m in made if isinstance(m, Reading)))  # why a meter is not here
     meters = [(when, m) for when, m in made if m is not None and not isinstance(m, Reading)]
     outer = [m for when, m in meters if when is When.AROUND]
@@ -220,7 +221,7 @@ def _death(exc: DaemonExited, daemons: Daemons, owned: MountedFs | None,
     killed it for memory; None where there is nothing to add."""
     mine = daemons.meter is not None and exc.pid == daemons.meter.daemon.pid
     said = owned.last_words() if owned is not None and mine else ""
-    oom = oom_cause(cage.cage if cage else None, cage.killed if cage else 0) if mine else ""
+    oom = cage.cause() if mine and cage is not None else ""
     if not said and not oom:
         return None
     kind = KilledForMemory if oom else DaemonExited
@@ -229,19 +230,6 @@ def _death(exc: DaemonExited, daemons: Daemons, owned: MountedFs | None,
 
 class KilledForMemory(DaemonExited):
     """The daemon died because the kernel killed it for its cgroup's memory limit."""
-
-
-def oom_cause(cage: cgroup.MemoryCage | None, before: int) -> str:
-    """Where the daemon's cgroup counted an OOM kill in the window: that is why it died."""
-    if cage is None:
-        return ""
-    now = cage.read()
-    if now.oom_kills <= before or now.limit is None:
-        return ""
-    peak = f", peak {units.format_mb(now.peak)}" if now.peak else ""
-    return (f"the daemon was killed for memory: its cgroup's limit {units.format_limit(now.limit)}"
-            f"{peak}, {now.oom_kills - before} OOM kill{'s' * (now.oom_kills - before > 1)} "
-            f"(cgroup v{now.cgroup}'s own count); ")
 
 
 def _timeline(w: Window, sampled: Sampled, trace: FuseTrace | None) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.judge.paired import suite_alpha
+from pytest_fsperf.measure.cage import oom_cause
 from pytest_fsperf.result.parts import OpStats
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner import ab, fio_run, window
@@ -35,7 +36,7 @@ class Workspace(Space):
             return self._repeat(name, run, tag, judged)
         except (OSError, MeasurementError) as exc:
             owned = self.target.owned
-            said = window.oom_cause(owned.cage if owned is not None else None, 0)
+            said = oom_cause(owned.cage if owned is not None else None, 0)
             if not said or isinstance(exc, window.KilledForMemory):
                 raise
             raise window.KilledForMemory(f"{said}{exc}") from None

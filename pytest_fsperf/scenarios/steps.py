@@ -23,13 +23,13 @@ from pytest_fsperf.engine import sysbench as sysbench_engine
 from pytest_fsperf.engine.fio_options import control
 from pytest_fsperf.errors import DataLost, UsageError
 from pytest_fsperf.measure import progress
+from pytest_fsperf.measure.rss import RssReading, rss_of
 from pytest_fsperf.mounts.spec import Need
 from pytest_fsperf.result.parts import OpStats
 from pytest_fsperf.result.phases import MdtestResult
 from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.runner.fio_run import refuse
-from pytest_fsperf.runner.instruments import rss_of
-from pytest_fsperf.runner.readings import RssReading, Window
+from pytest_fsperf.runner.readings import Window
 from pytest_fsperf.vocab import EngineKind, FilesOp
 
 if TYPE_CHECKING:

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 
 from pytest_fsperf.errors import MeasurementError
 from pytest_fsperf.infra import leftovers, trust
-from pytest_fsperf.infra.procs import Proc, serving, stop_child
-from pytest_fsperf.measure.meters import io_counters
+from pytest_fsperf.infra.procs import Proc, io_counters, serving, stop_child
 from pytest_fsperf.mounts.spec import STARTS, free_port
 from pytest_fsperf.store.sigv4 import signed_request
 
