@@ -17,6 +17,7 @@ from pytest_fsperf.baselines.relative import find as find_relative
 from pytest_fsperf.engine import jobfile as jobfile_engine
 from pytest_fsperf.errors import UsageError
 from pytest_fsperf.mounts.daemon import Lookup
+from pytest_fsperf.options.config import Settings
 from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.phases import MdtestResult
 from pytest_fsperf.result.workload import WorkloadResult
@@ -32,8 +33,9 @@ from pytest_fsperf.vocab import PageCache
 class Fsperf:
     """Given to a test as `fsperf`. Everything it writes stays in `workdir`."""
 
-    def __init__(self, runner: Workspace) -> None:
+    def __init__(self, runner: Workspace, settings: Settings) -> None:
         self._runner = runner
+        self._settings = settings  # the session's (baselines: where they live, at what scale)
 
     @property
     def workdir(self) -> Path:
@@ -239,7 +241,7 @@ class Fsperf:
                 raise UsageError(f"{where}: tolerance={str(tolerance)[:20]!r} must be from 0% to "
                                  "below 100%")
         relative = (None if expect is None else
-                    find_relative(Expected.of(expect), self._runner.settings.root, where))
+                    find_relative(Expected.of(expect), self._settings.root, where))
         run: Workload
         if isinstance(workload, Mapping):
             run = workload
@@ -260,7 +262,7 @@ class Fsperf:
                   tolerance: float) -> Comparison:
         """The comparison with the documented gain checked against its deciding figure (a
         rate: B/A is the speedup), under the scale rule of every shipped baseline."""
-        s = self._runner.settings
+        s = self._settings
         rule = scale_mismatch(baseline, s.scale, s.baseline_any_scale)
         m = outcome.metrics.get(outcome.decided_by)
         ratio, low, high = (m.ratio, m.ci_low, m.ci_high) if m else (None, None, None)

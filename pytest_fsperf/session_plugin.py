@@ -338,7 +338,7 @@ def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
                 handle.cold_start()  # a fresh daemon: its memory is this test's alone (74.1)
             request.node.stash[RECORD] = ItemRecord(plan or Plan(test_id(request.node), ()), config,
                                                     handle.results, handle.comparisons)
-            yield Fsperf(handle)
+            yield Fsperf(handle, state.settings)
         finally:
             if handle is not None:
                 handle.close_peers()  # the other clients' mounts of a many-client run

@@ -72,7 +72,7 @@ def test_settle_from_now_acts_only_in_an_auto_pairing_on_a_reporting_vm(
     from pytest_fsperf.runner.workspace import Workspace
 
     monkeypatch.setattr(balloon, "reports", lambda *a: reporting)
-    ws = SimpleNamespace(settings=SimpleNamespace(settle=settle), paired=paired, unsteady=False)
+    ws = SimpleNamespace(running=SimpleNamespace(settle=settle), paired=paired, unsteady=False)
     said = Workspace.settle_from_now(ws)  # type: ignore[arg-type]
     assert bool(said) == done == ws.unsteady
     assert Workspace.settle_from_now(ws) == ""  # once  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_fsperf.fixture import Fsperf
+from pytest_fsperf.options.config import Settings
 from pytest_fsperf.runner.workspace import Workspace
 
 TIER = "unit"  # every test here (conftest.py)
@@ -26,7 +27,7 @@ def _hooks() -> Any:
 
 
 def test_the_public_attributes_are_exactly_the_documented_ones() -> None:
-    fsperf = Fsperf(cast(Workspace, object()))
+    fsperf = Fsperf(cast(Workspace, object()), cast(Settings, object()))
     public = {n for n in dir(fsperf) if not n.startswith("_")}
     assert public == DOCUMENTED
     members = _hooks().fixture_members()

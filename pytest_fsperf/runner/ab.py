@@ -357,11 +357,11 @@ def profiled(fs: Space, c: Comparison, sides: tuple[Side, Side],
     """One more pair, A then B, each after its cold start, with the daemon profiled
     (--fsperf-profile: auto when B is worse, on always): which functions' share of its
     samples moved. Its runs are not in the figures; a failure is said, never raised."""
-    setting = fs.settings.profiling
+    setting = fs.running.profiling
     if setting == Profiling.OFF or (setting == Profiling.AUTO and c.outcome != Difference.B_WORSE):
         return c
     why = profile.unavailable()
-    if fs.settings.hosts or fs.settings.pods:  # the profiler here sees none of their work
+    if fs.running.clients.elsewhere:  # the profiler here sees none of their work
         why = "the daemons ran on other hosts or nodes (--fsperf-hosts, --fsperf-k8s)"
     if why:
         return dataclasses.replace(c, profile_note=f"not profiled: {why}")

@@ -57,10 +57,10 @@ def client_dirs(ws: Workspace, n: int) -> list[str]:
 
 
 def _remote(ws: Workspace, n: int, where: str) -> list[Client]:
-    given = ws.settings.fio_servers
+    given = ws.running.clients.fio_servers
     if n > len(given):
         raise UsageError(f"{where}: clients={n}, but --fsperf-fio-servers names {len(given)} "
-                         f"({ws.settings.where('fio_servers')})")
+                         f"({ws.running.clients.fio_servers_given})")
     root = ws.target.path
     found = []
     for server, local in zip(given[:n], client_dirs(ws, n), strict=True):
@@ -150,7 +150,7 @@ def _cold(cache: PageCache, rows: Sequence[ClientStats]) -> tuple[ColdRead, str]
 def measure(ws: Workspace, label: str, judged: bool, job: dict[str, str], n: int,
             where: str) -> WorkloadResult:
     """One round of a job on n clients at once."""
-    remote = bool(ws.settings.fio_servers)
+    remote = bool(ws.running.clients.fio_servers)
     clients = _remote(ws, n, where) if remote else _local(ws, n, where)
     out = ws.output(label)
     with _servers(ws, clients) as clients:

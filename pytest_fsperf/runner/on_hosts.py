@@ -21,7 +21,7 @@ from pytest_fsperf.engine import fio_clients
 from pytest_fsperf.engine.fio_clients import ClientResult
 from pytest_fsperf.errors import MeasurementError, UsageError
 from pytest_fsperf.hosts import link, pods
-from pytest_fsperf.hosts.spec import Pod, SshSettings
+from pytest_fsperf.hosts.spec import Pod
 from pytest_fsperf.measure.cache import check_cold
 from pytest_fsperf.measure.daemons import DaemonReading
 from pytest_fsperf.measure.fuse_requests import FuseReading
@@ -42,8 +42,7 @@ def _clients(ws: Workspace, n: int, where: str) -> list[tuple[str, str]]:
     """(host, its job directory) for the first n hosts; the directories made here."""
     given = places(ws)
     if n > len(given):
-        field = "pods" if ws.settings.pods else "hosts"
-        raise UsageError(f"{where}: clients={n}, but {ws.settings.where(field)} names "
+        raise UsageError(f"{where}: clients={n}, but {ws.running.clients.places_given} names "
                          f"{len(given)}")
     rel = os.path.relpath(ws.target.logical(str(ws.workdir)), ws.target.path)
     return [(h.shown, os.path.join(h.mount, rel, os.path.basename(local)))
@@ -53,7 +52,7 @@ def _clients(ws: Workspace, n: int, where: str) -> list[tuple[str, str]]:
 def places(ws: Workspace) -> tuple[link.Place, ...]:
     """The hosts or the pods the clients run on (none: the clients run here); in a gate
     between two mounts, on the reference side, the reference's pods."""
-    s = ws.settings
+    s = ws.running.clients
     if s.reference_pods and s.reference_mount is not None and (
             os.path.realpath(ws.target.path) == os.path.realpath(s.reference_mount)):
         return s.reference_pods
@@ -62,18 +61,16 @@ def places(ws: Workspace) -> tuple[link.Place, ...]:
 
 @contextlib.contextmanager
 def _reached(ws: Workspace, n: int) -> Iterator[link.Reached]:
-    s = ws.settings
+    s = ws.running.clients
     if s.pods:
         assert s.meter_pod is not None  # the settings require it with --fsperf-k8s
-        kube = pods.Kube(pods.kubectl(), str(s.kubeconfig) if s.kubeconfig else None,
-                         s.host_python, json.loads(s.meter_pod))
+        kube = pods.Kube(pods.kubectl(), s.kubeconfig, s.ssh.python, json.loads(s.meter_pod))
         chosen = places(ws)
         with pods.reached([p for p in chosen[:n] if isinstance(p, Pod)], kube,
                           ws.local_dir()) as found:
             yield found
         return
-    ssh = SshSettings(str(s.ssh_config) if s.ssh_config else None, s.host_python)
-    with link.links(s.hosts[:n], ssh, ws.local_dir()) as made:
+    with link.links(s.hosts[:n], s.ssh, ws.local_dir()) as made:
         yield link.Reached(made, made, list(range(len(made))), [f"host {h.host.shown}" for h in made],
                            "over SSH")
 

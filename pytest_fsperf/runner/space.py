@@ -19,10 +19,10 @@ from pytest_fsperf.infra.probe import NoAnswer, probe
 from pytest_fsperf.judge.deciding import BY_DEFAULT, Deciding
 from pytest_fsperf.judge.paired import Budget
 from pytest_fsperf.measure import balloon, cache, pagecache
-from pytest_fsperf.options.config import Settings
 from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.machine import Mounted
 from pytest_fsperf.result.workload import WorkloadResult, median_round
+from pytest_fsperf.runner.running import Running
 from pytest_fsperf.runner.target import Session, Target, safe_name
 from pytest_fsperf.vocab import DaemonCache, PageCache, StoreCache
 
@@ -139,16 +139,17 @@ class Space:
 
     def budget(self) -> Budget:
         """How long an interleaved A/B may go on (--fsperf-ab-max-rounds, --fsperf-ab-seconds)."""
-        s = self.state.settings
+        s = self.running
         return Budget(min(3, s.ab_max_rounds), s.ab_max_rounds, s.ab_seconds)
 
     @property
-    def settings(self) -> Settings:
-        return self.state.settings
+    def running(self) -> Running:
+        """What it reads of the session's settings (resolved once)."""
+        return self.state.running
 
     @property
     def scale(self) -> float:
-        return self.state.settings.scale
+        return self.state.running.scale
 
     @property
     def mount(self) -> Mounted | None:
@@ -160,7 +161,7 @@ class Space:
     def store_cache(self) -> StoreCache:
         """--fsperf-store-cache, with auto resolved: keep in a release gate between two
         builds of a daemon the plugin mounts (every cold start remounts it), drop otherwise."""
-        chosen = self.settings.store_cache
+        chosen = self.running.store_cache
         if chosen is not StoreCache.AUTO:
             return chosen
         owned = self.target.owned
@@ -199,7 +200,7 @@ class Space:
         """In an A/B whose runs looked unstable: wait out the VM's free page reporting after
         each cache drop from now on (--fsperf-settle=auto). What was done, or "" where
         nothing can be (not auto, not paired, no free page reporting on this machine)."""
-        if (self.settings.settle != balloon.Settle.AUTO or not self.paired or self.unsteady
+        if (self.running.settle != balloon.Settle.AUTO or not self.paired or self.unsteady
                 or balloon.reports() is None):
             return ""
         self.unsteady = True
@@ -213,7 +214,7 @@ class Space:
     def _settled(self) -> tuple[str, ...]:
         """After a cache drop, in an A/B: wait out the VM's free page reporting (balloon.py)."""
         if (self._cold != PageCache.DROPPED
-                or not self.settings.settle.wanted(self.paired, self.unsteady)):
+                or not self.running.settle.wanted(self.paired, self.unsteady)):
             return ()
         waited = balloon.settle()
         return (balloon.said(waited),) if waited is not None else ()
@@ -326,7 +327,7 @@ class Space:
         return os.path.join(self.state.local_dir(), f"{safe_name(self.test)}-{safe_name(label)}")
 
     def deadline(self, job: dict[str, str]) -> float:
-        return self.state.settings.workload_timeout or fio_engine.deadline(job)
+        return self.running.workload_timeout or fio_engine.deadline(job)
 
     def on_hang(self) -> str:
         """A workload ran past its deadline: name the daemon's state; on a mount the plugin

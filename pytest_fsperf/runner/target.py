@@ -19,9 +19,9 @@ from pytest_fsperf.infra.mountinfo import Mount, find_mount, read_mounts
 from pytest_fsperf.infra.probe import NoAnswer, probe
 from pytest_fsperf.mounts.daemon import Lookup, describe, find_daemon
 from pytest_fsperf.mounts.mounter import MountedFs, MountPlan
-from pytest_fsperf.options.config import Settings
 from pytest_fsperf.result.machine import Mounted
 from pytest_fsperf.runner.budget import SessionClock
+from pytest_fsperf.runner.running import Running
 from pytest_fsperf.store import conditioner, juicefs
 from pytest_fsperf.store import requests as store_requests
 from pytest_fsperf.store.requests import Meter
@@ -329,7 +329,7 @@ def _ignores_modes(fd: int) -> bool:
 class Session(Protocol):
     """What the runner asks of the session object (session/state.py's FsperfSession)."""
 
-    settings: Settings
+    running: Running
     leftovers: list[str]
     clock: SessionClock
     progress_write: tuple[Callable[[str], None], Callable[[], int]] | None

@@ -53,7 +53,7 @@ def measure_engine(ws: Space, label: str, judged: bool, kind: EngineKind,
     """Measure an in-process engine with the daemon meter, as fio is measured. Past the
     workload deadline (--fsperf-workload-timeout, else an hour) the hang is handled as for
     fio: on a mount the plugin owns, the aborted connection ends the engine's waits."""
-    timeout = ws.state.settings.workload_timeout or 3600.0
+    timeout = ws.running.workload_timeout or 3600.0
     fired = threading.Event()
     told: list[str] = []
 
@@ -125,7 +125,7 @@ def measured(ws: Space, label: str, counter: Callable[[], int],
         release.callback(_timeline, w, sampled, m.trace)
         try:
             daemons.start()
-            w.put(PlacementReading(ws.settings.cpus.placement(ws.paired)))
+            w.put(PlacementReading(ws.running.cpus.placement(ws.paired)))
             placement = w.get(PlacementReading)
             try:
                 with pinned(placement.placement if placement else None, pids):
@@ -194,7 +194,7 @@ def _meters(ws: Space, w: Window, lookup: Lookup, label: str, counter: Callable[
         rss_before = rss_of(lookup)
     owned = ws.target.owned
     profiled = ws.profiled and pids
-    context = Context(lookup, tuple(pids), here, rss_before, ws.rss_settle, ws.settings.fuse_trace,
+    context = Context(lookup, tuple(pids), here, rss_before, ws.rss_settle, ws.running.fuse_trace,
                       ws.target.mount, os.path.join(ws.local_dir(), f"{safe_name(label)}.perf.data")
                       if profiled else None, owned.cage if owned is not None else None,
                       ws.target.request_meter(), ws.target.conditions_proxy(), ws.target.juicefs_stats)
@@ -208,7 +208,7 @@ def _meters(ws: Space, w: Window, lookup: Lookup, label: str, counter: Callable[
     w.received = store.received
     cage = next((m for m in outer if isinstance(m, CageMemory)), None)
     trace = next((m for m in inner if isinstance(m, FuseTrace)), None)
-    limit = ws.state.settings.stall_limit
+    limit = ws.running.stall_limit
     sampler = timeline.Sampler(counter, pids, (lambda: disk.meter.last) if disk else None,
                                stall_limit=limit if on_exit is not None else None,
                                on_stall=on_exit)
@@ -241,7 +241,7 @@ def _timeline(w: Window, sampled: Sampled, trace: FuseTrace | None) -> None:
 
 
 def _cost(ws: Space, q: Requests | None) -> Cost | None:
-    price = ws.state.settings.price_list
+    price = ws.running.price_list
     return price.cost(q) if q is not None and price is not None else None
 
 

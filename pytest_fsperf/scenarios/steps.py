@@ -321,7 +321,7 @@ def sysbench_step(fs: Workspace, name: str | None, j: SysbenchJob, judged: bool,
     cwd = os.path.join(fs.workdir, "sysbench")
     os.makedirs(cwd, exist_ok=True)
     base = sysbench_engine.args(mode, files, block_b, total_b, threads, secs)
-    deadline = (fs.settings.workload_timeout
+    deadline = (fs.running.workload_timeout
                 or fio_engine.HANG_SLACK + secs + total_b / fio_engine.SLOWEST)
     sysbench_engine.prepare(cwd, base, deadline, fs.on_hang)
     fs.recold()

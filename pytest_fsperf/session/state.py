@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pytest_fsperf import baselines, units
 from pytest_fsperf.baselines import Baseline
+from pytest_fsperf.hosts.spec import SshSettings
 from pytest_fsperf.infra import leftovers
 from pytest_fsperf.infra.mountinfo import Mount
 from pytest_fsperf.infra.redact import mask
@@ -22,13 +23,27 @@ from pytest_fsperf.result.comparison import Comparison
 from pytest_fsperf.result.document import FailedTest, ResultRow
 from pytest_fsperf.result.environment import Environment, Priced
 from pytest_fsperf.runner.budget import SessionClock
+from pytest_fsperf.runner.running import Clients, Running
 from pytest_fsperf.runner.target import Target
 from pytest_fsperf.saved import runs as saved
+
+
+def running(s: Settings) -> Running:
+    """What the runner reads of the settings (runner/running.py)."""
+    places = "pods" if s.pods else "hosts"
+    return Running(
+        s.scale, s.workload_timeout, s.stall_limit, s.cpus, s.settle, s.store_cache, s.fuse_trace,
+        s.profiling, s.price_list, s.ab_max_rounds, s.ab_seconds,
+        Clients(s.fio_servers, s.where("fio_servers"), s.hosts, s.pods, s.where(places),
+                s.reference_pods, s.reference_mount,
+                SshSettings(str(s.ssh_config) if s.ssh_config else None, s.host_python),
+                str(s.kubeconfig) if s.kubeconfig else None, s.meter_pod))
 
 
 class FsperfSession:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.running = running(settings)  # what the runner reads of them, resolved once
         self.clock = SessionClock(settings.gate_seconds)  # the gated workloads' shared budget
         self.results: list[ResultRow] = []  # every measured workload, as reported
         self.comparisons: list[Comparison] = []  # every A/B comparison, as reported
