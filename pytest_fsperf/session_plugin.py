@@ -5,57 +5,50 @@ The work happens in the modules these call."""
 from __future__ import annotations
 
 import contextlib
-import signal
-import subprocess
-import threading
-import warnings
-from collections.abc import Callable, Generator, Iterator
-from pathlib import Path
+from collections.abc import Generator, Iterator
 from typing import NoReturn
 
 import pytest
-from _pytest import junitxml
 
 from pytest_fsperf import stores
 from pytest_fsperf.ceilings.cache import Ceilings
 from pytest_fsperf.errors import MeasurementError, UsageError, message
 from pytest_fsperf.fixture import Fsperf
-from pytest_fsperf.infra import leftovers, outfile
-from pytest_fsperf.infra import watchdog as infra_watchdog
 from pytest_fsperf.infra.lock import machine_lock
-from pytest_fsperf.keys import CEILINGS, MOUNT, PASSES, PLAN, PLAN_ERROR, RECORD, STATE, USAGE
-from pytest_fsperf.mounts.mounter import BinaryMissing, MountPlan
-from pytest_fsperf.mounts.registry import Registry
-from pytest_fsperf.mounts.request import MARKER, MountRequest, from_marker, resolve
+from pytest_fsperf.mounts.request import MARKER, from_marker
 from pytest_fsperf.options.config import Settings, read_settings
 from pytest_fsperf.options.parse import RULE
 from pytest_fsperf.plan.marker import Plan, build_plan
-from pytest_fsperf.report import benchmark_json, junit
-from pytest_fsperf.result.workload import WorkloadResult
-from pytest_fsperf.runner.target import Target
+from pytest_fsperf.report import benchmark_json
 from pytest_fsperf.runner.workspace import Workspace
+from pytest_fsperf.session.guard import guard, junitxml_checked
+from pytest_fsperf.session.judging import judge_item
+from pytest_fsperf.session.keys import (
+    CEILINGS,
+    MOUNT,
+    PASSES,
+    PLAN,
+    PLAN_ERROR,
+    RECORD,
+    STATE,
+    USAGE,
+    test_id,
+)
+from pytest_fsperf.session.mounting import open_target, plan_for, registry, say_now, shared_target
 from pytest_fsperf.session.per_test import per_test
 from pytest_fsperf.session.reporter import Reporter, live_line
-from pytest_fsperf.session.second_pass import HELD, SecondPass
+from pytest_fsperf.session.second_pass import SecondPass
 from pytest_fsperf.session.state import FsperfSession
-from pytest_fsperf.session.verdict import ItemRecord, judge_test, report_rows
-from pytest_fsperf.vocab import Missing, Unsure
+from pytest_fsperf.session.verdict import ItemRecord, report_rows
 
-__all__ = ["stores"]  # the store fixtures' bodies, for plugin.py
-
-
-def registry(config: pytest.Config) -> Registry:
-    """Built-in backends, then the config file's, then those conftest.py files return."""
-    settings = config.stash[STATE].settings
-    extra = [b for found in config.hook.pytest_fsperf_backends() for b in found]
-    return Registry([*settings.backend_config.backends, *extra])
+__all__ = ["shared_target", "stores"]  # fixtures' bodies, for plugin.py
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Run when plugin.py registers this module: in its own pytest_configure (before pytest's
     junitxml takes its path), or at collection, when a test first uses the plugin."""
     try:
-        _junitxml(config)
+        junitxml_checked(config)
         settings = read_settings(config)
         state = FsperfSession(settings)
         config.stash[STATE] = state
@@ -69,30 +62,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = state
     state.clock.second_pass = not hasattr(config, "workerinput")  # pytest-xdist's worker
     config.stash[PASSES] = SecondPass(state.clock, test_id)
-    _guard(config, state)
+    guard(config, state)
     config.pluginmanager.register(Reporter(state, config), "fsperf-reporter")
     if config.pluginmanager.hasplugin("benchmark"):
         config.pluginmanager.register(benchmark_json.BenchmarkJsonHook(state.results), "fsperf-benchmark")
-
-
-def _junitxml(config: pytest.Config) -> None:
-    """pytest writes it, as root: checked as the plugin's own outputs are, and written where
-    it was checked, not through a link re-pointed later (junitxml's own writer, where it was
-    made before this session used the plugin)."""
-    xml = getattr(config.option, "xmlpath", None)
-    if not xml:
-        return
-    writer = config.stash.get(junitxml.xml_key, None)
-    try:
-        checked = str(outfile.check_theirs(Path(xml)))
-    except outfile.OutputError as exc:
-        if writer is not None:  # it would write there as the session ends
-            config.pluginmanager.unregister(writer)
-            del config.stash[junitxml.xml_key]
-        raise UsageError(f"--junitxml={xml}: {exc}") from None
-    config.option.xmlpath = checked
-    if writer is not None:
-        writer.logfile = checked
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -107,54 +80,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return lines
 
 
-def _on_term(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(f"{signal.Signals(signum).name}")
-
-
-def _guard(config: pytest.Config, state: FsperfSession) -> None:
-    """SIGTERM (how CI cancels a job) ends the session as Ctrl-C does, cleaning up; what an
-    earlier, killed session left is removed now; a watchdog removes what this one leaves if
-    it is killed."""
-    if threading.current_thread() is threading.main_thread():
-        old = signal.signal(signal.SIGTERM, _on_term)
-
-        def restore() -> None:
-            signal.signal(signal.SIGTERM, old)
-
-        config.add_cleanup(restore)
-    try:
-        if not hasattr(config, "workerinput"):
-            state.swept = leftovers.sweep()
-        record = leftovers.start()
-    except leftovers.StateDirError as exc:  # another user made it: never use it
-        raise pytest.UsageError(f"pytest-fsperf: {exc}") from None
-    except Exception as exc:  # never let the clean-up of others stop this session
-        state.unrecorded = f"{exc}"
-        return
-    watchdog = infra_watchdog.start(record)
-
-    def stop() -> None:
-        leftovers.stop(record)
-        assert watchdog.stdin is not None
-        watchdog.stdin.close()  # it reads end-of-file and, with nothing left to remove, exits
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            watchdog.wait(timeout=0.5)
-
-    config.add_cleanup(stop)
-
-
 def sessionstart(session: pytest.Session) -> None:
     session.config.stash[STATE].progress_write = live_line(session.config)
-
-
-def test_id(item: pytest.Item) -> str:
-    """The test's id in results and saved runs: its node id, or - for a test module outside
-    the rootdir (--pyargs pytest_fsperf.suites.X, as fsperf bench runs), whose node id has
-    no file part ('::test_x') - the module's import name in front."""
-    if item.nodeid.startswith("::"):
-        module = getattr(getattr(item, "module", None), "__name__", "")
-        return f"{module}{item.nodeid}"
-    return item.nodeid
 
 
 def collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -248,75 +175,16 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     fail(text)
 
 
-def _plan(request: pytest.FixtureRequest, req: MountRequest) -> MountPlan:
-    config = request.config
-    settings = config.stash[STATE].settings
-    try:
-        return resolve(req, registry(config), settings.backend_config, request.getfixturevalue,
-                       settings.mount_timeout)
-    except BinaryMissing as exc:
-        _missing(settings, exc)
-
-
-def _open(state: FsperfSession, plan: MountPlan) -> Target:
-    try:
-        return state.open_target(plan)
-    except BinaryMissing as exc:
-        _missing(state.settings, exc)
-
-
-def _missing(settings: Settings, exc: BinaryMissing) -> NoReturn:
-    """A backend's daemon that is not installed fails its test, with the install line (a
-    session that measured nothing is not green), or skips it (--fsperf-missing-backend=skip)."""
-    if settings.missing_backend is Missing.SKIP:
-        pytest.skip(str(exc))
-    pytest.fail(f"{exc} (--fsperf-missing-backend=skip skips it instead)", pytrace=False)
-
-
 def settings(request: pytest.FixtureRequest) -> Settings:
     return request.config.stash[STATE].settings
-
-
-def shared_target(request: pytest.FixtureRequest) -> Iterator[Target]:
-    state = request.config.stash[STATE]
-    s = state.settings
-    if s.backend is None:
-        yield state.default_target()
-        return
-    req = MountRequest(s.backend, s.mount_options, "fsperf_s3" if s.backend_store else None,
-                       s.where("backend"))
-    target = _open(state, _plan(request, req))
-    try:
-        yield target
-    finally:
-        state.close_target(target)
-
-
-def _say(config: pytest.Config) -> Callable[[str], None]:
-    """A line on the terminal, or in the CI log, now: pytest's capture is lifted for it (a
-    test's output is captured at the file descriptor, so a plain write would show only in a
-    failing test's captured output)."""
-    terminal = config.pluginmanager.get_plugin("terminalreporter")
-    capture = config.pluginmanager.get_plugin("capturemanager")
-
-    def say(text: str) -> None:
-        if terminal is None:
-            return
-        lifted = (capture.global_and_fixture_disabled() if capture is not None
-                  else contextlib.nullcontext())
-        with lifted:
-            terminal.ensure_newline()
-            terminal.write_line(text, yellow=True)
-
-    return say
 
 
 def fsperf(request: pytest.FixtureRequest) -> Iterator[Fsperf]:
     state = request.config.stash[STATE]
     req = request.node.stash.get(MOUNT, None)
     shared = request.getfixturevalue("fsperf_target") if req is None else None
-    with machine_lock(timeout=state.settings.lock_timeout, say=_say(request.config)):
-        target = shared or _open(state, _plan(request, req))
+    with machine_lock(timeout=state.settings.lock_timeout, say=say_now(request.config)):
+        target = shared or open_target(state, plan_for(request, req))
         workdir = ref_workdir = None
         handle: Workspace | None = None
         try:
@@ -361,51 +229,19 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         outcome = yield
     except BaseException as exc:
         with contextlib.suppress(UsageError):
-            _judge(item)
+            judge_item(item)
         if not isinstance(exc, FAULTS):
             raise
         text = _fault(item, exc)
     if text is not None:
         fail(text)
     try:
-        failures = _judge(item)
+        failures = judge_item(item)
     except FAULTS as exc:
         failures = [_fault(item, exc)]
     if failures:
         fail("\n".join(failures))
     return outcome
-
-
-def _properties(item: pytest.Item, results: list[WorkloadResult]) -> None:
-    """Each figure as a JUnit XML property (report/junit.py)."""
-    item.user_properties.extend(junit.properties(results))
-
-
-def _judge(item: pytest.Item) -> list[str]:
-    """Judge the test's workloads once into its record; returns the lines it fails with.
-    Inconclusive lines fail it, or are warnings pointing at the test (--fsperf-inconclusive)."""
-    record = item.stash.get(RECORD, None)
-    if record is None or record.judgement is not None:
-        return []
-    state = item.config.stash[STATE]
-    s = state.settings
-    _properties(item, record.results)
-    j = judge_test(state, record)
-    failures = list(j.failures)
-    path, line, _ = item.location
-    for lines, how in ((j.unsure, s.inconclusive), (j.machine, s.machine_changed or s.inconclusive)):
-        if how is Unsure.FAIL:
-            failures += lines
-            continue
-        held = item.config.stash[PASSES].holding(item) if PASSES in item.config.stash else False
-        for text in lines:
-            if held:  # said when its first reports are logged, if no second pass replaces them
-                item.stash.setdefault(HELD, []).append((f"fsperf: {text}",
-                                                        str(item.config.rootpath / path), (line or 0) + 1))
-                continue
-            warnings.warn_explicit(pytest.PytestWarning(f"fsperf: {text}"), pytest.PytestWarning,
-                                   str(item.config.rootpath / path), (line or 0) + 1)
-    return failures + (j.notes if failures else [])
 
 
 @pytest.hookimpl(wrapper=True)

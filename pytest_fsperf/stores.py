@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from pytest_fsperf.keys import STATE
 from pytest_fsperf.mounts.request import STORE_FIXTURE
 from pytest_fsperf.plan.conditions import StoreConditions
+from pytest_fsperf.session.keys import STATE
 from pytest_fsperf.store import served
 from pytest_fsperf.store.conditioner import ConditionedStore
 from pytest_fsperf.store.minio import INSTALL as MINIO_INSTALL

@@ -32,7 +32,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("ceilings", ("ceilings",)),  # what the store, FUSE and tmpfs move for the same job
     ("report", ("report",)),  # terminal, Markdown, HTML, JSON
     ("session", ("session",)),  # the session object: mounts, the store, saved runs
-    ("top", ("fixture", "plugin", "session_plugin", "declared", "stores", "cli", "cli_parser", "keys", "hooks", "suites", "bisect", "__init__", "__main__")),
+    ("top", ("fixture", "plugin", "session_plugin", "declared", "stores", "cli", "cli_parser", "hooks", "suites", "bisect", "__init__", "__main__")),
 ]
 WORDS = STAGES[0][1]
 # Stages that never import pytest: everything below the session (the measuring core).
@@ -207,3 +207,24 @@ def test_one_name_per_list() -> None:
                             if a.name in ("METRICS", "FIGURES") and a.asname not in (None, a.name)]
     assert lists == ["figures.METRICS"], lists
     assert not aliases, aliases
+
+
+def test_the_runner_reads_settings_resolved_not_the_flags() -> None:
+    """Settings are resolved once, into what the runner reads (runner/running.Running, made
+    by session/state.py): no module of the runner or the stages it drives imports options/
+    (as found: the 69-field Settings was read 17 times in runner/ besides the per-test ones)."""
+    found = [f"{module}:{line} {name}" for module, path in modules().items()
+             if module.split(".", 1)[0] in ("runner", "scenarios", "ceilings")
+             for line, name in imports(path) if name.split(".", 1)[0] == "options"]
+    assert found == []
+
+
+def test_the_session_hooks_module_wires_and_does_no_work_of_its_own() -> None:
+    """session_plugin.py holds pytest's hooks and the fixtures' bodies plugin.py calls; the
+    session's behaviour is in session/ (guard, mounting, judging, the reporter, the second
+    pass), each a module of its own (as found: signals, the watchdog, the mount plumbing and
+    the inconclusive-to-warning policy were all in the hooks file)."""
+    tree = ast.parse((PACKAGE / "session_plugin.py").read_text())
+    defs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    own = {d for d in defs if not d.startswith("pytest_")}
+    assert own <= {"sessionstart", "collection_modifyitems", "settings", "fsperf", "fail", "_fault"}, own
