@@ -69,7 +69,8 @@ def summary(results: list[Row], comparisons: Iterable[Comparison],
     open_ab = sum(c.open_question for c in comparisons)
     failing = sum(v.failing for v in verdicts)
     unsure = sum(v.unsure for v in verdicts)
-    passed = sum(v in (Outcome.PASS, Outcome.PARTIAL) for v in verdicts)
+    passed = sum(v is Outcome.PASS for v in verdicts)
+    in_part = sum(v is Outcome.PARTIAL for v in verdicts)  # passed what could be judged
     partial = [n for r, v in zip(results, verdicts, strict=True)
                if v == Outcome.PARTIAL for n in r.not_judged or ()]
     decided_ab = [c for c in comparisons if _decided(c)]
@@ -77,13 +78,13 @@ def summary(results: list[Row], comparisons: Iterable[Comparison],
         decision = Decision.FAIL
     elif unsure or open_ab:
         decision = Decision.WARNINGS
-    elif not passed and not decided_ab:
+    elif not passed and not in_part and not decided_ab:
         decision = Decision.NOTHING_JUDGED
-    elif partial:
+    elif in_part:
         decision = Decision.PARTIAL
     else:
         decision = Decision.PASS
-    said = (f"{decision} ({'; '.join(sorted(set(partial)))})" if decision is Decision.PARTIAL
+    said = (f"{decision} ({'; '.join(sorted(set(partial)))})" if decision is Decision.PARTIAL and partial
             else str(decision))
     how = ""
     if unsure:
@@ -91,7 +92,8 @@ def summary(results: list[Row], comparisons: Iterable[Comparison],
                else " (warnings: --fsperf-inconclusive=warn)")
     count = f"{len(results)} workload{'' if len(results) == 1 else 's'}"
     lines = [f"{said}: {count}: {failing} failing, {unsure} inconclusive"
-             f"{how}, {passed} passed, {len(results) - failing - unsure - passed} not judged"
+             f"{how}, {passed} passed" + (f", {in_part} passed in part" if in_part else "")
+             + f", {len(results) - failing - unsure - passed - in_part} not judged"
              + (f"; {len(comparisons)} comparison{'' if len(comparisons) == 1 else 's'}: "
                 f"{len(decided_ab)} decided, {len(comparisons) - len(decided_ab)} undecided"
                 + (f" ({open_ab} of them {'fail' if inconclusive_fails else 'warn'}: "
