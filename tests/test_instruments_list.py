@@ -24,13 +24,14 @@ OWN = {"Daemons", "DaemonMeter", "Sampled", "CacheDisk"}
 
 
 def _meters() -> dict[str, type]:
-    """Every class of measure/ that follows the protocol (start, stop(span), abort)."""
+    """Every class of measure/ that follows the protocol (start, stop(span), abort), but the
+    protocol itself and the base of the per-process counters (reading.ProcessCounts)."""
     found = {}
     for path in MEASURE.glob("*.py"):
         module = importlib.import_module(f"pytest_fsperf.measure.{path.stem}")
         for name, obj in vars(module).items():
             if inspect.isclass(obj) and obj.__module__ == module.__name__ \
-                    and not getattr(obj, "_is_protocol", False) and all(
+                    and not getattr(obj, "_is_protocol", False) and not inspect.isabstract(obj) and all(
                     callable(getattr(obj, m, None)) for m in ("start", "stop", "abort")) \
                     and "span" in inspect.signature(obj.stop).parameters:
                 found[name] = obj

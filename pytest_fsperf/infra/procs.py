@@ -172,11 +172,17 @@ def _owner(pid: int | None) -> str:
         return f"PID {pid}"
 
 
-def io_counters(pid: int, proc: str = "/proc") -> tuple[int, int] | None:
-    """(rchar, wchar): bytes the process read and wrote through syscalls."""
+def proc_io(pid: int, proc: str = "/proc") -> dict[str, int] | None:
+    """/proc/PID/io: the whole process's I/O counts, its exited threads included (psutil's
+    io_counters has no cancelled_write_bytes); None where it cannot be read."""
     try:
         with open(f"{proc}/{pid}/io", encoding="ascii") as f:
-            values = dict(line.split(":", 1) for line in f if ":" in line)
-        return int(values["rchar"]), int(values["wchar"])
-    except (OSError, KeyError, ValueError):
+            return {k: int(v) for k, v in (line.split(":", 1) for line in f if ":" in line)}
+    except (OSError, ValueError):
         return None
+
+
+def io_counters(pid: int, proc: str = "/proc") -> tuple[int, int] | None:
+    """(rchar, wchar): bytes the process read and wrote through syscalls."""
+    found = proc_io(pid, proc)
+    return (found["rchar"], found["wchar"]) if found and "rchar" in found and "wchar" in found else None

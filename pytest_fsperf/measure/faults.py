@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from pytest_fsperf.figures import Fig
-from pytest_fsperf.measure.reading import Figures, Span
+from pytest_fsperf.measure.reading import Counts, ProcessCounts
 from pytest_fsperf.mounts.daemon import stat_fields
 
 MINFLT, MAJFLT, STARTED = 7, 9, 19  # /proc/PID/stat fields 10, 12 and 22 (stat_fields' count)
@@ -27,29 +27,15 @@ def _counts(pid: int) -> tuple[int, int, int] | None:
     return int(found[STARTED]), int(found[MINFLT]), int(found[MAJFLT])
 
 
-class PageFaults:
+class PageFaults(ProcessCounts):
     """Each daemon process's fault counts at the window's start and end."""
 
     FIGURES: ClassVar[tuple[str, ...]] = (Fig.DAEMON_MAJOR_FAULTS, Fig.DAEMON_MINOR_FAULTS)
 
-    def __init__(self, pids: tuple[int, ...]) -> None:
-        self.pids = pids
-        self.before: dict[int, tuple[int, int, int]] = {}
+    def read(self, pid: int) -> Counts | None:
+        found = _counts(pid)
+        return (found[0], found[1:]) if found is not None else None
 
-    @classmethod
-    def made(cls, pids: tuple[int, ...]) -> PageFaults | None:
-        return cls(pids) if pids else None
-
-    def start(self) -> None:
-        self.before = {pid: c for pid in self.pids if (c := _counts(pid)) is not None}
-
-    def stop(self, span: Span) -> Figures:
-        after = {pid: c for pid, was in self.before.items()
-                 if (c := _counts(pid)) is not None and c[0] == was[0]}
-        if not after:  # the daemon's counts could not be read
-            return Figures(dict.fromkeys(self.FIGURES))
-        return Figures({Fig.DAEMON_MAJOR_FAULTS: float(sum(after[p][2] - self.before[p][2] for p in after)),
-                        Fig.DAEMON_MINOR_FAULTS: float(sum(after[p][1] - self.before[p][1] for p in after))})
-
-    def abort(self) -> None:
-        pass  # counters read twice: nothing held
+    def figures(self, moved: tuple[int, ...]) -> dict[str, float | None]:
+        minor, major = moved
+        return {Fig.DAEMON_MAJOR_FAULTS: float(major), Fig.DAEMON_MINOR_FAULTS: float(minor)}

@@ -3,9 +3,10 @@ workload, stopped after it into a typed reading, released however the window end
 
 from __future__ import annotations
 
+import abc
 import enum
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import ClassVar, Protocol, TypeVar
 
 
 class When(enum.Enum):
@@ -68,3 +69,45 @@ class _NoSpan:
 
 
 NO_SPAN: Span = _NoSpan()  # what a meter stopped by abort() is given: no workload ran
+
+
+Counts = tuple[int, tuple[int, ...]]  # a process's start time (its identity) and its counters
+
+
+class ProcessCounts(abc.ABC):
+    """A meter of counters each daemon process keeps, read at the window's start and end
+    (nothing held): summed over the processes that were the same at both ends (their start
+    time; one that exited, or whose PID another process took, is not counted), its FIGURES
+    each None where no process could be read. A meter gives `read` and `figures`."""
+
+    FIGURES: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, pids: tuple[int, ...]) -> None:
+        self.pids = pids
+        self.before: dict[int, Counts] = {}
+
+    @classmethod
+    def made(cls, pids: tuple[int, ...]) -> ProcessCounts | None:
+        return cls(pids) if pids else None
+
+    @abc.abstractmethod
+    def read(self, pid: int) -> Counts | None:
+        """The process's start time and its counters now; None where they cannot be read."""
+
+    @abc.abstractmethod
+    def figures(self, moved: tuple[int, ...]) -> dict[str, float | None]:
+        """The figures of the counters' growth, summed over the processes."""
+
+    def start(self) -> None:
+        self.before = {pid: c for pid in self.pids if (c := self.read(pid)) is not None}
+
+    def stop(self, span: Span) -> Figures:
+        moved = [tuple(b - a for a, b in zip(was[1], now[1], strict=True))
+                 for pid, was in self.before.items()
+                 if (now := self.read(pid)) is not None and now[0] == was[0]]
+        if not moved:
+            return Figures(dict.fromkeys(self.FIGURES))
+        return Figures(self.figures(tuple(sum(column) for column in zip(*moved, strict=True))))
+
+    def abort(self) -> None:
+        self.before = {}  # counters read twice: nothing else held

@@ -44,11 +44,9 @@ def faults_measured(doc: Doc) -> Doc:
     def moved(r: Mapping[str, Any]) -> Mapping[str, Any]:
         if "faults" not in r:
             return r
-        own = {k: v for k, v in r.items() if k != "faults"}
         f = r["faults"] if isinstance(r["faults"], Mapping) else {}
-        return {**own, "measured": {**own.get("measured", {}),
-                                    "daemon_major_faults": f.get("major"),
-                                    "daemon_minor_faults": f.get("minor")}}
+        return {**{k: v for k, v in r.items() if k != "faults"},
+                "measured": {"daemon_major_faults": f.get("major"), "daemon_minor_faults": f.get("minor")}}
     return _results(doc, moved)
 
 

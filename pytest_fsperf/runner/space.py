@@ -149,7 +149,7 @@ class Space:
 
     @property
     def scale(self) -> float:
-        return self.state.running.scale
+        return self.running.scale
 
     @property
     def mount(self) -> Mounted | None:

@@ -192,12 +192,14 @@ def _meters(ws: Space, w: Window, lookup: Lookup, label: str, counter: Callable[
     rss_before = w.rss_before
     if (ws.rss_settle or unknown) and rss_before is None:
         rss_before = rss_of(lookup)
-    owned = ws.target.owned
-    profiled = ws.profiled and pids
-    context = Context(lookup, tuple(pids), here, rss_before, ws.rss_settle, ws.running.fuse_trace,
-                      ws.target.mount, os.path.join(ws.local_dir(), f"{safe_name(label)}.perf.data")
-                      if profiled else None, owned.cage if owned is not None else None,
-                      ws.target.request_meter(), ws.target.conditions_proxy(), ws.target.juicefs_stats)
+    owned, target = ws.target.owned, ws.target
+    context = Context(
+        lookup=lookup, pids=tuple(pids), here=here, rss_before=rss_before, rss_settle=ws.rss_settle,
+        tracing=ws.running.fuse_trace, mount=target.mount,
+        profile_to=os.path.join(ws.local_dir(), f"{safe_name(label)}.perf.data")
+        if ws.profiled and pids else None,
+        cage=owned.cage if owned is not None else None, requests=target.request_meter(),
+        proxy=target.conditions_proxy(), juicefs_root=target.juicefs_stats)
     disk = CacheDisk.made(tuple(ws.cache_dirs))
     made = [(listed.when, listed.make(context)) for listed in INSTRUMENTS]
     w.put(*(m for _w, m in made if isinstance(m, Reading)))  # why a meter is not here

@@ -31,13 +31,17 @@ from pytest_fsperf.saved import runs as saved
 def running(s: Settings) -> Running:
     """What the runner reads of the settings (runner/running.py)."""
     places = "pods" if s.pods else "hosts"
+    clients = Clients(
+        fio_servers=s.fio_servers, fio_servers_given=s.where("fio_servers"), hosts=s.hosts,
+        pods=s.pods, places_given=s.where(places), reference_pods=s.reference_pods,
+        reference_mount=s.reference_mount,
+        ssh=SshSettings(str(s.ssh_config) if s.ssh_config else None, s.host_python),
+        kubeconfig=str(s.kubeconfig) if s.kubeconfig else None, meter_pod=s.meter_pod)
     return Running(
-        s.scale, s.workload_timeout, s.stall_limit, s.cpus, s.settle, s.store_cache, s.fuse_trace,
-        s.profiling, s.price_list, s.ab_max_rounds, s.ab_seconds,
-        Clients(s.fio_servers, s.where("fio_servers"), s.hosts, s.pods, s.where(places),
-                s.reference_pods, s.reference_mount,
-                SshSettings(str(s.ssh_config) if s.ssh_config else None, s.host_python),
-                str(s.kubeconfig) if s.kubeconfig else None, s.meter_pod))
+        scale=s.scale, workload_timeout=s.workload_timeout, stall_limit=s.stall_limit, cpus=s.cpus,
+        settle=s.settle, store_cache=s.store_cache, fuse_trace=s.fuse_trace, profiling=s.profiling,
+        price_list=s.price_list, ab_max_rounds=s.ab_max_rounds, ab_seconds=s.ab_seconds,
+        clients=clients)
 
 
 class FsperfSession:
