@@ -114,11 +114,11 @@ def test_the_execnet_spec_is_kubectl_exec_of_words_it_cannot_read_as_options() -
 @pytest.fixture
 def gateway() -> Iterator[object]:
     execnet = pytest.importorskip("execnet")
-    gw = execnet.makegateway(f"popen//python={sys.executable}")
+    group = execnet.Group()
     try:
-        yield gw
-    finally:
-        gw.exit()
+        yield group.makegateway(f"popen//python={sys.executable}")
+    finally:  # its process ended and reaped: no child of this one left for a later test to see
+        group.terminate(timeout=10)
 
 
 def _server(path: str, reply: bytes, flood: int = 0) -> threading.Thread:
@@ -223,3 +223,27 @@ def test_a_kubectl_answer_of_the_wrong_shape_is_one_line(tmp_path: Path, answer:
     with pytest.raises(pods.link.HostError) as err:
         pods.node_of(kube, Pod("p", "/m"))
     assert said in str(err.value) and "\x1b" not in str(err.value)
+
+
+def test_kubectl_never_reads_roots_terminal(tmp_path: Path) -> None:
+    """kubectl runs as a service would: stdin what the plugin gives, else an empty pipe. As
+    found: without `input`, it inherited the session's stdin (a terminal, or CI's open pipe),
+    and a kubectl that reads it (an exec credential plugin prompting) waited there for ever."""
+    fake = tmp_path / "kubectl"
+    fake.write_text("#!/bin/sh\nif [ -t 0 ]; then echo terminal; else cat; echo end; fi\n")
+    fake.chmod(0o755)
+    code = (f"import sys; sys.path[:0] = {sys.path!r}\n"
+            "from pytest_fsperf.hosts import pods\n"
+            f"print(pods.Kube({str(fake)!r}, None, 'python3', {{}}).run('version').strip())")
+    held = subprocess.Popen([sys.executable, "-I", "-c", code], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    timer = threading.Timer(30, held.kill)  # its stdin stays open and silent, as a terminal's
+    timer.start()
+    try:
+        assert held.stdout is not None
+        out = held.stdout.readline()
+    finally:
+        timer.cancel()
+        held.kill()
+        held.wait()
+    assert out.strip() == "end", out

@@ -83,3 +83,19 @@ def test_bindfs_writes_and_reads_its_backing_disk_and_a_bound_on_it_fails(pytest
     assert 31 * MiB <= read["daemon_disk_read"] <= 40 * MiB, read
     assert read["daemon_disk_written"] < 4 * MiB, read
     assert rows[("test_read", "r")]["stats"]["daemon_disk_read"]["median"] == read["daemon_disk_read"]
+
+
+def test_a_daemon_process_that_ended_in_the_window_is_not_counted() -> None:
+    """Its counts died with it: a process gone at the end gives no figure (None each), never
+    the other processes' partial sum passed off as the daemon's."""
+    import subprocess
+
+    child = subprocess.Popen(["sleep", "30"], stdin=subprocess.DEVNULL)
+    try:
+        meter = StorageIo((child.pid,))
+        meter.start()
+        assert meter.before, "the live process was read at the start"
+    finally:
+        child.kill()
+        child.wait()
+    assert meter.stop(_Span()).measured == dict.fromkeys(StorageIo.FIGURES)

@@ -136,3 +136,21 @@ def test_a_hostile_saved_run_is_skipped_in_one_short_line(tmp_path: Path, doc: d
     with pytest.raises(ValueError) as said:
         Document.read(doc, "run")
     assert len(str(said.value)) < 500
+
+
+@pytest.mark.parametrize("faults", [{"major": "x" * 100_000, "minor": 1}, [1, 2], {"major": {"a": 1}}])
+def test_a_first_version_file_with_faults_of_another_shape_is_refused_in_one_line(tmp_path: Path,
+                                                                                 faults: object) -> None:
+    """The step from /1 moves what `faults` held into `measured`; what is not a count there
+    is refused by the reader, naming the result, as any wrong field is (a list: no figure)."""
+    doc = json.loads(WRITTEN[-2].read_text())
+    assert doc["schema"] == "pytest-fsperf/1"
+    doc["results"][0]["faults"] = faults
+    if isinstance(faults, list):
+        read = Document.read(doc, "f")
+        assert read.results[0].measured == {"daemon_major_faults": None, "daemon_minor_faults": None}
+        return
+    with pytest.raises(ValueError) as refused:
+        Document.read(doc, "f")
+    said = str(refused.value)
+    assert "\n" not in said and len(said) < 400 and "measured" in said, said[:400]
