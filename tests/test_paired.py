@@ -860,6 +860,38 @@ def test_a_second_pass_goes_on_from_the_first_passes_pairs():
 
 
 @pytest.mark.unit
+def test_a_second_pass_runs_only_where_its_layout_and_a_pair_fit():
+    """As CI met it (stop 82): a 40 s session budget overran by 3 s. The carried workload's
+    last pair (3 s) fitted the 4 s left, but its test ran anew and laid its files out again
+    (5 s) before that pair. The fit counts the layout too; the second pass goes on with the
+    slowest pair of both passes as what the next costs."""
+    import dataclasses
+
+    from pytest_fsperf.runner import budget
+    from pytest_fsperf.runner.ab import Side, interleave
+    from tests.test_rounds import result
+
+    first = interleave((Side("A", (), lambda: None), Side("B", (), lambda: None)),
+                       lambda side, n: result(100e6), Budget(min_pairs=3, max_pairs=12, seconds=0.0),
+                       0.05)
+    assert first.out_of_time and first.layout >= 0
+    carried = dataclasses.replace(first, last_pair=3.0, layout=5.0)
+    clock = budget.SessionClock(600.0, tests_left=2)
+    assert clock.carry("t.py::test_x", "read", carried)
+    clock.in_second_pass, clock.tests_left = True, 1  # the one held test
+    clock.started -= 596.0  # 4 s left
+    assert not clock.fits("t.py::test_x")  # 5 s of layout and a 3 s pair: 8 s
+    clock.started += 5.0  # 9 s left
+    assert clock.fits("t.py::test_x") and not clock.fits("t.py::test_y")
+    # the second pass: its first pair cost under 3 s, but the first pass's 3 s stands for the next
+    second = interleave((Side("A", (), lambda: None), Side("B", (), lambda: None)),
+                        lambda side, n: result(100e6), Budget(min_pairs=3, max_pairs=12, seconds=2.5),
+                        0.05, earlier=clock.resume("t.py::test_x", "read"))
+    assert len(second.a) == 2 and second.out_of_time, second.stopped
+    assert "the next pair (about 3 s" in second.stopped, second.stopped
+
+
+@pytest.mark.unit
 def test_a_pair_whose_two_runs_were_both_far_off_is_the_machine_and_dropped():
     """As found (issue 41, the ossfs2 suite's A/A): one pair of 32 ran 1.88 GB/s on A and
     0.78 on B against 2.5-3.3 on both otherwise; the CPU the rest of the machine used did not

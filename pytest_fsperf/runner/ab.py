@@ -98,8 +98,9 @@ class Interleaving:
         self.before = earlier.seconds if earlier else None  # the first pass's time
         self.dropped_pairs = 0
         self.moved = 0  # of them, pairs whose two runs met two machines
-        self.last_pair = 0.0  # what the next pair is taken to cost: the valid pairs' median
-        self.costs: list[float] = []  # each valid pair's own seconds: cold starts, runs, reruns
+        # each valid pair's own seconds: cold starts, runs, reruns (a second pass: the first's too)
+        self.costs: list[float] = [earlier.last_pair] if earlier and earlier.last_pair else []
+        self.last_pair = max(self.costs, default=0.0)  # what the next pair is taken to cost
         self.pair_t0 = self.pair_layout = 0.0  # the pair under way: its start, its layout
         self.fresh_is_usual = False  # every run makes its own files (fio unlink=1): that is the state
         self.neighbours = Neighbours.empty()
@@ -253,8 +254,8 @@ class Interleaving:
              last_pair: float = 0.0) -> Pairs:
         return Pairs(self.runs[AB.A], self.runs[AB.B], self.ran, why, (self.before or 0.0) + elapsed,
                      tuple(self.dropped), tuple(self.died), out_of_time=out_of_time,
-                     last_pair=last_pair, offsets=tuple(self.neighbours.offsets),
-                     adjusted=self.neighbours.said())
+                     last_pair=last_pair, layout=self.spent.before,
+                     offsets=tuple(self.neighbours.offsets), adjusted=self.neighbours.said())
 
 
 @dataclass

@@ -53,6 +53,12 @@ class SessionClock:
         """Whether a workload of the test waits for the second pass."""
         return any(t == test for t, _workload in self.carried)
 
+    def fits(self, test: str) -> bool:
+        """Whether a carried workload of the test fits the share of what is left: its layout
+        again (the test runs anew) and one more pair as slow as its slowest."""
+        share = self.share(float("inf"))
+        return any(share >= p.layout + p.last_pair for (t, _w), p in self.carried.items() if t == test)
+
     def resume(self, test: str, workload: str) -> Pairs | None:
         """The pairs a carried workload goes on from, once (None: start afresh)."""
         return self.carried.pop((test, workload), None)

@@ -20,6 +20,7 @@ class Pairs:
     died: tuple[str, ...] = ()  # runs whose daemon died (also in dropped), e.g. "B3"
     out_of_time: bool = False  # stopped undecided because the time budget was spent
     last_pair: float = 0.0  # seconds the last pair took, cold starts included
+    layout: float = 0.0  # seconds before the first pair and laying files out (a second pass pays it again)
     offsets: tuple[float, ...] = ()  # per pair: its neighbours adjustment of ln(B/A)
     adjusted: str = ""  # what was adjusted, said (judge/neighbours.py)
 

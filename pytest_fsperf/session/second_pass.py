@@ -78,10 +78,8 @@ class SecondPass:
             _log(h.item, h.reports)
 
     def _fits(self, item: pytest.Item) -> bool:
-        """One more pair of each carried workload of the test fits its share of what is left."""
-        test = self.key(item)
-        share = self.clock.share(float("inf"))
-        return any(share >= p.last_pair for (t, _w), p in self.clock.carried.items() if t == test)
+        """A carried workload of the test fits its share of what is left (runner/budget.py)."""
+        return self.clock.fits(self.key(item))
 
     def _forget(self, item: pytest.Item) -> None:
         """Drop what the first pass left on the item: its fsperf JUnit properties."""
