@@ -19,22 +19,17 @@ from pytest_fsperf.mounts.daemon import stat_fields
 MINFLT, MAJFLT, STARTED = 7, 9, 19  # /proc/PID/stat fields 10, 12 and 22 (stat_fields' count)
 
 
-def _counts(pid: int) -> tuple[int, int, int] | None:
-    """Its start time (the same process at both ends, not a PID reused) and its counts."""
-    found = stat_fields(pid)
-    if not found or len(found) <= STARTED:
-        return None
-    return int(found[STARTED]), int(found[MINFLT]), int(found[MAJFLT])
-
-
 class PageFaults(ProcessCounts):
     """Each daemon process's fault counts at the window's start and end."""
 
     FIGURES: ClassVar[tuple[str, ...]] = (Fig.DAEMON_MAJOR_FAULTS, Fig.DAEMON_MINOR_FAULTS)
 
     def read(self, pid: int) -> Counts | None:
-        found = _counts(pid)
-        return (found[0], found[1:]) if found is not None else None
+        """Its start time (the same process at both ends, not a PID reused) and its counts."""
+        found = stat_fields(pid)
+        if not found or len(found) <= STARTED:
+            return None
+        return int(found[STARTED]), (int(found[MINFLT]), int(found[MAJFLT]))
 
     def figures(self, moved: tuple[int, ...]) -> dict[str, float | None]:
         minor, major = moved

@@ -19,19 +19,15 @@ from pytest_fsperf.mounts.daemon import start_time
 KEYS = ("read_bytes", "write_bytes", "cancelled_write_bytes")
 
 
-def _counts(pid: int) -> Counts | None:
-    """Its start time (the same process at both ends, not a PID reused) and its counts."""
-    started, io = start_time(pid), proc_io(pid)
-    if started is None or io is None or any(k not in io for k in KEYS):
-        return None
-    return started, tuple(io[k] for k in KEYS)
-
-
 class StorageIo(ProcessCounts):
     FIGURES: ClassVar[tuple[str, ...]] = (Fig.DAEMON_DISK_READ, Fig.DAEMON_DISK_WRITTEN)
 
     def read(self, pid: int) -> Counts | None:
-        return _counts(pid)
+        """Its start time (the same process at both ends, not a PID reused) and its counts."""
+        started, io = start_time(pid), proc_io(pid)
+        if started is None or io is None or any(k not in io for k in KEYS):
+            return None
+        return started, tuple(io[k] for k in KEYS)
 
     def figures(self, moved: tuple[int, ...]) -> dict[str, float | None]:
         read, written, cancelled = moved

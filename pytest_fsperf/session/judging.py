@@ -9,16 +9,10 @@ import warnings
 import pytest
 
 from pytest_fsperf.report import junit
-from pytest_fsperf.result.workload import WorkloadResult
 from pytest_fsperf.session.keys import PASSES, RECORD, STATE
 from pytest_fsperf.session.second_pass import HELD
 from pytest_fsperf.session.verdict import judge_test
 from pytest_fsperf.vocab import Unsure
-
-
-def properties(item: pytest.Item, results: list[WorkloadResult]) -> None:
-    """Each figure as a JUnit XML property (report/junit.py)."""
-    item.user_properties.extend(junit.properties(results))
 
 
 def judge_item(item: pytest.Item) -> list[str]:
@@ -29,7 +23,7 @@ def judge_item(item: pytest.Item) -> list[str]:
         return []
     state = item.config.stash[STATE]
     s = state.settings
-    properties(item, record.results)
+    item.user_properties.extend(junit.properties(record.results))  # each figure, in JUnit XML
     j = judge_test(state, record)
     failures = list(j.failures)
     path, line, _ = item.location
