@@ -588,6 +588,28 @@ def test_an_inconclusive_gate_says_how_many_pairs_would_decide():
         "\n".join(shown), shown
 
 
+def test_the_pairs_promised_are_counted_at_the_error_the_figure_is_judged_at():
+    """CI at stop 83: an A/B of a 4 MB/s-limited B against 600 MB/s A, 4 pairs at ±81% per
+    pair, five deciding figures, said "inconclusive ... about 4 pairs in all would decide" at
+    its cap of 4 pairs. The advice counted at the whole flag error (2%) where the bandwidth is
+    judged at its share of it (2% over the deciding figures): it must promise more pairs than
+    were run, and more than the cap."""
+    from pytest_fsperf.judge.comparison import compare
+    from pytest_fsperf.judge.deciding import Deciding
+    from pytest_fsperf.vocab import Difference
+    from tests.test_rounds import result
+
+    a = [599e6] * 4
+    b = [599e6 * 0.012 * math.exp(s * 0.59) for s in (1, -1, 1, -1)]
+    c = compare("t", "read", "bindfs", (), ("-o", "x"), [result(v) for v in a],
+                [result(v) for v in b], "ABBAABBA", 0.10, Budget(min_pairs=2, max_pairs=4),
+                "pair cap reached", 10.0, deciding=Deciding(chosen=("bw", "iops", "lat_p99")))
+    assert c.outcome == Difference.INCONCLUSIVE
+    said = re.search(r"about (\d+) pairs in all would decide", c.message(0.10))
+    assert said and int(said.group(1)) > 4, c.message(0.10)
+    assert "more than the cap of 4 pairs allows" in c.message(0.10)
+
+
 def test_no_number_of_pairs_is_promised_on_the_tolerance_edge():
     from pytest_fsperf.judge.paired import pairs_needed
 

@@ -185,8 +185,8 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
     theirs together."""
     figures = deciding.figures(b[0]) if b else (Fig.BW,)
     anytime = budget.anytime if budget else False
-    metrics = judge_all(a, b, figures, tolerance, anytime, kind.is_gate,
-                        budget.alpha if budget else ALPHA, offsets)
+    alpha = budget.alpha if budget else ALPHA
+    metrics = judge_all(a, b, figures, tolerance, anytime, kind.is_gate, alpha, offsets)
     by = decided_by(metrics, figures, deciding.accepted)
     lead = metrics.get(figures[0])
     pinned = placed([*a, *b])
@@ -201,21 +201,21 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
                       machine="; ".join(x for x in (machine_during([*a, *b]), adjusted) if x),
                       where=fuse_where.findings(a, b),
                       needed=_needed(metrics[by], tolerance_of(by, tolerance), kind.is_gate,
-                                     seconds, budget)
+                                     seconds, budget, alpha / max(1, len(figures)))
                       if anytime and by in metrics else "",
                       deciding=tuple(f for f in figures if f in metrics),
                       accepted=tuple(f for f in deciding.accepted if f in metrics))
 
 
 def _needed(m: MetricComparison, tolerance: float, gate: bool, seconds: float,
-            budget: Budget | None) -> str:
-    """What an inconclusive sequence would have needed, said as advice ("" when decided)."""
+            budget: Budget | None, alpha: float) -> str:
+    """What an inconclusive sequence would have needed, said as advice ("" when decided),
+    counted at the flag error `alpha` the figure was judged at (its share: judge_all)."""
     pairs = len(log_ratios(m.a, m.b))
     if m.outcome != Difference.INCONCLUSIVE or pairs < 3:
         return ""
     spread = f"at the pairs' spread so far (±{100 * spread_of(m.a, m.b):.0f}% per pair)"
-    n = pairs_needed(m.a, m.b, tolerance, gate, METRICS[m.metric].bigger_is_better,
-                     budget.alpha if budget else ALPHA)
+    n = pairs_needed(m.a, m.b, tolerance, gate, METRICS[m.metric].bigger_is_better, alpha)
     if n is None:
         return (f"{spread} no practical number of pairs would decide: B/A sits at the "
                 "tolerance's edge")
