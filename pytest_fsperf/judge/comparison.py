@@ -68,6 +68,11 @@ def judge_metric(metric: str, av: Sequence[float | None], bv: Sequence[float | N
                             p.low, p.high, p.level, _outcome(metric, p, gate), p.anytime)
 
 
+def flag_share(alpha: float, figures: tuple[str, ...]) -> float:
+    """The flag's error each deciding figure is judged at: alpha split over them (Bonferroni)."""
+    return alpha / max(1, len(figures))
+
+
 def judge_all(a: Sequence[WorkloadResult], b: Sequence[WorkloadResult], figures: tuple[str, ...],
               tolerance: float, anytime: bool, gate: bool, alpha: float,
               offsets: Sequence[float] = (), every: bool = True) -> dict[str, MetricComparison]:
@@ -76,7 +81,7 @@ def judge_all(a: Sequence[WorkloadResult], b: Sequence[WorkloadResult], figures:
     flag's error `alpha` split over them, the first one's pairs adjusted by `offsets`), the
     others at the plain error, described."""
     out = {}
-    share = alpha / max(1, len(figures))
+    share = flag_share(alpha, figures)
     am, bm = [r.single_metrics() for r in a], [r.single_metrics() for r in b]  # once a run
     for metric in COMPARED if every else figures:
         av = tuple(m.get(metric) for m in am)
@@ -201,7 +206,7 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
                       machine="; ".join(x for x in (machine_during([*a, *b]), adjusted) if x),
                       where=fuse_where.findings(a, b),
                       needed=_needed(metrics[by], tolerance_of(by, tolerance), kind.is_gate,
-                                     seconds, budget, alpha / max(1, len(figures)))
+                                     seconds, budget, flag_share(alpha, figures))
                       if anytime and by in metrics else "",
                       deciding=tuple(f for f in figures if f in metrics),
                       accepted=tuple(f for f in deciding.accepted if f in metrics))
@@ -210,7 +215,7 @@ def compare(test: str, name: str, backend: str, a_options: tuple[str, ...],
 def _needed(m: MetricComparison, tolerance: float, gate: bool, seconds: float,
             budget: Budget | None, alpha: float) -> str:
     """What an inconclusive sequence would have needed, said as advice ("" when decided),
-    counted at the flag error `alpha` the figure was judged at (its share: judge_all)."""
+    counted at the flag error `alpha` the figure was judged at (flag_share)."""
     pairs = len(log_ratios(m.a, m.b))
     if m.outcome != Difference.INCONCLUSIVE or pairs < 3:
         return ""
